@@ -1,0 +1,2 @@
+# Install rules and the exported CMake package `CascadeMLIR`.
+include(CMakePackageConfigHelpers)

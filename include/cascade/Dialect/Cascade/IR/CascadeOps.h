@@ -1,0 +1,31 @@
+//===- CascadeOps.h - Cascade dialect operations ----------------*- C++ -*-===//
+
+#ifndef CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_H
+#define CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_H
+
+#include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "cascade/Dialect/Cascade/IR/CascadeEnums.h.inc"
+
+#define GET_ATTRDEF_CLASSES
+#include "cascade/Dialect/Cascade/IR/CascadeAttrs.h.inc"
+
+#define GET_OP_CLASSES
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h.inc"
+
+namespace mlir::cascade {
+/// Number of plan operands of a split-KV `cascade.paged_attention`:
+/// request_indices, kv_tile_indices, o_indptr, block_valid_mask,
+/// kv_chunk_size, tmp_v, tmp_s.
+inline constexpr unsigned kNumPlanOperands = 7;
+} // namespace mlir::cascade
+
+#endif // CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_H

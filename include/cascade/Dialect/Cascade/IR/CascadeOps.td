@@ -1,0 +1,285 @@
+//===- CascadeOps.td - Cascade dialect operations ----------*- tablegen -*-===//
+//
+// Attention-state merges, paged attention and multi-level cascades.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_TD
+#define CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_TD
+
+include "cascade/Dialect/Cascade/IR/CascadeBase.td"
+include "cascade/Dialect/Cascade/IR/CascadeAttrs.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/OpBase.td"
+
+//===----------------------------------------------------------------------===//
+// Common pieces
+//===----------------------------------------------------------------------===//
+
+/// A ranked tensor (value semantics) or a strided memref (buffer semantics).
+def Cascade_TensorOrMemRef : AnyTypeOf<[AnyRankedTensor, AnyStridedMemRef],
+                                       "ranked tensor or strided memref">;
+
+/// Every cascade op is in destination-passing style: its last two operands
+/// are the destinations `(v, s)` or `(o, lse)`. On tensors it returns two
+/// results of the destinations' types; on memrefs it returns nothing.
+class Cascade_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Cascade_Dialect, mnemonic, !listconcat(traits, [
+        DestinationStyleOpInterface,
+        DeclareOpInterfaceMethods<MemoryEffectsOpInterface>])> {
+  let results = (outs Variadic<AnyRankedTensor>:$results);
+  let hasVerifier = 1;
+  code dpsClassDeclaration = [{
+    /// The destinations are always the last two operands.
+    ::mlir::MutableOperandRange getDpsInitsMutable() {
+      return ::mlir::MutableOperandRange(getOperation(),
+                                         getOperation()->getNumOperands() - 2,
+                                         2);
+    }
+  }];
+  let extraClassDeclaration = dpsClassDeclaration;
+}
+
+def Cascade_DefaultLSEBase
+    : DefaultValuedAttr<Cascade_LSEBaseAttr, "::mlir::cascade::LSEBase::Base2">;
+
+//===----------------------------------------------------------------------===//
+// Merge ops
+//===----------------------------------------------------------------------===//
+
+def Cascade_MergeStateOp : Cascade_Op<"merge_state"> {
+  let summary = "Merge two attention states";
+  let description = [{
+    Merges the attention states `(v_a, s_a)` and `(v_b, s_b)` of two disjoint
+    key sets into the state of their union, written to the destinations
+    `(v, s)`. `v_*` are `[L, H, D]` (f16, bf16 or f32), `s_*` are `[L, H]` f32.
+    With `m = max(s_a, s_b)`, `w_x = exp2(s_x - m)` (base 2):
+    `v = (w_a v_a + w_b v_b) / (w_a + w_b)`, `s = m + log2(w_a + w_b)`.
+    Arithmetic is f32. An empty state `(0, -inf)` merged with any state returns
+    that state exactly; two empty states give `(0, -inf)`, never NaN.
+
+    Example:
+
+    ```mlir
+    %v, %s = cascade.merge_state
+        ins(%va, %sa, %vb, %sb : tensor<?x32x128xf16>, tensor<?x32xf32>,
+                                 tensor<?x32x128xf16>, tensor<?x32xf32>)
+        outs(%v0, %s0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Cascade_TensorOrMemRef:$v_a, Cascade_TensorOrMemRef:$s_a,
+                       Cascade_TensorOrMemRef:$v_b, Cascade_TensorOrMemRef:$s_b,
+                       Cascade_TensorOrMemRef:$v, Cascade_TensorOrMemRef:$s,
+                       Cascade_DefaultLSEBase:$lse_base);
+  let assemblyFormat = [{
+    `ins` `(` $v_a `,` $s_a `,` $v_b `,` $s_b `:` type($v_a) `,` type($s_a) `,`
+        type($v_b) `,` type($s_b) `)`
+    `outs` `(` $v `,` $s `:` type($v) `,` type($s) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+def Cascade_MergeStateInPlaceOp
+    : Cascade_Op<"merge_state_in_place"> {
+  let summary = "Merge another attention state into `(v, s)` in place";
+  let description = [{
+    Merges `(v_other, s_other)` into the destination state `(v, s)`. Shapes are
+    as for `cascade.merge_state`. The optional `mask` (`[L]`, `i1` or `i8`,
+    possibly strided) skips the rows where it is 0: those rows of `(v, s)` are
+    left untouched. On tensors the op returns the updated state; after
+    bufferization it updates the buffers of `(v, s)` in place.
+
+    Example:
+
+    ```mlir
+    cascade.merge_state_in_place
+        ins(%vo, %so : memref<?x32x128xf16>, memref<?x32xf32>)
+        mask(%m : memref<?xi8, strided<[?]>>)
+        outs(%v, %s : memref<?x32x128xf16>, memref<?x32xf32>)
+    ```
+  }];
+  let arguments = (ins Cascade_TensorOrMemRef:$v_other,
+                       Cascade_TensorOrMemRef:$s_other,
+                       Optional<Cascade_TensorOrMemRef>:$mask,
+                       Cascade_TensorOrMemRef:$v, Cascade_TensorOrMemRef:$s,
+                       Cascade_DefaultLSEBase:$lse_base);
+  let assemblyFormat = [{
+    `ins` `(` $v_other `,` $s_other `:` type($v_other) `,` type($s_other) `)`
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    `outs` `(` $v `,` $s `:` type($v) `,` type($s) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+def Cascade_MergeStatesOp : Cascade_Op<"merge_states"> {
+  let summary = "Merge N attention states per row";
+  let description = [{
+    Merges, for every row and head, the N states `(v[:, i], s[:, i])` of
+    `v [L, N, H, D]`, `s [L, N, H]` into `(v_out [L, H, D], s_out [L, H])`.
+    `N = 0` gives the empty state `(0, -inf)`.
+
+    Example:
+
+    ```mlir
+    %v, %s = cascade.merge_states
+        ins(%vs, %ss : tensor<?x16x32x128xf16>, tensor<?x16x32xf32>)
+        outs(%v0, %s0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = (ins Cascade_TensorOrMemRef:$v_in,
+                       Cascade_TensorOrMemRef:$s_in,
+                       Cascade_TensorOrMemRef:$v, Cascade_TensorOrMemRef:$s,
+                       Cascade_DefaultLSEBase:$lse_base);
+  let assemblyFormat = [{
+    `ins` `(` $v_in `,` $s_in `:` type($v_in) `,` type($s_in) `)`
+    `outs` `(` $v `,` $s `:` type($v) `,` type($s) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Attention over a paged KV cache
+//===----------------------------------------------------------------------===//
+
+/// The options of one attention level, shared by `paged_attention` and
+/// `multi_level_attention`.
+defvar Cascade_AttentionOptions = (ins
+    ConfinedAttr<I64Attr, [IntPositive]>:$page_size,
+    DefaultValuedAttr<Cascade_KVLayoutAttr, "::mlir::cascade::KVLayout::NHD">:$kv_layout,
+    UnitAttr:$causal,
+    OptionalAttr<F32Attr>:$sm_scale,
+    DefaultValuedAttr<F32Attr, "0.0f">:$logits_soft_cap,
+    DefaultValuedAttr<I64Attr, "-1">:$window_left,
+    DefaultValuedAttr<Cascade_PosEncodingAttr, "::mlir::cascade::PosEncoding::None">:$pos_encoding,
+    DefaultValuedAttr<F32Attr, "1.0f">:$rope_scale,
+    DefaultValuedAttr<F32Attr, "10000.0f">:$rope_theta,
+    Cascade_DefaultLSEBase:$lse_base);
+
+def Cascade_PagedAttentionOp
+    : Cascade_Op<"paged_attention", [AttrSizedOperandSegments]> {
+  let summary = "Attention of ragged queries over a paged KV cache";
+  let description = [{
+    Batch attention over a paged KV cache, FlashInfer's
+    `BatchPrefillWithPagedKVCacheWrapper` / `BatchDecodeWithPagedKVCacheWrapper`.
+
+    Operands:
+    - `q`: `[rows, Hqo, D]`, f16 or bf16; `rows = qo_indptr[B]`.
+    - `kv`: the page pool, either one `[P, 2, page_size, Hkv, D]` (`nhd`) /
+      `[P, 2, Hkv, page_size, D]` (`hnd`) value, index 0 of dim 1 the keys,
+      or a pair `(k, v)` of `[P, page_size, Hkv, D]` / `[P, Hkv, page_size, D]`.
+    - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`,
+      `kv_last_page_len [B]`: i32 CSR index arrays. Without `qo_indptr` the op
+      is a *decode*: one query per request (`rows = B`), and it lowers to a
+      decode kernel.
+    - `plan(...)` (optional, buffer form only): the plan-phase scheduling
+      metadata of a split-KV launch, computed on the host by the runtime
+      (`docs/plan-schema.md`): `request_indices`, `kv_tile_indices`,
+      `o_indptr`, `block_valid_mask` (1-D i32/i32/i32/i8), the scalar
+      `kv_chunk_size` (i32, tokens) and the f32 workspaces `tmp_v`
+      `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`. Without it,
+      the lowering uses one work item per (request, KV head).
+    - destinations `o [rows, Hqo, D]` (q's element type) and `lse [rows, Hqo]` f32.
+
+    `kv_len(i) = (pages_i - 1) * page_size + last_page_len(i)` (0 without
+    pages). Options are those of `semantics.md`: `causal`, `sm_scale`
+    (default `1/sqrt(D)`), `logits_soft_cap` (0 = off), `window_left`
+    (-1 = off), `pos_encoding`, `rope_scale`, `rope_theta`, `lse_base`.
+
+    Example (decode, GQA 32/8 heads, page 16):
+
+    ```mlir
+    %o, %lse = cascade.paged_attention
+        q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+        kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>)
+        kv_last_page_len(%last : tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {page_size = 16 : i64} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+      Cascade_TensorOrMemRef:$q,
+      Variadic<Cascade_TensorOrMemRef>:$kv,
+      Optional<Cascade_TensorOrMemRef>:$qo_indptr,
+      Cascade_TensorOrMemRef:$kv_indptr,
+      Cascade_TensorOrMemRef:$kv_indices,
+      Cascade_TensorOrMemRef:$kv_last_page_len,
+      Variadic<AnyType>:$plan,
+      Cascade_TensorOrMemRef:$o,
+      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
+    (`qo_indptr` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
+    `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
+    `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
+    `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
+    (`plan` `(` $plan^ `:` type($plan) `)`)?
+    `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = dpsClassDeclaration # [{
+    /// True when the op has no `qo_indptr`: one query per request.
+    bool isDecode() { return !getQoIndptr(); }
+    /// The softmax scale, `1/sqrt(head_dim)` when not given.
+    float getEffectiveSmScale();
+  }];
+}
+
+def Cascade_MultiLevelAttentionOp
+    : Cascade_Op<"multi_level_attention", [AttrSizedOperandSegments]> {
+  let summary = "Multi-level cascade attention over one page pool";
+  let description = [{
+    FlashInfer's `MultiLevelCascadeAttentionWrapper`: L levels over one page
+    pool, level `l` with its own `qo_indptr`, `kv_indptr`, `kv_indices` and
+    `kv_last_page_len` (the four operand lists hold one value per level, in
+    level order). Every level covers the same query rows. A shared prefix is a
+    level whose `qo_indptr` is `[0, B]`: all B queries form one group that
+    reads the prefix pages once. The result is the merge over levels of every
+    level's attention state; `causal` applies to the last level only. The
+    options are those of `cascade.paged_attention`.
+
+    `cascade-decompose-levels` rewrites it into one `cascade.paged_attention`
+    per level and `cascade.merge_state_in_place` ops.
+
+    Example (a shared prefix and per-request suffixes):
+
+    ```mlir
+    %o, %lse = cascade.multi_level_attention
+        q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+        qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>)
+        kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+        kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>)
+        kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {page_size = 16 : i64} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
+  }];
+  let arguments = !con((ins
+      Cascade_TensorOrMemRef:$q,
+      Variadic<Cascade_TensorOrMemRef>:$kv,
+      Variadic<Cascade_TensorOrMemRef>:$qo_indptr,
+      Variadic<Cascade_TensorOrMemRef>:$kv_indptr,
+      Variadic<Cascade_TensorOrMemRef>:$kv_indices,
+      Variadic<Cascade_TensorOrMemRef>:$kv_last_page_len,
+      Cascade_TensorOrMemRef:$o,
+      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions);
+  let assemblyFormat = [{
+    `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
+    `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
+    `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
+    `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
+    `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
+    `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
+    attr-dict (`->` type($results)^)?
+  }];
+  let extraClassDeclaration = dpsClassDeclaration # [{
+    /// Number of levels of the cascade.
+    unsigned getNumLevels() { return getQoIndptr().size(); }
+    /// The softmax scale, `1/sqrt(head_dim)` when not given.
+    float getEffectiveSmScale();
+  }];
+}
+
+#endif // CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_TD

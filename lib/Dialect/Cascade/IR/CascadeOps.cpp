@@ -1,0 +1,566 @@
+//===- CascadeOps.cpp - Cascade dialect operations ------------------------===//
+//
+// Verifiers and interface implementations of the cascade ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/OpImplementation.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+//===----------------------------------------------------------------------===//
+// Shared verification helpers
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Formats a shape as `[4, ?, 128]`.
+std::string shapeStr(ShapedType t) {
+  std::string s = "[";
+  llvm::raw_string_ostream os(s);
+  llvm::interleave(
+      t.getShape(), os,
+      [&](int64_t d) {
+        if (ShapedType::isDynamic(d))
+          os << "?";
+        else
+          os << d;
+      },
+      ", ");
+  os << "]";
+  return s;
+}
+
+/// Two dimensions agree unless both are static and differ.
+bool dimsAgree(int64_t a, int64_t b) {
+  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
+}
+
+bool isF16OrBF16(Type t) { return t.isF16() || t.isBF16(); }
+
+/// Checks the destination-passing form shared by every cascade op: all shaped
+/// operands are tensors (then there are two results, typed like the
+/// destinations) or all are memrefs (then there are no results).
+LogicalResult verifyDpsForm(Operation *op, ValueRange shapedOperands) {
+  auto dps = cast<DestinationStyleOpInterface>(op);
+  bool anyTensor = false, anyMemRef = false;
+  for (Value v : shapedOperands) {
+    anyTensor |= isa<RankedTensorType>(v.getType());
+    anyMemRef |= isa<MemRefType>(v.getType());
+  }
+  if (anyTensor && anyMemRef)
+    return op->emitOpError(
+        "operands must be all tensors or all memrefs, not a mix");
+  if (anyMemRef) {
+    if (op->getNumResults() != 0)
+      return op->emitOpError("on memrefs must have no results, got ")
+             << op->getNumResults();
+    return success();
+  }
+  if (op->getNumResults() != 2)
+    return op->emitOpError("on tensors must have 2 results, got ")
+           << op->getNumResults();
+  for (auto [i, init] : llvm::enumerate(dps.getDpsInits()))
+    if (op->getResult(i).getType() != init.getType())
+      return op->emitOpError("result #")
+             << i << " type " << op->getResult(i).getType()
+             << " does not match its destination type " << init.getType();
+  return success();
+}
+
+/// Checks one attention state `(v [L, H, D], s [L, H])`.
+LogicalResult verifyState(Operation *op, Value v, Value s, StringRef vName,
+                          StringRef sName) {
+  auto vt = cast<ShapedType>(v.getType());
+  auto st = cast<ShapedType>(s.getType());
+  if (vt.getRank() != 3)
+    return op->emitOpError("'")
+           << vName << "' must have rank 3 ([L, H, D]), got rank "
+           << vt.getRank();
+  if (st.getRank() != 2)
+    return op->emitOpError("'")
+           << sName << "' must have rank 2 ([L, H]), got rank " << st.getRank();
+  Type ve = vt.getElementType();
+  if (!ve.isF16() && !ve.isBF16() && !ve.isF32())
+    return op->emitOpError("'")
+           << vName << "' element type must be f16, bf16 or f32, got " << ve;
+  if (!st.getElementType().isF32())
+    return op->emitOpError("'")
+           << sName << "' element type must be f32, got "
+           << st.getElementType();
+  for (unsigned d = 0; d < 2; ++d)
+    if (!dimsAgree(vt.getDimSize(d), st.getDimSize(d)))
+      return op->emitOpError("'")
+             << sName << "' shape " << shapeStr(st) << " does not match '"
+             << vName << "' shape " << shapeStr(vt) << " in dim " << d;
+  return success();
+}
+
+/// Checks that two states have the same element type and compatible shapes.
+LogicalResult verifySameState(Operation *op, Value v0, StringRef n0, Value v1,
+                              StringRef n1) {
+  auto t0 = cast<ShapedType>(v0.getType());
+  auto t1 = cast<ShapedType>(v1.getType());
+  if (t0.getElementType() != t1.getElementType())
+    return op->emitOpError("'")
+           << n1 << "' element type " << t1.getElementType()
+           << " does not match '" << n0 << "' element type "
+           << t0.getElementType();
+  if (t0.getRank() != t1.getRank())
+    return op->emitOpError("'")
+           << n1 << "' rank " << t1.getRank() << " does not match '" << n0
+           << "' rank " << t0.getRank();
+  for (int64_t d = 0; d < t0.getRank(); ++d)
+    if (!dimsAgree(t0.getDimSize(d), t1.getDimSize(d)))
+      return op->emitOpError("'")
+             << n1 << "' shape " << shapeStr(t1) << " does not match '" << n0
+             << "' shape " << shapeStr(t0);
+  return success();
+}
+
+/// Checks a 1-D i32 index array.
+LogicalResult verifyIndexArray(Operation *op, Value v, StringRef name) {
+  auto t = cast<ShapedType>(v.getType());
+  if (t.getRank() != 1)
+    return op->emitOpError("'") << name << "' must be 1-D, got rank "
+                                << t.getRank();
+  if (!t.getElementType().isInteger(32))
+    return op->emitOpError("'") << name << "' element type must be i32, got "
+                                << t.getElementType();
+  return success();
+}
+
+/// Checks the index arrays of one level: `[B+1]`, `[B+1]`, `[nnz]`, `[B]`.
+LogicalResult verifyLevelIndices(Operation *op, Value qoIndptr, Value kvIndptr,
+                                 Value kvIndices, Value kvLastPageLen,
+                                 const Twine &where) {
+  std::string suffix = where.str();
+  if (qoIndptr && failed(verifyIndexArray(op, qoIndptr, "qo_indptr" + suffix)))
+    return failure();
+  if (failed(verifyIndexArray(op, kvIndptr, "kv_indptr" + suffix)) ||
+      failed(verifyIndexArray(op, kvIndices, "kv_indices" + suffix)) ||
+      failed(verifyIndexArray(op, kvLastPageLen, "kv_last_page_len" + suffix)))
+    return failure();
+  int64_t kvp = cast<ShapedType>(kvIndptr.getType()).getDimSize(0);
+  int64_t last = cast<ShapedType>(kvLastPageLen.getType()).getDimSize(0);
+  if (!ShapedType::isDynamic(kvp) && kvp < 2)
+    return op->emitOpError("'kv_indptr")
+           << suffix << "' must have at least 2 entries ([B+1], B >= 1), got "
+           << kvp;
+  if (qoIndptr) {
+    int64_t qop = cast<ShapedType>(qoIndptr.getType()).getDimSize(0);
+    if (!dimsAgree(qop, kvp))
+      return op->emitOpError("'qo_indptr")
+             << suffix << "' has " << qop << " entries but 'kv_indptr"
+             << suffix << "' has " << kvp << "; both are [B+1]";
+  }
+  if (!ShapedType::isDynamic(kvp) && !dimsAgree(last, kvp - 1))
+    return op->emitOpError("'kv_last_page_len")
+           << suffix << "' has " << last << " entries but 'kv_indptr"
+           << suffix << "' has " << kvp << "; expected [B] and [B+1]";
+  return success();
+}
+
+/// The attributes and operands every attention op shares.
+struct AttentionView {
+  Value q;
+  ValueRange kv;
+  Value o, lse;
+  int64_t pageSize;
+  KVLayout layout;
+  std::optional<float> smScale;
+  float softCap;
+  int64_t windowLeft;
+  float ropeScale, ropeTheta;
+};
+
+/// Verifies q, the page pool, the destinations and the options.
+LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
+  auto qt = cast<ShapedType>(a.q.getType());
+  if (qt.getRank() != 3)
+    return op->emitOpError("'q' must have rank 3 ([rows, Hqo, D]), got rank ")
+           << qt.getRank();
+  if (!isF16OrBF16(qt.getElementType()))
+    return op->emitOpError("'q' element type must be f16 or bf16, got ")
+           << qt.getElementType();
+  int64_t headDim = qt.getDimSize(2);
+  if (ShapedType::isDynamic(headDim))
+    return op->emitOpError("head_dim (dim 2 of 'q') must be static");
+  if (headDim % 8 != 0 || headDim <= 0 || headDim > 512)
+    return op->emitOpError("head_dim must be a positive multiple of 8 and at "
+                           "most 512, got ")
+           << headDim;
+
+  // The page pool.
+  if (a.kv.size() != 1 && a.kv.size() != 2)
+    return op->emitOpError("expects one page pool or a (k, v) pair in 'kv', "
+                           "got ")
+           << a.kv.size() << " values";
+  bool nhd = a.layout == KVLayout::NHD;
+  auto kt = cast<ShapedType>(a.kv[0].getType());
+  int64_t pageDim, headsDim;
+  if (a.kv.size() == 1) {
+    if (kt.getRank() != 5)
+      return op->emitOpError("a single page pool must have rank 5 (")
+             << (nhd ? "[P, 2, page_size, Hkv, D]" : "[P, 2, Hkv, page_size, D]")
+             << "), got rank " << kt.getRank();
+    if (!dimsAgree(kt.getDimSize(1), 2))
+      return op->emitOpError("dim 1 of the page pool must be 2 (keys, values), "
+                             "got ")
+             << kt.getDimSize(1);
+    pageDim = nhd ? 2 : 3;
+    headsDim = nhd ? 3 : 2;
+  } else {
+    auto vt = cast<ShapedType>(a.kv[1].getType());
+    if (kt.getRank() != 4)
+      return op->emitOpError("a (k, v) page pool must have rank 4 (")
+             << (nhd ? "[P, page_size, Hkv, D]" : "[P, Hkv, page_size, D]")
+             << "), got rank " << kt.getRank();
+    if (kt != vt &&
+        failed(verifySameState(op, a.kv[0], "k", a.kv[1], "v")))
+      return failure();
+    pageDim = nhd ? 1 : 2;
+    headsDim = nhd ? 2 : 1;
+  }
+  if (!isF16OrBF16(kt.getElementType()))
+    return op->emitOpError("KV cache element type must be f16 or bf16, got ")
+           << kt.getElementType();
+  if (!dimsAgree(kt.getDimSize(pageDim), a.pageSize))
+    return op->emitOpError("page dimension of the KV cache is ")
+           << kt.getDimSize(pageDim) << " but page_size = " << a.pageSize;
+  if (!dimsAgree(kt.getShape().back(), headDim))
+    return op->emitOpError("head_dim of the KV cache is ")
+           << kt.getShape().back() << " but 'q' has head_dim " << headDim;
+  int64_t hqo = qt.getDimSize(1), hkv = kt.getDimSize(headsDim);
+  if (!ShapedType::isDynamic(hqo) && !ShapedType::isDynamic(hkv) &&
+      (hkv == 0 || hqo % hkv != 0))
+    return op->emitOpError("number of query heads (")
+           << hqo << ") must be a multiple of the number of KV heads (" << hkv
+           << ")";
+
+  // Destinations.
+  auto ot = cast<ShapedType>(a.o.getType());
+  if (ot.getElementType() != qt.getElementType() ||
+      ot.getRank() != qt.getRank() ||
+      !llvm::all_of(llvm::seq<int64_t>(0, 3), [&](int64_t d) {
+        return dimsAgree(ot.getDimSize(d), qt.getDimSize(d));
+      }))
+    return op->emitOpError("'o' must have the type of 'q' ")
+           << shapeStr(qt) << " " << qt.getElementType() << ", got "
+           << shapeStr(ot) << " " << ot.getElementType();
+  auto lt = cast<ShapedType>(a.lse.getType());
+  if (lt.getRank() != 2 || !lt.getElementType().isF32() ||
+      !dimsAgree(lt.getDimSize(0), qt.getDimSize(0)) ||
+      !dimsAgree(lt.getDimSize(1), qt.getDimSize(1)))
+    return op->emitOpError("'lse' must be f32 [rows, Hqo] = ")
+           << "[" << qt.getDimSize(0) << ", " << qt.getDimSize(1)
+           << "] (? = dynamic), got " << shapeStr(lt) << " "
+           << lt.getElementType();
+
+  // Options.
+  if (a.smScale && !(std::isfinite(*a.smScale) && *a.smScale > 0.f))
+    return op->emitOpError("sm_scale must be finite and > 0, got ")
+           << *a.smScale;
+  if (!(std::isfinite(a.softCap) && a.softCap >= 0.f))
+    return op->emitOpError("logits_soft_cap must be >= 0 (0 = off), got ")
+           << a.softCap;
+  if (a.windowLeft < -1)
+    return op->emitOpError("window_left must be >= -1 (-1 = off), got ")
+           << a.windowLeft;
+  if (!(std::isfinite(a.ropeScale) && a.ropeScale > 0.f))
+    return op->emitOpError("rope_scale must be finite and > 0, got ")
+           << a.ropeScale;
+  if (!(std::isfinite(a.ropeTheta) && a.ropeTheta > 0.f))
+    return op->emitOpError("rope_theta must be finite and > 0, got ")
+           << a.ropeTheta;
+  return success();
+}
+
+template <typename OpTy>
+AttentionView viewOf(OpTy op) {
+  std::optional<float> sm;
+  if (auto attr = op.getSmScaleAttr())
+    sm = attr.getValueAsDouble();
+  return AttentionView{op.getQ(),
+                       op.getKv(),
+                       op.getO(),
+                       op.getLse(),
+                       static_cast<int64_t>(op.getPageSize()),
+                       op.getKvLayout(),
+                       sm,
+                       op.getLogitsSoftCap().convertToFloat(),
+                       op.getWindowLeft(),
+                       op.getRopeScale().convertToFloat(),
+                       op.getRopeTheta().convertToFloat()};
+}
+
+template <typename OpTy>
+float effectiveSmScale(OpTy op) {
+  if (auto attr = op.getSmScaleAttr())
+    return attr.getValueAsDouble();
+  int64_t d = cast<ShapedType>(op.getQ().getType()).getDimSize(2);
+  return 1.0f / std::sqrt(static_cast<float>(d));
+}
+
+/// Memory effects: reads of every memref operand, writes of the
+/// destinations. Tensor forms have none.
+void addEffects(
+    Operation *op,
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  auto dps = cast<DestinationStyleOpInterface>(op);
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isa<MemRefType>(operand.get().getType()))
+      continue;
+    effects.emplace_back(MemoryEffects::Read::get(), &operand,
+                         SideEffects::DefaultResource::get());
+    if (dps.isDpsInit(&operand))
+      effects.emplace_back(MemoryEffects::Write::get(), &operand,
+                           SideEffects::DefaultResource::get());
+  }
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// MergeStateOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeStateOp::verify() {
+  if (failed(verifyDpsForm(*this, getOperands())) ||
+      failed(verifyState(*this, getVA(), getSA(), "v_a", "s_a")) ||
+      failed(verifyState(*this, getVB(), getSB(), "v_b", "s_b")) ||
+      failed(verifyState(*this, getV(), getS(), "v", "s")) ||
+      failed(verifySameState(*this, getVA(), "v_a", getVB(), "v_b")) ||
+      failed(verifySameState(*this, getVA(), "v_a", getV(), "v")) ||
+      failed(verifySameState(*this, getSA(), "s_a", getSB(), "s_b")) ||
+      failed(verifySameState(*this, getSA(), "s_a", getS(), "s")))
+    return failure();
+  return success();
+}
+
+void MergeStateOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// MergeStateInPlaceOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeStateInPlaceOp::verify() {
+  if (failed(verifyDpsForm(*this, getOperands())) ||
+      failed(verifyState(*this, getVOther(), getSOther(), "v_other",
+                         "s_other")) ||
+      failed(verifyState(*this, getV(), getS(), "v", "s")) ||
+      failed(verifySameState(*this, getV(), "v", getVOther(), "v_other")) ||
+      failed(verifySameState(*this, getS(), "s", getSOther(), "s_other")))
+    return failure();
+  if (Value mask = getMask()) {
+    auto mt = cast<ShapedType>(mask.getType());
+    if (mt.getRank() != 1)
+      return emitOpError("'mask' must be 1-D ([L]), got rank ")
+             << mt.getRank();
+    if (!mt.getElementType().isInteger(1) && !mt.getElementType().isInteger(8))
+      return emitOpError("'mask' element type must be i1 or i8, got ")
+             << mt.getElementType();
+    int64_t rows = cast<ShapedType>(getV().getType()).getDimSize(0);
+    if (!dimsAgree(mt.getDimSize(0), rows))
+      return emitOpError("'mask' has ")
+             << mt.getDimSize(0) << " entries but 'v' has " << rows << " rows";
+  }
+  return success();
+}
+
+void MergeStateInPlaceOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// MergeStatesOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult MergeStatesOp::verify() {
+  if (failed(verifyDpsForm(*this, getOperands())) ||
+      failed(verifyState(*this, getV(), getS(), "v", "s")))
+    return failure();
+  auto vin = cast<ShapedType>(getVIn().getType());
+  auto sin = cast<ShapedType>(getSIn().getType());
+  auto vout = cast<ShapedType>(getV().getType());
+  if (vin.getRank() != 4)
+    return emitOpError("'v_in' must have rank 4 ([L, N, H, D]), got rank ")
+           << vin.getRank();
+  if (sin.getRank() != 3)
+    return emitOpError("'s_in' must have rank 3 ([L, N, H]), got rank ")
+           << sin.getRank();
+  if (vin.getElementType() != vout.getElementType())
+    return emitOpError("'v_in' element type ")
+           << vin.getElementType() << " does not match 'v' element type "
+           << vout.getElementType();
+  if (!sin.getElementType().isF32())
+    return emitOpError("'s_in' element type must be f32, got ")
+           << sin.getElementType();
+  for (unsigned d = 0; d < 3; ++d)
+    if (!dimsAgree(sin.getDimSize(d), vin.getDimSize(d)))
+      return emitOpError("'s_in' shape ")
+             << shapeStr(sin) << " does not match 'v_in' shape "
+             << shapeStr(vin) << " in dim " << d;
+  // v_in [L, N, H, D] -> v [L, H, D].
+  static constexpr std::pair<unsigned, unsigned> kOutToIn[] = {
+      {0, 0}, {1, 2}, {2, 3}};
+  for (auto [outDim, inDim] : kOutToIn)
+    if (!dimsAgree(vout.getDimSize(outDim), vin.getDimSize(inDim)))
+      return emitOpError("'v' shape ")
+             << shapeStr(vout) << " does not match 'v_in' shape "
+             << shapeStr(vin) << " ([L, N, H, D] -> [L, H, D])";
+  return success();
+}
+
+void MergeStatesOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// PagedAttentionOp
+//===----------------------------------------------------------------------===//
+
+float PagedAttentionOp::getEffectiveSmScale() { return effectiveSmScale(*this); }
+
+/// Checks the optional plan operands of a split-KV launch.
+static LogicalResult verifyPlan(PagedAttentionOp op) {
+  ValueRange plan = op.getPlan();
+  if (plan.empty())
+    return success();
+  if (plan.size() != kNumPlanOperands)
+    return op.emitOpError("expects ")
+           << kNumPlanOperands
+           << " plan operands (request_indices, kv_tile_indices, o_indptr, "
+              "block_valid_mask, kv_chunk_size, tmp_v, tmp_s), got "
+           << plan.size();
+  if (!isa<MemRefType>(op.getQ().getType()))
+    return op.emitOpError("plan operands are only allowed on memrefs (after "
+                          "bufferization)");
+  static constexpr StringLiteral kNames[] = {
+      "request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"};
+  for (unsigned i = 0; i < 4; ++i) {
+    auto t = dyn_cast<MemRefType>(plan[i].getType());
+    unsigned width = i == 3 ? 8 : 32;
+    if (!t || t.getRank() != 1 || !t.getElementType().isInteger(width))
+      return op.emitOpError("plan operand '")
+             << kNames[i] << "' must be a 1-D memref of i" << width << ", got "
+             << plan[i].getType();
+  }
+  if (!plan[4].getType().isInteger(32))
+    return op.emitOpError("plan operand 'kv_chunk_size' must be i32, got ")
+           << plan[4].getType();
+  auto qt = cast<ShapedType>(op.getQ().getType());
+  auto tv = dyn_cast<MemRefType>(plan[5].getType());
+  auto ts = dyn_cast<MemRefType>(plan[6].getType());
+  if (!tv || tv.getRank() != 3 || !tv.getElementType().isF32() ||
+      !dimsAgree(tv.getDimSize(1), qt.getDimSize(1)) ||
+      !dimsAgree(tv.getDimSize(2), qt.getDimSize(2)))
+    return op.emitOpError("plan operand 'tmp_v' must be an f32 memref "
+                          "[partial_rows, Hqo, D], got ")
+           << plan[5].getType();
+  if (!ts || ts.getRank() != 2 || !ts.getElementType().isF32() ||
+      !dimsAgree(ts.getDimSize(0), tv.getDimSize(0)) ||
+      !dimsAgree(ts.getDimSize(1), qt.getDimSize(1)))
+    return op.emitOpError("plan operand 'tmp_s' must be an f32 memref "
+                          "[partial_rows, Hqo], got ")
+           << plan[6].getType();
+  return success();
+}
+
+LogicalResult PagedAttentionOp::verify() {
+  SmallVector<Value> shaped;
+  for (Value v : getOperands())
+    if (isa<ShapedType>(v.getType()) &&
+        !llvm::is_contained(getPlan(), v))
+      shaped.push_back(v);
+  if (failed(verifyDpsForm(*this, shaped)) ||
+      failed(verifyAttention(*this, viewOf(*this))) ||
+      failed(verifyLevelIndices(*this, getQoIndptr(), getKvIndptr(),
+                                getKvIndices(), getKvLastPageLen(), "")) ||
+      failed(verifyPlan(*this)))
+    return failure();
+  if (isDecode()) {
+    int64_t rows = cast<ShapedType>(getQ().getType()).getDimSize(0);
+    int64_t batch = cast<ShapedType>(getKvLastPageLen().getType()).getDimSize(0);
+    if (!dimsAgree(rows, batch))
+      return emitOpError("decode (no 'qo_indptr') expects one query per "
+                         "request, but 'q' has ")
+             << rows << " rows and 'kv_last_page_len' has " << batch
+             << " entries";
+  }
+  return success();
+}
+
+void PagedAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addEffects(*this, effects);
+  // The split-KV workspaces (tmp_v, tmp_s) are scratch that the kernels
+  // write.
+  MutableOperandRange plan = getPlanMutable();
+  for (unsigned i = 5; i < plan.size(); ++i)
+    if (isa<MemRefType>(plan[i].get().getType()))
+      effects.emplace_back(MemoryEffects::Write::get(), &plan[i],
+                           SideEffects::DefaultResource::get());
+}
+
+//===----------------------------------------------------------------------===//
+// MultiLevelAttentionOp
+//===----------------------------------------------------------------------===//
+
+float MultiLevelAttentionOp::getEffectiveSmScale() {
+  return effectiveSmScale(*this);
+}
+
+LogicalResult MultiLevelAttentionOp::verify() {
+  if (failed(verifyDpsForm(*this, getOperands())) ||
+      failed(verifyAttention(*this, viewOf(*this))))
+    return failure();
+  size_t n = getQoIndptr().size();
+  if (n == 0)
+    return emitOpError("expects at least one level");
+  if (getKvIndptr().size() != n || getKvIndices().size() != n ||
+      getKvLastPageLen().size() != n)
+    return emitOpError("expects one qo_indptr, kv_indptr, kv_indices and "
+                       "kv_last_page_len per level, got ")
+           << n << ", " << getKvIndptr().size() << ", "
+           << getKvIndices().size() << " and " << getKvLastPageLen().size();
+  for (size_t l = 0; l < n; ++l)
+    if (failed(verifyLevelIndices(*this, getQoIndptr()[l], getKvIndptr()[l],
+                                  getKvIndices()[l], getKvLastPageLen()[l],
+                                  "[" + Twine(l) + "]")))
+      return failure();
+  return success();
+}
+
+void MultiLevelAttentionOp::getEffects(
+    SmallVectorImpl<SideEffects::EffectInstance<MemoryEffects::Effect>>
+        &effects) {
+  addEffects(*this, effects);
+}
+
+//===----------------------------------------------------------------------===//
+// TableGen'd definitions
+//===----------------------------------------------------------------------===//
+
+#define GET_OP_CLASSES
+#include "cascade/Dialect/Cascade/IR/CascadeOps.cpp.inc"

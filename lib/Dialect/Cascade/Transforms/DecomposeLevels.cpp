@@ -1,0 +1,117 @@
+//===- DecomposeLevels.cpp - Multi-level cascade -> per-level ops ---------===//
+//
+// A multi-level cascade is the merge over its levels of each level's
+// attention state. This pass spells that out: one `cascade.paged_attention`
+// per level, folded into level 0's state with `cascade.merge_state_in_place`.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+#include "cascade/Dialect/Cascade/Transforms/Passes.h"
+
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace mlir::cascade {
+#define GEN_PASS_DEF_CASCADEDECOMPOSELEVELS
+#include "cascade/Dialect/Cascade/Transforms/Passes.h.inc"
+} // namespace mlir::cascade
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace {
+
+/// Creates an uninitialized value shaped like `like` (a tensor or a memref),
+/// with its dynamic sizes read from `like`. On memrefs the caller frees it.
+Value createTemporary(OpBuilder &b, Location loc, Value like) {
+  auto type = cast<ShapedType>(like.getType());
+  SmallVector<Value> dynSizes;
+  for (int64_t d = 0; d < type.getRank(); ++d) {
+    if (!type.isDynamicDim(d))
+      continue;
+    if (isa<RankedTensorType>(type))
+      dynSizes.push_back(tensor::DimOp::create(b, loc, like, d));
+    else
+      dynSizes.push_back(memref::DimOp::create(b, loc, like, d));
+  }
+  if (auto tt = dyn_cast<RankedTensorType>(type))
+    return tensor::EmptyOp::create(b, loc, tt.getShape(), tt.getElementType(),
+                                   dynSizes);
+  auto mt = cast<MemRefType>(type);
+  auto plain = MemRefType::get(mt.getShape(), mt.getElementType());
+  return memref::AllocOp::create(b, loc, plain, dynSizes);
+}
+
+struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(MultiLevelAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    bool onTensors = op.getNumResults() != 0;
+    unsigned numLevels = op.getNumLevels();
+
+    // Level `l`'s attention into destinations (o, lse).
+    auto emitLevel = [&](unsigned l, Value o, Value lse) {
+      TypeRange results =
+          onTensors ? TypeRange{o.getType(), lse.getType()} : TypeRange{};
+      bool causal = op.getCausal() && l + 1 == numLevels;
+      return PagedAttentionOp::create(
+          rewriter, loc, results, op.getQ(), op.getKv(), op.getQoIndptr()[l],
+          op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
+          /*plan=*/ValueRange{}, o, lse, op.getPageSizeAttr(),
+          op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
+          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
+          op.getWindowLeftAttr(), op.getPosEncodingAttr(),
+          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr());
+    };
+
+    PagedAttentionOp first = emitLevel(0, op.getO(), op.getLse());
+    Value accV = onTensors ? first.getResult(0) : op.getO();
+    Value accS = onTensors ? first.getResult(1) : op.getLse();
+    for (unsigned l = 1; l < numLevels; ++l) {
+      Value tmpV = createTemporary(rewriter, loc, op.getO());
+      Value tmpS = createTemporary(rewriter, loc, op.getLse());
+      PagedAttentionOp level = emitLevel(l, tmpV, tmpS);
+      Value levelV = onTensors ? level.getResult(0) : tmpV;
+      Value levelS = onTensors ? level.getResult(1) : tmpS;
+      TypeRange results =
+          onTensors ? TypeRange{accV.getType(), accS.getType()} : TypeRange{};
+      auto merge = MergeStateInPlaceOp::create(
+          rewriter, loc, results, levelV, levelS, /*mask=*/Value(), accV, accS,
+          op.getLseBaseAttr());
+      if (onTensors) {
+        accV = merge.getResult(0);
+        accS = merge.getResult(1);
+      } else {
+        memref::DeallocOp::create(rewriter, loc, tmpV);
+        memref::DeallocOp::create(rewriter, loc, tmpS);
+      }
+    }
+    if (onTensors)
+      rewriter.replaceOp(op, ValueRange{accV, accS});
+    else
+      rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+struct CascadeDecomposeLevelsPass
+    : cascade::impl::CascadeDecomposeLevelsBase<CascadeDecomposeLevelsPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populateDecomposeLevelsPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
+
+void mlir::cascade::populateDecomposeLevelsPatterns(
+    RewritePatternSet &patterns) {
+  patterns.add<DecomposeMultiLevel>(patterns.getContext());
+}

@@ -1,0 +1,35 @@
+# -*- Python -*-
+# lit configuration of the Cascade-MLIR test suite.
+
+import os
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "CASCADE"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
+                   "Inputs", "Unit", "Integration"]
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.cascade_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%cascade_src_root", config.cascade_src_root))
+
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                      "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
+llvm_config.use_default_substitutions()
+
+tool_dirs = [config.cascade_tools_dir, config.llvm_tools_dir]
+tools = [
+    ToolSubst("cascade-opt", unresolved="fatal"),
+    ToolSubst("cascade-plan", unresolved="ignore"),
+]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# PTX checks run ptxas where the CUDA toolkit is installed (it is in CI).
+if config.ptxas and os.path.exists(config.ptxas):
+    config.available_features.add("ptxas")
+    config.substitutions.append(("%ptxas", config.ptxas))
