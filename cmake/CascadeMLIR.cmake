@@ -19,11 +19,6 @@ include(AddLLVM)
 include(AddMLIR)
 include(HandleLLVMOptions)
 
-# Link the one shared libMLIR (fast links, one copy of MLIR per process).
-if(NOT DEFINED MLIR_LINK_MLIR_DYLIB AND TARGET MLIR)
-  set(MLIR_LINK_MLIR_DYLIB ON)
-endif()
-
 # Debian's LLVMConfig points at a missing llvm-lit; its lit lives in bin/lit.
 if(NOT LLVM_EXTERNAL_LIT)
   if(EXISTS ${LLVM_TOOLS_BINARY_DIR}/lit)
@@ -47,4 +42,4 @@ add_subdirectory(${CASCADE_SOURCE_DIR}/lib/Registration ${CASCADE_BINARY_DIR}/li
 add_subdirectory(${CASCADE_SOURCE_DIR}/tools/cascade-opt ${CASCADE_BINARY_DIR}/tools/cascade-opt)
 
 # Dialect reference generated from ODS (see docs/README.md).
-add_custom_target(cascade-doc DEPENDS MLIRCascadeOpsDocGen MLIRCascadePassesDocGen)
+add_custom_target(cascade-doc DEPENDS CascadeOpsDocGen CascadePassesDocGen)

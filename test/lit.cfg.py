@@ -26,6 +26,8 @@ tool_dirs = [config.cascade_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("cascade-opt", unresolved="fatal"),
     ToolSubst("cascade-plan", unresolved="ignore"),
+    ToolSubst("split-file", unresolved="fatal"),
+    ToolSubst("not", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

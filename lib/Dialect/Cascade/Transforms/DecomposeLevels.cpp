@@ -56,8 +56,9 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
 
     // Level `l`'s attention into destinations (o, lse).
     auto emitLevel = [&](unsigned l, Value o, Value lse) {
-      TypeRange results =
-          onTensors ? TypeRange{o.getType(), lse.getType()} : TypeRange{};
+      SmallVector<Type, 2> results;
+      if (onTensors)
+        results = {o.getType(), lse.getType()};
       bool causal = op.getCausal() && l + 1 == numLevels;
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), op.getQoIndptr()[l],
@@ -78,8 +79,9 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       PagedAttentionOp level = emitLevel(l, tmpV, tmpS);
       Value levelV = onTensors ? level.getResult(0) : tmpV;
       Value levelS = onTensors ? level.getResult(1) : tmpS;
-      TypeRange results =
-          onTensors ? TypeRange{accV.getType(), accS.getType()} : TypeRange{};
+      SmallVector<Type, 2> results;
+      if (onTensors)
+        results = {accV.getType(), accS.getType()};
       auto merge = MergeStateInPlaceOp::create(
           rewriter, loc, results, levelV, levelS, /*mask=*/Value(), accV, accS,
           op.getLseBaseAttr());
