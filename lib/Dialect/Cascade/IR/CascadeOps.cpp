@@ -263,16 +263,17 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
       !dimsAgree(lt.getDimSize(0), qt.getDimSize(0)) ||
       !dimsAgree(lt.getDimSize(1), qt.getDimSize(1)))
     return op->emitOpError("'lse' must be f32 [rows, Hqo] = ")
-           << "[" << qt.getDimSize(0) << ", " << qt.getDimSize(1)
-           << "] (? = dynamic), got " << shapeStr(lt) << " "
-           << lt.getElementType();
+           << shapeStr(RankedTensorType::get(qt.getShape().drop_back(),
+                                             lt.getElementType()))
+           << ", got " << shapeStr(lt) << " " << lt.getElementType();
 
   // Options.
   if (a.smScale && !(std::isfinite(*a.smScale) && *a.smScale > 0.f))
     return op->emitOpError("sm_scale must be finite and > 0, got ")
            << *a.smScale;
   if (!(std::isfinite(a.softCap) && a.softCap >= 0.f))
-    return op->emitOpError("logits_soft_cap must be >= 0 (0 = off), got ")
+    return op->emitOpError(
+               "logits_soft_cap must be finite and >= 0 (0 = off), got ")
            << a.softCap;
   if (a.windowLeft < -1)
     return op->emitOpError("window_left must be >= -1 (-1 = off), got ")

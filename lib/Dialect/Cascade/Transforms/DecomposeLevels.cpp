@@ -41,7 +41,10 @@ Value createTemporary(OpBuilder &b, Location loc, Value like) {
     return tensor::EmptyOp::create(b, loc, tt.getShape(), tt.getElementType(),
                                    dynSizes);
   auto mt = cast<MemRefType>(type);
-  auto plain = MemRefType::get(mt.getShape(), mt.getElementType());
+  // A fresh identity-layout buffer in the destination's memory space.
+  auto plain = MemRefType::get(mt.getShape(), mt.getElementType(),
+                               MemRefLayoutAttrInterface(),
+                               mt.getMemorySpace());
   return memref::AllocOp::create(b, loc, plain, dynSizes);
 }
 

@@ -1,0 +1,244 @@
+// RUN: cascade-opt %s -split-input-file -verify-diagnostics
+
+// Verifier errors of cascade.multi_level_attention: the number of levels, the
+// per-level index arrays (reported with the level number), and the checks it
+// shares with cascade.paged_attention.
+
+// Zero levels (only expressible in the generic form).
+func.func @no_levels(%q: tensor<?x32x128xf16>, %c: tensor<?x2x16x8x128xf16>,
+                     %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects at least one level}}
+  %r:2 = "cascade.multi_level_attention"(%q, %c, %o, %lse)
+      <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
+      : (tensor<?x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<?x32x128xf16>, tensor<?x32xf32>)
+      -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
+  return
+}
+
+// -----
+
+func.func @kv_indptr_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 2, 1, 2 and 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0 : tensor<2xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_indices_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %ki2: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 2, 2, 3 and 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1, %ki2 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_last_page_len_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<?xi32>, %kp0: tensor<?xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 1, 1, 1 and 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0 : tensor<?xi32>) kv_indptr(%kp0 : tensor<?xi32>)
+      kv_indices(%ki0 : tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @qo_indptr_element_type(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi64>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'qo_indptr[0]' element type must be i32, got 'i64'}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi64>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_indptr_rank(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?x1xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_indptr[1]' must be 1-D, got rank 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?x1xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_indices_element_type(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi8>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_indices[1]' element type must be i32, got 'i8'}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi8>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_last_page_len_rank(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1x1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_last_page_len[0]' must be 1-D, got rank 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1x1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @kv_indptr_too_short(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<1xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_indptr[1]' must have at least 2 entries ([B+1], B >= 1), got 1}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<1xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @qo_kv_indptr_mismatch(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<9xi32>, %kp0: tensor<2xi32>, %kp1: tensor<5xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'qo_indptr[1]' has 9 entries but 'kv_indptr[1]' has 5; both are [B+1]}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<9xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<5xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// A shared-prefix level has one request ([0, B] qo_indptr): one last-page length.
+func.func @shared_prefix_last_page_len(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<2xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_last_page_len[0]' has 2 entries but 'kv_indptr[0]' has 2; expected [B] and [B+1]}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<2xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @three_levels_third_bad(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %qo2: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %kp2: tensor<0xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %ki2: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %kl2: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_indptr[2]' must have at least 2 entries ([B+1], B >= 1), got 0}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1, %qo2 : tensor<2xi32>, tensor<?xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1, %kp2 : tensor<2xi32>, tensor<?xi32>, tensor<0xi32>)
+      kv_indices(%ki0, %ki1, %ki2 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1, %kl2 : tensor<1xi32>, tensor<?xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @gqa_not_multiple(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x5x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{number of query heads (32) must be a multiple of the number of KV heads (5)}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x5x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @page_size_mismatch(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{page dimension of the KV cache is 16 but page_size = 32}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 32 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @hnd_pair_rank(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x8x16x128xf16>, %kv1: tensor<?x2x8x16x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{a (k, v) page pool must have rank 4 ([P, Hkv, page_size, D]), got rank 5}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0, %kv1 : tensor<?x2x8x16x128xf16>, tensor<?x2x8x16x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<hnd>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @window_left(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{window_left must be >= -1 (-1 = off), got -5}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, window_left = -5 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @lse_heads(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x8xf32>) {
+  // expected-error@+1 {{'lse' must be f32 [rows, Hqo]}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x8xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x8xf32>
+  return
+}
+
+// -----
+
+func.func @mix(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: memref<1xi32>, %kl1: memref<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{operands must be all tensors or all memrefs, not a mix}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : memref<1xi32>, memref<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @memref_with_results(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %qo0: memref<2xi32>, %qo1: memref<?xi32>, %kp0: memref<2xi32>, %kp1: memref<?xi32>, %ki0: memref<?xi32>, %ki1: memref<?xi32>, %kl0: memref<1xi32>, %kl1: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{on memrefs must have no results, got 2}}
+  %r:2 = cascade.multi_level_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : memref<2xi32>, memref<?xi32>) kv_indptr(%kp0, %kp1 : memref<2xi32>, memref<?xi32>)
+      kv_indices(%ki0, %ki1 : memref<?xi32>, memref<?xi32>) kv_last_page_len(%kl0, %kl1 : memref<1xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @tensor_no_results(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{on tensors must have 2 results, got 0}}
+  cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+  return
+}
