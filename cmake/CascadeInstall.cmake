@@ -2,7 +2,7 @@
 #
 #   find_package(CascadeMLIR REQUIRED CONFIG)
 #   target_link_libraries(my-opt PRIVATE Cascade::CascadeRegistration)
-#   target_link_libraries(my-server PRIVATE Cascade::CascadeRuntime)
+#   target_link_libraries(my-server PRIVATE Cascade::Runtime)
 #
 # The compiler libraries are exported when CASCADE_ENABLE_COMPILER is ON; the
 # runtime library (lib/Runtime) adds itself to the same export set.

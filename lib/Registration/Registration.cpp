@@ -1,9 +1,9 @@
 //===- Registration.cpp - Register everything Cascade-MLIR has ------------===//
 
-#include "cascade/InitAllCascade.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 #include "cascade/Dialect/Cascade/Transforms/BufferizableOpInterfaceImpl.h"
 #include "cascade/Dialect/Cascade/Transforms/Passes.h"
+#include "cascade/InitAllCascade.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Transforms/BufferizableOpInterfaceImpl.h"
@@ -39,9 +39,9 @@ void cascade::registerAllCascadeDialects(DialectRegistry &registry) {
   registerCascadeDialect(registry);
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
-                  math::MathDialect, memref::MemRefDialect,
-                  NVVM::NVVMDialect, nvgpu::NVGPUDialect, scf::SCFDialect,
-                  tensor::TensorDialect, vector::VectorDialect>();
+                  math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
+                  nvgpu::NVGPUDialect, scf::SCFDialect, tensor::TensorDialect,
+                  vector::VectorDialect>();
   func::registerAllExtensions(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);

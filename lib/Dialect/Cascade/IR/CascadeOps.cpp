@@ -95,9 +95,8 @@ LogicalResult verifyState(Operation *op, Value v, Value s, StringRef vName,
     return op->emitOpError("'")
            << vName << "' element type must be f16, bf16 or f32, got " << ve;
   if (!st.getElementType().isF32())
-    return op->emitOpError("'")
-           << sName << "' element type must be f32, got "
-           << st.getElementType();
+    return op->emitOpError("'") << sName << "' element type must be f32, got "
+                                << st.getElementType();
   for (unsigned d = 0; d < 2; ++d)
     if (!dimsAgree(vt.getDimSize(d), st.getDimSize(d)))
       return op->emitOpError("'")
@@ -132,11 +131,11 @@ LogicalResult verifySameState(Operation *op, Value v0, StringRef n0, Value v1,
 LogicalResult verifyIndexArray(Operation *op, Value v, StringRef name) {
   auto t = cast<ShapedType>(v.getType());
   if (t.getRank() != 1)
-    return op->emitOpError("'") << name << "' must be 1-D, got rank "
-                                << t.getRank();
+    return op->emitOpError("'")
+           << name << "' must be 1-D, got rank " << t.getRank();
   if (!t.getElementType().isInteger(32))
-    return op->emitOpError("'") << name << "' element type must be i32, got "
-                                << t.getElementType();
+    return op->emitOpError("'")
+           << name << "' element type must be i32, got " << t.getElementType();
   return success();
 }
 
@@ -161,13 +160,13 @@ LogicalResult verifyLevelIndices(Operation *op, Value qoIndptr, Value kvIndptr,
     int64_t qop = cast<ShapedType>(qoIndptr.getType()).getDimSize(0);
     if (!dimsAgree(qop, kvp))
       return op->emitOpError("'qo_indptr")
-             << suffix << "' has " << qop << " entries but 'kv_indptr"
-             << suffix << "' has " << kvp << "; both are [B+1]";
+             << suffix << "' has " << qop << " entries but 'kv_indptr" << suffix
+             << "' has " << kvp << "; both are [B+1]";
   }
   if (!ShapedType::isDynamic(kvp) && !dimsAgree(last, kvp - 1))
     return op->emitOpError("'kv_last_page_len")
-           << suffix << "' has " << last << " entries but 'kv_indptr"
-           << suffix << "' has " << kvp << "; expected [B] and [B+1]";
+           << suffix << "' has " << last << " entries but 'kv_indptr" << suffix
+           << "' has " << kvp << "; expected [B] and [B+1]";
   return success();
 }
 
@@ -212,7 +211,8 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
   if (a.kv.size() == 1) {
     if (kt.getRank() != 5)
       return op->emitOpError("a single page pool must have rank 5 (")
-             << (nhd ? "[P, 2, page_size, Hkv, D]" : "[P, 2, Hkv, page_size, D]")
+             << (nhd ? "[P, 2, page_size, Hkv, D]"
+                     : "[P, 2, Hkv, page_size, D]")
              << "), got rank " << kt.getRank();
     if (!dimsAgree(kt.getDimSize(1), 2))
       return op->emitOpError("dim 1 of the page pool must be 2 (keys, values), "
@@ -226,8 +226,7 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
       return op->emitOpError("a (k, v) page pool must have rank 4 (")
              << (nhd ? "[P, page_size, Hkv, D]" : "[P, Hkv, page_size, D]")
              << "), got rank " << kt.getRank();
-    if (kt != vt &&
-        failed(verifySameState(op, a.kv[0], "k", a.kv[1], "v")))
+    if (kt != vt && failed(verifySameState(op, a.kv[0], "k", a.kv[1], "v")))
       return failure();
     pageDim = nhd ? 1 : 2;
     headsDim = nhd ? 2 : 1;
@@ -287,8 +286,7 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
   return success();
 }
 
-template <typename OpTy>
-AttentionView viewOf(OpTy op) {
+template <typename OpTy> AttentionView viewOf(OpTy op) {
   std::optional<float> sm;
   if (auto attr = op.getSmScaleAttr())
     sm = attr.getValueAsDouble();
@@ -305,8 +303,7 @@ AttentionView viewOf(OpTy op) {
                        op.getRopeTheta().convertToFloat()};
 }
 
-template <typename OpTy>
-float effectiveSmScale(OpTy op) {
+template <typename OpTy> float effectiveSmScale(OpTy op) {
   if (auto attr = op.getSmScaleAttr())
     return attr.getValueAsDouble();
   int64_t d = cast<ShapedType>(op.getQ().getType()).getDimSize(2);
@@ -362,8 +359,8 @@ void MergeStateOp::getEffects(
 
 LogicalResult MergeStateInPlaceOp::verify() {
   if (failed(verifyDpsForm(*this, getOperands())) ||
-      failed(verifyState(*this, getVOther(), getSOther(), "v_other",
-                         "s_other")) ||
+      failed(
+          verifyState(*this, getVOther(), getSOther(), "v_other", "s_other")) ||
       failed(verifyState(*this, getV(), getS(), "v", "s")) ||
       failed(verifySameState(*this, getV(), "v", getVOther(), "v_other")) ||
       failed(verifySameState(*this, getS(), "s", getSOther(), "s_other")))
@@ -371,8 +368,7 @@ LogicalResult MergeStateInPlaceOp::verify() {
   if (Value mask = getMask()) {
     auto mt = cast<ShapedType>(mask.getType());
     if (mt.getRank() != 1)
-      return emitOpError("'mask' must be 1-D ([L]), got rank ")
-             << mt.getRank();
+      return emitOpError("'mask' must be 1-D ([L]), got rank ") << mt.getRank();
     if (!mt.getElementType().isInteger(1) && !mt.getElementType().isInteger(8))
       return emitOpError("'mask' element type must be i1 or i8, got ")
              << mt.getElementType();
@@ -440,7 +436,9 @@ void MergeStatesOp::getEffects(
 // PagedAttentionOp
 //===----------------------------------------------------------------------===//
 
-float PagedAttentionOp::getEffectiveSmScale() { return effectiveSmScale(*this); }
+float PagedAttentionOp::getEffectiveSmScale() {
+  return effectiveSmScale(*this);
+}
 
 /// Checks the optional plan operands of a split-KV launch.
 static LogicalResult verifyPlan(PagedAttentionOp op) {
@@ -490,8 +488,7 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
 LogicalResult PagedAttentionOp::verify() {
   SmallVector<Value> shaped;
   for (Value v : getOperands())
-    if (isa<ShapedType>(v.getType()) &&
-        !llvm::is_contained(getPlan(), v))
+    if (isa<ShapedType>(v.getType()) && !llvm::is_contained(getPlan(), v))
       shaped.push_back(v);
   if (failed(verifyDpsForm(*this, shaped)) ||
       failed(verifyAttention(*this, viewOf(*this))) ||
@@ -501,7 +498,8 @@ LogicalResult PagedAttentionOp::verify() {
     return failure();
   if (isDecode()) {
     int64_t rows = cast<ShapedType>(getQ().getType()).getDimSize(0);
-    int64_t batch = cast<ShapedType>(getKvLastPageLen().getType()).getDimSize(0);
+    int64_t batch =
+        cast<ShapedType>(getKvLastPageLen().getType()).getDimSize(0);
     if (!dimsAgree(rows, batch))
       return emitOpError("decode (no 'qo_indptr') expects one query per "
                          "request, but 'q' has ")
@@ -543,8 +541,8 @@ LogicalResult MultiLevelAttentionOp::verify() {
       getKvLastPageLen().size() != n)
     return emitOpError("expects one qo_indptr, kv_indptr, kv_indices and "
                        "kv_last_page_len per level, got ")
-           << n << ", " << getKvIndptr().size() << ", "
-           << getKvIndices().size() << " and " << getKvLastPageLen().size();
+           << n << ", " << getKvIndptr().size() << ", " << getKvIndices().size()
+           << " and " << getKvLastPageLen().size();
   for (size_t l = 0; l < n; ++l)
     if (failed(verifyLevelIndices(*this, getQoIndptr()[l], getKvIndptr()[l],
                                   getKvIndices()[l], getKvLastPageLen()[l],

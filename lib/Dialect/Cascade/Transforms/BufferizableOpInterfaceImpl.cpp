@@ -20,9 +20,8 @@ using namespace mlir::cascade;
 namespace {
 
 template <typename OpTy>
-struct CascadeOpBufferization
-    : public DstBufferizableOpInterfaceExternalModel<CascadeOpBufferization<OpTy>,
-                                                     OpTy> {
+struct CascadeOpBufferization : public DstBufferizableOpInterfaceExternalModel<
+                                    CascadeOpBufferization<OpTy>, OpTy> {
   /// A destination is read only by the in-place merge; every other op
   /// overwrites it completely.
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
@@ -61,8 +60,7 @@ struct CascadeOpBufferization
   }
 };
 
-template <typename... Ops>
-void attachModels(MLIRContext *ctx) {
+template <typename... Ops> void attachModels(MLIRContext *ctx) {
   (Ops::template attachInterface<CascadeOpBufferization<Ops>>(*ctx), ...);
 }
 

@@ -42,9 +42,9 @@ Value createTemporary(OpBuilder &b, Location loc, Value like) {
                                    dynSizes);
   auto mt = cast<MemRefType>(type);
   // A fresh identity-layout buffer in the destination's memory space.
-  auto plain = MemRefType::get(mt.getShape(), mt.getElementType(),
-                               MemRefLayoutAttrInterface(),
-                               mt.getMemorySpace());
+  auto plain =
+      MemRefType::get(mt.getShape(), mt.getElementType(),
+                      MemRefLayoutAttrInterface(), mt.getMemorySpace());
   return memref::AllocOp::create(b, loc, plain, dynSizes);
 }
 
@@ -85,9 +85,9 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       SmallVector<Type, 2> results;
       if (onTensors)
         results = {accV.getType(), accS.getType()};
-      auto merge = MergeStateInPlaceOp::create(
-          rewriter, loc, results, levelV, levelS, /*mask=*/Value(), accV, accS,
-          op.getLseBaseAttr());
+      auto merge = MergeStateInPlaceOp::create(rewriter, loc, results, levelV,
+                                               levelS, /*mask=*/Value(), accV,
+                                               accS, op.getLseBaseAttr());
       if (onTensors) {
         accV = merge.getResult(0);
         accS = merge.getResult(1);

@@ -1,0 +1,189 @@
+//===- Plan.h - Host-side scheduling plans ----------------------*- C++ -*-===//
+//
+// Plan, then run (docs/plan-schema.md, docs/runtime.md): from host copies of
+// the index arrays, compute once per step the work items of the attention
+// kernels (request, query tile, KV chunk), the partial-state layout of
+// split-KV and the int/float workspace layout. Every layer reuses the plan.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_RUNTIME_PLAN_H
+#define CASCADE_RUNTIME_PLAN_H
+
+#include "cascade/Runtime/Status.h"
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace cascade::runtime {
+
+/// A read-only view of `size` elements (no ownership). `data == nullptr`
+/// means "absent" for optional inputs.
+template <typename T> class ArrayView {
+public:
+  ArrayView() = default;
+  ArrayView(const T *data, int64_t size) : data_(data), size_(size) {}
+  ArrayView(const std::vector<T> &v)
+      : data_(v.data() ? v.data() : emptyData()),
+        size_(static_cast<int64_t>(v.size())) {}
+
+  const T *data() const { return data_; }
+  int64_t size() const { return size_; }
+  bool present() const { return data_ != nullptr; }
+  const T &operator[](int64_t i) const { return data_[i]; }
+
+private:
+  static const T *emptyData() {
+    static const T dummy{};
+    return &dummy;
+  }
+  const T *data_ = nullptr;
+  int64_t size_ = 0;
+};
+
+enum class PlanMode { Decode, Prefill };
+
+/// Storage types of q, KV and the output.
+enum class DType { F16, BF16, F32, F8E4M3, F8E5M2 };
+const char *dtypeName(DType t);
+int64_t dtypeBytes(DType t);
+bool parseDType(std::string_view name, DType &out);
+
+/// Everything a plan depends on. Arrays are host int32 copies.
+struct PlanInputs {
+  PlanMode mode = PlanMode::Decode;
+  /// [B+1] query rows per request. Required for prefill; in decode, absent
+  /// means one query per request (and if present it must be arange(B+1)).
+  ArrayView<int32_t> qo_indptr;
+  /// [B+1] pages per request (CSR); defines the batch size B.
+  ArrayView<int32_t> kv_indptr;
+  /// [B] tokens in the last page, in [1, page_size] for non-empty requests.
+  ArrayView<int32_t> kv_last_page_len;
+  /// [kv_indptr[B]] page ids; optional, only validated against num_pages.
+  ArrayView<int32_t> kv_indices;
+  /// Pages in the pool (-1 = unknown: page ids are only checked >= 0).
+  int64_t num_pages = -1;
+  int64_t num_qo_heads = 0;
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  int64_t page_size = 0;
+  DType q_dtype = DType::F16;
+  DType kv_dtype = DType::F16;
+  DType o_dtype = DType::F16;
+  /// Multiprocessors of the device and resident blocks per SM of the kernel.
+  int64_t num_sms = 0;
+  int64_t occupancy = 1;
+  /// Graph-stable sizes: the launch grid and workspace sizes depend only on
+  /// B, the heads, the device (and max_num_rows for prefill).
+  bool cuda_graph = false;
+  /// Prefill query tile in packed rows (0 = automatic: 16, 64 or 128).
+  int64_t qo_tile_size = 0;
+  /// Prefill in graph mode: the most query rows any replan will have
+  /// (-1 = the rows of this call).
+  int64_t max_num_rows = -1;
+};
+
+/// One section of a workspace. Offsets are bytes from the workspace start.
+struct WorkspaceSection {
+  const char *name;
+  const char *dtype; ///< "i32", "u8", "f32", or an output dtype name
+  int64_t offset;
+  int64_t bytes;
+  int64_t count; ///< elements
+};
+
+/// A workspace: sections at `alignment`-aligned offsets.
+struct WorkspaceLayout {
+  int64_t alignment = 16;
+  int64_t bytes = 0;
+  std::vector<WorkspaceSection> sections;
+
+  const WorkspaceSection *find(std::string_view name) const;
+  /// Appends a section of `count` elements of `elemBytes`; returns false on
+  /// int64 overflow.
+  bool add(const char *name, const char *dtype, int64_t count,
+           int64_t elemBytes);
+};
+
+/// The plan of one attention level.
+///
+/// Work item w < num_work_items handles request request_indices[w], query
+/// tile qo_tile_indices[w] (packed rows [t*T, (t+1)*T) of q_len*G, G =
+/// Hqo/Hkv, row = packed / G) and KV chunk kv_tile_indices[w] (tokens
+/// [k*C, min((k+1)*C, kv_len)), C = kv_chunk_size) for every KV head: the
+/// launch grid is (padded_batch_size, num_kv_heads). Items w >=
+/// num_work_items have block_valid_mask[w] = 0.
+///
+/// In split mode, the partial state of (request i, query j, chunk k) is row
+/// o_indptr[i] + j * num_chunks(i) + k of tmp_v/tmp_s, and the partial rows
+/// of global query row r are merge_indptr[r] .. merge_indptr[r+1].
+struct Plan {
+  PlanMode mode = PlanMode::Decode;
+  int64_t batch_size = 0;
+  int64_t num_rows = 0;     ///< qo_indptr[B] (B in decode)
+  int64_t row_capacity = 0; ///< rows merge_indptr is sized for
+  int64_t num_qo_heads = 0, num_kv_heads = 0, head_dim = 0, page_size = 0;
+  int64_t gqa_group_size = 1;
+  DType o_dtype = DType::F16;
+  bool cuda_graph = false;
+  bool split_kv = false;
+  int64_t grid_limit = 0; ///< occupancy * num_sms
+  int64_t padded_batch_size = 0;
+  int64_t num_work_items = 0;
+  int64_t kv_chunk_size = 0; ///< tokens
+  int64_t kv_chunk_size_pages = 0;
+  int64_t qo_tile_size = 1; ///< packed rows per query tile (decode: 1 query)
+  int64_t num_partial_rows = 0;      ///< partial-state rows in use
+  int64_t partial_rows_capacity = 0; ///< rows tmp_v/tmp_s are sized for
+
+  std::vector<int32_t> request_indices;  ///< [padded_batch_size]
+  std::vector<int32_t> kv_tile_indices;  ///< [padded_batch_size]
+  std::vector<int32_t> qo_tile_indices;  ///< [padded_batch_size]
+  std::vector<int32_t> o_indptr;         ///< [B+1]
+  std::vector<int32_t> merge_indptr;     ///< [row_capacity+1]
+  std::vector<uint8_t> block_valid_mask; ///< [padded_batch_size]
+
+  WorkspaceLayout int_workspace;   ///< 16-byte aligned sections
+  WorkspaceLayout float_workspace; ///< 256-byte aligned sections
+  /// Host image of the int workspace: one copy uploads every int array.
+  std::vector<uint8_t> int_image;
+
+  /// A scalar by name (see docs/plan-schema.md); false if unknown.
+  bool scalar(std::string_view name, int64_t &value) const;
+};
+
+/// Checks the inputs of one plan (every bad-input path has its own code and
+/// message; nothing is undefined behaviour).
+Status validatePlanInputs(const PlanInputs &in);
+
+/// Validates and plans one level.
+Status makePlan(const PlanInputs &in, Plan &out);
+
+/// A multi-level cascade: one plan per level plus the final merge. Level 0
+/// writes the user's output; level l >= 1 writes its state into the float
+/// workspace (level_v[l] in o_dtype [rows, Hqo, D], level_s[l] f32 [rows,
+/// Hqo]) and is merged into the output in order l = 1 .. L-1 with
+/// merge_state_in_place. Causal masking applies to the last level only.
+struct CascadePlan {
+  std::vector<Plan> levels;
+  int64_t num_rows = 0;
+  std::vector<int64_t> int_base;       ///< level -> byte offset of its sections
+  std::vector<int64_t> float_base;     ///< level -> byte offset of its sections
+  std::vector<int64_t> level_v_offset; ///< -1 for level 0
+  std::vector<int64_t> level_s_offset; ///< -1 for level 0
+  int64_t level_v_bytes = 0, level_s_bytes = 0;
+  int64_t int_bytes = 0, float_bytes = 0;
+  std::vector<uint8_t> int_image;
+};
+
+/// Validates every level, checks that they agree (rows, heads, head_dim,
+/// page size), and plans them.
+Status makeCascadePlan(const std::vector<PlanInputs> &levels, CascadePlan &out);
+
+/// FlashInfer's query tile for an average packed query length.
+int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim);
+
+} // namespace cascade::runtime
+
+#endif // CASCADE_RUNTIME_PLAN_H

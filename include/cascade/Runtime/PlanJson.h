@@ -1,0 +1,55 @@
+//===- PlanJson.h - Batch descriptions and plans as JSON --------*- C++ -*-===//
+//
+// The JSON side of planning (docs/plan-schema.md): a batch description
+// (what cascade-plan reads) and the plan (what it prints).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_RUNTIME_PLANJSON_H
+#define CASCADE_RUNTIME_PLANJSON_H
+
+#include "cascade/Runtime/Json.h"
+#include "cascade/Runtime/Plan.h"
+
+#include <string>
+#include <vector>
+
+namespace cascade::runtime {
+
+/// A parsed batch description; owns the arrays the PlanInputs point into.
+struct BatchDescription {
+  struct Level {
+    PlanMode mode = PlanMode::Decode;
+    bool hasQoIndptr = false, hasKvIndices = false;
+    std::vector<int32_t> qoIndptr, kvIndptr, kvLastPageLen, kvIndices;
+    int64_t qoTileSize = 0;
+    int64_t maxNumRows = -1;
+  };
+  /// Scalars shared by every level (arrays unset).
+  PlanInputs common;
+  /// One level for a plain plan, several for a cascade.
+  std::vector<Level> levels;
+  /// True when the description had `levels`.
+  bool isCascade = false;
+  /// `causal` of the description (applies to the last level only).
+  bool causal = false;
+
+  /// The inputs of every level, pointing into this object.
+  std::vector<PlanInputs> inputs() const;
+};
+
+/// Reads a batch description (errors: ErrorCode::Parse for malformed JSON,
+/// ErrorCode::Schema for missing/unknown keys or wrong types).
+Status parseBatchDescription(std::string_view json, BatchDescription &out);
+Status parseBatchDescription(const JsonValue &root, BatchDescription &out);
+
+/// Writes the members of one plan into an open JSON object.
+void writePlanMembers(JsonWriter &w, const Plan &plan);
+
+/// The plan / cascade plan as a JSON document (ends with a newline).
+std::string planToJson(const Plan &plan);
+std::string cascadePlanToJson(const CascadePlan &plan, bool causal = false);
+
+} // namespace cascade::runtime
+
+#endif // CASCADE_RUNTIME_PLANJSON_H

@@ -1,0 +1,504 @@
+//===- Manifest.cpp - Kernel bundles and argument binding -----------------===//
+
+#include "cascade/Runtime/Manifest.h"
+
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <set>
+#include <sstream>
+
+namespace cascade::runtime {
+
+namespace {
+
+Status schema(const std::string &message) {
+  return Status(ErrorCode::Schema, "manifest: " + message);
+}
+
+const char *const kOps[] = {"merge_state",  "merge_state_in_place",
+                            "merge_states", "merge_states_indptr",
+                            "decode",       "decode_split",
+                            "prefill",      "prefill_split"};
+
+Status getString(const JsonValue &obj, const char *key,
+                 const std::string &where, std::string &out) {
+  const JsonValue *v = obj.find(key);
+  if (!v || !v->isString() || v->asString().empty())
+    return schema(where + ": \"" + key + "\" must be a non-empty string");
+  out = v->asString();
+  return Status::success();
+}
+
+Status parseGridDim(const JsonValue &v, const std::string &where,
+                    GridDim &out) {
+  if (v.isInt()) {
+    if (v.asInt() < 1 || v.asInt() > std::numeric_limits<int32_t>::max())
+      return schema(where + " must be a positive integer");
+    out.value = v.asInt();
+    return Status::success();
+  }
+  if (!v.isObject())
+    return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
+  for (const auto &m : v.members())
+    if (m.first != "param" && m.first != "div" && m.first != "mul")
+      return schema(where + ": unknown key \"" + m.first + "\"");
+  const JsonValue *p = v.find("param");
+  if (!p || !p->isString() || p->asString().empty())
+    return schema(where + ": \"param\" must be a non-empty string");
+  out.param = p->asString();
+  for (const char *k : {"div", "mul"}) {
+    const JsonValue *n = v.find(k);
+    if (!n)
+      continue;
+    if (!n->isInt() || n->asInt() < 1 || n->asInt() > (1 << 30))
+      return schema(where + ": \"" + k + "\" must be a positive integer");
+    (std::strcmp(k, "div") == 0 ? out.div : out.mul) = n->asInt();
+  }
+  return Status::success();
+}
+
+Status parseKernel(const JsonValue &k, const std::string &where,
+                   KernelSpec &out) {
+  if (!k.isObject())
+    return schema(where + " must be an object");
+  static const char *const keys[] = {"name",   "ptx",    "op",
+                                     "block",  "grid",   "dynamic_shared_bytes",
+                                     "static", "params", "plan_arrays"};
+  for (const auto &m : k.members()) {
+    bool known = false;
+    for (const char *key : keys)
+      known |= m.first == key;
+    if (!known)
+      return schema(where + ": unknown key \"" + m.first + "\"");
+  }
+  CASCADE_RETURN_IF_ERROR(getString(k, "name", where, out.name));
+  const std::string at = where + " (" + out.name + ")";
+  CASCADE_RETURN_IF_ERROR(getString(k, "ptx", at, out.ptx));
+  CASCADE_RETURN_IF_ERROR(getString(k, "op", at, out.op));
+  bool knownOp = false;
+  for (const char *op : kOps)
+    knownOp |= out.op == op;
+  if (!knownOp)
+    return schema(at + ": unknown op \"" + out.op + "\"");
+
+  const JsonValue *block = k.find("block");
+  if (!block || !block->isArray() || block->elements().size() != 3)
+    return schema(at + ": \"block\" must be an array of three integers");
+  int64_t threads = 1;
+  for (int i = 0; i < 3; ++i) {
+    const JsonValue &e = block->elements()[i];
+    if (!e.isInt() || e.asInt() < 1 || e.asInt() > 1024)
+      return schema(at + ": \"block\" entries must be integers in [1, 1024]");
+    out.block[i] = e.asInt();
+    threads *= e.asInt();
+  }
+  if (threads > 1024)
+    return schema(at + ": a block has more than 1024 threads");
+
+  const JsonValue *grid = k.find("grid");
+  if (!grid || !grid->isArray() || grid->elements().size() != 3)
+    return schema(at + ": \"grid\" must be an array of three entries");
+  for (int i = 0; i < 3; ++i)
+    CASCADE_RETURN_IF_ERROR(
+        parseGridDim(grid->elements()[i],
+                     at + ": grid[" + std::to_string(i) + "]", out.grid[i]));
+
+  if (const JsonValue *smem = k.find("dynamic_shared_bytes")) {
+    if (!smem->isInt() || smem->asInt() < 0 || smem->asInt() > (1 << 30))
+      return schema(at + ": \"dynamic_shared_bytes\" must be a non-negative "
+                         "integer");
+    out.dynamicSharedBytes = smem->asInt();
+  }
+  if (const JsonValue *st = k.find("static")) {
+    if (!st->isObject())
+      return schema(at + ": \"static\" must be an object");
+    out.statics = *st;
+  }
+
+  const JsonValue *params = k.find("params");
+  if (!params || !params->isArray())
+    return schema(at + ": \"params\" must be an array");
+  std::set<std::string> names;
+  for (size_t i = 0; i < params->elements().size(); ++i) {
+    const JsonValue &p = params->elements()[i];
+    const std::string pw = at + ": params[" + std::to_string(i) + "]";
+    if (!p.isObject())
+      return schema(pw + " must be an object");
+    ParamSpec spec;
+    CASCADE_RETURN_IF_ERROR(getString(p, "name", pw, spec.name));
+    std::string kind;
+    CASCADE_RETURN_IF_ERROR(getString(p, "kind", pw, kind));
+    if (kind == "memref")
+      spec.kind = ParamKind::Memref;
+    else if (kind == "ptr")
+      spec.kind = ParamKind::Ptr;
+    else if (kind == "i32")
+      spec.kind = ParamKind::I32;
+    else if (kind == "i64")
+      spec.kind = ParamKind::I64;
+    else if (kind == "f32")
+      spec.kind = ParamKind::F32;
+    else
+      return schema(pw + ": unknown kind \"" + kind +
+                    "\" (memref, ptr, i32, i64, f32)");
+    if (const JsonValue *dt = p.find("dtype")) {
+      if (!dt->isString())
+        return schema(pw + ": \"dtype\" must be a string");
+      spec.dtype = dt->asString();
+    }
+    if (!names.insert(spec.name).second)
+      return schema(at + ": duplicate param \"" + spec.name + "\"");
+    out.params.push_back(std::move(spec));
+  }
+  if (const JsonValue *pa = k.find("plan_arrays")) {
+    if (!pa->isArray())
+      return schema(at + ": \"plan_arrays\" must be an array of strings");
+    for (const JsonValue &e : pa->elements()) {
+      if (!e.isString())
+        return schema(at + ": \"plan_arrays\" must be an array of strings");
+      if (!names.count(e.asString()))
+        return schema(at + ": plan array \"" + e.asString() +
+                      "\" is not a param");
+      out.planArrays.push_back(e.asString());
+    }
+  }
+  return Status::success();
+}
+
+} // namespace
+
+const char *paramKindName(ParamKind kind) {
+  switch (kind) {
+  case ParamKind::Memref:
+    return "memref";
+  case ParamKind::Ptr:
+    return "ptr";
+  case ParamKind::I32:
+    return "i32";
+  case ParamKind::I64:
+    return "i64";
+  case ParamKind::F32:
+    return "f32";
+  }
+  return "?";
+}
+
+std::string KernelSpec::staticString(const std::string &key) const {
+  const JsonValue *v = statics.find(key);
+  if (!v)
+    return "";
+  switch (v->kind()) {
+  case JsonValue::Kind::String:
+    return v->asString();
+  case JsonValue::Kind::Int:
+    return std::to_string(v->asInt());
+  case JsonValue::Kind::Bool:
+    return v->asBool() ? "true" : "false";
+  default: {
+    JsonWriter w;
+    w.value(*v);
+    return w.str();
+  }
+  }
+}
+
+int64_t KernelSpec::numPtxParams() const {
+  int64_t n = 0;
+  for (const ParamSpec &p : params)
+    n += p.kind == ParamKind::Memref ? 5 : 1;
+  return n;
+}
+
+const KernelSpec *Bundle::find(const std::string &name) const {
+  for (const KernelSpec &k : kernels)
+    if (k.name == name)
+      return &k;
+  return nullptr;
+}
+
+const KernelSpec *Bundle::select(
+    const std::string &op,
+    const std::vector<std::pair<std::string, std::string>> &statics) const {
+  for (const KernelSpec &k : kernels) {
+    if (k.op != op)
+      continue;
+    bool match = true;
+    for (const auto &kv : statics)
+      match &= k.staticString(kv.first) == kv.second;
+    if (match)
+      return &k;
+  }
+  return nullptr;
+}
+
+Status parseManifest(std::string_view json, Bundle &out) {
+  JsonValue root;
+  Status s = parseJson(json, root);
+  if (!s.ok())
+    return Status(s.code(), "manifest: " + s.message());
+  if (!root.isObject())
+    return schema("the manifest must be a JSON object");
+  const JsonValue *format = root.find("format");
+  if (!format || !format->isString() ||
+      format->asString() != "cascade-kernel-bundle")
+    return schema("\"format\" must be \"cascade-kernel-bundle\"");
+  const JsonValue *version = root.find("version");
+  if (!version || !version->isInt())
+    return schema("\"version\" must be an integer");
+  if (version->asInt() != 1)
+    return Status(ErrorCode::Unsupported,
+                  "manifest: version " + std::to_string(version->asInt()) +
+                      " is not supported (this runtime reads version 1)");
+  Bundle b;
+  b.version = 1;
+  if (const JsonValue *target = root.find("target")) {
+    if (!target->isObject())
+      return schema("\"target\" must be an object");
+    if (const JsonValue *chip = target->find("chip"); chip && chip->isString())
+      b.chip = chip->asString();
+    if (const JsonValue *f = target->find("features"); f && f->isString())
+      b.features = f->asString();
+  }
+  const JsonValue *kernels = root.find("kernels");
+  if (!kernels || !kernels->isArray())
+    return schema("\"kernels\" must be an array");
+  std::set<std::string> names;
+  for (size_t i = 0; i < kernels->elements().size(); ++i) {
+    KernelSpec k;
+    CASCADE_RETURN_IF_ERROR(parseKernel(
+        kernels->elements()[i], "kernels[" + std::to_string(i) + "]", k));
+    if (!names.insert(k.name).second)
+      return schema("duplicate kernel \"" + k.name + "\"");
+    b.kernels.push_back(std::move(k));
+  }
+  out = std::move(b);
+  return Status::success();
+}
+
+Status readFile(const std::string &path, std::string &out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f)
+    return Status(ErrorCode::IO,
+                  "cannot open " + path + ": " + std::strerror(errno));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  if (f.bad())
+    return Status(ErrorCode::IO, "cannot read " + path);
+  out = ss.str();
+  return Status::success();
+}
+
+Status loadBundle(const std::string &dir, Bundle &out) {
+  std::string text;
+  CASCADE_RETURN_IF_ERROR(readFile(dir + "/manifest.json", text));
+  Bundle b;
+  CASCADE_RETURN_IF_ERROR(parseManifest(text, b));
+  b.dir = dir;
+  for (const KernelSpec &k : b.kernels) {
+    if (b.ptx.count(k.ptx))
+      continue;
+    if (k.ptx.find("..") != std::string::npos || k.ptx[0] == '/')
+      return schema("kernel " + k.name + ": ptx path \"" + k.ptx +
+                    "\" must stay inside the bundle");
+    std::string ptx;
+    CASCADE_RETURN_IF_ERROR(readFile(dir + "/" + k.ptx, ptx));
+    if (ptx.find('\0') != std::string::npos)
+      return schema("kernel " + k.name + ": " + k.ptx +
+                    " contains a NUL byte (PTX text expected)");
+    b.ptx.emplace(k.ptx, std::move(ptx));
+  }
+  for (const KernelSpec &k : b.kernels)
+    if (b.ptx.at(k.ptx).find(k.name) == std::string::npos)
+      return Status(ErrorCode::NotFound, "manifest: kernel " + k.name +
+                                             " does not appear in " + k.ptx);
+  out = std::move(b);
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Binding
+//===----------------------------------------------------------------------===//
+
+void ArgumentTable::setBuffer(const std::string &name, uint64_t ptr,
+                              int64_t count, const std::string &dtype) {
+  Binding &b = bindings_[name];
+  b.hasBuffer = true;
+  b.ptr = ptr;
+  b.count = count;
+  b.dtype = dtype;
+}
+
+void ArgumentTable::setInt(const std::string &name, int64_t value) {
+  Binding &b = bindings_[name];
+  b.hasScalar = true;
+  b.isFloat = false;
+  b.intValue = value;
+  b.floatValue = static_cast<double>(value);
+}
+
+void ArgumentTable::setFloat(const std::string &name, double value) {
+  Binding &b = bindings_[name];
+  b.hasScalar = true;
+  b.isFloat = true;
+  b.floatValue = value;
+  b.intValue = static_cast<int64_t>(value);
+}
+
+const Binding *ArgumentTable::find(const std::string &name) const {
+  auto it = bindings_.find(name);
+  return it == bindings_.end() ? nullptr : &it->second;
+}
+
+void ArgumentTable::merge(const ArgumentTable &other) {
+  for (const auto &kv : other.bindings_)
+    bindings_[kv.first] = kv.second;
+}
+
+void addPlanBindings(ArgumentTable &table, const Plan &plan,
+                     uint64_t intWorkspace, uint64_t floatWorkspace) {
+  for (const WorkspaceSection &s : plan.int_workspace.sections)
+    table.setBuffer(s.name, intWorkspace + static_cast<uint64_t>(s.offset),
+                    s.count, s.dtype);
+  for (const WorkspaceSection &s : plan.float_workspace.sections)
+    table.setBuffer(s.name, floatWorkspace + static_cast<uint64_t>(s.offset),
+                    s.count, s.dtype);
+  static const char *const scalars[] = {"batch_size",
+                                        "num_rows",
+                                        "row_capacity",
+                                        "num_qo_heads",
+                                        "num_kv_heads",
+                                        "head_dim",
+                                        "page_size",
+                                        "gqa_group_size",
+                                        "split_kv",
+                                        "padded_batch_size",
+                                        "num_work_items",
+                                        "kv_chunk_size",
+                                        "kv_chunk_size_pages",
+                                        "qo_tile_size",
+                                        "num_partial_rows",
+                                        "partial_rows_capacity"};
+  for (const char *name : scalars) {
+    int64_t v = 0;
+    plan.scalar(name, v);
+    table.setInt(name, v);
+  }
+}
+
+std::vector<void *> KernelLaunch::paramPointers() {
+  std::vector<void *> ptrs(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    ptrs[i] = &slots[i];
+  return ptrs;
+}
+
+Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
+                  KernelLaunch &out) {
+  KernelLaunch l;
+  for (const ParamSpec &p : kernel.params) {
+    const Binding *b = table.find(p.name);
+    const bool wantsBuffer =
+        p.kind == ParamKind::Memref || p.kind == ParamKind::Ptr;
+    if (!b || (wantsBuffer && !b->hasBuffer) || (!wantsBuffer && !b->hasScalar))
+      return makeError(ErrorCode::NotFound,
+                       "kernel %s: no %s bound for parameter '%s' (%s%s%s)",
+                       kernel.name.c_str(), wantsBuffer ? "buffer" : "scalar",
+                       p.name.c_str(), paramKindName(p.kind),
+                       p.dtype.empty() ? "" : " ", p.dtype.c_str());
+    if (wantsBuffer && !p.dtype.empty() && !b->dtype.empty() &&
+        p.dtype != b->dtype)
+      return makeError(ErrorCode::InvalidArgument,
+                       "kernel %s: parameter '%s' expects %s elements, the "
+                       "bound buffer holds %s",
+                       kernel.name.c_str(), p.name.c_str(), p.dtype.c_str(),
+                       b->dtype.c_str());
+    switch (p.kind) {
+    case ParamKind::Memref:
+      // MLIR's 1-D memref descriptor: allocated, aligned, offset, size, stride.
+      l.slots.push_back(b->ptr);
+      l.slots.push_back(b->ptr);
+      l.slots.push_back(0);
+      l.slots.push_back(static_cast<uint64_t>(b->count));
+      l.slots.push_back(1);
+      for (const char *f :
+           {".allocated", ".aligned", ".offset", ".size", ".stride"})
+        l.slotNames.push_back(p.name + f);
+      break;
+    case ParamKind::Ptr:
+      l.slots.push_back(b->ptr);
+      l.slotNames.push_back(p.name);
+      break;
+    case ParamKind::I32: {
+      if (b->isFloat || b->intValue < std::numeric_limits<int32_t>::min() ||
+          b->intValue > std::numeric_limits<int32_t>::max())
+        return makeError(ErrorCode::Overflow,
+                         "kernel %s: value %lld of i32 parameter '%s' does "
+                         "not fit in int32",
+                         kernel.name.c_str(),
+                         static_cast<long long>(b->intValue), p.name.c_str());
+      int32_t v = static_cast<int32_t>(b->intValue);
+      uint64_t slot = 0;
+      std::memcpy(&slot, &v, 4);
+      l.slots.push_back(slot);
+      l.slotNames.push_back(p.name);
+      break;
+    }
+    case ParamKind::I64: {
+      if (b->isFloat)
+        return makeError(ErrorCode::InvalidArgument,
+                         "kernel %s: i64 parameter '%s' is bound to a float",
+                         kernel.name.c_str(), p.name.c_str());
+      uint64_t slot = 0;
+      std::memcpy(&slot, &b->intValue, 8);
+      l.slots.push_back(slot);
+      l.slotNames.push_back(p.name);
+      break;
+    }
+    case ParamKind::F32: {
+      float v = static_cast<float>(b->floatValue);
+      uint64_t slot = 0;
+      std::memcpy(&slot, &v, 4);
+      l.slots.push_back(slot);
+      l.slotNames.push_back(p.name);
+      break;
+    }
+    }
+  }
+  for (int i = 0; i < 3; ++i) {
+    const GridDim &g = kernel.grid[i];
+    int64_t v = g.value;
+    if (!g.param.empty()) {
+      const Binding *b = table.find(g.param);
+      if (!b || !b->hasScalar || b->isFloat)
+        return makeError(ErrorCode::NotFound,
+                         "kernel %s: grid[%d] needs integer '%s', which is "
+                         "not bound",
+                         kernel.name.c_str(), i, g.param.c_str());
+      if (b->intValue < 0)
+        return makeError(ErrorCode::InvalidArgument,
+                         "kernel %s: grid[%d] from '%s' = %lld is negative",
+                         kernel.name.c_str(), i, g.param.c_str(),
+                         static_cast<long long>(b->intValue));
+      int64_t scaled;
+      if (__builtin_mul_overflow(b->intValue, g.mul, &scaled))
+        return makeError(ErrorCode::Overflow, "kernel %s: grid[%d] overflows",
+                         kernel.name.c_str(), i);
+      v = (scaled + g.div - 1) / g.div;
+    }
+    const int64_t limit = i == 0 ? std::numeric_limits<int32_t>::max() : 65535;
+    if (v > limit)
+      return makeError(ErrorCode::Overflow,
+                       "kernel %s: grid[%d] = %lld exceeds the device limit "
+                       "%lld",
+                       kernel.name.c_str(), i, static_cast<long long>(v),
+                       static_cast<long long>(limit));
+    l.grid[i] = static_cast<uint32_t>(v);
+    l.block[i] = static_cast<uint32_t>(kernel.block[i]);
+  }
+  l.sharedBytes = static_cast<uint32_t>(kernel.dynamicSharedBytes);
+  out = std::move(l);
+  return Status::success();
+}
+
+} // namespace cascade::runtime

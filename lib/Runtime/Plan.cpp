@@ -1,0 +1,612 @@
+//===- Plan.cpp - Host-side scheduling plans ------------------------------===//
+//
+// Decode follows FlashInfer's DecodePlan (binary search for the smallest KV
+// chunk that fits the grid); prefill follows its PrefillPlan (query tiles
+// from the average packed query length, the same chunk search over tiles).
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Runtime/Plan.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace cascade::runtime {
+
+namespace {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+inline bool mulOverflows(int64_t a, int64_t b, int64_t &out) {
+  return __builtin_mul_overflow(a, b, &out);
+}
+
+long long ll(int64_t v) { return static_cast<long long>(v); }
+
+Status checkIndptr(const char *name, ArrayView<int32_t> p) {
+  if (p[0] != 0)
+    return makeError(ErrorCode::InvalidIndptr, "%s[0] must be 0, got %d", name,
+                     p[0]);
+  // Branch-free scan first (vectorizes); locate the culprit only on error.
+  uint32_t bad = 0;
+  const int32_t *d = p.data();
+  const int64_t n = p.size();
+  for (int64_t i = 1; i < n; ++i)
+    bad |= static_cast<uint32_t>(d[i] < d[i - 1]);
+  if (!bad)
+    return Status::success();
+  for (int64_t i = 1; i < p.size(); ++i)
+    if (p[i] < p[i - 1])
+      return makeError(ErrorCode::InvalidIndptr,
+                       "%s is not monotone: %s[%lld] = %d < %s[%lld] = %d",
+                       name, name, ll(i), p[i], name, ll(i - 1), p[i - 1]);
+  return Status::success();
+}
+
+/// OR over x | (maxId - x) of every id: bit 31 is set iff an id is negative
+/// or above maxId (maxId < 2^31). Kept small so that it vectorizes.
+__attribute__((noinline)) uint32_t scanPageIds(const int32_t *ids, int64_t n,
+                                               uint32_t maxId) {
+  uint32_t acc = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const uint32_t x = static_cast<uint32_t>(ids[i]);
+    acc |= x | (maxId - x);
+  }
+  return acc;
+}
+
+/// Work items of the whole batch with KV chunks of `chunk` pages.
+int64_t countItems(const std::vector<int64_t> &tiles,
+                   const std::vector<int64_t> &pages, int64_t chunk) {
+  int64_t items = 0;
+  const size_t n = tiles.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (tiles[i] == 0)
+      continue;
+    int64_t p = pages[i];
+    items += tiles[i] * (p > chunk ? (p + chunk - 1) / chunk : 1);
+  }
+  return items;
+}
+
+/// Smallest chunk (pages) c >= minChunk with countItems(c) <= limit, found
+/// by binary search over [minChunk, max(maxPages, minChunk)]; the upper end
+/// when even one chunk per request does not fit.
+int64_t searchChunkPages(const std::vector<int64_t> &tiles,
+                         const std::vector<int64_t> &pages, int64_t limit,
+                         int64_t minChunk, int64_t maxPages) {
+  int64_t low = minChunk;
+  int64_t high = std::max(maxPages, minChunk);
+  if (countItems(tiles, pages, high) > limit)
+    return high;
+  while (low < high) {
+    int64_t mid = low + (high - low) / 2;
+    if (countItems(tiles, pages, mid) > limit)
+      low = mid + 1;
+    else
+      high = mid;
+  }
+  return low;
+}
+
+void copySection(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
+                 const char *name, const void *data, size_t bytes) {
+  const WorkspaceSection *s = layout.find(name);
+  if (bytes)
+    std::memcpy(image.data() + s->offset, data, bytes);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+const char *dtypeName(DType t) {
+  switch (t) {
+  case DType::F16:
+    return "f16";
+  case DType::BF16:
+    return "bf16";
+  case DType::F32:
+    return "f32";
+  case DType::F8E4M3:
+    return "f8e4m3";
+  case DType::F8E5M2:
+    return "f8e5m2";
+  }
+  return "?";
+}
+
+int64_t dtypeBytes(DType t) {
+  switch (t) {
+  case DType::F16:
+  case DType::BF16:
+    return 2;
+  case DType::F32:
+    return 4;
+  case DType::F8E4M3:
+  case DType::F8E5M2:
+    return 1;
+  }
+  return 0;
+}
+
+bool parseDType(std::string_view name, DType &out) {
+  static const std::pair<const char *, DType> names[] = {
+      {"f16", DType::F16},       {"float16", DType::F16},
+      {"bf16", DType::BF16},     {"bfloat16", DType::BF16},
+      {"f32", DType::F32},       {"float32", DType::F32},
+      {"f8e4m3", DType::F8E4M3}, {"float8_e4m3fn", DType::F8E4M3},
+      {"f8e5m2", DType::F8E5M2}, {"float8_e5m2", DType::F8E5M2}};
+  for (const auto &n : names)
+    if (name == n.first) {
+      out = n.second;
+      return true;
+    }
+  return false;
+}
+
+const WorkspaceSection *WorkspaceLayout::find(std::string_view name) const {
+  for (const WorkspaceSection &s : sections)
+    if (name == s.name)
+      return &s;
+  return nullptr;
+}
+
+bool WorkspaceLayout::add(const char *name, const char *dtype, int64_t count,
+                          int64_t elemBytes) {
+  int64_t bytesNeeded;
+  if (mulOverflows(count, elemBytes, bytesNeeded))
+    return false;
+  int64_t offset = alignUp(bytes, alignment);
+  int64_t end;
+  if (__builtin_add_overflow(offset, bytesNeeded, &end) ||
+      end > std::numeric_limits<int64_t>::max() - alignment)
+    return false;
+  sections.push_back({name, dtype, offset, bytesNeeded, count});
+  bytes = alignUp(end, alignment);
+  return true;
+}
+
+int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim) {
+  if (avgPackedQoLen > 64 && headDim < 256)
+    return 128;
+  if (avgPackedQoLen > 16)
+    return 64;
+  return 16;
+}
+
+bool Plan::scalar(std::string_view name, int64_t &value) const {
+  const std::pair<const char *, int64_t> scalars[] = {
+      {"batch_size", batch_size},
+      {"num_rows", num_rows},
+      {"row_capacity", row_capacity},
+      {"num_qo_heads", num_qo_heads},
+      {"num_kv_heads", num_kv_heads},
+      {"head_dim", head_dim},
+      {"page_size", page_size},
+      {"gqa_group_size", gqa_group_size},
+      {"cuda_graph", cuda_graph ? 1 : 0},
+      {"split_kv", split_kv ? 1 : 0},
+      {"padded_batch_size", padded_batch_size},
+      {"num_work_items", num_work_items},
+      {"kv_chunk_size", kv_chunk_size},
+      {"kv_chunk_size_pages", kv_chunk_size_pages},
+      {"qo_tile_size", qo_tile_size},
+      {"num_partial_rows", num_partial_rows},
+      {"partial_rows_capacity", partial_rows_capacity},
+      {"int_workspace_bytes", int_workspace.bytes},
+      {"float_workspace_bytes", float_workspace.bytes}};
+  for (const auto &s : scalars)
+    if (name == s.first) {
+      value = s.second;
+      return true;
+    }
+  return false;
+}
+
+//===----------------------------------------------------------------------===//
+// Validation
+//===----------------------------------------------------------------------===//
+
+Status validatePlanInputs(const PlanInputs &in) {
+  if (in.page_size <= 0)
+    return makeError(ErrorCode::InvalidPageSize,
+                     "page_size must be positive, got %lld", ll(in.page_size));
+  if (in.page_size > kInt32Max)
+    return makeError(ErrorCode::InvalidPageSize,
+                     "page_size %lld does not fit in int32", ll(in.page_size));
+  if (in.head_dim <= 0 || in.head_dim % 8 != 0 || in.head_dim > 512)
+    return makeError(ErrorCode::InvalidHeadDim,
+                     "head_dim must be a positive multiple of 8 and at most "
+                     "512, got %lld",
+                     ll(in.head_dim));
+  if (in.num_qo_heads <= 0 || in.num_kv_heads <= 0)
+    return makeError(ErrorCode::InvalidHeads,
+                     "num_qo_heads and num_kv_heads must be positive, got "
+                     "%lld and %lld",
+                     ll(in.num_qo_heads), ll(in.num_kv_heads));
+  if (in.num_qo_heads % in.num_kv_heads != 0)
+    return makeError(ErrorCode::InvalidHeads,
+                     "num_qo_heads (%lld) must be a multiple of num_kv_heads "
+                     "(%lld)",
+                     ll(in.num_qo_heads), ll(in.num_kv_heads));
+  if (in.num_kv_heads > 65535 || in.num_qo_heads > 65535)
+    return makeError(ErrorCode::InvalidHeads,
+                     "head counts must be at most 65535, got %lld and %lld",
+                     ll(in.num_qo_heads), ll(in.num_kv_heads));
+  if (in.num_sms <= 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "num_sms must be positive, got %lld", ll(in.num_sms));
+  if (in.occupancy <= 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "occupancy must be positive, got %lld", ll(in.occupancy));
+  if (in.num_sms > (1 << 20) || in.occupancy > (1 << 12))
+    return makeError(ErrorCode::InvalidArgument,
+                     "num_sms (%lld) or occupancy (%lld) is implausibly large",
+                     ll(in.num_sms), ll(in.occupancy));
+  if (in.qo_tile_size < 0 || in.qo_tile_size > 4096)
+    return makeError(ErrorCode::InvalidArgument,
+                     "qo_tile_size must be in [0, 4096] (0 = automatic), got "
+                     "%lld",
+                     ll(in.qo_tile_size));
+
+  // Sizes.
+  if (!in.kv_indptr.present() || in.kv_indptr.size() < 1)
+    return makeError(ErrorCode::SizeMismatch,
+                     "kv_indptr must have batch_size + 1 >= 1 entries");
+  const int64_t b = in.kv_indptr.size() - 1;
+  if (b > kInt32Max)
+    return makeError(ErrorCode::Overflow, "batch size %lld exceeds 2^31 - 1",
+                     ll(b));
+  if (!in.kv_last_page_len.present() || in.kv_last_page_len.size() != b)
+    return makeError(ErrorCode::SizeMismatch,
+                     "kv_last_page_len has %lld entries, expected batch_size "
+                     "= %lld",
+                     ll(in.kv_last_page_len.size()), ll(b));
+  if (in.mode == PlanMode::Prefill && !in.qo_indptr.present())
+    return makeError(ErrorCode::SizeMismatch,
+                     "prefill needs qo_indptr with batch_size + 1 = %lld "
+                     "entries",
+                     ll(b + 1));
+  if (in.qo_indptr.present() && in.qo_indptr.size() != b + 1)
+    return makeError(ErrorCode::SizeMismatch,
+                     "qo_indptr has %lld entries, expected batch_size + 1 = "
+                     "%lld",
+                     ll(in.qo_indptr.size()), ll(b + 1));
+
+  // Index arrays.
+  CASCADE_RETURN_IF_ERROR(checkIndptr("kv_indptr", in.kv_indptr));
+  if (in.qo_indptr.present()) {
+    CASCADE_RETURN_IF_ERROR(checkIndptr("qo_indptr", in.qo_indptr));
+    if (in.mode == PlanMode::Decode)
+      for (int64_t i = 0; i < b; ++i)
+        if (in.qo_indptr[i + 1] - in.qo_indptr[i] != 1)
+          return makeError(ErrorCode::InvalidIndptr,
+                           "decode expects one query per request, but "
+                           "request %lld has %d (use mode prefill)",
+                           ll(i), in.qo_indptr[i + 1] - in.qo_indptr[i]);
+  }
+  const int64_t totalPages = in.kv_indptr[b];
+  if (in.kv_indices.present() && in.kv_indices.size() != totalPages)
+    return makeError(ErrorCode::SizeMismatch,
+                     "kv_indices has %lld entries but kv_indptr[%lld] = %lld",
+                     ll(in.kv_indices.size()), ll(b), ll(totalPages));
+  if (in.kv_indices.present()) {
+    // Branch-free scan first, with only OR/SUB so that it vectorizes on
+    // baseline x86-64: bit 31 of `acc` ends up set iff some id is negative
+    // or greater than num_pages - 1. The culprit is located only on error.
+    const int32_t *ids = in.kv_indices.data();
+    const uint32_t acc =
+        in.num_pages >= 1 && in.num_pages <= kInt32Max
+            ? scanPageIds(ids, totalPages,
+                          static_cast<uint32_t>(in.num_pages - 1))
+            : scanPageIds(ids, totalPages, 0x7fffffffu);
+    const bool bad = (acc >> 31) != 0 || (in.num_pages == 0 && totalPages > 0);
+    for (int64_t i = 0; bad && i < totalPages; ++i) {
+      int32_t id = in.kv_indices[i];
+      if (id < 0 || (in.num_pages >= 0 && id >= in.num_pages)) {
+        if (in.num_pages >= 0)
+          return makeError(ErrorCode::PageOutOfRange,
+                           "kv_indices[%lld] = %d is outside the page pool "
+                           "[0, %lld)",
+                           ll(i), id, ll(in.num_pages));
+        return makeError(ErrorCode::PageOutOfRange,
+                         "kv_indices[%lld] = %d is negative", ll(i), id);
+      }
+    }
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t pages = int64_t(in.kv_indptr[i + 1]) - in.kv_indptr[i];
+    if (pages == 0)
+      continue;
+    int32_t last = in.kv_last_page_len[i];
+    if (last < 1 || last > in.page_size)
+      return makeError(ErrorCode::InvalidLastPageLen,
+                       "kv_last_page_len[%lld] = %d is outside [1, page_size "
+                       "= %lld]",
+                       ll(i), last, ll(in.page_size));
+    int64_t kvLen = (pages - 1) * in.page_size + last; // < 2^62
+    if (kvLen > kInt32Max)
+      return makeError(ErrorCode::Overflow,
+                       "request %lld has %lld KV tokens, more than 2^31 - 1",
+                       ll(i), ll(kvLen));
+  }
+  if (in.mode == PlanMode::Prefill && in.cuda_graph && in.max_num_rows >= 0 &&
+      in.max_num_rows < in.qo_indptr[b])
+    return makeError(ErrorCode::InvalidArgument,
+                     "max_num_rows (%lld) is smaller than the %d query rows "
+                     "of this batch",
+                     ll(in.max_num_rows), in.qo_indptr[b]);
+  if (in.max_num_rows > kInt32Max)
+    return makeError(ErrorCode::Overflow, "max_num_rows %lld exceeds 2^31 - 1",
+                     ll(in.max_num_rows));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Planning
+//===----------------------------------------------------------------------===//
+
+Status makePlan(const PlanInputs &in, Plan &out) {
+  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
+
+  Plan p;
+  const int64_t b = in.kv_indptr.size() - 1;
+  const bool decode = in.mode == PlanMode::Decode;
+  p.mode = in.mode;
+  p.batch_size = b;
+  p.num_qo_heads = in.num_qo_heads;
+  p.num_kv_heads = in.num_kv_heads;
+  p.head_dim = in.head_dim;
+  p.page_size = in.page_size;
+  p.o_dtype = in.o_dtype;
+  p.gqa_group_size = in.num_qo_heads / in.num_kv_heads;
+  p.cuda_graph = in.cuda_graph;
+  p.grid_limit = in.num_sms * in.occupancy;
+  const int64_t g = p.gqa_group_size;
+  const int64_t hkv = in.num_kv_heads;
+
+  p.num_rows = decode ? b : in.qo_indptr[b];
+  p.row_capacity = p.num_rows;
+  if (!decode && in.cuda_graph && in.max_num_rows >= 0)
+    p.row_capacity = in.max_num_rows;
+
+  // Per request: pages and query tiles.
+  std::vector<int64_t> pages(static_cast<size_t>(b));
+  std::vector<int64_t> tiles(static_cast<size_t>(b));
+  int64_t maxPages = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    pages[i] = int64_t(in.kv_indptr[i + 1]) - in.kv_indptr[i];
+    maxPages = std::max(maxPages, pages[i]);
+  }
+  if (decode) {
+    p.qo_tile_size = 1;
+    std::fill(tiles.begin(), tiles.end(), 1);
+  } else {
+    int64_t tile = in.qo_tile_size;
+    if (tile == 0) {
+      int64_t rowsForAvg = in.cuda_graph ? p.row_capacity : p.num_rows;
+      int64_t avg = b > 0 ? rowsForAvg * g / b : 0;
+      tile = chooseQoTileSize(avg, in.head_dim);
+    }
+    p.qo_tile_size = tile;
+    for (int64_t i = 0; i < b; ++i) {
+      int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
+      tiles[i] = ceilDiv(qoLen * g, tile);
+    }
+  }
+
+  // Split-KV decision and chunk size (pages).
+  const int64_t maxItemsIfSplit = p.grid_limit / hkv;
+  const int64_t minChunk = std::max<int64_t>(128 / in.page_size, 1);
+  int64_t chunk = std::max<int64_t>(maxPages, 1);
+  bool split = false;
+  if (decode) {
+    if (b * hkv < p.grid_limit) {
+      int64_t c =
+          searchChunkPages(tiles, pages, maxItemsIfSplit, minChunk, maxPages);
+      int64_t items = countItems(tiles, pages, c);
+      split = in.cuda_graph || items != b;
+      if (split)
+        chunk = c;
+    }
+  } else {
+    int64_t c =
+        searchChunkPages(tiles, pages, maxItemsIfSplit, minChunk, maxPages);
+    split = in.cuda_graph || c < maxPages;
+    if (split)
+      chunk = c;
+  }
+  p.split_kv = split;
+  p.kv_chunk_size_pages = chunk;
+  p.kv_chunk_size = chunk * in.page_size;
+  if (p.kv_chunk_size > kInt32Max)
+    p.kv_chunk_size = kInt32Max; // one chunk covers every request anyway
+
+  // Work items, o_indptr and merge_indptr.
+  const int64_t items = countItems(tiles, pages, chunk);
+  if (items > kInt32Max)
+    return makeError(ErrorCode::Overflow,
+                     "the plan has %lld work items, more than 2^31 - 1",
+                     ll(items));
+  int64_t padded = items;
+  if (in.cuda_graph) {
+    if (decode) {
+      padded = split ? maxItemsIfSplit : b;
+    } else {
+      const int64_t t = p.qo_tile_size;
+      int64_t tileBound = (p.row_capacity * g + b * (t - 1)) / t;
+      padded = std::max(maxItemsIfSplit, tileBound);
+    }
+  }
+  if (padded > kInt32Max)
+    return makeError(ErrorCode::Overflow,
+                     "padded_batch_size %lld exceeds 2^31 - 1", ll(padded));
+  p.num_work_items = items;
+  p.padded_batch_size = padded;
+
+  p.request_indices.assign(static_cast<size_t>(padded), 0);
+  p.kv_tile_indices.assign(static_cast<size_t>(padded), 0);
+  p.qo_tile_indices.assign(static_cast<size_t>(padded), 0);
+  p.block_valid_mask.assign(static_cast<size_t>(padded), 0);
+  p.o_indptr.resize(static_cast<size_t>(b + 1));
+  p.merge_indptr.resize(static_cast<size_t>(p.row_capacity + 1));
+  p.o_indptr[0] = 0;
+  p.merge_indptr[0] = 0;
+  int64_t w = 0, oAcc = 0, row = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t qoLen =
+        decode ? 1 : int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
+    const int64_t nChunks =
+        tiles[i] == 0 ? 0 : (pages[i] > chunk ? ceilDiv(pages[i], chunk) : 1);
+    for (int64_t t = 0; t < tiles[i]; ++t)
+      for (int64_t k = 0; k < nChunks; ++k, ++w) {
+        p.request_indices[w] = static_cast<int32_t>(i);
+        p.qo_tile_indices[w] = static_cast<int32_t>(t);
+        p.kv_tile_indices[w] = static_cast<int32_t>(k);
+        p.block_valid_mask[w] = 1;
+      }
+    const int64_t mergeBase = oAcc;
+    oAcc += qoLen * nChunks;
+    if (oAcc > kInt32Max)
+      return makeError(ErrorCode::Overflow,
+                       "the plan has more than 2^31 - 1 partial-state rows");
+    p.o_indptr[i + 1] = static_cast<int32_t>(oAcc);
+    for (int64_t j = 0; j < qoLen; ++j, ++row)
+      p.merge_indptr[row + 1] =
+          static_cast<int32_t>(mergeBase + (j + 1) * nChunks);
+  }
+  for (int64_t r = row; r < p.row_capacity; ++r)
+    p.merge_indptr[r + 1] = p.merge_indptr[r];
+
+  p.num_partial_rows = split ? oAcc : 0;
+  if (!split)
+    p.partial_rows_capacity = 0;
+  else if (!in.cuda_graph)
+    p.partial_rows_capacity = oAcc;
+  else if (decode)
+    p.partial_rows_capacity = padded;
+  else
+    p.partial_rows_capacity = padded * ceilDiv(p.qo_tile_size, g);
+
+  // Workspaces.
+  WorkspaceLayout &iw = p.int_workspace;
+  iw.alignment = 16;
+  bool ok = iw.add("request_indices", "i32", padded, 4) &&
+            iw.add("kv_tile_indices", "i32", padded, 4) &&
+            iw.add("qo_tile_indices", "i32", padded, 4) &&
+            iw.add("o_indptr", "i32", b + 1, 4) &&
+            iw.add("merge_indptr", "i32", p.row_capacity + 1, 4) &&
+            iw.add("block_valid_mask", "u8", padded, 1) &&
+            iw.add("kv_chunk_size", "i32", 1, 4) &&
+            iw.add("num_rows", "i32", 1, 4);
+  WorkspaceLayout &fw = p.float_workspace;
+  fw.alignment = 256;
+  int64_t vCount = 0, sCount = 0;
+  ok = ok && !mulOverflows(p.partial_rows_capacity, in.num_qo_heads, sCount) &&
+       !mulOverflows(sCount, in.head_dim, vCount) &&
+       fw.add("tmp_v", "f32", vCount, 4) && fw.add("tmp_s", "f32", sCount, 4);
+  if (!ok)
+    return makeError(ErrorCode::Overflow,
+                     "workspace size overflows int64 (%lld partial rows x "
+                     "%lld heads x %lld head_dim)",
+                     ll(p.partial_rows_capacity), ll(in.num_qo_heads),
+                     ll(in.head_dim));
+
+  p.int_image.assign(static_cast<size_t>(iw.bytes), 0);
+  copySection(p.int_image, iw, "request_indices", p.request_indices.data(),
+              4 * p.request_indices.size());
+  copySection(p.int_image, iw, "kv_tile_indices", p.kv_tile_indices.data(),
+              4 * p.kv_tile_indices.size());
+  copySection(p.int_image, iw, "qo_tile_indices", p.qo_tile_indices.data(),
+              4 * p.qo_tile_indices.size());
+  copySection(p.int_image, iw, "o_indptr", p.o_indptr.data(),
+              4 * p.o_indptr.size());
+  copySection(p.int_image, iw, "merge_indptr", p.merge_indptr.data(),
+              4 * p.merge_indptr.size());
+  copySection(p.int_image, iw, "block_valid_mask", p.block_valid_mask.data(),
+              p.block_valid_mask.size());
+  const int32_t chunkTokens = static_cast<int32_t>(p.kv_chunk_size);
+  const int32_t rows = static_cast<int32_t>(p.num_rows);
+  copySection(p.int_image, iw, "kv_chunk_size", &chunkTokens, 4);
+  copySection(p.int_image, iw, "num_rows", &rows, 4);
+
+  out = std::move(p);
+  return Status::success();
+}
+
+Status makeCascadePlan(const std::vector<PlanInputs> &levels,
+                       CascadePlan &out) {
+  if (levels.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     "a cascade needs at least one level");
+  CascadePlan c;
+  c.levels.resize(levels.size());
+  for (size_t l = 0; l < levels.size(); ++l) {
+    Status s = makePlan(levels[l], c.levels[l]);
+    if (!s.ok())
+      return Status(s.code(),
+                    "level " + std::to_string(l) + ": " + s.message());
+  }
+  const Plan &first = c.levels[0];
+  for (size_t l = 1; l < levels.size(); ++l) {
+    const Plan &p = c.levels[l];
+    if (p.num_rows != first.num_rows)
+      return makeError(ErrorCode::LevelMismatch,
+                       "level %zu covers %lld query rows but level 0 covers "
+                       "%lld (every level's qo_indptr[-1] must agree)",
+                       l, ll(p.num_rows), ll(first.num_rows));
+    if (p.num_qo_heads != first.num_qo_heads ||
+        p.num_kv_heads != first.num_kv_heads || p.head_dim != first.head_dim ||
+        p.page_size != first.page_size || p.o_dtype != first.o_dtype)
+      return makeError(ErrorCode::LevelMismatch,
+                       "level %zu differs from level 0 in heads, head_dim, "
+                       "page_size or output dtype",
+                       l);
+  }
+  c.num_rows = first.num_rows;
+  int64_t intBytes = 0, floatBytes = 0;
+  for (const Plan &p : c.levels) {
+    c.int_base.push_back(intBytes);
+    c.float_base.push_back(floatBytes);
+    intBytes = alignUp(intBytes + p.int_workspace.bytes, 256);
+    floatBytes = alignUp(floatBytes + p.float_workspace.bytes, 256);
+  }
+  int64_t sCount, vCount, vBytes;
+  if (mulOverflows(c.num_rows, first.num_qo_heads, sCount) ||
+      mulOverflows(sCount, first.head_dim, vCount) ||
+      mulOverflows(vCount, dtypeBytes(first.o_dtype), vBytes))
+    return makeError(ErrorCode::Overflow,
+                     "cascade level states overflow int64");
+  c.level_v_bytes = vBytes;
+  c.level_s_bytes = sCount * 4;
+  for (size_t l = 0; l < levels.size(); ++l) {
+    if (l == 0) {
+      c.level_v_offset.push_back(-1);
+      c.level_s_offset.push_back(-1);
+      continue;
+    }
+    c.level_v_offset.push_back(floatBytes);
+    floatBytes = alignUp(floatBytes + c.level_v_bytes, 256);
+    c.level_s_offset.push_back(floatBytes);
+    floatBytes = alignUp(floatBytes + c.level_s_bytes, 256);
+  }
+  c.int_bytes = intBytes;
+  c.float_bytes = floatBytes;
+  c.int_image.assign(static_cast<size_t>(intBytes), 0);
+  for (size_t l = 0; l < c.levels.size(); ++l)
+    if (!c.levels[l].int_image.empty())
+      std::memcpy(c.int_image.data() + c.int_base[l],
+                  c.levels[l].int_image.data(), c.levels[l].int_image.size());
+  out = std::move(c);
+  return Status::success();
+}
+
+} // namespace cascade::runtime

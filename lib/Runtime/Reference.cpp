@@ -1,0 +1,296 @@
+//===- Reference.cpp - CPU reference of every cascade op ------------------===//
+
+#include "cascade/Runtime/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cascade::runtime::ref {
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+constexpr double kNegInf = -std::numeric_limits<double>::infinity();
+
+Status validateBatch(const AttentionBatch &batch) {
+  if (!batch.q || !batch.kv.k || !batch.kv.v)
+    return makeError(ErrorCode::InvalidArgument,
+                     "reference attention needs q, k and v data");
+  PlanInputs in;
+  in.mode = PlanMode::Prefill;
+  in.qo_indptr = ArrayView<int32_t>(batch.qoIndptr);
+  in.kv_indptr = ArrayView<int32_t>(batch.kvIndptr);
+  in.kv_indices = ArrayView<int32_t>(batch.kvIndices);
+  in.kv_last_page_len = ArrayView<int32_t>(batch.kvLastPageLen);
+  in.num_pages = batch.kv.numPages;
+  in.num_qo_heads = batch.numQoHeads;
+  in.num_kv_heads = batch.kv.numKvHeads;
+  in.head_dim = batch.kv.headDim;
+  in.page_size = batch.kv.pageSize;
+  in.num_sms = 1;
+  return validatePlanInputs(in);
+}
+
+/// Rotate-half RoPE of x [D] at position pos, into out.
+void applyRope(const float *x, double *out, int64_t headDim, double pos,
+               const AttentionOptions &opts) {
+  const int64_t half = headDim / 2;
+  for (int64_t i = 0; i < half; ++i) {
+    double freq = std::pow(opts.ropeTheta, -2.0 * double(i) / double(headDim)) /
+                  opts.ropeScale;
+    double angle = pos * freq;
+    double c = std::cos(angle), s = std::sin(angle);
+    double a = x[i], b = x[i + half];
+    out[i] = a * c - b * s;
+    out[i + half] = b * c + a * s;
+  }
+}
+
+} // namespace
+
+PagedKvCache PagedKvCache::combined(const float *pool, int64_t numPages,
+                                    int64_t pageSize, int64_t numKvHeads,
+                                    int64_t headDim, KvLayout layout) {
+  PagedKvCache c;
+  const int64_t perPage = pageSize * numKvHeads * headDim;
+  c.k = pool;
+  c.v = pool ? pool + perPage : nullptr;
+  c.pageStride = 2 * perPage;
+  c.numPages = numPages;
+  c.pageSize = pageSize;
+  c.numKvHeads = numKvHeads;
+  c.headDim = headDim;
+  c.layout = layout;
+  return c;
+}
+
+PagedKvCache PagedKvCache::pair(const float *k, const float *v,
+                                int64_t numPages, int64_t pageSize,
+                                int64_t numKvHeads, int64_t headDim,
+                                KvLayout layout) {
+  PagedKvCache c;
+  c.k = k;
+  c.v = v;
+  c.pageStride = pageSize * numKvHeads * headDim;
+  c.numPages = numPages;
+  c.pageSize = pageSize;
+  c.numKvHeads = numKvHeads;
+  c.headDim = headDim;
+  c.layout = layout;
+  return c;
+}
+
+double alibiSlope(int64_t head, int64_t numHeads) {
+  int64_t n = 1;
+  while (n * 2 <= numHeads)
+    n *= 2;
+  if (head < n)
+    return std::exp2(-8.0 * double(head + 1) / double(n));
+  return std::exp2(-4.0 * double((head - n) * 2 + 1) / double(n));
+}
+
+int64_t kvLength(const AttentionBatch &batch, int64_t request) {
+  int64_t pages =
+      int64_t(batch.kvIndptr[request + 1]) - batch.kvIndptr[request];
+  if (pages == 0)
+    return 0;
+  return (pages - 1) * batch.kv.pageSize + batch.kvLastPageLen[request];
+}
+
+Status attentionRequest(const AttentionBatch &batch,
+                        const AttentionOptions &opts, int64_t request,
+                        int64_t kvBegin, int64_t kvEnd, double *outV,
+                        double *outS) {
+  const PagedKvCache &kv = batch.kv;
+  const int64_t d = kv.headDim, hqo = batch.numQoHeads, hkv = kv.numKvHeads;
+  const int64_t group = hqo / hkv;
+  const int64_t qoBegin = batch.qoIndptr[request];
+  const int64_t qoLen = int64_t(batch.qoIndptr[request + 1]) - qoBegin;
+  const int64_t kvLen = kvLength(batch, request);
+  const int64_t lo = std::max<int64_t>(kvBegin, 0);
+  const int64_t hi = kvEnd < 0 ? kvLen : std::min(kvEnd, kvLen);
+  const double smScale =
+      opts.smScale > 0 ? opts.smScale : 1.0 / std::sqrt(double(d));
+  const bool rope = opts.posEncoding == PosEncoding::RopeLlama;
+
+  // Keys and values of [lo, hi) per KV head, keys rotated if RoPE.
+  const int64_t n = std::max<int64_t>(hi - lo, 0);
+  std::vector<double> keys(static_cast<size_t>(n * hkv * d));
+  std::vector<const float *> vals(static_cast<size_t>(n * hkv));
+  for (int64_t t = 0; t < n; ++t) {
+    int64_t pos = lo + t;
+    int64_t page = batch.kvIndices[batch.kvIndptr[request] + pos / kv.pageSize];
+    int64_t slot = pos % kv.pageSize;
+    for (int64_t h = 0; h < hkv; ++h) {
+      int64_t off = kv.offset(page, slot, h);
+      double *kd = &keys[(t * hkv + h) * d];
+      if (rope)
+        applyRope(kv.k + off, kd, d, double(pos), opts);
+      else
+        for (int64_t i = 0; i < d; ++i)
+          kd[i] = kv.k[off + i];
+      vals[t * hkv + h] = kv.v + off;
+    }
+  }
+
+  std::vector<double> q(static_cast<size_t>(d)), score(static_cast<size_t>(n));
+  for (int64_t j = 0; j < qoLen; ++j) {
+    const int64_t qPos = kvLen - qoLen + j;
+    for (int64_t h = 0; h < hqo; ++h) {
+      const float *qRow = batch.q + ((qoBegin + j) * hqo + h) * d;
+      if (rope)
+        applyRope(qRow, q.data(), d, double(qPos), opts);
+      else
+        for (int64_t i = 0; i < d; ++i)
+          q[i] = qRow[i];
+      const int64_t kh = h / group;
+      const double slope =
+          opts.posEncoding == PosEncoding::Alibi ? alibiSlope(h, hqo) : 0.0;
+      double m = kNegInf;
+      for (int64_t t = 0; t < n; ++t) {
+        const int64_t pos = lo + t;
+        bool visible = (!opts.causal || pos <= qPos) &&
+                       (opts.windowLeft < 0 || pos >= qPos - opts.windowLeft);
+        if (!visible) {
+          score[t] = kNegInf;
+          continue;
+        }
+        const double *kd = &keys[(t * hkv + kh) * d];
+        double dot = 0;
+        for (int64_t i = 0; i < d; ++i)
+          dot += q[i] * kd[i];
+        double x = dot * smScale;
+        if (opts.posEncoding == PosEncoding::Alibi)
+          x += slope * double(pos - qPos);
+        if (opts.logitsSoftCap > 0)
+          x = opts.logitsSoftCap * std::tanh(x / opts.logitsSoftCap);
+        score[t] = x * kLog2e; // base 2
+        m = std::max(m, score[t]);
+      }
+      double *o = outV + (j * hqo + h) * d;
+      std::fill(o, o + d, 0.0);
+      if (m == kNegInf) {
+        outS[j * hqo + h] = kNegInf;
+        continue;
+      }
+      double denom = 0;
+      for (int64_t t = 0; t < n; ++t) {
+        if (score[t] == kNegInf)
+          continue;
+        double w = std::exp2(score[t] - m);
+        denom += w;
+        const float *vRow = vals[t * hkv + kh];
+        for (int64_t i = 0; i < d; ++i)
+          o[i] += w * vRow[i];
+      }
+      for (int64_t i = 0; i < d; ++i)
+        o[i] /= denom;
+      outS[j * hqo + h] = m + std::log2(denom);
+    }
+  }
+  return Status::success();
+}
+
+Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
+                 double *outV, double *outS) {
+  CASCADE_RETURN_IF_ERROR(validateBatch(batch));
+  const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
+  const int64_t hqo = batch.numQoHeads, d = batch.kv.headDim;
+  for (int64_t i = 0; i < b; ++i) {
+    int64_t row = batch.qoIndptr[i];
+    CASCADE_RETURN_IF_ERROR(attentionRequest(
+        batch, opts, i, 0, -1, outV + row * hqo * d, outS + row * hqo));
+  }
+  return Status::success();
+}
+
+Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
+                      const Plan &plan, double *outV, double *outS) {
+  CASCADE_RETURN_IF_ERROR(validateBatch(batch));
+  const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
+  if (plan.batch_size != b)
+    return makeError(ErrorCode::SizeMismatch,
+                     "the plan is for %lld requests, the batch has %lld",
+                     static_cast<long long>(plan.batch_size),
+                     static_cast<long long>(b));
+  const int64_t hqo = batch.numQoHeads, d = batch.kv.headDim;
+  const int64_t rows = batch.qoIndptr[b];
+  const int64_t partials = plan.merge_indptr[rows];
+  std::vector<double> tmpV(static_cast<size_t>(partials * hqo * d));
+  std::vector<double> tmpS(static_cast<size_t>(partials * hqo));
+  std::vector<double> chunkV, chunkS;
+  for (int64_t w = 0; w < plan.num_work_items; ++w) {
+    if (plan.qo_tile_indices[w] != 0) // every tile of a chunk: once
+      continue;
+    const int64_t i = plan.request_indices[w], k = plan.kv_tile_indices[w];
+    const int64_t qoBegin = batch.qoIndptr[i];
+    const int64_t qoLen = int64_t(batch.qoIndptr[i + 1]) - qoBegin;
+    chunkV.assign(static_cast<size_t>(qoLen * hqo * d), 0);
+    chunkS.assign(static_cast<size_t>(qoLen * hqo), 0);
+    CASCADE_RETURN_IF_ERROR(attentionRequest(
+        batch, opts, i, k * plan.kv_chunk_size, (k + 1) * plan.kv_chunk_size,
+        chunkV.data(), chunkS.data()));
+    for (int64_t j = 0; j < qoLen; ++j) {
+      const int64_t p = plan.merge_indptr[qoBegin + j] + k;
+      std::copy(chunkV.begin() + j * hqo * d,
+                chunkV.begin() + (j + 1) * hqo * d, tmpV.begin() + p * hqo * d);
+      std::copy(chunkS.begin() + j * hqo, chunkS.begin() + (j + 1) * hqo,
+                tmpS.begin() + p * hqo);
+    }
+  }
+  std::vector<const double *> ptrs;
+  std::vector<double> lse;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t begin = plan.merge_indptr[r], end = plan.merge_indptr[r + 1];
+    for (int64_t h = 0; h < hqo; ++h) {
+      ptrs.clear();
+      lse.clear();
+      for (int64_t p = begin; p < end; ++p) {
+        ptrs.push_back(&tmpV[(p * hqo + h) * d]);
+        lse.push_back(tmpS[p * hqo + h]);
+      }
+      mergeRow<double, double>(end - begin, ptrs.data(), lse.data(), d,
+                               outV + (r * hqo + h) * d, outS + r * hqo + h);
+    }
+  }
+  return Status::success();
+}
+
+Status cascade(const std::vector<AttentionBatch> &levels,
+               const AttentionOptions &opts, double *outV, double *outS) {
+  if (levels.empty())
+    return makeError(ErrorCode::InvalidArgument,
+                     "a cascade needs at least one level");
+  const int64_t hqo = levels[0].numQoHeads, d = levels[0].kv.headDim;
+  const int64_t rows =
+      levels[0].qoIndptr.empty() ? 0 : levels[0].qoIndptr.back();
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const int64_t r =
+        levels[l].qoIndptr.empty() ? 0 : levels[l].qoIndptr.back();
+    if (r != rows)
+      return makeError(ErrorCode::LevelMismatch,
+                       "level %zu covers %lld query rows but level 0 covers "
+                       "%lld",
+                       l, static_cast<long long>(r),
+                       static_cast<long long>(rows));
+    if (levels[l].numQoHeads != hqo || levels[l].kv.headDim != d)
+      return makeError(ErrorCode::LevelMismatch,
+                       "level %zu differs from level 0 in heads or head_dim",
+                       l);
+  }
+  std::vector<double> v(static_cast<size_t>(rows * hqo * d));
+  std::vector<double> s(static_cast<size_t>(rows * hqo));
+  for (size_t l = 0; l < levels.size(); ++l) {
+    AttentionOptions o = opts;
+    o.causal = opts.causal && l + 1 == levels.size();
+    double *dstV = l == 0 ? outV : v.data();
+    double *dstS = l == 0 ? outS : s.data();
+    CASCADE_RETURN_IF_ERROR(attention(levels[l], o, dstV, dstS));
+    if (l > 0)
+      mergeStateInPlace<double, double>(outV, outS, v.data(), s.data(), nullptr,
+                                        0, rows, hqo, d);
+  }
+  return Status::success();
+}
+
+} // namespace cascade::runtime::ref

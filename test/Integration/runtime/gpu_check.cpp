@@ -1,0 +1,447 @@
+//===- gpu_check.cpp - Runtime checks on a real GPU -----------------------===//
+//
+// Usage: cascade-gpu-check [BUNDLE_DIR]
+//
+// 1. Always: loads the driver, allocates, uploads a plan image with one copy
+//    and reads it back, captures a CUDA graph (memsets), replays it.
+// 2. With a bundle: runs merge_state kernels and attention levels (decode /
+//    prefill, split or not, with the merge_states_indptr kernel) on fresh
+//    random inputs against the CPU reference, eager and under CUDA-graph
+//    capture with a replan, and prints the max relative error per case.
+//    Parameters are bound by the names of docs/kernel-bundle.md ("Runtime
+//    binding conventions"); a kernel whose params do not bind is reported as
+//    SKIP with the reason. Exit code 1 if any case fails or errors.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Runtime/Half.h"
+#include "cascade/Runtime/Launcher.h"
+#include "cascade/Runtime/Reference.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+
+using namespace cascade::runtime;
+
+namespace {
+
+int failures = 0;
+
+#define CHECK_OK(expr)                                                         \
+  do {                                                                         \
+    Status s_ = (expr);                                                        \
+    if (!s_.ok()) {                                                            \
+      std::printf("ERROR %s: %s\n", #expr, s_.message().c_str());              \
+      ++failures;                                                              \
+      return;                                                                  \
+    }                                                                          \
+  } while (0)
+
+/// Host values stored in `dtype` ("f16", "bf16", "f32") as raw bytes, and
+/// the float values they represent.
+struct HostTensor {
+  std::string dtype;
+  std::vector<uint8_t> bytes;
+  std::vector<float> values;
+};
+
+HostTensor makeTensor(const std::string &dtype, std::vector<float> v) {
+  HostTensor t;
+  t.dtype = dtype.empty() ? "f16" : dtype;
+  t.values = std::move(v);
+  const size_t n = t.values.size();
+  if (t.dtype == "f32") {
+    t.bytes.resize(4 * n);
+    std::memcpy(t.bytes.data(), t.values.data(), 4 * n);
+    return t;
+  }
+  t.bytes.resize(2 * n);
+  for (size_t i = 0; i < n; ++i) {
+    uint16_t h =
+        t.dtype == "bf16" ? floatToBf16(t.values[i]) : floatToHalf(t.values[i]);
+    t.values[i] = t.dtype == "bf16" ? bf16ToFloat(h) : halfToFloat(h);
+    std::memcpy(&t.bytes[2 * i], &h, 2);
+  }
+  return t;
+}
+
+std::vector<float> decode(const std::string &dtype,
+                          const std::vector<uint8_t> &bytes) {
+  if (dtype == "f32") {
+    std::vector<float> v(bytes.size() / 4);
+    std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
+  }
+  std::vector<float> v(bytes.size() / 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, &bytes[2 * i], 2);
+    v[i] = dtype == "bf16" ? bf16ToFloat(h) : halfToFloat(h);
+  }
+  return v;
+}
+
+std::vector<float> randomValues(std::mt19937_64 &rng, size_t n, float lo,
+                                float hi) {
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v)
+    x = d(rng);
+  return v;
+}
+
+/// Device copies, freed at scope exit.
+struct DeviceArena {
+  Launcher &l;
+  std::vector<uint64_t> ptrs;
+  explicit DeviceArena(Launcher &l) : l(l) {}
+  ~DeviceArena() {
+    for (uint64_t p : ptrs)
+      (void)l.free(p);
+  }
+  uint64_t upload(const void *data, size_t bytes) {
+    uint64_t p = 0;
+    if (!l.alloc(bytes, p).ok())
+      return 0;
+    ptrs.push_back(p);
+    if (bytes)
+      (void)l.copyToDevice(p, data, bytes, nullptr);
+    return p;
+  }
+  uint64_t zeros(size_t bytes) {
+    std::vector<uint8_t> z(bytes, 0);
+    return upload(z.data(), bytes);
+  }
+};
+
+/// Normwise relative error max|a - b| / max|b| (inf entries must agree).
+double relError(const std::vector<float> &got, const std::vector<double> &ref) {
+  double num = 0, den = 1e-30;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    if (std::isinf(ref[i])) {
+      if (got[i] != ref[i])
+        return INFINITY;
+      continue;
+    }
+    num = std::max(num, std::fabs(double(got[i]) - ref[i]));
+    den = std::max(den, std::fabs(ref[i]));
+  }
+  return num / den;
+}
+
+void report(const std::string &name, double errV, double errS, double tol) {
+  bool ok = errV <= tol && errS <= tol;
+  std::printf("%-4s %-60s max_rel_err v=%.3e s=%.3e (tol %.0e)\n",
+              ok ? "OK" : "FAIL", name.c_str(), errV, errS, tol);
+  failures += !ok;
+}
+
+void checkDriver(Launcher &l) {
+  DeviceArena arena(l);
+  cuda::CUstream stream = nullptr;
+  CHECK_OK(l.createStream(stream));
+  // One-copy plan upload.
+  std::vector<int32_t> kvIndptr{0, 300, 301, 340}, last{7, 16, 1};
+  PlanInputs in;
+  in.kv_indptr = ArrayView<int32_t>(kvIndptr);
+  in.kv_last_page_len = ArrayView<int32_t>(last);
+  in.num_qo_heads = 32;
+  in.num_kv_heads = 8;
+  in.head_dim = 128;
+  in.page_size = 16;
+  in.num_sms = l.numSms();
+  in.cuda_graph = true;
+  Plan plan;
+  CHECK_OK(makePlan(in, plan));
+  uint64_t ws = arena.zeros(plan.int_image.size());
+  CHECK_OK(l.uploadPlan(plan, ws, stream));
+  std::vector<uint8_t> back(plan.int_image.size());
+  CHECK_OK(l.copyToHost(back.data(), ws, back.size(), stream));
+  CHECK_OK(l.synchronize(stream));
+  bool same = back == plan.int_image;
+  std::printf("%-4s plan upload (%zu bytes, one copy)\n", same ? "OK" : "FAIL",
+              back.size());
+  failures += !same;
+  // Graph capture and replay of memsets.
+  uint64_t buf = arena.zeros(4096);
+  CapturedGraph g;
+  CHECK_OK(l.beginCapture(stream));
+  CHECK_OK(l.memsetD32(buf, 0xC0FFEE, 1024, stream));
+  CHECK_OK(l.endCapture(stream, g));
+  CHECK_OK(l.replay(g, stream));
+  std::vector<uint32_t> words(1024);
+  CHECK_OK(l.copyToHost(words.data(), buf, 4096, stream));
+  CHECK_OK(l.synchronize(stream));
+  l.destroyGraph(g);
+  same = std::all_of(words.begin(), words.end(),
+                     [](uint32_t w) { return w == 0xC0FFEE; });
+  std::printf("%-4s graph capture + replay\n", same ? "OK" : "FAIL");
+  failures += !same;
+  CHECK_OK(l.destroyStream(stream));
+}
+
+int64_t staticInt(const KernelSpec &k, const char *key, int64_t dflt) {
+  std::string s = k.staticString(key);
+  return s.empty() ? dflt : std::stoll(s);
+}
+
+void checkMergeState(Launcher &l, const KernelSpec &k, std::mt19937_64 &rng) {
+  DeviceArena arena(l);
+  const int64_t rows = 777, heads = staticInt(k, "num_heads", 32),
+                d = staticInt(k, "head_dim", 128);
+  const std::string vt = k.staticString("v_dtype");
+  const size_t nv = rows * heads * d, ns = rows * heads;
+  HostTensor va = makeTensor(vt, randomValues(rng, nv, -2, 2));
+  HostTensor vb = makeTensor(vt, randomValues(rng, nv, -2, 2));
+  std::vector<float> sa = randomValues(rng, ns, -8, 8),
+                     sb = randomValues(rng, ns, -8, 8);
+  for (size_t i = 0; i < ns; i += 17)
+    sa[i] = -INFINITY; // empty states
+  for (size_t i = 0; i < ns; i += 51)
+    sb[i] = -INFINITY;
+  ArgumentTable t;
+  t.setBuffer("v_a", arena.upload(va.bytes.data(), va.bytes.size()), nv,
+              va.dtype);
+  t.setBuffer("v_b", arena.upload(vb.bytes.data(), vb.bytes.size()), nv,
+              vb.dtype);
+  t.setBuffer("s_a", arena.upload(sa.data(), 4 * ns), ns, "f32");
+  t.setBuffer("s_b", arena.upload(sb.data(), 4 * ns), ns, "f32");
+  uint64_t vOut = arena.zeros(va.bytes.size()), sOut = arena.zeros(4 * ns);
+  t.setBuffer("v", vOut, nv, va.dtype);
+  t.setBuffer("s", sOut, ns, "f32");
+  t.setInt("num_rows", rows);
+  t.setInt("num_heads", heads);
+  t.setInt("head_dim", d);
+  t.setInt("num_tasks", rows * heads);
+  KernelLaunch probe;
+  Status bind = bindKernel(k, t, probe);
+  if (!bind.ok()) {
+    std::printf("SKIP %s: %s\n", k.name.c_str(), bind.message().c_str());
+    return;
+  }
+  CHECK_OK(l.launch(k.name, t, nullptr));
+  std::vector<uint8_t> vb2(va.bytes.size());
+  std::vector<float> s2(ns);
+  CHECK_OK(l.copyToHost(vb2.data(), vOut, vb2.size(), nullptr));
+  CHECK_OK(l.copyToHost(s2.data(), sOut, 4 * ns, nullptr));
+  CHECK_OK(l.synchronize(nullptr));
+  std::vector<double> rv(nv), rs(ns), dva(va.values.begin(), va.values.end()),
+      dvb(vb.values.begin(), vb.values.end()), dsa(sa.begin(), sa.end()),
+      dsb(sb.begin(), sb.end());
+  ref::mergeState<double, double>(dva.data(), dsa.data(), dvb.data(),
+                                  dsb.data(), rv.data(), rs.data(), rows, heads,
+                                  d);
+  report(k.name + " (L=777)", relError(decode(va.dtype, vb2), rv),
+         relError(s2, rs), vt == "f32" ? 1e-5 : 1e-2);
+}
+
+void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
+                    std::mt19937_64 &rng) {
+  const bool prefill = k.op.rfind("prefill", 0) == 0;
+  const int64_t d = staticInt(k, "head_dim", 128);
+  const int64_t ps = staticInt(k, "page_size", 16);
+  const int64_t hkv = staticInt(k, "num_kv_heads", 8);
+  const int64_t hqo = staticInt(k, "num_qo_heads", hkv * 4);
+  const bool causal = k.staticString("causal") == "true";
+  const bool hnd = k.staticString("layout") == "HND";
+  const std::string qt = k.staticString("q_dtype"),
+                    kvt = k.staticString("kv_dtype"),
+                    ot = k.staticString("o_dtype").empty()
+                             ? (qt.empty() ? "f16" : qt)
+                             : k.staticString("o_dtype");
+  const KernelSpec *merge =
+      bundle.select("merge_states_indptr", {{"head_dim", std::to_string(d)}});
+  int occupancy = 1;
+  CHECK_OK(l.occupancy(k.name, occupancy));
+  const int64_t b = 7;
+  const int64_t numPages = 4096;
+  HostTensor pool = makeTensor(
+      kvt, randomValues(rng, size_t(numPages) * 2 * ps * hkv * d, -1, 1));
+  DeviceArena arena(l);
+  const uint64_t poolDev = arena.upload(pool.bytes.data(), pool.bytes.size());
+
+  // Two batches with the same B: eager on batch 0; capture on batch 0, then
+  // replan + upload batch 1 and replay.
+  struct Inputs {
+    std::vector<int32_t> qo{0}, kv{0}, idx, last;
+    HostTensor q;
+    Plan plan;
+  } in[2];
+  for (int v = 0; v < 2; ++v) {
+    for (int64_t i = 0; i < b; ++i) {
+      int32_t pages = static_cast<int32_t>(rng() % 200);
+      in[v].kv.push_back(in[v].kv.back() + pages);
+      in[v].qo.push_back(in[v].qo.back() +
+                         (prefill ? 1 + static_cast<int32_t>(rng() % 40) : 1));
+      in[v].last.push_back(1 + static_cast<int32_t>(rng() % ps));
+      for (int32_t p = 0; p < pages; ++p)
+        in[v].idx.push_back(static_cast<int32_t>(rng() % numPages));
+    }
+    in[v].q = makeTensor(
+        qt, randomValues(rng, size_t(in[v].qo.back()) * hqo * d, -1, 1));
+    PlanInputs pi;
+    pi.mode = prefill ? PlanMode::Prefill : PlanMode::Decode;
+    pi.qo_indptr =
+        prefill ? ArrayView<int32_t>(in[v].qo) : ArrayView<int32_t>();
+    pi.kv_indptr = ArrayView<int32_t>(in[v].kv);
+    pi.kv_last_page_len = ArrayView<int32_t>(in[v].last);
+    pi.kv_indices = ArrayView<int32_t>(in[v].idx);
+    pi.num_pages = numPages;
+    pi.num_qo_heads = hqo;
+    pi.num_kv_heads = hkv;
+    pi.head_dim = d;
+    pi.page_size = ps;
+    pi.num_sms = l.numSms();
+    pi.occupancy = occupancy;
+    pi.cuda_graph = true;
+    pi.max_num_rows = prefill ? b * 40 : -1;
+    pi.qo_tile_size = staticInt(k, "qo_tile_size", 0);
+    CHECK_OK(makePlan(pi, in[v].plan));
+  }
+  const bool wantSplit = k.op.find("split") != std::string::npos;
+  if (in[0].plan.split_kv != wantSplit) {
+    std::printf("SKIP %s: the plan for this batch has split_kv=%d\n",
+                k.name.c_str(), int(in[0].plan.split_kv));
+    return;
+  }
+  const int64_t maxRows = prefill ? b * 40 : b;
+  const size_t maxIdx = size_t(b) * 200;
+  uint64_t qDev = arena.zeros(size_t(maxRows) * hqo * d * 4);
+  uint64_t qoDev = arena.zeros(4 * (b + 1)), kvDev = arena.zeros(4 * (b + 1));
+  uint64_t idxDev = arena.zeros(4 * maxIdx), lastDev = arena.zeros(4 * b);
+  uint64_t oDev = arena.zeros(size_t(maxRows) * hqo * d * 4);
+  uint64_t lseDev = arena.zeros(size_t(maxRows) * hqo * 4);
+  uint64_t intWs = arena.zeros(in[0].plan.int_workspace.bytes);
+  uint64_t floatWs = arena.zeros(in[0].plan.float_workspace.bytes);
+  const int64_t pageElems = ps * hkv * d;
+  auto bindFor = [&](int v, ArgumentTable &t) {
+    const int64_t rows = in[v].qo.back();
+    t.setBuffer("q", qDev, rows * hqo * d, in[v].q.dtype);
+    t.setBuffer("kv_cache", poolDev, numPages * 2 * pageElems, pool.dtype);
+    t.setBuffer("qo_indptr", qoDev, b + 1, "i32");
+    t.setBuffer("kv_indptr", kvDev, b + 1, "i32");
+    t.setBuffer("kv_indices", idxDev, int64_t(maxIdx), "i32");
+    t.setBuffer("kv_last_page_len", lastDev, b, "i32");
+    t.setBuffer("o", oDev, maxRows * hqo * d, ot);
+    t.setBuffer("lse", lseDev, maxRows * hqo, "f32");
+    t.setFloat("sm_scale", 1.0 / std::sqrt(double(d)));
+    t.setFloat("logits_soft_cap", 0.0);
+    t.setInt("window_left", -1);
+    t.setFloat("rope_scale", 1.0);
+    t.setFloat("rope_theta", 1e4);
+    t.setInt("num_pages", numPages);
+    t.setInt("page_stride", 2 * pageElems);
+  };
+  auto upload = [&](int v) -> Status {
+    CASCADE_RETURN_IF_ERROR(l.copyToDevice(qDev, in[v].q.bytes.data(),
+                                           in[v].q.bytes.size(), nullptr));
+    CASCADE_RETURN_IF_ERROR(
+        l.copyToDevice(qoDev, in[v].qo.data(), 4 * in[v].qo.size(), nullptr));
+    CASCADE_RETURN_IF_ERROR(
+        l.copyToDevice(kvDev, in[v].kv.data(), 4 * in[v].kv.size(), nullptr));
+    CASCADE_RETURN_IF_ERROR(l.copyToDevice(idxDev, in[v].idx.data(),
+                                           4 * in[v].idx.size(), nullptr));
+    CASCADE_RETURN_IF_ERROR(l.copyToDevice(lastDev, in[v].last.data(),
+                                           4 * in[v].last.size(), nullptr));
+    return l.uploadPlan(in[v].plan, intWs, nullptr);
+  };
+  auto compare = [&](int v, const std::string &what) {
+    const int64_t rows = in[v].qo.back();
+    std::vector<uint8_t> oBytes(size_t(rows) * hqo * d * (ot == "f32" ? 4 : 2));
+    std::vector<float> lse(size_t(rows) * hqo);
+    CHECK_OK(l.copyToHost(oBytes.data(), oDev, oBytes.size(), nullptr));
+    CHECK_OK(l.copyToHost(lse.data(), lseDev, 4 * lse.size(), nullptr));
+    CHECK_OK(l.synchronize(nullptr));
+    ref::AttentionBatch rb;
+    rb.q = in[v].q.values.data();
+    rb.numQoHeads = hqo;
+    rb.qoIndptr = in[v].qo;
+    rb.kvIndptr = in[v].kv;
+    rb.kvIndices = in[v].idx;
+    rb.kvLastPageLen = in[v].last;
+    rb.kv = ref::PagedKvCache::combined(
+        pool.values.data(), numPages, ps, hkv, d,
+        hnd ? ref::KvLayout::HND : ref::KvLayout::NHD);
+    ref::AttentionOptions opts;
+    opts.causal = causal;
+    std::vector<double> rv(size_t(rows) * hqo * d), rs(size_t(rows) * hqo);
+    CHECK_OK(ref::attention(rb, opts, rv.data(), rs.data()));
+    report(k.name + " " + what, relError(decode(ot, oBytes), rv),
+           relError(lse, rs), 2e-2);
+  };
+  LevelKernels kernels{k.name, merge ? merge->name : ""};
+  ArgumentTable t0;
+  bindFor(0, t0);
+  {
+    ArgumentTable probeTable;
+    addPlanBindings(probeTable, in[0].plan, intWs, floatWs);
+    probeTable.merge(t0);
+    KernelLaunch probe;
+    Status bind = bindKernel(k, probeTable, probe);
+    if (!bind.ok()) {
+      std::printf("SKIP %s: %s\n", k.name.c_str(), bind.message().c_str());
+      return;
+    }
+  }
+  CHECK_OK(upload(0));
+  CHECK_OK(l.runLevel(in[0].plan, intWs, floatWs, kernels, t0, nullptr));
+  compare(0, "eager");
+  // Graph: capture with batch 0's bindings, replan/upload batch 1, replay.
+  cuda::CUstream stream = nullptr;
+  CHECK_OK(l.createStream(stream));
+  CapturedGraph g;
+  CHECK_OK(l.beginCapture(stream));
+  CHECK_OK(l.runLevel(in[0].plan, intWs, floatWs, kernels, t0, stream));
+  CHECK_OK(l.endCapture(stream, g));
+  CHECK_OK(upload(1));
+  CHECK_OK(l.synchronize(nullptr));
+  CHECK_OK(l.replay(g, stream));
+  CHECK_OK(l.synchronize(stream));
+  compare(1, "graph replay after replan");
+  l.destroyGraph(g);
+  CHECK_OK(l.destroyStream(stream));
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Bundle bundle;
+  const bool haveBundle = argc > 1;
+  if (haveBundle) {
+    Status s = loadBundle(argv[1], bundle);
+    if (!s.ok()) {
+      std::printf("ERROR loading bundle %s: %s\n", argv[1],
+                  s.message().c_str());
+      return 1;
+    }
+  }
+  std::unique_ptr<Launcher> launcher;
+  Status s = Launcher::create(bundle, 0, launcher);
+  if (!s.ok()) {
+    std::printf("ERROR %s\n", s.message().c_str());
+    return 1;
+  }
+  std::printf("device 0: %d SMs\n", launcher->numSms());
+  checkDriver(*launcher);
+  if (!haveBundle) {
+    std::printf("SKIP kernel checks: no bundle directory given (usage: "
+                "cascade-gpu-check BUNDLE_DIR)\n");
+    return failures ? 1 : 0;
+  }
+  std::mt19937_64 rng(1234);
+  for (const KernelSpec &k : bundle.kernels) {
+    if (k.op == "merge_state")
+      checkMergeState(*launcher, k, rng);
+    else if (k.op == "decode" || k.op == "decode_split" || k.op == "prefill" ||
+             k.op == "prefill_split")
+      checkAttention(*launcher, bundle, k, rng);
+    else
+      std::printf("SKIP %s: op %s has no GPU check yet\n", k.name.c_str(),
+                  k.op.c_str());
+  }
+  std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
+  return failures ? 1 : 0;
+}

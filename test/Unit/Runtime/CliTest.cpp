@@ -1,0 +1,139 @@
+//===- CliTest.cpp - The cascade-plan command line tool -------------------===//
+
+#include "cascade/Runtime/Json.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace cascade::runtime;
+
+namespace {
+
+struct Result {
+  int exitCode;
+  std::string out, err;
+};
+
+std::string slurp(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+/// Runs cascade-plan with `input` on stdin (or `arg` as the file argument).
+Result runPlan(const std::string &input, const std::string &arg = "") {
+  char dir[] = "/tmp/cascade-plan-test-XXXXXX";
+  EXPECT_NE(mkdtemp(dir), nullptr);
+  const std::string in = std::string(dir) + "/in.json";
+  const std::string out = std::string(dir) + "/out";
+  const std::string err = std::string(dir) + "/err";
+  std::ofstream(in) << input;
+  std::string cmd = std::string(CASCADE_PLAN_BIN) + " " +
+                    (arg.empty() ? "< " + in : arg) + " > " + out + " 2> " +
+                    err;
+  int status = std::system(cmd.c_str());
+  Result r{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(out),
+           slurp(err)};
+  std::remove(in.c_str());
+  std::remove(out.c_str());
+  std::remove(err.c_str());
+  rmdir(dir);
+  return r;
+}
+
+void expectOneErrorLine(const Result &r, const std::string &prefix) {
+  EXPECT_EQ(r.exitCode, 2);
+  EXPECT_TRUE(r.out.empty());
+  ASSERT_FALSE(r.err.empty());
+  EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err; // one line
+  EXPECT_EQ(r.err.rfind(prefix, 0), 0u) << r.err;
+}
+
+} // namespace
+
+TEST(Cli, PrintsThePlanOfTheExample) {
+  Result r = runPlan("", std::string(CASCADE_TEST_INPUTS) + "/decode.json");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_TRUE(r.err.empty());
+  JsonValue v;
+  ASSERT_TRUE(parseJson(r.out, v).ok());
+  for (const char *key :
+       {"request_indices", "kv_tile_indices", "qo_tile_indices", "o_indptr",
+        "merge_indptr", "kv_chunk_size", "block_valid_mask",
+        "padded_batch_size", "split_kv", "int_workspace", "float_workspace"})
+    EXPECT_NE(v.find(key), nullptr) << key;
+  EXPECT_EQ(v.find("padded_batch_size")->asInt(), 3);
+  EXPECT_EQ(v.find("kv_chunk_size")->asInt(), 128);
+  EXPECT_TRUE(v.find("split_kv")->asBool());
+}
+
+TEST(Cli, CascadeFromStdin) {
+  Result r = runPlan(slurp(std::string(CASCADE_TEST_INPUTS) + "/cascade.json"));
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  JsonValue v;
+  ASSERT_TRUE(parseJson(r.out, v).ok());
+  EXPECT_EQ(v.find("mode")->asString(), "cascade");
+  ASSERT_EQ(v.find("levels")->elements().size(), 2u);
+  EXPECT_EQ(v.find("levels")->elements()[0].find("mode")->asString(),
+            "prefill");
+  EXPECT_EQ(v.find("levels")->elements()[1].find("mode")->asString(), "decode");
+  EXPECT_EQ(v.find("merge")->find("causal_level")->asInt(), 1);
+}
+
+TEST(Cli, MalformedJson) {
+  expectOneErrorLine(
+      runPlan("{\"mode\": \"decode\",\n  \"kv_indptr\": [0, 1,]"),
+      "cascade-plan: error: CASCADE_ERROR_PARSE: line 2, "
+      "column 22: invalid value");
+  expectOneErrorLine(runPlan(""), "cascade-plan: error: CASCADE_ERROR_PARSE: "
+                                  "line 1, column 1: unexpected end of input");
+}
+
+TEST(Cli, SchemaErrors) {
+  expectOneErrorLine(runPlan("[]"),
+                     "cascade-plan: error: CASCADE_ERROR_SCHEMA: the batch "
+                     "description must be a JSON object, got an array");
+  expectOneErrorLine(
+      runPlan(R"({"mode": "decode", "page_size": 16, "num_qo_heads": 4,
+                  "num_kv_heads": 4, "head_dim": 64, "num_sms": 8,
+                  "kv_indptr": [0, 1], "kv_last_page_len": ["x"]})"),
+      "cascade-plan: error: CASCADE_ERROR_SCHEMA: kv_last_page_len[0] must be "
+      "an int32 integer, got a string");
+  expectOneErrorLine(runPlan(R"({"mode": "decode", "pagesize": 16})"),
+                     "cascade-plan: error: CASCADE_ERROR_SCHEMA: unknown key "
+                     "\"pagesize\" in the batch description");
+  expectOneErrorLine(runPlan(R"({"mode": "decode"})"),
+                     "cascade-plan: error: CASCADE_ERROR_SCHEMA: missing "
+                     "required key \"page_size\"");
+}
+
+TEST(Cli, InvalidBatch) {
+  expectOneErrorLine(
+      runPlan(R"({"mode": "decode", "page_size": 16, "num_qo_heads": 4,
+                  "num_kv_heads": 4, "head_dim": 64, "num_sms": 8,
+                  "kv_indptr": [0, 1], "kv_last_page_len": [17]})"),
+      "cascade-plan: error: CASCADE_ERROR_INVALID_LAST_PAGE_LEN: "
+      "kv_last_page_len[0] = 17 is outside [1, page_size = 16]");
+  expectOneErrorLine(
+      runPlan(R"({"mode": "prefill", "page_size": 16, "num_qo_heads": 4,
+                  "num_kv_heads": 4, "head_dim": 64, "num_sms": 8,
+                  "levels": [{"qo_indptr": [0, 2], "kv_indptr": [0, 1],
+                              "kv_last_page_len": [3]},
+                             {"qo_indptr": [0, 1, 3], "kv_indptr": [0, 1, 1],
+                              "kv_last_page_len": [3, 0]}]})"),
+      "cascade-plan: error: CASCADE_ERROR_LEVEL_MISMATCH: level 1 covers 3 "
+      "query rows but level 0 covers 2");
+}
+
+TEST(Cli, MissingFile) {
+  expectOneErrorLine(runPlan("", "/nonexistent.json"),
+                     "cascade-plan: error: CASCADE_ERROR_IO: cannot open "
+                     "/nonexistent.json");
+}

@@ -1,0 +1,223 @@
+//===- ManifestTest.cpp - Bundles, argument binding, the driver loader ----===//
+
+#include "TestUtil.h"
+
+#include "cascade/Runtime/Driver.h"
+#include "cascade/Runtime/Launcher.h"
+#include "cascade/Runtime/Manifest.h"
+
+#include <cstring>
+
+using namespace cascade::runtime;
+using namespace cascade::runtime::test;
+
+namespace {
+
+const std::string kBundle = std::string(CASCADE_TEST_INPUTS) + "/bundle";
+
+Bundle loadTestBundle() {
+  Bundle b;
+  Status s = loadBundle(kBundle, b);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return b;
+}
+
+std::string manifestWith(const std::string &kernel) {
+  return R"({"format": "cascade-kernel-bundle", "version": 1, "kernels": [)" +
+         kernel + "]}";
+}
+
+Status parseKernel(const std::string &kernel) {
+  Bundle b;
+  return parseManifest(manifestWith(kernel), b);
+}
+
+} // namespace
+
+TEST(Manifest, LoadsTheHandwrittenBundle) {
+  Bundle b = loadTestBundle();
+  EXPECT_EQ(b.version, 1);
+  EXPECT_EQ(b.chip, "sm_90");
+  EXPECT_EQ(b.features, "+ptx80");
+  ASSERT_EQ(b.kernels.size(), 2u);
+  const KernelSpec *k = b.find("cascade_merge_state_f16_d128");
+  ASSERT_NE(k, nullptr);
+  EXPECT_EQ(k->op, "merge_state");
+  EXPECT_EQ(k->block[0], 128);
+  EXPECT_EQ(k->grid[0].param, "num_tasks");
+  EXPECT_EQ(k->grid[0].div, 4);
+  EXPECT_EQ(k->grid[1].value, 1);
+  EXPECT_EQ(k->numPtxParams(), 11);
+  EXPECT_EQ(k->staticString("head_dim"), "128");
+  EXPECT_EQ(k->staticString("v_dtype"), "f16");
+  EXPECT_EQ(k->staticString("missing"), "");
+  EXPECT_EQ(b.ptx.size(), 1u);
+  EXPECT_EQ(b.select("decode_split", {{"head_dim", "128"}, {"layout", "NHD"}}),
+            b.find("cascade_decode_split_f16_d128"));
+  EXPECT_EQ(b.select("decode_split", {{"layout", "HND"}}), nullptr);
+  EXPECT_EQ(b.find("nope"), nullptr);
+}
+
+TEST(Manifest, BindsMemrefsAsFiveParams) {
+  Bundle b = loadTestBundle();
+  ArgumentTable t;
+  t.setBuffer("v_a", 0x1000, 4096, "f16");
+  t.setBuffer("s_a", 0x2000, 32, "f32");
+  t.setInt("num_tasks", 10);
+  KernelLaunch l;
+  Status s = bindKernel(*b.find("cascade_merge_state_f16_d128"), t, l);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(l.slots, (std::vector<uint64_t>{0x1000, 0x1000, 0, 4096, 1, 0x2000,
+                                            0x2000, 0, 32, 1, 10}));
+  EXPECT_EQ(l.slotNames[1], "v_a.aligned");
+  EXPECT_EQ(l.slotNames[8], "s_a.size");
+  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{3, 1, 1})); // ceil(10 / 4)
+  EXPECT_EQ(l.block, (std::array<uint32_t, 3>{128, 1, 1}));
+  std::vector<void *> ptrs = l.paramPointers();
+  ASSERT_EQ(ptrs.size(), 11u);
+  EXPECT_EQ(*static_cast<uint64_t *>(ptrs[3]), 4096u);
+  t.setInt("num_tasks", 0);
+  ASSERT_TRUE(bindKernel(*b.find("cascade_merge_state_f16_d128"), t, l).ok());
+  EXPECT_TRUE(l.empty());
+}
+
+TEST(Manifest, BindsPlanArraysAndScalars) {
+  Bundle b = loadTestBundle();
+  Batch batch =
+      makeBatch(PlanMode::Decode, {10, 2}, {}, 16, 8, 1, 128, 4, 1, false);
+  Plan plan;
+  ASSERT_TRUE(makePlan(batch.inputs(false), plan).ok());
+  ArgumentTable t;
+  addPlanBindings(t, plan, 0x10000, 0x80000);
+  t.setBuffer("q", 0x5000, 2 * 8 * 128, "f16");
+  t.setFloat("sm_scale", 0.125);
+  KernelLaunch l;
+  Status s = bindKernel(*b.find("cascade_decode_split_f16_d128"), t, l);
+  ASSERT_TRUE(s.ok()) << s.message();
+  const WorkspaceSection *req = plan.int_workspace.find("request_indices");
+  const WorkspaceSection *mask = plan.int_workspace.find("block_valid_mask");
+  const WorkspaceSection *chunk = plan.int_workspace.find("kv_chunk_size");
+  const WorkspaceSection *tmpV = plan.float_workspace.find("tmp_v");
+  EXPECT_EQ(l.slots[5], 0x10000u + req->offset);
+  EXPECT_EQ(l.slots[8], 3u);                       // padded_batch_size elements
+  EXPECT_EQ(l.slots[10], 0x10000u + mask->offset); // ptr: one slot
+  EXPECT_EQ(l.slots[11], 0x10000u + chunk->offset);
+  EXPECT_EQ(l.slots[14], 1u);
+  EXPECT_EQ(l.slots[16], 0x80000u + tmpV->offset);
+  int32_t headDim;
+  std::memcpy(&headDim, &l.slots[21], 4);
+  EXPECT_EQ(headDim, 128);
+  float scale;
+  std::memcpy(&scale, &l.slots[22], 4);
+  EXPECT_EQ(scale, 0.125f);
+  EXPECT_EQ(l.slots.size(), 23u);
+  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{3, 1, 1}));
+  EXPECT_EQ(l.sharedBytes, 65536u);
+}
+
+TEST(Manifest, BindingErrorsNameTheParameter) {
+  Bundle b = loadTestBundle();
+  const KernelSpec &k = *b.find("cascade_merge_state_f16_d128");
+  ArgumentTable t;
+  t.setBuffer("v_a", 0x1000, 4096, "f16");
+  KernelLaunch l;
+  Status s = bindKernel(k, t, l);
+  EXPECT_EQ(s.code(), ErrorCode::NotFound);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128: no buffer "
+                         "bound for parameter 's_a' (memref f32)");
+  t.setBuffer("s_a", 0x2000, 32, "f16");
+  s = bindKernel(k, t, l);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128: parameter "
+                         "'s_a' expects f32 elements, the bound buffer holds "
+                         "f16");
+  t.setBuffer("s_a", 0x2000, 32, "f32");
+  s = bindKernel(k, t, l);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128: no scalar "
+                         "bound for parameter 'num_tasks' (i64)");
+  t.setInt("num_tasks", int64_t(1) << 40);
+  s = bindKernel(k, t, l);
+  EXPECT_EQ(s.code(), ErrorCode::Overflow);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128: grid[0] = "
+                         "274877906944 exceeds the device limit 2147483647");
+}
+
+TEST(Manifest, SchemaErrors) {
+  const std::string ok =
+      R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [32, 1, 1],
+          "grid": [1, 1, 1], "params": []})";
+  EXPECT_TRUE(parseKernel(ok).ok());
+  struct Case {
+    std::string kernel, message;
+  };
+  const Case cases[] = {
+      {R"({"name": "k", "ptx": "a.ptx", "op": "fly", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): unknown op \"fly\""},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [64, 32, 1],
+           "grid": [1, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): a block has more than 1024 threads"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [{"param": "n", "div": 0}, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): grid[0]: \"div\" must be a positive "
+       "integer"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [{"name": "x", "kind": "vec"}]})",
+       "manifest: kernels[0] (k): params[0]: unknown kind \"vec\" (memref, "
+       "ptr, i32, i64, f32)"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [], "plan_arrays": ["o_indptr"]})",
+       "manifest: kernels[0] (k): plan array \"o_indptr\" is not a param"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [], "extra": 1})",
+       "manifest: kernels[0]: unknown key \"extra\""},
+  };
+  for (const Case &c : cases) {
+    Status s = parseKernel(c.kernel);
+    EXPECT_EQ(s.code(), ErrorCode::Schema);
+    EXPECT_EQ(s.message(), c.message);
+  }
+  Bundle b;
+  Status s = parseManifest(R"({"format": "cascade-kernel-bundle",
+                               "version": 2, "kernels": []})",
+                           b);
+  EXPECT_EQ(s.code(), ErrorCode::Unsupported);
+  EXPECT_EQ(s.message(), "manifest: version 2 is not supported (this runtime "
+                         "reads version 1)");
+  s = parseManifest("{", b);
+  EXPECT_EQ(s.code(), ErrorCode::Parse);
+  EXPECT_EQ(s.message(),
+            "manifest: line 1, column 2: unexpected end of input in an object");
+}
+
+TEST(Manifest, MissingBundleIsAnIOError) {
+  Bundle b;
+  Status s = loadBundle("/nonexistent/bundle", b);
+  EXPECT_EQ(s.code(), ErrorCode::IO);
+  EXPECT_EQ(s.message(), "cannot open /nonexistent/bundle/manifest.json: No "
+                         "such file or directory");
+}
+
+TEST(Driver, MissingLibraryIsAClearError) {
+  cuda::DriverApi api{};
+  Status s = cuda::loadDriverLibrary("/nonexistent/libcuda.so.1", api);
+  EXPECT_EQ(s.code(), ErrorCode::DriverUnavailable);
+  EXPECT_EQ(s.message().rfind("cannot load the CUDA driver "
+                              "/nonexistent/libcuda.so.1: ",
+                              0),
+            0u)
+      << s.message();
+}
+
+TEST(Driver, LauncherWithoutADriverFailsCleanly) {
+  const cuda::DriverApi *api = nullptr;
+  if (cuda::getDriver(api).ok())
+    GTEST_SKIP() << "a CUDA driver and device are present";
+  Bundle b = loadTestBundle();
+  std::unique_ptr<Launcher> launcher;
+  Status s = Launcher::create(b, 0, launcher);
+  EXPECT_EQ(s.code(), ErrorCode::DriverUnavailable);
+  EXPECT_NE(s.message().find("libcuda.so.1"), std::string::npos) << s.message();
+  EXPECT_EQ(launcher, nullptr);
+  EXPECT_EQ(cascade_driver_init(), CASCADE_ERROR_DRIVER_UNAVAILABLE);
+}

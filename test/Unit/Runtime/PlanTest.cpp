@@ -1,0 +1,278 @@
+//===- PlanTest.cpp - Decode, prefill and cascade plans -------------------===//
+
+#include "TestUtil.h"
+
+#include "cascade/Runtime/Plan.h"
+
+using namespace cascade::runtime;
+using namespace cascade::runtime::test;
+
+TEST(DecodePlan, SplitsToFillTheGrid) {
+  // Grid 4, 2 requests x 1 KV head: split; min chunk 128/16 = 8 pages.
+  Batch b =
+      makeBatch(PlanMode::Decode, {10, 2}, {}, 16, 8, 1, 128, 4, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_TRUE(p.split_kv);
+  EXPECT_EQ(p.kv_chunk_size_pages, 8);
+  EXPECT_EQ(p.kv_chunk_size, 128);
+  EXPECT_EQ(p.request_indices, (std::vector<int32_t>{0, 0, 1}));
+  EXPECT_EQ(p.kv_tile_indices, (std::vector<int32_t>{0, 1, 0}));
+  EXPECT_EQ(p.o_indptr, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(p.merge_indptr, (std::vector<int32_t>{0, 2, 3}));
+  EXPECT_EQ(p.padded_batch_size, 3);
+  EXPECT_EQ(p.num_partial_rows, 3);
+}
+
+TEST(DecodePlan, NoSplitWhenTheBatchFillsTheGrid) {
+  Batch b = makeBatch(PlanMode::Decode, {100, 200, 300, 400}, {}, 16, 8, 2, 128,
+                      4, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_FALSE(p.split_kv);
+  EXPECT_EQ(p.padded_batch_size, 4);
+  EXPECT_EQ(p.kv_chunk_size_pages, 400);
+  EXPECT_EQ(p.float_workspace.find("tmp_v")->bytes, 0);
+}
+
+TEST(DecodePlan, ShortRequestsAreNotSplit) {
+  // Chunks of at least 8 pages: 3-page requests need no split.
+  Batch b =
+      makeBatch(PlanMode::Decode, {3, 3}, {}, 16, 4, 1, 64, 132, 2, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_FALSE(p.split_kv);
+}
+
+TEST(DecodePlan, EmptyRequestsGetOneWorkItem) {
+  Batch b =
+      makeBatch(PlanMode::Decode, {0, 40, 0}, {}, 16, 4, 4, 64, 16, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_TRUE(p.split_kv);
+  EXPECT_EQ(p.request_indices.front(), 0);
+  EXPECT_EQ(p.request_indices.back(), 2);
+  EXPECT_EQ(p.o_indptr[1] - p.o_indptr[0], 1);
+  EXPECT_EQ(p.o_indptr[3] - p.o_indptr[2], 1);
+}
+
+TEST(DecodePlan, EmptyBatch) {
+  Batch b = makeBatch(PlanMode::Decode, {}, {}, 16, 4, 4, 64, 16, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_EQ(p.padded_batch_size, 0);
+}
+
+TEST(DecodePlan, CudaGraphSizesDependOnlyOnBatchHeadsDevice) {
+  std::mt19937_64 rng(7);
+  Plan first;
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int32_t> pages(5);
+    for (int32_t &x : pages)
+      x = static_cast<int32_t>(rng() % 300);
+    Batch b = makeBatch(PlanMode::Decode, pages, {}, 16, 32, 8, 128, 132, 2,
+                        true, &rng);
+    Plan p;
+    ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+    checkPlanInvariants(b.in, p);
+    EXPECT_TRUE(p.split_kv);
+    EXPECT_EQ(p.padded_batch_size, 132 * 2 / 8);
+    if (round == 0) {
+      first = p;
+      continue;
+    }
+    EXPECT_EQ(p.padded_batch_size, first.padded_batch_size);
+    EXPECT_EQ(p.split_kv, first.split_kv);
+    EXPECT_EQ(p.int_workspace.bytes, first.int_workspace.bytes);
+    EXPECT_EQ(p.float_workspace.bytes, first.float_workspace.bytes);
+  }
+}
+
+TEST(DecodePlan, CudaGraphWithoutSplitWhenTheBatchIsLarge) {
+  std::vector<int32_t> pages(100, 7);
+  Batch b =
+      makeBatch(PlanMode::Decode, pages, {}, 16, 32, 8, 128, 132, 1, true);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_FALSE(p.split_kv);
+  EXPECT_EQ(p.padded_batch_size, 100);
+}
+
+TEST(DecodePlan, QoIndptrMustBeArange) {
+  Batch b = makeBatch(PlanMode::Decode, {1, 1}, {}, 16, 4, 4, 64, 16, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(true), p).ok()); // arange is fine
+  b.qoIndptr = {0, 2, 3};
+  Status s = makePlan(b.inputs(true), p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidIndptr);
+  EXPECT_EQ(s.message(), "decode expects one query per request, but request "
+                         "0 has 2 (use mode prefill)");
+}
+
+TEST(PrefillPlan, TileSizeFromAveragePackedLength) {
+  EXPECT_EQ(chooseQoTileSize(1, 128), 16);
+  EXPECT_EQ(chooseQoTileSize(16, 128), 16);
+  EXPECT_EQ(chooseQoTileSize(17, 128), 64);
+  EXPECT_EQ(chooseQoTileSize(64, 128), 64);
+  EXPECT_EQ(chooseQoTileSize(65, 128), 128);
+  EXPECT_EQ(chooseQoTileSize(65, 256), 64);
+
+  Batch b = makeBatch(PlanMode::Prefill, {4, 4}, {100, 60}, 16, 4, 1, 128, 132,
+                      1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_EQ(p.qo_tile_size, 128); // avg packed (160 * 4) / 2 = 320
+  EXPECT_EQ(p.num_rows, 160);
+}
+
+TEST(PrefillPlan, SplitsLongKvAcrossTiles) {
+  Batch b =
+      makeBatch(PlanMode::Prefill, {400}, {10}, 16, 8, 8, 128, 132, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_EQ(p.qo_tile_size, 16);
+  EXPECT_TRUE(p.split_kv);
+  EXPECT_GT(p.num_work_items, 1);
+  EXPECT_LE(p.num_work_items, 132 / 8);
+  // Row j of the request has its partial states at o_indptr[0] + j * n.
+  const int64_t n = p.num_work_items;
+  EXPECT_EQ(p.merge_indptr[3], 3 * n);
+  EXPECT_EQ(p.num_partial_rows, 10 * n);
+}
+
+TEST(PrefillPlan, RequestsWithoutQueriesHaveNoWork) {
+  Batch b = makeBatch(PlanMode::Prefill, {5, 5, 0}, {0, 3, 2}, 4, 2, 1, 64, 8,
+                      1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+  checkPlanInvariants(b.in, p);
+  for (int64_t w = 0; w < p.num_work_items; ++w)
+    EXPECT_NE(p.request_indices[w], 0);
+}
+
+TEST(PrefillPlan, CudaGraphSizesAreStableAcrossReplans) {
+  std::mt19937_64 rng(11);
+  const int64_t maxRows = 512;
+  Plan first;
+  for (int round = 0; round < 50; ++round) {
+    std::vector<int32_t> pages(8), qo(8);
+    int64_t rows = 0;
+    for (int i = 0; i < 8; ++i) {
+      pages[i] = static_cast<int32_t>(rng() % 200);
+      qo[i] = static_cast<int32_t>(rng() % 64);
+      rows += qo[i];
+    }
+    ASSERT_LE(rows, maxRows);
+    Batch b = makeBatch(PlanMode::Prefill, pages, qo, 16, 32, 8, 128, 132, 2,
+                        true, &rng);
+    b.in.max_num_rows = maxRows;
+    Plan p;
+    ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+    checkPlanInvariants(b.in, p);
+    if (round == 0) {
+      first = p;
+      continue;
+    }
+    EXPECT_EQ(p.padded_batch_size, first.padded_batch_size);
+    EXPECT_EQ(p.qo_tile_size, first.qo_tile_size);
+    EXPECT_EQ(p.split_kv, first.split_kv);
+    EXPECT_EQ(p.int_workspace.bytes, first.int_workspace.bytes);
+    EXPECT_EQ(p.float_workspace.bytes, first.float_workspace.bytes);
+    EXPECT_EQ(p.merge_indptr.size(), first.merge_indptr.size());
+  }
+}
+
+TEST(PrefillPlan, CudaGraphRejectsRowsPastTheCapacity) {
+  Batch b = makeBatch(PlanMode::Prefill, {2}, {9}, 16, 4, 4, 64, 8, 1, true);
+  b.in.max_num_rows = 8;
+  Plan p;
+  Status s = makePlan(b.inputs(), p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "max_num_rows (8) is smaller than the 9 query rows "
+                         "of this batch");
+}
+
+TEST(CascadePlan, SharedPrefixPlusUniqueSuffixes) {
+  Batch prefix =
+      makeBatch(PlanMode::Prefill, {64}, {3}, 16, 32, 8, 128, 132, 2, false);
+  Batch unique =
+      makeBatch(PlanMode::Decode, {2, 1, 2}, {}, 16, 32, 8, 128, 132, 2, false);
+  CascadePlan c;
+  ASSERT_TRUE(makeCascadePlan({prefix.inputs(), unique.inputs(false)}, c).ok());
+  ASSERT_EQ(c.levels.size(), 2u);
+  checkPlanInvariants(prefix.in, c.levels[0]);
+  checkPlanInvariants(unique.in, c.levels[1]);
+  EXPECT_EQ(c.num_rows, 3);
+  EXPECT_EQ(c.int_base[0], 0);
+  EXPECT_GE(c.int_base[1], c.levels[0].int_workspace.bytes);
+  EXPECT_EQ(c.int_base[1] % 256, 0);
+  EXPECT_EQ(c.level_v_offset[0], -1);
+  EXPECT_EQ(c.level_v_bytes, 3 * 32 * 128 * 2);
+  EXPECT_EQ(c.level_s_bytes, 3 * 32 * 4);
+  EXPECT_LE(c.level_s_offset[1] + c.level_s_bytes, c.float_bytes);
+  EXPECT_EQ(int64_t(c.int_image.size()), c.int_bytes);
+  EXPECT_EQ(std::memcmp(c.int_image.data() + c.int_base[1],
+                        c.levels[1].int_image.data(),
+                        c.levels[1].int_image.size()),
+            0);
+}
+
+TEST(CascadePlan, LevelsMustAgreeOnRows) {
+  Batch a = makeBatch(PlanMode::Prefill, {4}, {4}, 16, 4, 4, 64, 8, 1, false);
+  Batch b =
+      makeBatch(PlanMode::Decode, {1, 1, 1}, {}, 16, 4, 4, 64, 8, 1, false);
+  CascadePlan c;
+  Status s = makeCascadePlan({a.inputs(), b.inputs(false)}, c);
+  EXPECT_EQ(s.code(), ErrorCode::LevelMismatch);
+  EXPECT_EQ(s.message(), "level 1 covers 3 query rows but level 0 covers 4 "
+                         "(every level's qo_indptr[-1] must agree)");
+}
+
+TEST(CascadePlan, LevelErrorsNameTheLevel) {
+  Batch a = makeBatch(PlanMode::Prefill, {4}, {2}, 16, 4, 4, 64, 8, 1, false);
+  Batch b = makeBatch(PlanMode::Decode, {1, 1}, {}, 16, 4, 4, 64, 8, 1, false);
+  b.kvLastPageLen[1] = 17;
+  CascadePlan c;
+  Status s = makeCascadePlan({a.inputs(), b.inputs(false)}, c);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidLastPageLen);
+  EXPECT_EQ(s.message(), "level 1: kv_last_page_len[1] = 17 is outside [1, "
+                         "page_size = 16]");
+  s = makeCascadePlan({}, c);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+}
+
+TEST(Plan, LargeWorkspacesUse64BitSizes) {
+  // 2^31+ floats of partial state: sizes must not wrap.
+  Batch b = makeBatch(PlanMode::Prefill, {1 << 20}, {1 << 16}, 1, 1, 1, 512,
+                      132, 8, false);
+  b.kvIndices.clear();
+  b.in.qo_tile_size = 4096;
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+  EXPECT_TRUE(p.split_kv);
+  const WorkspaceSection *tmpV = p.float_workspace.find("tmp_v");
+  EXPECT_EQ(tmpV->count, p.num_partial_rows * 512);
+  EXPECT_GT(tmpV->bytes, int64_t(1) << 32);
+  EXPECT_EQ(tmpV->bytes, tmpV->count * 4);
+}
+
+TEST(Plan, ScalarsByName) {
+  Batch b =
+      makeBatch(PlanMode::Decode, {10, 2}, {}, 16, 8, 1, 128, 4, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  int64_t v = 0;
+  EXPECT_TRUE(p.scalar("padded_batch_size", v));
+  EXPECT_EQ(v, 3);
+  EXPECT_TRUE(p.scalar("split_kv", v));
+  EXPECT_EQ(v, 1);
+  EXPECT_FALSE(p.scalar("nope", v));
+}

@@ -1,0 +1,356 @@
+//===- ReferenceTest.cpp - The CPU reference and fp16/bf16 helpers --------===//
+
+#include "TestUtil.h"
+
+#include "cascade/Runtime/Half.h"
+#include "cascade/Runtime/Reference.h"
+
+#include <cmath>
+
+using namespace cascade::runtime;
+using namespace cascade::runtime::test;
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+std::vector<float> randomFloats(std::mt19937_64 &rng, int64_t n) {
+  std::uniform_real_distribution<float> dist(-1.f, 1.f);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float &x : v)
+    x = dist(rng);
+  return v;
+}
+
+struct Problem {
+  Batch batch;
+  std::vector<float> q, pool;
+  ref::AttentionBatch attn;
+};
+
+Problem makeProblem(std::mt19937_64 &rng, const std::vector<int32_t> &pages,
+                    const std::vector<int32_t> &qo, int64_t pageSize,
+                    int64_t hqo, int64_t hkv, int64_t d, ref::KvLayout layout,
+                    bool combined) {
+  Problem p;
+  p.batch = makeBatch(PlanMode::Prefill, pages, qo, pageSize, hqo, hkv, d, 4, 1,
+                      false, &rng);
+  // Shuffle page ids so paging matters.
+  std::shuffle(p.batch.kvIndices.begin(), p.batch.kvIndices.end(), rng);
+  const int64_t numPages = p.batch.in.num_pages;
+  p.q = randomFloats(rng, p.batch.qoIndptr.back() * hqo * d);
+  p.pool = randomFloats(rng, std::max<int64_t>(numPages, 1) * 2 * pageSize *
+                                 hkv * d);
+  p.attn.q = p.q.data();
+  p.attn.numQoHeads = hqo;
+  p.attn.qoIndptr = p.batch.qoIndptr;
+  p.attn.kvIndptr = p.batch.kvIndptr;
+  p.attn.kvIndices = p.batch.kvIndices;
+  p.attn.kvLastPageLen = p.batch.kvLastPageLen;
+  if (combined)
+    p.attn.kv = ref::PagedKvCache::combined(p.pool.data(), numPages, pageSize,
+                                            hkv, d, layout);
+  else
+    p.attn.kv = ref::PagedKvCache::pair(
+        p.pool.data(), p.pool.data() + numPages * pageSize * hkv * d, numPages,
+        pageSize, hkv, d, layout);
+  return p;
+}
+
+} // namespace
+
+TEST(RefMerge, EmptyStateIsTheIdentityExactly) {
+  std::mt19937_64 rng(1);
+  const int64_t h = 3, d = 16;
+  std::vector<float> v = randomFloats(rng, h * d), s = randomFloats(rng, h);
+  std::vector<float> ev(h * d, 0.f), es(h, -INFINITY), ov(h * d), os(h);
+  ref::mergeState<float, float>(v.data(), s.data(), ev.data(), es.data(),
+                                ov.data(), os.data(), 1, h, d);
+  EXPECT_EQ(ov, v);
+  EXPECT_EQ(os, s);
+  ref::mergeState<float, float>(ev.data(), es.data(), v.data(), s.data(),
+                                ov.data(), os.data(), 1, h, d);
+  EXPECT_EQ(ov, v);
+  EXPECT_EQ(os, s);
+}
+
+TEST(RefMerge, TwoEmptiesGiveEmptyNotNaN) {
+  std::vector<float> ev(8, 0.f), es(1, -INFINITY), ov(8, 7.f), os(1, 7.f);
+  ref::mergeState<float, float>(ev.data(), es.data(), ev.data(), es.data(),
+                                ov.data(), os.data(), 1, 1, 8);
+  for (float x : ov)
+    EXPECT_EQ(x, 0.f);
+  EXPECT_EQ(os[0], -INFINITY);
+}
+
+TEST(RefMerge, MergeStatesWithNoStatesIsEmpty) {
+  std::vector<float> ov(2 * 3 * 8, 5.f), os(2 * 3, 5.f);
+  ref::mergeStates<float, float>(nullptr, nullptr, ov.data(), os.data(), 2, 0,
+                                 3, 8);
+  for (float x : ov)
+    EXPECT_EQ(x, 0.f);
+  for (float x : os)
+    EXPECT_EQ(x, -INFINITY);
+}
+
+TEST(RefMerge, KnownValuesBase2) {
+  // Equal LSEs: the mean, and s + 1 (base 2).
+  std::vector<float> a{1, 2}, b{3, 6}, sa{0.5f}, sb{0.5f}, ov(2), os(1);
+  ref::mergeState<float, float>(a.data(), sa.data(), b.data(), sb.data(),
+                                ov.data(), os.data(), 1, 1, 2);
+  EXPECT_FLOAT_EQ(ov[0], 2);
+  EXPECT_FLOAT_EQ(ov[1], 4);
+  EXPECT_FLOAT_EQ(os[0], 1.5f);
+}
+
+TEST(RefMerge, InPlaceHonoursAStridedMask) {
+  std::mt19937_64 rng(2);
+  const int64_t rows = 4, h = 2, d = 8;
+  std::vector<float> v = randomFloats(rng, rows * h * d),
+                     s = randomFloats(rng, rows * h),
+                     vo = randomFloats(rng, rows * h * d),
+                     so = randomFloats(rng, rows * h);
+  // Mask with stride 3: rows 0 and 2 merged.
+  std::vector<uint8_t> mask{1, 9, 9, 0, 9, 9, 1, 9, 9, 0, 9, 9};
+  std::vector<float> v2 = v, s2 = s;
+  ref::mergeStateInPlace<float, float>(v2.data(), s2.data(), vo.data(),
+                                       so.data(), mask.data(), 3, rows, h, d);
+  std::vector<float> mv(rows * h * d), ms(rows * h);
+  ref::mergeState<float, float>(v.data(), s.data(), vo.data(), so.data(),
+                                mv.data(), ms.data(), rows, h, d);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < h * d; ++i)
+      EXPECT_EQ(v2[r * h * d + i],
+                r % 2 == 0 ? mv[r * h * d + i] : v[r * h * d + i]);
+}
+
+TEST(RefMerge, MergeStatesEqualsPairwiseMerges) {
+  std::mt19937_64 rng(3);
+  const int64_t rows = 2, n = 5, h = 2, d = 8;
+  std::vector<double> v(rows * n * h * d), s(rows * n * h);
+  for (double &x : v)
+    x = std::uniform_real_distribution<double>(-1, 1)(rng);
+  for (double &x : s)
+    x = std::uniform_real_distribution<double>(-5, 5)(rng);
+  s[3] = -kInf; // one empty state
+  std::vector<double> ov(rows * h * d), os(rows * h);
+  ref::mergeStates<double, double>(v.data(), s.data(), ov.data(), os.data(),
+                                   rows, n, h, d);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t hh = 0; hh < h; ++hh) {
+      std::vector<double> accV(d, 0.0);
+      double accS = -kInf;
+      for (int64_t i = 0; i < n; ++i)
+        ref::mergeStateInPlace<double, double>(
+            accV.data(), &accS, &v[((r * n + i) * h + hh) * d],
+            &s[(r * n + i) * h + hh], nullptr, 0, 1, 1, d);
+      EXPECT_NEAR(accS, os[r * h + hh], 1e-12);
+      for (int64_t k = 0; k < d; ++k)
+        EXPECT_NEAR(accV[k], ov[(r * h + hh) * d + k], 1e-12);
+    }
+}
+
+TEST(RefAttention, SingleKeyGivesItsValue) {
+  std::mt19937_64 rng(4);
+  Problem p = makeProblem(rng, {1}, {1}, 4, 1, 1, 8, ref::KvLayout::NHD, true);
+  p.batch.kvLastPageLen[0] = 1;
+  p.attn.kvLastPageLen = p.batch.kvLastPageLen;
+  std::vector<double> v(8), s(1);
+  ASSERT_TRUE(ref::attention(p.attn, {}, v.data(), s.data()).ok());
+  const int64_t page = p.batch.kvIndices[0];
+  const float *val = p.attn.kv.v + p.attn.kv.offset(page, 0, 0);
+  for (int i = 0; i < 8; ++i)
+    EXPECT_DOUBLE_EQ(v[i], val[i]);
+  double dot = 0;
+  const float *key = p.attn.kv.k + p.attn.kv.offset(page, 0, 0);
+  for (int i = 0; i < 8; ++i)
+    dot += double(p.q[i]) * key[i];
+  EXPECT_NEAR(s[0], dot / std::sqrt(8.0) * 1.4426950408889634, 1e-12);
+}
+
+TEST(RefAttention, EmptyRequestGivesTheEmptyState) {
+  std::mt19937_64 rng(5);
+  Problem p =
+      makeProblem(rng, {0, 2}, {2, 1}, 4, 2, 1, 8, ref::KvLayout::HND, false);
+  std::vector<double> v(3 * 2 * 8, 9), s(3 * 2, 9);
+  ASSERT_TRUE(ref::attention(p.attn, {}, v.data(), s.data()).ok());
+  for (int i = 0; i < 2 * 2 * 8; ++i)
+    EXPECT_EQ(v[i], 0.0);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(s[i], -kInf);
+  EXPECT_TRUE(std::isfinite(s[4]));
+}
+
+TEST(RefAttention, RejectsBadInputs) {
+  std::mt19937_64 rng(6);
+  Problem p = makeProblem(rng, {2}, {1}, 4, 2, 1, 8, ref::KvLayout::NHD, true);
+  p.attn.kvIndices[0] = 99;
+  std::vector<double> v(16), s(2);
+  Status st = ref::attention(p.attn, {}, v.data(), s.data());
+  EXPECT_EQ(st.code(), ErrorCode::PageOutOfRange);
+}
+
+// Splitting the KV of every request into plan chunks and merging the chunk
+// states equals unsplit attention, for every option and layout.
+TEST(RefAttention, SplitThenMergeEqualsUnsplit) {
+  std::mt19937_64 rng(7);
+  struct Case {
+    ref::AttentionOptions opts;
+    ref::KvLayout layout;
+    bool combined;
+    int64_t hqo, hkv;
+  };
+  std::vector<Case> cases;
+  for (int c = 0; c < 12; ++c) {
+    Case k;
+    k.opts.causal = c % 2;
+    k.opts.smScale = c % 3 == 0 ? 0.0 : 0.2;
+    k.opts.logitsSoftCap = c % 4 == 1 ? 5.0 : 0.0;
+    k.opts.windowLeft = c % 5 == 2 ? 7 : -1;
+    k.opts.posEncoding = c % 3 == 1   ? ref::PosEncoding::RopeLlama
+                         : c % 3 == 2 ? ref::PosEncoding::Alibi
+                                      : ref::PosEncoding::None;
+    k.opts.ropeScale = c % 2 ? 2.0 : 1.0;
+    k.opts.ropeTheta = 1e4;
+    k.layout = c % 2 ? ref::KvLayout::HND : ref::KvLayout::NHD;
+    k.combined = c % 3 != 0;
+    k.hqo = c % 2 ? 4 : 6;
+    k.hkv = c % 2 ? 2 : 3;
+    cases.push_back(k);
+  }
+  for (const Case &k : cases) {
+    const bool prefill = rng() % 2;
+    std::vector<int32_t> pages{9, 0, 4, 13}, qo{3, 2, 1, 5};
+    if (!prefill)
+      qo = {1, 1, 1, 1};
+    Problem p =
+        makeProblem(rng, pages, qo, 4, k.hqo, k.hkv, 16, k.layout, k.combined);
+    // A plan with small chunks: 1 SM, min chunk 128/4 = 32 pages is too big,
+    // so force splitting through the page size of the plan inputs.
+    PlanInputs in = p.batch.inputs();
+    in.mode = prefill ? PlanMode::Prefill : PlanMode::Decode;
+    if (!prefill)
+      in.qo_indptr = ArrayView<int32_t>();
+    in.page_size = 64; // min chunk 2 pages (plan only; keeps chunks small)
+    in.kv_last_page_len = ArrayView<int32_t>(p.batch.kvLastPageLen);
+    in.num_sms = 16;
+    in.occupancy = 1;
+    in.num_kv_heads = 1;
+    in.num_qo_heads = 1;
+    Plan plan;
+    ASSERT_TRUE(makePlan(in, plan).ok());
+    ASSERT_TRUE(plan.split_kv);
+    // Re-express the chunk in tokens of the real page size.
+    plan.kv_chunk_size = plan.kv_chunk_size_pages * 4;
+    const int64_t rows = p.batch.qoIndptr.back();
+    std::vector<double> v1(rows * k.hqo * 16), s1(rows * k.hqo);
+    std::vector<double> v2(v1.size()), s2(s1.size());
+    ASSERT_TRUE(ref::attention(p.attn, k.opts, v1.data(), s1.data()).ok());
+    ASSERT_TRUE(
+        ref::attentionSplit(p.attn, k.opts, plan, v2.data(), s2.data()).ok());
+    for (size_t i = 0; i < s1.size(); ++i) {
+      if (std::isinf(s1[i]))
+        EXPECT_EQ(s1[i], s2[i]);
+      else
+        EXPECT_NEAR(s1[i], s2[i], 1e-12);
+    }
+    for (size_t i = 0; i < v1.size(); ++i)
+      EXPECT_NEAR(v1[i], v2[i], 1e-12);
+  }
+}
+
+// A two-level cascade (shared prefix [0, B] + per-request suffixes) equals
+// one flat attention over prefix + suffix pages (causal on the last level).
+TEST(RefAttention, CascadeEqualsFlatAttention) {
+  std::mt19937_64 rng(8);
+  const int64_t ps = 4, hqo = 4, hkv = 2, d = 16;
+  for (int causal = 0; causal < 2; ++causal) {
+    // Pool: 6 prefix pages (full), then suffix pages.
+    const std::vector<int32_t> suffixPages{2, 3, 1};
+    const std::vector<int32_t> qo{1, 2, 1};
+    const int64_t b = 3;
+    Problem flat = makeProblem(rng, {8, 9, 7}, qo, ps, hqo, hkv, d,
+                               ref::KvLayout::NHD, true);
+    // Rebuild flat's page lists: prefix pages 0..5 shared, then own pages.
+    std::vector<int32_t> kvIndptr{0}, kvIndices, lastLen;
+    int32_t next = 6;
+    std::vector<int32_t> sufIndptr{0}, sufIndices;
+    for (int64_t i = 0; i < b; ++i) {
+      for (int32_t pg = 0; pg < 6; ++pg)
+        kvIndices.push_back(pg);
+      for (int32_t pg = 0; pg < suffixPages[i]; ++pg) {
+        kvIndices.push_back(next);
+        sufIndices.push_back(next++);
+      }
+      kvIndptr.push_back(static_cast<int32_t>(kvIndices.size()));
+      sufIndptr.push_back(static_cast<int32_t>(sufIndices.size()));
+      lastLen.push_back(static_cast<int32_t>(1 + rng() % ps));
+    }
+    ASSERT_LE(next, flat.attn.kv.numPages);
+    flat.attn.kvIndptr = kvIndptr;
+    flat.attn.kvIndices = kvIndices;
+    flat.attn.kvLastPageLen = lastLen;
+
+    ref::AttentionBatch prefix = flat.attn;
+    prefix.qoIndptr = {0, flat.attn.qoIndptr.back()};
+    prefix.kvIndptr = {0, 6};
+    prefix.kvIndices = {0, 1, 2, 3, 4, 5};
+    prefix.kvLastPageLen = {static_cast<int32_t>(ps)};
+    ref::AttentionBatch suffix = flat.attn;
+    suffix.kvIndptr = sufIndptr;
+    suffix.kvIndices = sufIndices;
+
+    ref::AttentionOptions opts;
+    opts.causal = causal;
+    const int64_t rows = flat.attn.qoIndptr.back();
+    std::vector<double> v1(rows * hqo * d), s1(rows * hqo);
+    std::vector<double> v2(v1.size()), s2(s1.size());
+    ASSERT_TRUE(ref::attention(flat.attn, opts, v1.data(), s1.data()).ok());
+    ASSERT_TRUE(
+        ref::cascade({prefix, suffix}, opts, v2.data(), s2.data()).ok());
+    for (size_t i = 0; i < s1.size(); ++i)
+      EXPECT_NEAR(s1[i], s2[i], 1e-12);
+    for (size_t i = 0; i < v1.size(); ++i)
+      EXPECT_NEAR(v1[i], v2[i], 1e-12);
+  }
+}
+
+TEST(RefAttention, AlibiSlopesMatchFlashInfer) {
+  EXPECT_DOUBLE_EQ(ref::alibiSlope(0, 8), std::exp2(-1.0));
+  EXPECT_DOUBLE_EQ(ref::alibiSlope(7, 8), std::exp2(-8.0));
+  // 12 heads: n = 8; heads 8.. use the interleaved slopes.
+  EXPECT_DOUBLE_EQ(ref::alibiSlope(8, 12), std::exp2(-0.5));
+  EXPECT_DOUBLE_EQ(ref::alibiSlope(9, 12), std::exp2(-1.5));
+}
+
+TEST(Half, Fp16Conversions) {
+  EXPECT_EQ(floatToHalf(1.0f), 0x3c00);
+  EXPECT_EQ(floatToHalf(-2.0f), 0xc000);
+  EXPECT_EQ(floatToHalf(65504.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65519.0f), 0x7bff);
+  EXPECT_EQ(floatToHalf(65520.0f), 0x7c00);
+  EXPECT_EQ(floatToHalf(INFINITY), 0x7c00);
+  EXPECT_EQ(floatToHalf(5.9604644775390625e-08f), 0x0001);
+  EXPECT_EQ(floatToHalf(2.98023223876953125e-08f), 0x0000); // tie -> even
+  EXPECT_EQ(floatToHalf(1.0f + 1.0f / 2048), 0x3c00);       // tie -> even
+  EXPECT_EQ(floatToHalf(1.0f + 3.0f / 2048), 0x3c02);       // tie -> even
+  EXPECT_TRUE(std::isnan(halfToFloat(floatToHalf(NAN))));
+  EXPECT_EQ(halfToFloat(0x0001), 5.9604644775390625e-08f);
+  EXPECT_EQ(halfToFloat(0x7bff), 65504.0f);
+  EXPECT_EQ(halfToFloat(0x8000), -0.0f);
+  // Every half round-trips.
+  for (uint32_t h = 0; h < 0x10000; ++h) {
+    if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+      continue; // NaN payloads
+    ASSERT_EQ(floatToHalf(halfToFloat(static_cast<uint16_t>(h))), h) << h;
+  }
+}
+
+TEST(Half, Bf16Conversions) {
+  EXPECT_EQ(floatToBf16(1.0f), 0x3f80);
+  EXPECT_EQ(bf16ToFloat(0x3f80), 1.0f);
+  EXPECT_EQ(floatToBf16(bitsFloat(0x3f808000)), 0x3f80); // tie -> even
+  EXPECT_EQ(floatToBf16(bitsFloat(0x3f818000)), 0x3f82); // tie -> even
+  EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
+  EXPECT_EQ(roundToBf16(3.0f), 3.0f);
+}
