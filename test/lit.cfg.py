@@ -28,8 +28,12 @@ tools = [
     ToolSubst("cascade-plan", unresolved="ignore"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
+    ToolSubst("count", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if os.path.exists(os.path.join(config.cascade_tools_dir, "cascade-plan")):
+    config.available_features.add("cascade-plan")
 
 # PTX checks run ptxas where the CUDA toolkit is installed (it is in CI).
 if config.ptxas and os.path.exists(config.ptxas):
