@@ -298,7 +298,7 @@ template <typename OpTy> AttentionView viewOf(OpTy op) {
                        op.getKvLayout(),
                        sm,
                        op.getLogitsSoftCap().convertToFloat(),
-                       op.getWindowLeft(),
+                       op.getWindowLeftAttr().getValue().getSExtValue(),
                        op.getRopeScale().convertToFloat(),
                        op.getRopeTheta().convertToFloat()};
 }
