@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""Decode + merge benchmark of the cascade kernels (GPU machine).
+
+Usage: bench.py BUNDLE_DIR [--reps N]
+BUNDLE_DIR: kernels.ptx + manifest.json from
+  cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
+Per row: median device-event time, GB/s of (inputs read once + outputs
+written once), and the fraction of a device-to-device copy's bandwidth
+(read + write) measured in the same run.
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import cupy as cp
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "test", "Integration", "gpu"))
+from gpu_common import Bundle, decode_plan, choose_chunk_pages  # noqa: E402
+
+
+def timeit(fn, reps, inner=10):
+    """Median per-launch time (s) of fn: `inner` launches captured in a CUDA
+    graph, the graph replayed `reps` times between device events (so host
+    launch overhead stays out). Falls back to back-to-back launches."""
+    # Inputs were written on the default stream: make them visible first.
+    cp.cuda.runtime.deviceSynchronize()
+    st = cp.cuda.Stream(non_blocking=True)
+    with st:
+        fn()
+        st.synchronize()
+        try:
+            st.begin_capture()
+            for _ in range(inner):
+                fn()
+            g = st.end_capture()
+            run = lambda: g.launch(st)
+        except Exception as ex:  # noqa: BLE001
+            print(f"(graph capture failed: {ex}; timing plain launches)")
+            def run():
+                for _ in range(inner):
+                    fn()
+        run()
+        st.synchronize()
+        ts = []
+        for _ in range(reps):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(st)
+            run()
+            e1.record(st)
+            e1.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3 / inner)
+    return float(np.median(ts)), float(np.min(ts)), float(np.max(ts))
+
+
+def copy_bw(reps):
+    """Device-to-device copy of 2 GiB (cudaMemcpyAsync and a 16-byte
+    element-wise kernel), bytes read + written per second; the larger."""
+    n = 2 << 30
+    src = cp.empty(n, dtype=cp.uint8)
+    src[:] = 1
+    dst = cp.empty_like(src)
+    cp.cuda.runtime.deviceSynchronize()
+    best = 0.0
+    for fn in (lambda: dst.data.copy_from_device_async(src.data, n),
+               lambda: cp.copyto(dst.view(cp.complex128), src.view(cp.complex128))):
+        fn()
+        ts = []
+        for _ in range(reps):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
+        best = max(best, 2 * n / float(np.median(ts)))
+    del src, dst
+    return best
+
+
+def occupancy_blocks(bundle, name, sms):
+    fn = bundle.function(name)
+    k = bundle.kernels[name]
+    threads = int(np.prod(k["block"]))
+    regs = fn.num_regs
+    smem = fn.shared_size_bytes + 1024
+    by_thr = 2048 // threads
+    by_reg = 65536 // (((regs * 32 + 255) // 256) * 256 * (threads // 32))
+    by_smem = (228 * 1024) // smem
+    return min(by_thr, by_reg, by_smem, 32) * sms
+
+
+def bench_decode(b, rng, B, L, reps, split, sms):
+    Hqo, Hkv, D, ps = 32, 8, 128, 16
+    name = b.find("decode", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                  kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
+                  logits_soft_cap=0.0, window_left=-1)
+    sname = b.find("decode_split", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+                   page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16")
+    mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype="f16",
+                   lse_base=2)
+    npg = -(-L // ps)
+    P = B * npg
+    pool = cp.random.standard_normal((P, 2, ps, Hkv, D), dtype=cp.float32).astype(cp.float16)
+    perm = cp.asarray(rng.permutation(P).astype(np.int32))
+    indptr = cp.asarray((np.arange(B + 1) * npg).astype(np.int32))
+    last = cp.full(B, L - (npg - 1) * ps, dtype=cp.int32)
+    q = cp.random.standard_normal((B, Hqo, D), dtype=cp.float32).astype(cp.float16)
+    o = cp.empty((B, Hqo, D), cp.float16)
+    lse = cp.empty((B, Hqo), cp.float32)
+    bufs = dict(q=q, kv_cache=pool, kv_indptr=indptr, kv_indices=perm, kv_last_page_len=last,
+                o=o, lse=lse, batch_size=B)
+    nbytes = B * L * Hkv * D * 2 * 2 + q.nbytes + o.nbytes + lse.nbytes
+    rows = []
+    t, tmin, tmax = timeit(lambda: b.launch(name, bufs), reps)
+    rows.append((f"decode B={B} L={L}", "no split", t, nbytes))
+    chunk = choose_chunk_pages([npg] * B, ps, Hkv, occupancy_blocks(b, sname, sms)) if split else None
+    if chunk:
+        plan = decode_plan([npg] * B, ps, chunk)
+        for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
+            bufs[key] = cp.asarray(plan[key])
+        bufs.update(kv_chunk_size=plan["kv_chunk_size"], num_work_items=plan["num_work_items"],
+                    num_rows=B,
+                    tmp_v=cp.empty((plan["num_partial_rows"], Hqo, D), cp.float32),
+                    tmp_s=cp.empty((plan["num_partial_rows"], Hqo), cp.float32))
+
+        def run():
+            b.launch(sname, bufs)
+            b.launch(mname, bufs)
+        t, _, _ = timeit(run, reps)
+        rows.append((f"decode B={B} L={L}",
+                     f"split: {chunk} pages/chunk, {plan['num_work_items']} items", t, nbytes))
+    del pool
+    return rows
+
+
+def bench_merge(b, reps):
+    L, H, D = 8192, 32, 128
+    rows = []
+    ms = b.find("merge_state", head_dim=D, v_dtype="f16", lse_base=2)
+    va = cp.random.standard_normal((L, H, D), dtype=cp.float32).astype(cp.float16)
+    vb = cp.random.standard_normal((L, H, D), dtype=cp.float32).astype(cp.float16)
+    sa = cp.random.uniform(-10, 10, (L, H), dtype=cp.float32)
+    sb = cp.random.uniform(-10, 10, (L, H), dtype=cp.float32)
+    v = cp.empty_like(va)
+    s = cp.empty_like(sa)
+    bufs = dict(v_a=va, s_a=sa, v_b=vb, s_b=sb, v=v, s=s, num_tasks=L * H)
+    t, _, _ = timeit(lambda: b.launch(ms, bufs), reps)
+    rows.append((f"merge_state L={L} H={H} D={D}", "", t,
+                 va.nbytes * 3 + sa.nbytes * 3))
+    del va, vb
+    mss = b.find("merge_states", head_dim=D, v_dtype="f16", lse_base=2)
+    for N in (2, 16, 64):
+        vin = cp.random.standard_normal((L, N, H, D), dtype=cp.float32).astype(cp.float16)
+        sin = cp.random.uniform(-10, 10, (L, N, H), dtype=cp.float32)
+        bufs = dict(v_in=vin, s_in=sin, v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H)
+        t, _, _ = timeit(lambda: b.launch(mss, bufs), reps)
+        rows.append((f"merge_states L={L} N={N} H={H} D={D}", "", t,
+                     vin.nbytes + sin.nbytes + v.nbytes + s.nbytes))
+        del vin, sin
+    return rows
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bundle")
+    ap.add_argument("--reps", type=int, default=15)
+    ap.add_argument("--only", choices=["all", "decode", "merge"], default="all")
+    a = ap.parse_args()
+    b = Bundle(a.bundle)
+    rng = np.random.default_rng(0)
+    dev = cp.cuda.Device()
+    props = cp.cuda.runtime.getDeviceProperties(dev.id)
+    sms = props["multiProcessorCount"]
+    print(f"GPU: {props['name'].decode()} SMs={sms}")
+    bw0 = copy_bw(a.reps)
+    rows = []
+    if a.only in ("all", "decode"):
+        for B, L in ((64, 4096), (16, 32768), (256, 1024)):
+            rows += bench_decode(b, rng, B, L, a.reps, True, sms)
+    if a.only in ("all", "merge"):
+        rows += bench_merge(b, a.reps)
+    bw1 = copy_bw(a.reps)
+    bw = max(bw0, bw1)
+    print(f"device-to-device copy: {bw0 / 1e9:.0f} / {bw1 / 1e9:.0f} GB/s (read+write; using max)")
+    print("| kernel | variant | median us | GB/s | fraction of copy |")
+    print("| --- | --- | --- | --- | --- |")
+    for name, var, t, nb in rows:
+        print(f"| {name} | {var} | {t * 1e6:.1f} | {nb / t / 1e9:.0f} | {nb / t / bw:.2f} |")
+
+
+if __name__ == "__main__":
+    main()

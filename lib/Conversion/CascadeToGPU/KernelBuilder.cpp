@@ -1,0 +1,349 @@
+//===- KernelBuilder.cpp - Helpers to build cascade GPU kernels -----------===//
+
+#include "KernelBuilder.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/BuiltinAttributes.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+std::string cascade::dtypeName(Type t) {
+  if (t.isF16()) return "f16";
+  if (t.isBF16()) return "bf16";
+  if (t.isF32()) return "f32";
+  if (t.isInteger(32)) return "i32";
+  if (t.isInteger(64)) return "i64";
+  if (t.isInteger(8)) return "u8";
+  if (t.isInteger(1)) return "i1";
+  return "unknown";
+}
+
+Value KernelBuilder::idx(int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+Value KernelBuilder::i32(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 32);
+}
+Value KernelBuilder::i64(int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+Value KernelBuilder::f32(double v) {
+  return arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                        APFloat(static_cast<float>(v)));
+}
+Value KernelBuilder::negInf() {
+  return arith::ConstantFloatOp::create(
+      b, loc, b.getF32Type(), APFloat::getInf(APFloat::IEEEsingle(), true));
+}
+Value KernelBuilder::vsplat(double v, int64_t n) {
+  auto vt = VectorType::get({n}, b.getF32Type());
+  return arith::ConstantOp::create(
+      b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
+}
+
+Value KernelBuilder::add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
+Value KernelBuilder::sub(Value a, Value c) { return arith::SubIOp::create(b, loc, a, c); }
+Value KernelBuilder::mul(Value a, Value c) { return arith::MulIOp::create(b, loc, a, c); }
+Value KernelBuilder::div(Value a, Value c) { return arith::DivUIOp::create(b, loc, a, c); }
+Value KernelBuilder::rem(Value a, Value c) { return arith::RemUIOp::create(b, loc, a, c); }
+Value KernelBuilder::minU(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
+Value KernelBuilder::maxS(Value a, Value c) { return arith::MaxSIOp::create(b, loc, a, c); }
+Value KernelBuilder::toIndex(Value v) {
+  if (v.getType().isIndex()) return v;
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
+}
+Value KernelBuilder::toI32(Value v) {
+  if (v.getType().isInteger(32)) return v;
+  return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
+}
+Value KernelBuilder::toF32(Value v) {
+  if (v.getType().isIndex())
+    v = arith::IndexCastOp::create(b, loc, b.getI64Type(), v);
+  return arith::SIToFPOp::create(b, loc, b.getF32Type(), v);
+}
+Value KernelBuilder::cmp(arith::CmpIPredicate p, Value a, Value c) {
+  return arith::CmpIOp::create(b, loc, p, a, c);
+}
+Value KernelBuilder::select(Value c, Value t, Value f) {
+  return arith::SelectOp::create(b, loc, c, t, f);
+}
+
+Value KernelBuilder::fadd(Value a, Value c) { return arith::AddFOp::create(b, loc, a, c); }
+Value KernelBuilder::fsub(Value a, Value c) { return arith::SubFOp::create(b, loc, a, c); }
+Value KernelBuilder::fmul(Value a, Value c) { return arith::MulFOp::create(b, loc, a, c); }
+Value KernelBuilder::fdiv(Value a, Value c) { return arith::DivFOp::create(b, loc, a, c); }
+Value KernelBuilder::fmax(Value a, Value c) { return arith::MaxNumFOp::create(b, loc, a, c); }
+Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
+  return arith::CmpFOp::create(b, loc, p, a, c);
+}
+Value KernelBuilder::isNegInf(Value x) {
+  return fcmp(arith::CmpFPredicate::OEQ, x, negInf());
+}
+
+static Value callF32Intrinsic(OpBuilder &b, Location loc, StringRef name,
+                              Value x) {
+  return LLVM::CallIntrinsicOp::create(b, loc, b.getF32Type(),
+                                       b.getStringAttr(name), ValueRange{x})
+      .getResult(0);
+}
+Value KernelBuilder::ex2(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
+}
+Value KernelBuilder::lg2(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
+}
+Value KernelBuilder::sinApprox(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.sin.approx.ftz.f", x);
+}
+Value KernelBuilder::cosApprox(Value x) {
+  return callF32Intrinsic(b, loc, "llvm.nvvm.cos.approx.ftz.f", x);
+}
+Value KernelBuilder::tanhFast(Value x) {
+  // Clamp so that exp2 stays finite-ish; tanh(±20) == ±1 in f32.
+  Value xc = arith::MinimumFOp::create(
+      b, loc, arith::MaximumFOp::create(b, loc, x, f32(-20.0)), f32(20.0));
+  Value e = ex2(fmul(xc, f32(2.0 * M_LOG2E)));
+  return fsub(f32(1.0), fdiv(f32(2.0), fadd(e, f32(1.0))));
+}
+
+Value KernelBuilder::threadId(gpu::Dimension d) {
+  return gpu::ThreadIdOp::create(b, loc, d);
+}
+Value KernelBuilder::blockId(gpu::Dimension d) {
+  return gpu::BlockIdOp::create(b, loc, d);
+}
+
+Value KernelBuilder::load8(Value memref, Value off) {
+  Type et = cast<MemRefType>(memref.getType()).getElementType();
+  auto vt = VectorType::get({8}, et);
+  Value v = vector::LoadOp::create(b, loc, vt, memref, ValueRange{off},
+                                   /*nontemporal=*/false, llvm::Align(16));
+  if (et.isF32()) return v;
+  return arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), v);
+}
+void KernelBuilder::store8(Value vecF32, Value memref, Value off) {
+  Type et = cast<MemRefType>(memref.getType()).getElementType();
+  Value v = vecF32;
+  if (!et.isF32())
+    v = arith::TruncFOp::create(b, loc, VectorType::get({8}, et), vecF32);
+  vector::StoreOp::create(b, loc, v, memref, ValueRange{off},
+                          /*nontemporal=*/false, llvm::Align(16));
+}
+Value KernelBuilder::loadScalar(Value memref, Value off) {
+  return memref::LoadOp::create(b, loc, memref, ValueRange{off});
+}
+void KernelBuilder::storeScalar(Value v, Value memref, Value off) {
+  memref::StoreOp::create(b, loc, v, memref, ValueRange{off});
+}
+Value KernelBuilder::splat(Value scalar, int64_t n) {
+  return vector::BroadcastOp::create(
+      b, loc, VectorType::get({n}, scalar.getType()), scalar);
+}
+Value KernelBuilder::hsum(Value v) {
+  return vector::ReductionOp::create(b, loc, vector::CombiningKind::ADD, v);
+}
+
+Value KernelBuilder::fma(Value a, Value bv, Value c) {
+  return LLVM::FMAOp::create(b, loc, a, bv, c);
+}
+Value KernelBuilder::dot8(Value a, Value bv) {
+  Value acc;
+  for (int64_t e = 0; e < 8; ++e) {
+    Value x = vector::ExtractOp::create(b, loc, a, e);
+    Value y = vector::ExtractOp::create(b, loc, bv, e);
+    acc = acc ? fma(x, y, acc) : fmul(x, y);
+  }
+  return acc;
+}
+
+Value KernelBuilder::warpAllReduceSum(Value x, int64_t width) {
+  for (int64_t off = width / 2; off >= 1; off /= 2) {
+    Value o = gpu::ShuffleOp::create(b, loc, x, static_cast<int32_t>(off), 32,
+                                     gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    x = fadd(x, o);
+  }
+  return x;
+}
+
+SmallVector<Value> KernelBuilder::warpAllReduceSumMulti(ArrayRef<Value> vals,
+                                                       int64_t width,
+                                                       Value lane) {
+  int64_t g = vals.size();
+  if (g == 1 || g > width || (g & (g - 1)) != 0) {
+    SmallVector<Value> out;
+    for (Value v : vals) out.push_back(warpAllReduceSum(v, width));
+    return out;
+  }
+  SmallVector<Value> cur(vals.begin(), vals.end());
+  Value zero32 = i32(0);
+  int64_t off = width / 2;
+  // Transposing steps: halve the number of values per lane each step.
+  while (cur.size() > 1) {
+    int64_t half = cur.size() / 2;
+    Value upper = cmp(arith::CmpIPredicate::ne,
+                      arith::AndIOp::create(b, loc, lane, i32(off)), zero32);
+    SmallVector<Value> next;
+    for (int64_t i = 0; i < half; ++i) {
+      Value send = select(upper, cur[i], cur[i + half]);
+      Value keep = select(upper, cur[i + half], cur[i]);
+      Value recv = gpu::ShuffleOp::create(b, loc, send, int32_t(off), 32,
+                                          gpu::ShuffleMode::XOR)
+                       .getShuffleResult();
+      next.push_back(fadd(keep, recv));
+    }
+    cur = std::move(next);
+    off /= 2;
+  }
+  Value x = cur[0];
+  for (; off >= 1; off /= 2) {
+    Value o = gpu::ShuffleOp::create(b, loc, x, int32_t(off), 32,
+                                     gpu::ShuffleMode::XOR)
+                  .getShuffleResult();
+    x = fadd(x, o);
+  }
+  // Lane pattern holding value v: bit (width >> (s+1)) set iff bit
+  // (g >> (s+1)) of v is set.
+  Value base = arith::AndIOp::create(b, loc, lane, i32(~(width - 1)));
+  SmallVector<Value> out;
+  for (int64_t v = 0; v < g; ++v) {
+    int64_t pat = 0;
+    for (int64_t s = 0; (g >> (s + 1)) > 0; ++s)
+      if (v & (g >> (s + 1)))
+        pat |= width >> (s + 1);
+    Value src = arith::OrIOp::create(b, loc, base, i32(pat));
+    out.push_back(gpu::ShuffleOp::create(b, loc, x, src, i32(32),
+                                         gpu::ShuffleMode::IDX)
+                      .getShuffleResult());
+  }
+  return out;
+}
+
+//===----------------------------------------------------------------------===//
+// Host side
+//===----------------------------------------------------------------------===//
+
+MemRefType cascade::flatMemRefType(Type et) {
+  MLIRContext *ctx = et.getContext();
+  return MemRefType::get(
+      {ShapedType::kDynamic}, et,
+      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {1}));
+}
+
+std::pair<Value, Value> cascade::flattenContiguous(OpBuilder &b, Location loc,
+                                                   Value m) {
+  auto mt = cast<MemRefType>(m.getType());
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
+  Value n = arith::ConstantIndexOp::create(b, loc, 1);
+  for (int64_t i = 0; i < mt.getRank(); ++i)
+    n = arith::MulIOp::create(b, loc, n, md.getSizes()[i]);
+  auto flatTy = flatMemRefType(mt.getElementType());
+  Value flat = memref::ReinterpretCastOp::create(
+      b, loc, flatTy, md.getBaseBuffer(), OpFoldResult(md.getOffset()),
+      ArrayRef<OpFoldResult>{OpFoldResult(n)},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
+  return {flat, n};
+}
+
+std::tuple<Value, Value, Value>
+cascade::flattenStrided1D(OpBuilder &b, Location loc, Value m) {
+  auto mt = cast<MemRefType>(m.getType());
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
+  Value n = md.getSizes()[0], stride = md.getStrides()[0];
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value span = arith::AddIOp::create(
+      b, loc,
+      arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, n, c1),
+                            stride),
+      c1);
+  Value isEmpty =
+      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, c0);
+  span = arith::SelectOp::create(b, loc, isEmpty, c0, span);
+  auto flatTy = flatMemRefType(mt.getElementType());
+  Value flat = memref::ReinterpretCastOp::create(
+      b, loc, flatTy, md.getBaseBuffer(), OpFoldResult(md.getOffset()),
+      ArrayRef<OpFoldResult>{OpFoldResult(span)},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
+  return {flat, n, stride};
+}
+
+gpu::GPUModuleOp cascade::getOrCreateKernelModule(ModuleOp module) {
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  UnitAttr::get(module.getContext()));
+  if (auto gm = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
+    return gm;
+  OpBuilder b(module.getContext());
+  b.setInsertionPointToEnd(module.getBody());
+  return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName);
+}
+
+gpu::GPUFuncOp cascade::getOrCreateKernel(
+    ModuleOp module, StringRef name, ArrayRef<KernelParam> params,
+    ArrayRef<int64_t> block, DictionaryAttr manifest,
+    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder) {
+  gpu::GPUModuleOp gm = getOrCreateKernelModule(module);
+  if (auto f = gm.lookupSymbol<gpu::GPUFuncOp>(name))
+    return f;
+  OpBuilder b(module.getContext());
+  b.setInsertionPoint(gm.getBody(), gm.getBody()->end());
+  SmallVector<Type> types;
+  for (const KernelParam &p : params) types.push_back(p.type);
+  auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(types, {}));
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
+      {int32_t(block[0]), int32_t(block[1]), int32_t(block[2])}));
+  fn->setAttr(kManifestAttrName, manifest);
+  Block &entry = fn.getBody().front();
+  b.setInsertionPointToStart(&entry);
+  bodyBuilder(b, fn);
+  b.setInsertionPointToEnd(&fn.getBody().back());
+  gpu::ReturnOp::create(b, module.getLoc());
+  return fn;
+}
+
+Attribute cascade::gridRule(MLIRContext *ctx, StringRef param, int64_t div,
+                           int64_t mul) {
+  Builder b(ctx);
+  SmallVector<NamedAttribute> f{b.getNamedAttr("param", b.getStringAttr(param)),
+                                b.getNamedAttr("div", b.getI64IntegerAttr(div))};
+  if (mul != 1)
+    f.push_back(b.getNamedAttr("mul", b.getI64IntegerAttr(mul)));
+  return b.getDictionaryAttr(f);
+}
+
+DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
+                                     StringRef op, ArrayRef<int64_t> block,
+                                     ArrayRef<Attribute> grid, int64_t dynSmem,
+                                     ArrayRef<NamedAttribute> statics,
+                                     ArrayRef<KernelParam> params,
+                                     ArrayRef<StringRef> planArrays) {
+  Builder b(ctx);
+  SmallVector<Attribute> ps;
+  for (const KernelParam &p : params) {
+    SmallVector<NamedAttribute> f{b.getNamedAttr("name", b.getStringAttr(p.name)),
+                                  b.getNamedAttr("kind", b.getStringAttr(p.kind))};
+    if (p.kind == "memref")
+      f.push_back(b.getNamedAttr(
+          "dtype", b.getStringAttr(dtypeName(
+                       cast<MemRefType>(p.type).getElementType()))));
+    ps.push_back(b.getDictionaryAttr(f));
+  }
+  SmallVector<Attribute> pa;
+  for (StringRef s : planArrays) pa.push_back(b.getStringAttr(s));
+  return b.getDictionaryAttr({
+      b.getNamedAttr("name", b.getStringAttr(name)),
+      b.getNamedAttr("ptx", b.getStringAttr("kernels.ptx")),
+      b.getNamedAttr("op", b.getStringAttr(op)),
+      b.getNamedAttr("block", b.getI64ArrayAttr(block)),
+      b.getNamedAttr("grid", b.getArrayAttr(grid)),
+      b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(dynSmem)),
+      b.getNamedAttr("static", b.getDictionaryAttr(statics)),
+      b.getNamedAttr("params", b.getArrayAttr(ps)),
+      b.getNamedAttr("plan_arrays", b.getArrayAttr(pa)),
+  });
+}

@@ -1,0 +1,101 @@
+//===- Pipelines.cpp - cascade-to-ptx pipeline + registration -------------===//
+
+#include "cascade/Conversion/Passes.h"
+#include "cascade/Dialect/Cascade/Transforms/Passes.h"
+
+#include "mlir/Conversion/GPUToNVVM/GPUToNVVM.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Target/LLVM/NVVM/Target.h"
+#include "mlir/Target/LLVMIR/Dialect/Builtin/BuiltinToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/GPU/GPUToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/LLVMIR/LLVMToLLVMIRTranslation.h"
+#include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+namespace {
+struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
+  Option<std::string> chip{*this, "chip", llvm::cl::desc("GPU chip"),
+                           llvm::cl::init("sm_90")};
+  Option<std::string> features{*this, "features",
+                               llvm::cl::desc("PTX features"),
+                               llvm::cl::init("+ptx80")};
+  Option<unsigned> optLevel{*this, "opt-level",
+                            llvm::cl::desc("LLVM optimisation level"),
+                            llvm::cl::init(3)};
+  Option<std::string> bundleDir{
+      *this, "bundle-dir",
+      llvm::cl::desc("Write kernels.ptx + manifest.json to this directory"),
+      llvm::cl::init("")};
+};
+} // namespace
+
+void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
+                                        const CascadeToPTXOptions &o) {
+  // Tensor-level input: decompose cascades, then bufferize (no-ops on
+  // memref input).
+  pm.addPass(createCascadeDecomposeLevels());
+  bufferization::OneShotBufferizePassOptions bo;
+  bo.bufferizeFunctionBoundaries = true;
+  pm.addPass(bufferization::createOneShotBufferizePass(bo));
+  pm.addPass(createConvertCascadeToGPU());
+  GpuNVVMAttachTargetOptions t;
+  t.triple = "nvptx64-nvidia-cuda";
+  t.chip = o.chip;
+  t.features = o.features;
+  t.optLevel = o.optLevel;
+  pm.addPass(createGpuNVVMAttachTarget(t));
+  OpPassManager &gpm = pm.nest<gpu::GPUModuleOp>();
+  gpm.addPass(createSCFToControlFlowPass());
+  gpm.addPass(createConvertNVGPUToNVVMPass());
+  gpm.addPass(createConvertGpuOpsToNVVMOps());
+  gpm.addPass(createCanonicalizerPass());
+  gpm.addPass(createCSEPass());
+  gpm.addPass(createReconcileUnrealizedCastsPass());
+  GpuModuleToBinaryPassOptions bin;
+  bin.compilationTarget = "isa";
+  pm.addPass(createGpuModuleToBinaryPass(bin));
+  if (!o.bundleDir.empty()) {
+    CascadeEmitBundleOptions eo;
+    eo.dir = o.bundleDir;
+    pm.addPass(createCascadeEmitBundle(eo));
+  }
+}
+
+void cascade::registerConversionPasses() {
+  registerCascadeConversionPasses();
+  PassPipelineRegistration<PipelineOptions>(
+      "cascade-to-ptx",
+      "Lower cascade ops (tensor or memref form) to GPU kernels and PTX "
+      "(gpu.binary with #gpu.object assembly); bundle-dir= also writes "
+      "kernels.ptx + manifest.json",
+      [](OpPassManager &pm, const PipelineOptions &po) {
+        CascadeToPTXOptions o;
+        o.chip = po.chip;
+        o.features = po.features;
+        o.optLevel = po.optLevel;
+        o.bundleDir = po.bundleDir;
+        buildCascadeToPTXPipeline(pm, o);
+      });
+}
+
+void cascade::registerConversionDialects(DialectRegistry &registry) {
+  registry.insert<gpu::GPUDialect, NVVM::NVVMDialect, nvgpu::NVGPUDialect>();
+  NVVM::registerNVVMTargetInterfaceExternalModels(registry);
+  registerBuiltinDialectTranslation(registry);
+  registerLLVMDialectTranslation(registry);
+  registerNVVMDialectTranslation(registry);
+  registerGPUDialectTranslation(registry);
+  NVVM::registerConvertGpuToNVVMInterface(registry);
+}

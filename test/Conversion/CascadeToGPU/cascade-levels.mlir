@@ -1,0 +1,22 @@
+// RUN: cascade-opt %s --cascade-to-ptx | FileCheck %s --check-prefix=PTX
+
+// Multi-level cascade (tensor form): decomposed into per-level prefill +
+// merge_state_in_place, bufferized, lowered to PTX.
+// PTX-LABEL: func.func @two_level
+// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_rows_f16_f16_d128_g4_h8_p16_nhd_pool
+// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_rows_causal_f16_f16_d128_g4_h8_p16_nhd_pool
+// PTX: gpu.launch_func @cascade_kernels::@cascade_merge_state_in_place_f16_d128_b2
+// PTX: gpu.binary @cascade_kernels
+func.func @two_level(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
+                     %qo0: tensor<2xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>,
+                     %qo1: tensor<?xi32>, %kp1: tensor<?xi32>, %ki1: tensor<?xi32>, %kl1: tensor<?xi32>,
+                     %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>)
+    -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, causal}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
+

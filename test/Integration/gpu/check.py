@@ -1,0 +1,484 @@
+#!/usr/bin/env python3
+"""GPU check of the cascade kernels (run on the GPU machine; no MLIR there).
+
+Usage: check.py BUNDLE_DIR [--small] [--seed N]
+BUNDLE_DIR holds kernels.ptx + manifest.json produced by
+  cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
+Every case draws fresh random inputs, poisons the outputs (NaN), launches the
+kernel(s) and compares with a float64 reference. Error metric:
+max|out - ref| / max|ref| for v/o, and max|lse - ref| / max(1, max|ref|) over
+finite entries (the -inf entries must match exactly). Thresholds: f16/f32
+1e-3, bf16 1e-2; NaN never passes. Exit code 1 if any case fails.
+"""
+import argparse
+import math
+import sys
+
+import numpy as np
+import cupy as cp
+
+from gpu_common import (Bundle, to_storage, from_storage, poison, alibi_slope,
+                        decode_plan)
+
+LN2 = math.log(2.0)
+results = []
+
+
+def thr(dtype):
+    return 1e-2 if dtype == "bf16" else 1e-3
+
+
+def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note=""):
+    o = np.asarray(o, np.float64)
+    s = np.asarray(s, np.float64)
+    nan = bool(np.isnan(o).any() or np.isnan(s).any())
+    denom = max(np.abs(o_ref).max(initial=0.0), 1e-30)
+    eo = float(np.abs(o - o_ref).max(initial=0.0) / denom) if o.size else 0.0
+    inf_ref = np.isneginf(s_ref)
+    inf_ok = bool((np.isneginf(s) == inf_ref).all())
+    fin = ~inf_ref
+    if fin.any():
+        es = float(np.abs(s[fin] - s_ref[fin]).max() /
+                   max(1.0, np.abs(s_ref[fin]).max()))
+    else:
+        es = 0.0
+    ok = (not nan) and inf_ok and eo <= thr(dtype) and es <= thr(dtype) and extra_ok
+    results.append((name, dtype, eo, es, nan, inf_ok and extra_ok, ok, note))
+    print(f"{'PASS' if ok else 'FAIL'} {name:58s} {dtype:5s} v/o {eo:.2e} lse {es:.2e}"
+          f" nan={nan} exact/-inf={inf_ok and extra_ok} {note}", flush=True)
+
+
+def dev(a):
+    return cp.asarray(np.ascontiguousarray(a))
+
+
+# ---------------------------------------------------------------------------
+# Merges
+# ---------------------------------------------------------------------------
+
+def rand_states(rng, shape_v, dtype, p_empty=0.15, scale=20.0):
+    s = rng.uniform(-scale, scale, shape_v[:-1])
+    s[rng.random(s.shape) < p_empty] = -np.inf
+    v = rng.uniform(-1, 1, shape_v)
+    v[np.isneginf(s)] = 0.0
+    vs, v64 = to_storage(v, dtype)
+    return vs, v64, s.astype(np.float32), s.astype(np.float32).astype(np.float64)
+
+
+def merge_ref(vs, ss):
+    """vs [..., N, D], ss [..., N] in base 2 -> (v, s)."""
+    m = np.max(ss, axis=-1, initial=-np.inf)
+    mm = np.where(np.isneginf(m), 0.0, m)
+    w = np.where(np.isneginf(ss), 0.0, np.exp2(ss - mm[..., None]))
+    d = w.sum(-1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        v = np.where(d[..., None] > 0, (w[..., None] * vs).sum(-2) / np.where(d > 0, d, 1)[..., None], 0.0)
+        s = np.where(d > 0, mm + np.log2(np.where(d > 0, d, 1)), -np.inf)
+    return v, s
+
+
+def check_merge_state(b, rng, dtype, D, H, L, base_e=False):
+    name = b.find("merge_state", head_dim=D, v_dtype=dtype, lse_base="e" if base_e else 2)
+    va, va64, sa, sa64 = rand_states(rng, (L, H, D), dtype)
+    vb, vb64, sb, sb64 = rand_states(rng, (L, H, D), dtype)
+    conv = (1.0 / LN2) if base_e else 1.0
+    v_ref, s_ref = merge_ref(np.stack([va64, vb64], -2), np.stack([sa64 * conv, sb64 * conv], -1))
+    if base_e:
+        s_ref = s_ref * LN2
+    v = poison((L, H, D), dtype)
+    s = poison((L, H), "f32")
+    b.launch(name, dict(v_a=dev(va), s_a=dev(sa), v_b=dev(vb), s_b=dev(sb), v=v, s=s,
+                        num_tasks=L * H))
+    cp.cuda.runtime.deviceSynchronize()
+    vh, sh = cp.asnumpy(v), cp.asnumpy(s)
+    # exactness: one side empty -> the other state bit for bit
+    ea, eb = np.isneginf(sa), np.isneginf(sb)
+    ex = True
+    oa = ~ea & eb
+    ob = ea & ~eb
+    ex &= bool((vh[oa] == va[oa]).all() and (sh[oa] == sa[oa]).all())
+    ex &= bool((vh[ob] == vb[ob]).all() and (sh[ob] == sb[ob]).all())
+    both = ea & eb
+    ex &= bool((from_storage(vh[both], dtype) == 0).all())
+    record(f"merge_state D={D} H={H} L={L}" + (" base_e" if base_e else ""), dtype,
+           from_storage(vh, dtype), v_ref, sh, s_ref, ex,
+           f"empty-exact={ex}")
+
+
+def check_merge_states(b, rng, dtype, D, H, L, N):
+    name = b.find("merge_states", head_dim=D, v_dtype=dtype, lse_base=2)
+    vs, v64, ss, s64 = rand_states(rng, (L, N, H, D), dtype, p_empty=0.3)
+    if N > 0:
+        ss[: max(1, L // 5)] = -np.inf  # rows with every state empty
+        s64[: max(1, L // 5)] = -np.inf
+        v64[: max(1, L // 5)] = 0.0
+        vs[: max(1, L // 5)] = to_storage(np.zeros_like(v64[: max(1, L // 5)]), dtype)[0]
+    v_ref, s_ref = merge_ref(np.moveaxis(v64, 1, 2), np.moveaxis(s64, 1, 2))
+    v = poison((L, H, D), dtype)
+    s = poison((L, H), "f32")
+    b.launch(name, dict(v_in=dev(vs.reshape(-1)) if vs.size else cp.zeros(0, vs.dtype),
+                        s_in=dev(ss.reshape(-1)) if ss.size else cp.zeros(0, cp.float32),
+                        v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H))
+    cp.cuda.runtime.deviceSynchronize()
+    record(f"merge_states D={D} H={H} L={L} N={N}", dtype,
+           from_storage(cp.asnumpy(v), dtype), v_ref, cp.asnumpy(s), s_ref)
+
+
+def check_merge_in_place(b, rng, dtype, D, H, L, masked, base_e):
+    stat = dict(head_dim=D, v_dtype=dtype, lse_base="e" if base_e else 2,
+                mask="u8" if masked else "none")
+    name = b.find("merge_state_in_place", **stat)
+    v0, v064, s0, s064 = rand_states(rng, (L, H, D), dtype)
+    vo, vo64, so, so64 = rand_states(rng, (L, H, D), dtype)
+    conv = (1.0 / LN2) if base_e else 1.0
+    v_ref, s_ref = merge_ref(np.stack([v064, vo64], -2), np.stack([s064 * conv, so64 * conv], -1))
+    if base_e:
+        s_ref = s_ref * LN2
+    bufs = dict(v=dev(v0), s=dev(s0), v_other=dev(vo), s_other=dev(so),
+                num_tasks=L * H, num_heads=H)
+    if masked:
+        stride = 3
+        mask_full = np.zeros(L * stride, np.uint8)
+        mrow = (rng.random(L) < 0.6).astype(np.uint8)
+        mask_full[::stride] = mrow
+        mask_full[1::stride] = 7  # garbage between strided elements
+        bufs["mask"] = dev(mask_full)
+        bufs["mask_stride"] = stride
+        keep = mrow == 0
+        v_ref[keep] = v064[keep]
+        s_ref[keep] = s064[keep]
+    b.launch(name, bufs)
+    cp.cuda.runtime.deviceSynchronize()
+    vh, sh = cp.asnumpy(bufs["v"]), cp.asnumpy(bufs["s"])
+    ex = True
+    if masked:
+        ex = bool((vh[keep] == v0[keep]).all() and (sh[keep] == s0[keep]).all())
+    record(f"merge_state_in_place D={D} H={H} L={L}" + (" mask(stride 3)" if masked else "")
+           + (" base_e" if base_e else ""), dtype, from_storage(vh, dtype), v_ref, sh, s_ref,
+           ex, f"masked-rows-untouched={ex}" if masked else "")
+
+
+# ---------------------------------------------------------------------------
+# Decode
+# ---------------------------------------------------------------------------
+
+def rope(x, pos, D, scale, theta):
+    """x [..., D] at positions pos (broadcast over the leading axes)."""
+    half = D // 2
+    inv = 1.0 / (scale * theta ** (2.0 * np.arange(half) / D))
+    ang = np.asarray(pos, np.float64)[..., None] * inv
+    c, s = np.cos(ang), np.sin(ang)
+    x1, x2 = x[..., :half], x[..., half:]
+    return np.concatenate([x1 * c - x2 * s, x2 * c + x1 * s], -1)
+
+
+def attention_ref(q, Kp, Vp, qo_indptr, indptr, indices, last, ps, opts):
+    """Float64 reference: rows of q [rows, Hqo, D], request i owns rows
+    qo_indptr[i]..qo_indptr[i+1]; query j of a request sits at position
+    kv_len - qo_len + j (decode: kv_len - 1)."""
+    rows, Hqo, D = q.shape
+    Hkv = Kp.shape[2]
+    G = Hqo // Hkv
+    o = np.zeros((rows, Hqo, D))
+    lse = np.full((rows, Hqo), -np.inf)
+    for bi in range(len(last)):
+        pages = indices[indptr[bi]:indptr[bi + 1]]
+        n = len(pages)
+        L = (n - 1) * ps + last[bi] if n else 0
+        q0, q1 = qo_indptr[bi], qo_indptr[bi + 1]
+        if L == 0 or q1 == q0:
+            continue
+        K = Kp[pages].reshape(-1, Hkv, D)[:L]
+        V = Vp[pages].reshape(-1, Hkv, D)[:L]
+        if opts.get("rope"):
+            K = rope(K, np.arange(L)[:, None] * np.ones((1, Hkv)), D, 1.0, opts["rope_theta"])
+        Kx = np.repeat(K, G, axis=1)
+        Vx = np.repeat(V, G, axis=1)
+        t = np.arange(L)
+        for r in range(q0, q1):
+            p = L - (q1 - q0) + (r - q0)
+            qb = q[r]
+            if opts.get("rope"):
+                qb = rope(qb, np.full(Hqo, p), D, 1.0, opts["rope_theta"])
+            x = np.einsum("hd,lhd->hl", qb, Kx) * opts["sm_scale"]
+            if opts.get("alibi"):
+                sl = np.array([alibi_slope(h, Hqo) for h in range(Hqo)])
+                x = x + sl[:, None] * (t - p)[None, :]
+            if opts.get("soft_cap", 0) > 0:
+                cap = opts["soft_cap"]
+                x = cap * np.tanh(x / cap)
+            vis = np.ones(L, bool)
+            if opts.get("causal"):
+                vis &= t <= p
+            if opts.get("window", -1) >= 0:
+                vis &= t >= p - opts["window"]
+            if not vis.any():
+                continue
+            x[:, ~vis] = -np.inf
+            m = x.max(-1)
+            pr = np.exp(x - m[:, None])
+            d = pr.sum(-1)
+            o[r] = np.einsum("hl,lhd->hd", pr, Vx) / d[:, None]
+            lse[r] = (m + np.log(d)) / LN2
+    return o, lse
+
+
+def decode_ref(q, Kp, Vp, indptr, indices, last, ps, opts):
+    B = q.shape[0]
+    return attention_ref(q, Kp, Vp, np.arange(B + 1), indptr, indices, last, ps, opts)
+
+
+def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
+                 opts, static, split_chunk=None, pad=0, q_scale=1.0, label=""):
+    op = "decode_split" if split_chunk else "decode"
+    name = b.find(op, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                  kv_layout=layout, kv_form=form, q_dtype=dtype, **static)
+    lens = rng.integers(1, max_len + 1, B)
+    lens[rng.random(B) < 0.15] = 0
+    lens[0] = 0  # always one empty request
+    if B > 1:
+        lens[1] = max_len
+    pages = [-(-int(L) // ps) for L in lens]
+    last = np.array([(int(L) - (n - 1) * ps) if n else 1 for L, n in zip(lens, pages)], np.int32)
+    total = sum(pages)
+    P = total + 3
+    perm = rng.permutation(P)[:total].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)) * q_scale, dtype)
+    o_ref, lse_ref = decode_ref(q64, Kp, Vp, indptr, perm, last, ps, opts)
+    if opts.get("base_e"):
+        lse_ref = lse_ref * LN2
+    if layout == "hnd":
+        Kl, Vl = Kp_s.transpose(0, 2, 1, 3), Vp_s.transpose(0, 2, 1, 3)
+    else:
+        Kl, Vl = Kp_s, Vp_s
+    bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
+                kv_last_page_len=dev(last), batch_size=B)
+    if form == "pool":
+        bufs["kv_cache"] = dev(np.stack([Kl, Vl], 1))
+    else:
+        bufs["k_cache"], bufs["v_cache"] = dev(Kl), dev(Vl)
+    o = poison((B, Hqo, D), dtype)
+    lse = poison((B, Hqo), "f32")
+    bufs["o"], bufs["lse"] = o, lse
+    note = ""
+    if split_chunk:
+        plan = decode_plan(pages, ps, split_chunk, pad_to=None)
+        if pad:
+            plan = decode_plan(pages, ps, split_chunk, pad_to=plan["num_work_items"] + pad)
+        for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
+            bufs[key] = dev(plan[key])
+        bufs["kv_chunk_size"] = plan["kv_chunk_size"]
+        bufs["num_work_items"] = plan["num_work_items"]
+        bufs["num_rows"] = B
+        rows = plan["num_partial_rows"]
+        bufs["tmp_v"] = poison((rows, Hqo, D), "f32")
+        bufs["tmp_s"] = poison((rows, Hqo), "f32")
+        b.launch(name, bufs)
+        mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
+                       lse_base="e" if opts.get("base_e") else 2)
+        b.launch(mname, bufs)
+        note = f"work items {plan['num_work_items']} (pad {pad}) partial rows {rows}"
+    else:
+        b.launch(name, bufs)
+    cp.cuda.runtime.deviceSynchronize()
+    oh = from_storage(cp.asnumpy(o), dtype)
+    lh = cp.asnumpy(lse).astype(np.float64)
+    empty = lens == 0
+    ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
+    record(f"{op} {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B}",
+           dtype, oh, o_ref, lh, lse_ref, ex, (note + f" empty->(0,-inf)={ex}").strip())
+
+
+def make_paged(rng, lens, ps, Hkv, D, dtype):
+    pages = [-(-int(L) // ps) for L in lens]
+    last = np.array([(int(L) - (n - 1) * ps) if n else 1 for L, n in zip(lens, pages)], np.int32)
+    total = sum(pages)
+    P = total + 3
+    perm = rng.permutation(P)[:total].astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
+    Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    return pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp
+
+
+def kv_bufs(layout, form, Kp_s, Vp_s):
+    if layout == "hnd":
+        Kl, Vl = Kp_s.transpose(0, 2, 1, 3), Vp_s.transpose(0, 2, 1, 3)
+    else:
+        Kl, Vl = Kp_s, Vp_s
+    if form == "pool":
+        return dict(kv_cache=dev(np.stack([Kl, Vl], 1)))
+    return dict(k_cache=dev(Kl), v_cache=dev(Vl))
+
+
+def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
+    rows = q_s.shape[0]
+    bufs = dict(q=dev(q_s), qo_indptr=dev(qo_indptr), kv_indptr=dev(indptr),
+                kv_indices=dev(perm), kv_last_page_len=dev(last),
+                num_rows=rows, batch_size=len(last))
+    bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
+    bufs["o"] = poison((rows, Hqo, D), dtype)
+    bufs["lse"] = poison((rows, Hqo), "f32")
+    b.launch(name, bufs)
+    cp.cuda.runtime.deviceSynchronize()
+    return bufs
+
+
+def check_prefill(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
+                  static, label=""):
+    name = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                  kv_layout=layout, kv_form=form, q_dtype=dtype,
+                  causal=bool(opts.get("causal")), **static)
+    qo_lens = rng.integers(1, max_qo + 1, B)
+    qo_lens[rng.random(B) < 0.15] = 0
+    lens = np.maximum(rng.integers(1, max_len + 1, B), qo_lens)
+    lens[0] = 0
+    qo_lens[0] = 2  # queries with no keys at all
+    if B > 2:
+        lens[2] = 1
+        qo_lens[2] = 3  # more queries than keys (causal: some rows see nothing)
+    qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    paged = make_paged(rng, lens, ps, Hkv, D, dtype)
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
+    rows = int(qo_indptr[-1])
+    q_s, q64 = to_storage(rng.standard_normal((rows, Hqo, D)), dtype)
+    o_ref, lse_ref = attention_ref(q64, Kp, Vp, qo_indptr, indptr, perm, last, ps, opts)
+    bufs = run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype)
+    oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
+    lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
+    record(f"prefill(rows) {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
+           dtype, oh, o_ref, lh, lse_ref)
+
+
+def check_cascade(b, rng, *, B=11, prefix=300, max_suffix=90, D=128, Hqo=32, Hkv=8, ps=16):
+    """Two-level cascade done the way cascade-decompose-levels lowers it:
+    level 0 = a shared prefix (qo_indptr [0, B]) through the prefill kernel,
+    level 1 = per-request suffixes (causal, one query each), then
+    merge_state_in_place of level 0 into level 1. Reference: attention over
+    prefix + suffix of each request."""
+    dtype = "f16"
+    suf = rng.integers(1, max_suffix + 1, B)
+    suf[3] = 0  # a request with an empty suffix
+    lens_all = [prefix] + [int(x) for x in suf]
+    paged = make_paged(rng, lens_all, ps, Hkv, D, dtype)
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
+    q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)), dtype)
+    # level 0: request 0 of the paged arrays, all B queries
+    pre = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                 kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=False,
+                 pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    prec = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                  kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=True,
+                  pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    l0 = (pages[:1], last[:1], perm, indptr[:2], Kp_s, Kp, Vp_s, Vp)
+    b0 = run_prefill(b, pre, q_s, np.array([0, B], np.int32), l0, "nhd", "pool", Hqo, D, dtype)
+    l1 = (pages[1:], last[1:], perm, (indptr[1:] - 0).astype(np.int32), Kp_s, Kp, Vp_s, Vp)
+    b1 = run_prefill(b, prec, q_s, np.arange(B + 1, dtype=np.int32), l1, "nhd", "pool", Hqo, D, dtype)
+    mname = b.find("merge_state_in_place", head_dim=D, v_dtype=dtype, lse_base=2, mask="none")
+    b.launch(mname, dict(v=b1["o"], s=b1["lse"], v_other=b0["o"], s_other=b0["lse"],
+                         num_tasks=B * Hqo, num_heads=Hqo))
+    cp.cuda.runtime.deviceSynchronize()
+    # reference: keys = prefix pages then suffix pages of request i
+    o_ref = np.zeros((B, Hqo, D))
+    lse_ref = np.zeros((B, Hqo))
+    for i in range(B):
+        pg = np.concatenate([perm[indptr[0]:indptr[1]], perm[indptr[i + 1]:indptr[i + 2]]])
+        # prefix is a whole number of pages only if prefix % ps == 0: build token lists
+        K0 = Kp[perm[indptr[0]:indptr[1]]].reshape(-1, Hkv, D)[:prefix]
+        V0 = Vp[perm[indptr[0]:indptr[1]]].reshape(-1, Hkv, D)[:prefix]
+        K1 = Kp[perm[indptr[i + 1]:indptr[i + 2]]].reshape(-1, Hkv, D)[:int(suf[i])]
+        V1 = Vp[perm[indptr[i + 1]:indptr[i + 2]]].reshape(-1, Hkv, D)[:int(suf[i])]
+        K = np.repeat(np.concatenate([K0, K1]), Hqo // Hkv, axis=1)
+        V = np.repeat(np.concatenate([V0, V1]), Hqo // Hkv, axis=1)
+        x = np.einsum("hd,lhd->hl", q64[i], K) / math.sqrt(D)
+        m = x.max(-1)
+        p = np.exp(x - m[:, None])
+        d = p.sum(-1)
+        o_ref[i] = np.einsum("hl,lhd->hd", p, V) / d[:, None]
+        lse_ref[i] = (m + np.log(d)) / LN2
+        del pg
+    record(f"cascade 2 levels prefix={prefix} B={B} (prefill x2 + merge_in_place)", dtype,
+           from_storage(cp.asnumpy(b1["o"]), dtype), o_ref, cp.asnumpy(b1["lse"]), lse_ref)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bundle")
+    ap.add_argument("--small", action="store_true", help="a few small cases (sanitizer)")
+    ap.add_argument("--seed", type=int, default=None)
+    a = ap.parse_args()
+    rng = np.random.default_rng(a.seed)
+    b = Bundle(a.bundle)
+    dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
+    if a.small:
+        check_merge_state(b, rng, "f16", 128, 32, 5)
+        check_merge_in_place(b, rng, "f16", 128, 32, 5, True, False)
+        check_merge_states(b, rng, "f16", 128, 32, 5, 3)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=3, max_len=40, opts=dflt(128), static=dict(pos_encoding="none", logits_soft_cap=0.0))
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=3, max_len=70, opts=dflt(128), static={}, split_chunk=2, pad=2, label="split")
+    else:
+        for dtype, D, H in [("f16", 128, 32), ("bf16", 64, 8), ("f32", 256, 4)]:
+            check_merge_state(b, rng, dtype, D, H, 37)
+            for N in (0, 1, 3, 16):
+                check_merge_states(b, rng, dtype, D, H, 29, N)
+        check_merge_state(b, rng, "f16", 128, 32, 37, base_e=True)
+        check_merge_in_place(b, rng, "f16", 128, 32, 37, True, False)
+        check_merge_in_place(b, rng, "bf16", 64, 8, 37, False, True)
+        none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+        for dtype in ("f16", "bf16"):
+            check_decode(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16,
+                         layout="nhd" if dtype == "f16" else "hnd", form="pool", B=13, max_len=300,
+                         opts=dflt(128), static=none)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=7, max_len=200, opts=dflt(128), static=none, q_scale=5000.0,
+                     label="extreme logits")
+        check_decode(b, rng, dtype="f16", D=64, Hqo=8, Hkv=8, ps=1, layout="nhd", form="pair",
+                     B=11, max_len=130, opts=dflt(64), static=none)
+        check_decode(b, rng, dtype="f16", D=256, Hqo=16, Hkv=2, ps=16, layout="hnd", form="pair",
+                     B=9, max_len=333, opts=dflt(256), static=none)
+        check_decode(b, rng, dtype="bf16", D=256, Hqo=16, Hkv=2, ps=1, layout="hnd", form="pool",
+                     B=5, max_len=77, opts=dflt(256), static=none)
+        check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=16, layout="nhd", form="pool",
+                     B=10, max_len=250, opts=dict(sm_scale=1 / 8.0, soft_cap=30.0, window=40),
+                     static=dict(logits_soft_cap=30.0, window_left=40), label="softcap30 window40")
+        check_decode(b, rng, dtype="f16", D=128, Hqo=8, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=9, max_len=300, opts=dict(sm_scale=1 / math.sqrt(128), rope=True,
+                                                 rope_theta=1e4, base_e=True),
+                     static=dict(pos_encoding="rope_llama", lse_base="e"), label="rope base_e")
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=9, max_len=300, opts=dict(sm_scale=0.1, alibi=True),
+                     static=dict(pos_encoding="alibi"), label="alibi")
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                     B=13, max_len=700, opts=dflt(128), static={}, split_chunk=8, pad=5,
+                     label="split")
+        check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+                     B=6, max_len=500, opts=dflt(64), static={}, split_chunk=37, pad=0,
+                     label="split")
+        check_prefill(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                      B=7, max_qo=20, max_len=200, opts=dict(sm_scale=1 / math.sqrt(128), causal=True),
+                      static=dict(pos_encoding="none"), label="causal")
+        check_prefill(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                      B=5, max_qo=9, max_len=150, opts=dict(sm_scale=1 / math.sqrt(128)),
+                      static=dict(pos_encoding="none"), label="")
+        check_prefill(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+                      B=6, max_qo=12, max_len=120,
+                      opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
+                      static=dict(logits_soft_cap=30.0, window_left=40), label="causal softcap30 window40")
+        check_cascade(b, rng)
+    nfail = sum(1 for r in results if not r[6])
+    print(f"\n{len(results) - nfail}/{len(results)} cases passed")
+    print("| case | dtype | max rel err v/o | max rel err lse | NaN | exact rules | pass |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for n, d, eo, es, nan, ex, ok, note in results:
+        print(f"| {n} | {d} | {eo:.2e} | {es:.2e} | {nan} | {ex} | {'yes' if ok else 'NO'} |")
+    sys.exit(1 if nfail else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+#!/bin/bash
+# Runs on the GPU machine from the repo root:
+#   bash test/Integration/gpu/run_all.sh BUNDLE_DIR [check|sanitize|bench|all]
+# Writes logs under $OUT (or ./out).
+set -u
+B=${1:-.carry/bundle}
+WHAT=${2:-all}
+O=${OUT:-out}
+mkdir -p "$O"
+export PYTHONUNBUFFERED=1
+G=test/Integration/gpu
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
+rc=0
+if [[ $WHAT == all || $WHAT == check ]]; then
+  (cd $G && python3 check.py "../../../$B") 2>&1 | tee "$O/check.log" | tail -45
+  rc=$((rc + ${PIPESTATUS[0]}))
+fi
+if [[ $WHAT == all || $WHAT == sanitize ]]; then
+  for tool in memcheck racecheck; do
+    (cd $G && timeout 240 compute-sanitizer --tool $tool python3 check.py "../../../$B" --small) \
+      > "$O/sanitizer-$tool.log" 2>&1
+    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/sanitizer-$tool.log" | tail -1)"
+    grep -E "^(PASS|FAIL)" "$O/sanitizer-$tool.log" | head -8
+  done
+fi
+if [[ $WHAT == all || $WHAT == bench ]]; then
+  python3 benchmarks/decode_merge/bench.py "$B" 2>&1 | tee "$O/bench.log" | tail -16
+fi
+exit $rc
