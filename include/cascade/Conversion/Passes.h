@@ -10,15 +10,33 @@ namespace mlir {
 class DialectRegistry;
 class RewritePatternSet;
 class ModuleOp;
-namespace arith { class ArithDialect; }
-namespace gpu { class GPUDialect; }
-namespace memref { class MemRefDialect; }
-namespace scf { class SCFDialect; }
-namespace vector { class VectorDialect; }
-namespace nvgpu { class NVGPUDialect; }
-namespace NVVM { class NVVMDialect; }
-namespace LLVM { class LLVMDialect; }
-namespace func { class FuncDialect; }
+namespace arith {
+class ArithDialect;
+}
+namespace gpu {
+class GPUDialect;
+}
+namespace memref {
+class MemRefDialect;
+}
+namespace scf {
+class SCFDialect;
+}
+namespace vector {
+class VectorDialect;
+}
+namespace nvgpu {
+class NVGPUDialect;
+}
+namespace NVVM {
+class NVVMDialect;
+}
+namespace LLVM {
+class LLVMDialect;
+}
+namespace func {
+class FuncDialect;
+}
 
 namespace cascade {
 

@@ -37,10 +37,12 @@ struct ConvertCascadeToGPUPass
       if (isa<CascadeDialect>(op->getDialect()) &&
           !op->getParentOfType<gpu::GPUModuleOp>()) {
         if (isa<MultiLevelAttentionOp>(op))
-          op->emitError("run cascade-decompose-levels before convert-cascade-to-gpu");
+          op->emitError(
+              "run cascade-decompose-levels before convert-cascade-to-gpu");
         else
-          op->emitError("cascade op could not be lowered to GPU "
-                        "(tensor form: bufferize first; see diagnostics above)");
+          op->emitError(
+              "cascade op could not be lowered to GPU "
+              "(tensor form: bufferize first; see diagnostics above)");
         failedAny = true;
       }
     });

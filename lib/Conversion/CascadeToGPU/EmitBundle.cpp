@@ -27,18 +27,24 @@ using namespace mlir;
 using namespace mlir::cascade;
 
 static llvm::json::Value toJson(Attribute a) {
-  if (auto s = dyn_cast<StringAttr>(a)) return s.getValue().str();
-  if (auto b = dyn_cast<BoolAttr>(a)) return b.getValue();
-  if (auto i = dyn_cast<IntegerAttr>(a)) return i.getInt();
-  if (auto f = dyn_cast<FloatAttr>(a)) return f.getValueAsDouble();
+  if (auto s = dyn_cast<StringAttr>(a))
+    return s.getValue().str();
+  if (auto b = dyn_cast<BoolAttr>(a))
+    return b.getValue();
+  if (auto i = dyn_cast<IntegerAttr>(a))
+    return i.getInt();
+  if (auto f = dyn_cast<FloatAttr>(a))
+    return f.getValueAsDouble();
   if (auto arr = dyn_cast<ArrayAttr>(a)) {
     llvm::json::Array out;
-    for (Attribute e : arr) out.push_back(toJson(e));
+    for (Attribute e : arr)
+      out.push_back(toJson(e));
     return out;
   }
   if (auto d = dyn_cast<DictionaryAttr>(a)) {
     llvm::json::Object o;
-    for (NamedAttribute na : d) o[na.getName().str()] = toJson(na.getValue());
+    for (NamedAttribute na : d)
+      o[na.getName().str()] = toJson(na.getValue());
     return o;
   }
   std::string s;
@@ -66,7 +72,8 @@ struct CascadeEmitBundlePass
     std::string ptx, chip = "sm_90", features = "+ptx80";
     for (Attribute oa : bin.getObjects()) {
       auto obj = cast<gpu::ObjectAttr>(oa);
-      if (obj.getFormat() != gpu::CompilationTarget::Assembly) continue;
+      if (obj.getFormat() != gpu::CompilationTarget::Assembly)
+        continue;
       ptx = obj.getObject().getValue().str();
       if (auto t = dyn_cast<NVVM::NVVMTargetAttr>(obj.getTarget())) {
         chip = t.getChip().str();
@@ -75,7 +82,8 @@ struct CascadeEmitBundlePass
       break;
     }
     if (ptx.empty()) {
-      module.emitError("gpu.binary @cascade_kernels holds no PTX (use format=isa)");
+      module.emitError(
+          "gpu.binary @cascade_kernels holds no PTX (use format=isa)");
       return signalPassFailure();
     }
     if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
@@ -96,7 +104,8 @@ struct CascadeEmitBundlePass
     }
     llvm::json::Array kernels;
     if (auto entries = module->getAttrOfType<ArrayAttr>(kBundleAttrName))
-      for (Attribute e : entries) kernels.push_back(toJson(e));
+      for (Attribute e : entries)
+        kernels.push_back(toJson(e));
     llvm::json::Object root{
         {"format", "cascade-kernel-bundle"},
         {"version", 1},

@@ -11,13 +11,20 @@ using namespace mlir;
 using namespace mlir::cascade;
 
 std::string cascade::dtypeName(Type t) {
-  if (t.isF16()) return "f16";
-  if (t.isBF16()) return "bf16";
-  if (t.isF32()) return "f32";
-  if (t.isInteger(32)) return "i32";
-  if (t.isInteger(64)) return "i64";
-  if (t.isInteger(8)) return "u8";
-  if (t.isInteger(1)) return "i1";
+  if (t.isF16())
+    return "f16";
+  if (t.isBF16())
+    return "bf16";
+  if (t.isF32())
+    return "f32";
+  if (t.isInteger(32))
+    return "i32";
+  if (t.isInteger(64))
+    return "i64";
+  if (t.isInteger(8))
+    return "u8";
+  if (t.isInteger(1))
+    return "i1";
   return "unknown";
 }
 
@@ -44,19 +51,35 @@ Value KernelBuilder::vsplat(double v, int64_t n) {
       b, loc, vt, DenseElementsAttr::get(vt, b.getF32FloatAttr(v)));
 }
 
-Value KernelBuilder::add(Value a, Value c) { return arith::AddIOp::create(b, loc, a, c); }
-Value KernelBuilder::sub(Value a, Value c) { return arith::SubIOp::create(b, loc, a, c); }
-Value KernelBuilder::mul(Value a, Value c) { return arith::MulIOp::create(b, loc, a, c); }
-Value KernelBuilder::div(Value a, Value c) { return arith::DivUIOp::create(b, loc, a, c); }
-Value KernelBuilder::rem(Value a, Value c) { return arith::RemUIOp::create(b, loc, a, c); }
-Value KernelBuilder::minU(Value a, Value c) { return arith::MinUIOp::create(b, loc, a, c); }
-Value KernelBuilder::maxS(Value a, Value c) { return arith::MaxSIOp::create(b, loc, a, c); }
+Value KernelBuilder::add(Value a, Value c) {
+  return arith::AddIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::sub(Value a, Value c) {
+  return arith::SubIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::mul(Value a, Value c) {
+  return arith::MulIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::div(Value a, Value c) {
+  return arith::DivUIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::rem(Value a, Value c) {
+  return arith::RemUIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::minU(Value a, Value c) {
+  return arith::MinUIOp::create(b, loc, a, c);
+}
+Value KernelBuilder::maxS(Value a, Value c) {
+  return arith::MaxSIOp::create(b, loc, a, c);
+}
 Value KernelBuilder::toIndex(Value v) {
-  if (v.getType().isIndex()) return v;
+  if (v.getType().isIndex())
+    return v;
   return arith::IndexCastOp::create(b, loc, b.getIndexType(), v);
 }
 Value KernelBuilder::toI32(Value v) {
-  if (v.getType().isInteger(32)) return v;
+  if (v.getType().isInteger(32))
+    return v;
   return arith::IndexCastOp::create(b, loc, b.getI32Type(), v);
 }
 Value KernelBuilder::toF32(Value v) {
@@ -71,11 +94,21 @@ Value KernelBuilder::select(Value c, Value t, Value f) {
   return arith::SelectOp::create(b, loc, c, t, f);
 }
 
-Value KernelBuilder::fadd(Value a, Value c) { return arith::AddFOp::create(b, loc, a, c); }
-Value KernelBuilder::fsub(Value a, Value c) { return arith::SubFOp::create(b, loc, a, c); }
-Value KernelBuilder::fmul(Value a, Value c) { return arith::MulFOp::create(b, loc, a, c); }
-Value KernelBuilder::fdiv(Value a, Value c) { return arith::DivFOp::create(b, loc, a, c); }
-Value KernelBuilder::fmax(Value a, Value c) { return arith::MaxNumFOp::create(b, loc, a, c); }
+Value KernelBuilder::fadd(Value a, Value c) {
+  return arith::AddFOp::create(b, loc, a, c);
+}
+Value KernelBuilder::fsub(Value a, Value c) {
+  return arith::SubFOp::create(b, loc, a, c);
+}
+Value KernelBuilder::fmul(Value a, Value c) {
+  return arith::MulFOp::create(b, loc, a, c);
+}
+Value KernelBuilder::fdiv(Value a, Value c) {
+  return arith::DivFOp::create(b, loc, a, c);
+}
+Value KernelBuilder::fmax(Value a, Value c) {
+  return arith::MaxNumFOp::create(b, loc, a, c);
+}
 Value KernelBuilder::fcmp(arith::CmpFPredicate p, Value a, Value c) {
   return arith::CmpFOp::create(b, loc, p, a, c);
 }
@@ -121,7 +154,8 @@ Value KernelBuilder::load8(Value memref, Value off) {
   auto vt = VectorType::get({8}, et);
   Value v = vector::LoadOp::create(b, loc, vt, memref, ValueRange{off},
                                    /*nontemporal=*/false, llvm::Align(16));
-  if (et.isF32()) return v;
+  if (et.isF32())
+    return v;
   return arith::ExtFOp::create(b, loc, VectorType::get({8}, b.getF32Type()), v);
 }
 void KernelBuilder::store8(Value vecF32, Value memref, Value off) {
@@ -170,12 +204,13 @@ Value KernelBuilder::warpAllReduceSum(Value x, int64_t width) {
 }
 
 SmallVector<Value> KernelBuilder::warpAllReduceSumMulti(ArrayRef<Value> vals,
-                                                       int64_t width,
-                                                       Value lane) {
+                                                        int64_t width,
+                                                        Value lane) {
   int64_t g = vals.size();
   if (g == 1 || g > width || (g & (g - 1)) != 0) {
     SmallVector<Value> out;
-    for (Value v : vals) out.push_back(warpAllReduceSum(v, width));
+    for (Value v : vals)
+      out.push_back(warpAllReduceSum(v, width));
     return out;
   }
   SmallVector<Value> cur(vals.begin(), vals.end());
@@ -215,9 +250,9 @@ SmallVector<Value> KernelBuilder::warpAllReduceSumMulti(ArrayRef<Value> vals,
       if (v & (g >> (s + 1)))
         pat |= width >> (s + 1);
     Value src = arith::OrIOp::create(b, loc, base, i32(pat));
-    out.push_back(gpu::ShuffleOp::create(b, loc, x, src, i32(32),
-                                         gpu::ShuffleMode::IDX)
-                      .getShuffleResult());
+    out.push_back(
+        gpu::ShuffleOp::create(b, loc, x, src, i32(32), gpu::ShuffleMode::IDX)
+            .getShuffleResult());
   }
   return out;
 }
@@ -291,7 +326,8 @@ gpu::GPUFuncOp cascade::getOrCreateKernel(
   OpBuilder b(module.getContext());
   b.setInsertionPoint(gm.getBody(), gm.getBody()->end());
   SmallVector<Type> types;
-  for (const KernelParam &p : params) types.push_back(p.type);
+  for (const KernelParam &p : params)
+    types.push_back(p.type);
   auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
                                    b.getFunctionType(types, {}));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -307,10 +343,11 @@ gpu::GPUFuncOp cascade::getOrCreateKernel(
 }
 
 Attribute cascade::gridRule(MLIRContext *ctx, StringRef param, int64_t div,
-                           int64_t mul) {
+                            int64_t mul) {
   Builder b(ctx);
-  SmallVector<NamedAttribute> f{b.getNamedAttr("param", b.getStringAttr(param)),
-                                b.getNamedAttr("div", b.getI64IntegerAttr(div))};
+  SmallVector<NamedAttribute> f{
+      b.getNamedAttr("param", b.getStringAttr(param)),
+      b.getNamedAttr("div", b.getI64IntegerAttr(div))};
   if (mul != 1)
     f.push_back(b.getNamedAttr("mul", b.getI64IntegerAttr(mul)));
   return b.getDictionaryAttr(f);
@@ -325,16 +362,18 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
   Builder b(ctx);
   SmallVector<Attribute> ps;
   for (const KernelParam &p : params) {
-    SmallVector<NamedAttribute> f{b.getNamedAttr("name", b.getStringAttr(p.name)),
-                                  b.getNamedAttr("kind", b.getStringAttr(p.kind))};
+    SmallVector<NamedAttribute> f{
+        b.getNamedAttr("name", b.getStringAttr(p.name)),
+        b.getNamedAttr("kind", b.getStringAttr(p.kind))};
     if (p.kind == "memref")
       f.push_back(b.getNamedAttr(
-          "dtype", b.getStringAttr(dtypeName(
-                       cast<MemRefType>(p.type).getElementType()))));
+          "dtype", b.getStringAttr(
+                       dtypeName(cast<MemRefType>(p.type).getElementType()))));
     ps.push_back(b.getDictionaryAttr(f));
   }
   SmallVector<Attribute> pa;
-  for (StringRef s : planArrays) pa.push_back(b.getStringAttr(s));
+  for (StringRef s : planArrays)
+    pa.push_back(b.getStringAttr(s));
   return b.getDictionaryAttr({
       b.getNamedAttr("name", b.getStringAttr(name)),
       b.getNamedAttr("ptx", b.getStringAttr("kernels.ptx")),

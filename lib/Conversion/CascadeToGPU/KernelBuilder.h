@@ -57,9 +57,9 @@ struct KernelBuilder {
   Value rem(Value a, Value c); // unsigned
   Value minU(Value a, Value c);
   Value maxS(Value a, Value c);
-  Value toIndex(Value v);  // sign-extending i32/i64 -> index
-  Value toI32(Value v);    // index -> i32
-  Value toF32(Value v);    // index/int -> f32 (signed)
+  Value toIndex(Value v); // sign-extending i32/i64 -> index
+  Value toI32(Value v);   // index -> i32
+  Value toF32(Value v);   // index/int -> f32 (signed)
   Value cmp(arith::CmpIPredicate p, Value a, Value c);
   Value select(Value c, Value t, Value f);
 
@@ -147,9 +147,8 @@ gpu::GPUFuncOp getOrCreateKernel(
 
 /// Builds a manifest dictionary.
 DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
-                            ArrayRef<int64_t> block,
-                            ArrayRef<Attribute> grid, int64_t dynSmem,
-                            ArrayRef<NamedAttribute> statics,
+                            ArrayRef<int64_t> block, ArrayRef<Attribute> grid,
+                            int64_t dynSmem, ArrayRef<NamedAttribute> statics,
                             ArrayRef<KernelParam> params,
                             ArrayRef<StringRef> planArrays);
 /// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:

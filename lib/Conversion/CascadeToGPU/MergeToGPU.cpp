@@ -1,4 +1,5 @@
-//===- MergeToGPU.cpp - Lower cascade merge ops to GPU kernels -------------===//
+//===- MergeToGPU.cpp - Lower cascade merge ops to GPU kernels
+//-------------===//
 //
 // merge_state, merge_state_in_place (optional strided mask) and merge_states.
 // One thread owns 8 contiguous elements (16 bytes for f16/bf16) of one
@@ -30,10 +31,12 @@ struct MergeGeom {
 
 static FailureOr<MergeGeom> mergeGeom(Operation *op, Type vTy) {
   auto mt = dyn_cast<MemRefType>(vTy);
-  if (!mt) return failure();
+  if (!mt)
+    return failure();
   int64_t d = mt.getShape().back();
   if (ShapedType::isDynamic(d) || d % 8 != 0 || d / 8 > kTargetThreads) {
-    op->emitError("merge lowering needs a static head_dim multiple of 8 and <= 1024");
+    op->emitError(
+        "merge lowering needs a static head_dim multiple of 8 and <= 1024");
     return failure();
   }
   Type et = mt.getElementType();
@@ -72,12 +75,14 @@ static Value fromBase2(KernelBuilder &k, Value s, bool baseE) {
 struct TaskIds {
   Value task, lane, inRange;
 };
-static TaskIds taskIds(KernelBuilder &k, const MergeGeom &g, Value numTasksI64) {
+static TaskIds taskIds(KernelBuilder &k, const MergeGeom &g,
+                       Value numTasksI64) {
   Value tid = k.threadId(gpu::Dimension::x);
   Value bid = k.blockId(gpu::Dimension::x);
   Value task = k.add(k.mul(bid, k.idx(g.tpb)), k.div(tid, k.idx(g.tpt)));
   Value lane = k.rem(tid, k.idx(g.tpt));
-  Value inRange = k.cmp(arith::CmpIPredicate::ult, task, k.toIndex(numTasksI64));
+  Value inRange =
+      k.cmp(arith::CmpIPredicate::ult, task, k.toIndex(numTasksI64));
   return {task, lane, inRange};
 }
 
@@ -147,9 +152,11 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStateOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op)) return failure();
+    if (!allMemRefs(op))
+      return failure();
     auto g = mergeGeom(op, op.getV().getType());
-    if (failed(g)) return failure();
+    if (failed(g))
+      return failure();
     Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
     if (cast<MemRefType>(op.getVA().getType()).getElementType() != vt ||
         cast<MemRefType>(op.getVB().getType()).getElementType() != vt)
@@ -159,16 +166,18 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
     Builder bb(ctx);
     std::string name = "cascade_merge_state_" + dtypeName(vt) + "_d" +
                        std::to_string(g->d) + "_" + lseSuffix(op.getLseBase());
-    SmallVector<KernelParam> params = {
-        {"v_a", "memref", flatTy(op.getVA())}, {"s_a", "memref", flatTy(op.getSA())},
-        {"v_b", "memref", flatTy(op.getVB())}, {"s_b", "memref", flatTy(op.getSB())},
-        {"v", "memref", flatTy(op.getV())},    {"s", "memref", flatTy(op.getS())},
-        {"num_tasks", "i64", bb.getI64Type()}};
-    auto manifest = makeManifest(
-        ctx, name, "merge_state", {g->block, 1, 1},
-        {gridRule(ctx, "num_tasks", g->tpb), bb.getI64IntegerAttr(1),
-         bb.getI64IntegerAttr(1)},
-        0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
+    SmallVector<KernelParam> params = {{"v_a", "memref", flatTy(op.getVA())},
+                                       {"s_a", "memref", flatTy(op.getSA())},
+                                       {"v_b", "memref", flatTy(op.getVB())},
+                                       {"s_b", "memref", flatTy(op.getSB())},
+                                       {"v", "memref", flatTy(op.getV())},
+                                       {"s", "memref", flatTy(op.getS())},
+                                       {"num_tasks", "i64", bb.getI64Type()}};
+    auto manifest =
+        makeManifest(ctx, name, "merge_state", {g->block, 1, 1},
+                     {gridRule(ctx, "num_tasks", g->tpb),
+                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
+                     0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
     auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
     gpu::GPUFuncOp fn = getOrCreateKernel(
@@ -180,7 +189,8 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
           auto ifOp = scf::IfOp::create(b, k.loc, t.inRange, false);
           OpBuilder::InsertionGuard guard(b);
           b.setInsertionPointToStart(ifOp.thenBlock());
-          Value off = k.add(k.mul(t.task, k.idx(geom.d)), k.mul(t.lane, k.idx(8)));
+          Value off =
+              k.add(k.mul(t.task, k.idx(geom.d)), k.mul(t.lane, k.idx(8)));
           Value sa = toBase2(k, k.loadScalar(a[1], t.task), baseE);
           Value sb = toBase2(k, k.loadScalar(a[3], t.task), baseE);
           Value va = k.load8(a[0], off), vb = k.load8(a[2], off);
@@ -192,7 +202,8 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
           // Exactness: an empty input returns the other s unconverted.
           Value sOut = fromBase2(k, s, baseE);
           if (baseE) {
-            Value sar = k.loadScalar(a[1], t.task), sbr = k.loadScalar(a[3], t.task);
+            Value sar = k.loadScalar(a[1], t.task),
+                  sbr = k.loadScalar(a[3], t.task);
             sOut = k.select(k.isNegInf(sb), sar, sOut);
             sOut = k.select(k.isNegInf(sa), sbr, sOut);
           }
@@ -220,9 +231,11 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStateInPlaceOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op)) return failure();
+    if (!allMemRefs(op))
+      return failure();
     auto g = mergeGeom(op, op.getV().getType());
-    if (failed(g)) return failure();
+    if (failed(g))
+      return failure();
     Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
     if (cast<MemRefType>(op.getVOther().getType()).getElementType() != vt)
       return op.emitError("merge lowering needs one v dtype"), failure();
@@ -254,11 +267,11 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
     auto statics = mergeStatics(bb, *g, vt, op.getLseBase());
     statics.push_back(bb.getNamedAttr(
         "mask", bb.getStringAttr(hasMask ? dtypeName(maskElt) : "none")));
-    auto manifest = makeManifest(
-        ctx, name, "merge_state_in_place", {g->block, 1, 1},
-        {gridRule(ctx, "num_tasks", g->tpb), bb.getI64IntegerAttr(1),
-         bb.getI64IntegerAttr(1)},
-        0, statics, params, {});
+    auto manifest =
+        makeManifest(ctx, name, "merge_state_in_place", {g->block, 1, 1},
+                     {gridRule(ctx, "num_tasks", g->tpb),
+                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
+                     0, statics, params, {});
     auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
     gpu::GPUFuncOp fn = getOrCreateKernel(
@@ -268,7 +281,10 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
           auto a = f.getArguments();
           unsigned i = 0;
           Value vO = a[i++], sO = a[i++], mask, maskStride;
-          if (hasMask) { mask = a[i++]; maskStride = a[i++]; }
+          if (hasMask) {
+            mask = a[i++];
+            maskStride = a[i++];
+          }
           Value v = a[i++], s = a[i++], numTasks = a[i++], numHeads = a[i++];
           TaskIds t = taskIds(k, geom, numTasks);
           // Every thread of a task reads the old s before lane 0 of the task
@@ -284,12 +300,14 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
           if (hasMask) {
             Value row = k.div(t.task, k.toIndex(numHeads));
             Value mv = k.loadScalar(mask, k.mul(row, k.toIndex(maskStride)));
-            Value zero = arith::ConstantIntOp::create(b, k.loc, mv.getType(), 0);
+            Value zero =
+                arith::ConstantIntOp::create(b, k.loc, mv.getType(), 0);
             Value on = k.cmp(arith::CmpIPredicate::ne, mv, zero);
             auto ifM = scf::IfOp::create(b, k.loc, on, false);
             b.setInsertionPointToStart(ifM.thenBlock());
           }
-          Value off = k.add(k.mul(t.task, k.idx(geom.d)), k.mul(t.lane, k.idx(8)));
+          Value off =
+              k.add(k.mul(t.task, k.idx(geom.d)), k.mul(t.lane, k.idx(8)));
           Value sa = toBase2(k, sar, baseE), sb = toBase2(k, sbr, baseE);
           Value va = k.load8(v, off), vb = k.load8(vO, off);
           auto [vm, sm] = mergeTwo(k, va, sa, vb, sb);
@@ -337,9 +355,11 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStatesOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op)) return failure();
+    if (!allMemRefs(op))
+      return failure();
     auto g = mergeGeom(op, op.getV().getType());
-    if (failed(g)) return failure();
+    if (failed(g))
+      return failure();
     Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
     if (cast<MemRefType>(op.getVIn().getType()).getElementType() != vt)
       return op.emitError("merge lowering needs one v dtype"), failure();
@@ -348,19 +368,18 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
     Builder bb(ctx);
     std::string name = "cascade_merge_states_" + dtypeName(vt) + "_d" +
                        std::to_string(g->d) + "_" + lseSuffix(op.getLseBase());
-    SmallVector<KernelParam> params = {
-        {"v_in", "memref", flatTy(op.getVIn())},
-        {"s_in", "memref", flatTy(op.getSIn())},
-        {"v", "memref", flatTy(op.getV())},
-        {"s", "memref", flatTy(op.getS())},
-        {"num_tasks", "i64", bb.getI64Type()},
-        {"num_states", "i64", bb.getI64Type()},
-        {"num_heads", "i64", bb.getI64Type()}};
-    auto manifest = makeManifest(
-        ctx, name, "merge_states", {g->block, 1, 1},
-        {gridRule(ctx, "num_tasks", g->tpb), bb.getI64IntegerAttr(1),
-         bb.getI64IntegerAttr(1)},
-        0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
+    SmallVector<KernelParam> params = {{"v_in", "memref", flatTy(op.getVIn())},
+                                       {"s_in", "memref", flatTy(op.getSIn())},
+                                       {"v", "memref", flatTy(op.getV())},
+                                       {"s", "memref", flatTy(op.getS())},
+                                       {"num_tasks", "i64", bb.getI64Type()},
+                                       {"num_states", "i64", bb.getI64Type()},
+                                       {"num_heads", "i64", bb.getI64Type()}};
+    auto manifest =
+        makeManifest(ctx, name, "merge_states", {g->block, 1, 1},
+                     {gridRule(ctx, "num_tasks", g->tpb),
+                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
+                     0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
     auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
     gpu::GPUFuncOp fn = getOrCreateKernel(
@@ -383,23 +402,28 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
                 KernelBuilder kk(lb, l);
                 Value sidx = kk.add(kk.mul(kk.add(rowBase, i), nHeads), head);
                 Value si = toBase2(kk, kk.loadScalar(a[1], sidx), baseE);
-                Value vi = kk.load8(a[0], kk.add(kk.mul(sidx, kk.idx(geom.d)), laneOff));
+                Value vi = kk.load8(
+                    a[0], kk.add(kk.mul(sidx, kk.idx(geom.d)), laneOff));
                 Value m = it[0], d = it[1], acc = it[2];
                 Value mNew = kk.fmax(m, si);
                 Value zero = kk.f32(0.0);
-                Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
-                Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
+                Value scale =
+                    kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
+                Value w =
+                    kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
                 Value dNew = kk.fadd(kk.fmul(d, scale), w);
                 Value accNew = kk.fadd(kk.fmul(acc, kk.splat(scale)),
                                        kk.fmul(vi, kk.splat(w)));
                 scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
               });
-          Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
+          Value m = loop.getResult(0), d = loop.getResult(1),
+                acc = loop.getResult(2);
           Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
           Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
           Value v = k.fmul(acc, k.splat(inv));
           v = k.select(empty, k.vsplat(0.0), v);
-          Value s = k.select(empty, k.negInf(), fromBase2(k, k.fadd(m, k.lg2(d)), baseE));
+          Value s = k.select(empty, k.negInf(),
+                             fromBase2(k, k.fadd(m, k.lg2(d)), baseE));
           k.store8(v, a[2], k.add(k.mul(t.task, k.idx(geom.d)), laneOff));
           Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
           auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);

@@ -62,9 +62,11 @@ static Value idxToI64(OpBuilder &b, Location loc, Value v) {
 /// FlashInfer's ALiBi slope of head h out of n heads.
 static double alibiSlope(int64_t h, int64_t n) {
   int64_t p = 1;
-  while (p * 2 <= n) p *= 2;
+  while (p * 2 <= n)
+    p *= 2;
   double m0 = std::exp2(-8.0 / p);
-  if (h < p) return std::pow(m0, double(h + 1));
+  if (h < p)
+    return std::pow(m0, double(h + 1));
   double m1 = std::exp2(-4.0 / p);
   return std::pow(m1, double((h - p) * 2 + 1));
 }
@@ -88,7 +90,8 @@ static FailureOr<DecodeConfig> analyse(PagedAttentionOp op) {
   DecodeConfig c;
   auto qT = cast<MemRefType>(op.getQ().getType());
   auto kv = op.getKv();
-  if (qT.getRank() != 3) return op.emitError("q must be [rows, Hqo, D]"), failure();
+  if (qT.getRank() != 3)
+    return op.emitError("q must be [rows, Hqo, D]"), failure();
   c.hqo = qT.getDimSize(1);
   c.d = qT.getDimSize(2);
   c.qT = qT.getElementType();
@@ -100,12 +103,14 @@ static FailureOr<DecodeConfig> analyse(PagedAttentionOp op) {
   ArrayRef<int64_t> sh = kT.getShape();
   int64_t psDim, hDim, dDim;
   if (c.pool) {
-    if (sh.size() != 5) return op.emitError("kv pool must be 5-D"), failure();
+    if (sh.size() != 5)
+      return op.emitError("kv pool must be 5-D"), failure();
     psDim = c.hnd ? sh[3] : sh[2];
     hDim = c.hnd ? sh[2] : sh[3];
     dDim = sh[4];
   } else {
-    if (sh.size() != 4) return op.emitError("k/v must be 4-D"), failure();
+    if (sh.size() != 4)
+      return op.emitError("k/v must be 4-D"), failure();
     psDim = c.hnd ? sh[2] : sh[1];
     hDim = c.hnd ? sh[1] : sh[2];
     dDim = sh[3];
@@ -116,21 +121,25 @@ static FailureOr<DecodeConfig> analyse(PagedAttentionOp op) {
   if (ShapedType::isDynamic(c.hqo) || ShapedType::isDynamic(c.d) ||
       ShapedType::isDynamic(c.hkv) || ShapedType::isDynamic(psDim) ||
       ShapedType::isDynamic(dDim))
-    return op.emitError("decode lowering needs static heads, head_dim and page size"),
+    return op.emitError(
+               "decode lowering needs static heads, head_dim and page size"),
            failure();
   if (psDim != c.ps || dDim != c.d || c.hqo % c.hkv != 0)
     return op.emitError("inconsistent decode shapes"), failure();
   if (c.d % 8 != 0 || c.d / 8 > 32 || 32 % (c.d / 8) != 0)
-    return op.emitError("decode lowering supports head_dim 64, 128, 256 (D/8 lanes must divide a warp)"),
+    return op.emitError("decode lowering supports head_dim 64, 128, 256 (D/8 "
+                        "lanes must divide a warp)"),
            failure();
   if (!(c.qT.isF16() || c.qT.isBF16()) || !(c.kvT.isF16() || c.kvT.isBF16()))
-    return op.emitError("decode lowering supports f16/bf16 q and kv"), failure();
+    return op.emitError("decode lowering supports f16/bf16 q and kv"),
+           failure();
   c.g = c.hqo / c.hkv;
   c.split = !op.getPlan().empty();
   c.prefill = !op.isDecode();
   c.causal = c.prefill && op.getCausal();
   if (c.prefill && c.split)
-    return op.emitError("split-KV prefill lowering not implemented yet"), failure();
+    return op.emitError("split-KV prefill lowering not implemented yet"),
+           failure();
   c.smScale = op.getEffectiveSmScale();
   c.softCap = op.getLogitsSoftCap().convertToFloat();
   c.windowLeft = op.getWindowLeft();
@@ -147,7 +156,8 @@ static FailureOr<DecodeConfig> analyse(PagedAttentionOp op) {
   c.bdx = c.d / 8;
   c.bdy = 1;
   if (c.g > 16)
-    return op.emitError("decode lowering supports GQA groups up to 16"), failure();
+    return op.emitError("decode lowering supports GQA groups up to 16"),
+           failure();
   // Tuning knobs (benchmarking only): CASCADE_DECODE_THREADS (threads per
   // block, default 128), CASCADE_DECODE_TILE (tokens per tile, default 32),
   // CASCADE_DECODE_STAGES (max pipeline depth, default 4),
@@ -185,16 +195,15 @@ static std::string kernelName(const DecodeConfig &c, PagedAttentionOp op) {
   llvm::raw_string_ostream os(s);
   os << (c.prefill ? "cascade_prefill_rows" : "cascade_decode")
      << (c.split ? "_split" : "") << (c.causal ? "_causal" : "") << "_"
-     << dtypeName(c.qT)
-     << "_" << dtypeName(c.kvT) << "_d" << c.d << "_g" << c.g << "_h" << c.hkv
-     << "_p" << c.ps << (c.hnd ? "_hnd" : "_nhd")
+     << dtypeName(c.qT) << "_" << dtypeName(c.kvT) << "_d" << c.d << "_g" << c.g
+     << "_h" << c.hkv << "_p" << c.ps << (c.hnd ? "_hnd" : "_nhd")
      << (c.pool ? "_pool" : "_pair");
   // Options hash keeps distinct option sets apart.
   std::string opts;
   llvm::raw_string_ostream oo(opts);
-  oo << llvm::bit_cast<uint32_t>(c.smScale) << "," << llvm::bit_cast<uint32_t>(c.softCap)
-     << "," << c.windowLeft << "," << int(c.pos) << ","
-     << llvm::bit_cast<uint32_t>(c.ropeScale) << ","
+  oo << llvm::bit_cast<uint32_t>(c.smScale) << ","
+     << llvm::bit_cast<uint32_t>(c.softCap) << "," << c.windowLeft << ","
+     << int(c.pos) << "," << llvm::bit_cast<uint32_t>(c.ropeScale) << ","
      << llvm::bit_cast<uint32_t>(c.ropeTheta) << "," << c.baseE;
   llvm::hash_code h = llvm::hash_value(StringRef(opts));
   bool defaults = c.softCap == 0 && c.windowLeft < 0 &&
@@ -250,8 +259,9 @@ static Value applyRope(KernelBuilder &k, Value x, Value partner, Value invFreq8,
     Value q = arith::FPToSIOp::create(
         k.b, k.loc, k.b.getI32Type(),
         k.fadd(k.fmul(a, k.f32(1.0 / (2.0 * M_PI))), k.f32(0.5)));
-    Value r = k.fsub(a, k.fmul(arith::SIToFPOp::create(k.b, k.loc, k.b.getF32Type(), q),
-                               k.f32(2.0 * M_PI)));
+    Value r = k.fsub(
+        a, k.fmul(arith::SIToFPOp::create(k.b, k.loc, k.b.getF32Type(), q),
+                  k.f32(2.0 * M_PI)));
     cs.push_back(k.cosApprox(r));
     sn.push_back(k.sinApprox(r));
   }
@@ -298,8 +308,12 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value kvIndptr = args[ai++], kvIndices = args[ai++], lastLen = args[ai++];
   Value reqIdx, tileIdx, oIndptr, validMask, chunkSize, tmpV, tmpS;
   if (c.split) {
-    reqIdx = args[ai++]; tileIdx = args[ai++]; oIndptr = args[ai++];
-    validMask = args[ai++]; chunkSize = args[ai++]; tmpV = args[ai++];
+    reqIdx = args[ai++];
+    tileIdx = args[ai++];
+    oIndptr = args[ai++];
+    validMask = args[ai++];
+    chunkSize = args[ai++];
+    tmpV = args[ai++];
     tmpS = args[ai++];
   }
   Value o = args[ai++], lse = args[ai++];
@@ -326,7 +340,8 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
   }
   if (c.pos == PosEncoding::ALiBi) {
     SmallVector<float> sl;
-    for (int64_t h = 0; h < c.hqo; ++h) sl.push_back(float(alibiSlope(h, c.hqo)));
+    for (int64_t h = 0; h < c.hqo; ++h)
+      sl.push_back(float(alibiSlope(h, c.hqo)));
     alibiTab = constTable(b, loc, gm, (name + "_alibi").str(), sl);
   }
 
@@ -346,8 +361,8 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
           ValueRange{k.idx(0), k.toIndex(batchSize)},
           [&](OpBuilder &wb, Location l, ValueRange a) {
             KernelBuilder kk(wb, l);
-            Value more = kk.cmp(arith::CmpIPredicate::sgt,
-                                kk.sub(a[1], a[0]), kk.idx(1));
+            Value more = kk.cmp(arith::CmpIPredicate::sgt, kk.sub(a[1], a[0]),
+                                kk.idx(1));
             scf::ConditionOp::create(wb, l, more, a);
           },
           [&](OpBuilder &wb, Location l, ValueRange a) {
@@ -355,8 +370,9 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
             Value mid = kk.div(kk.add(a[0], a[1]), kk.idx(2));
             Value v = kk.toIndex(kk.loadScalar(qoIndptr, mid));
             Value le = kk.cmp(arith::CmpIPredicate::sle, v, w);
-            scf::YieldOp::create(wb, l, ValueRange{kk.select(le, mid, a[0]),
-                                                   kk.select(le, a[1], mid)});
+            scf::YieldOp::create(
+                wb, l,
+                ValueRange{kk.select(le, mid, a[0]), kk.select(le, a[1], mid)});
           });
       req = wl.getResult(0);
     } else {
@@ -435,12 +451,12 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
         Value j = k.div(ch, k.idx(c.bdx));
         Value t = k.add(k.add(t0, k.mul(i, k.idx(c.tile))), j);
         Value valid = k.cmp(arith::CmpIPredicate::ult, t, t1);
-        auto ifp = scf::IfOp::create(ib, loc, TypeRange{ib.getIndexType()}, valid,
-                                     true);
+        auto ifp = scf::IfOp::create(ib, loc, TypeRange{ib.getIndexType()},
+                                     valid, true);
         OpBuilder::InsertionGuard g(ib);
         ib.setInsertionPointToStart(ifp.thenBlock());
-        Value pg = k.toIndex(k.loadScalar(
-            kvIndices, k.add(pstart, k.div(t, k.idx(c.ps)))));
+        Value pg = k.toIndex(
+            k.loadScalar(kvIndices, k.add(pstart, k.div(t, k.idx(c.ps)))));
         scf::YieldOp::create(ib, loc, pg);
         ib.setInsertionPointToStart(ifp.elseBlock());
         scf::YieldOp::create(ib, loc, k.idx(0));
@@ -461,9 +477,10 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
         Value valid = k.cmp(arith::CmpIPredicate::ult, t, t1);
         Value page = pages[cc];
         Value pos = k.select(valid, k.rem(t, k.idx(c.ps)), k.idx(0));
-        Value off = k.add(
-            k.add(k.mul(page, k.idx(c.pageStride)), k.mul(pos, k.idx(c.tokStride))),
-            k.add(k.mul(kvh, k.idx(c.headStride)), k.mul(p, k.idx(8))));
+        Value off =
+            k.add(k.add(k.mul(page, k.idx(c.pageStride)),
+                        k.mul(pos, k.idx(c.tokStride))),
+                  k.add(k.mul(kvh, k.idx(c.headStride)), k.mul(p, k.idx(8))));
         Value n = k.select(valid, k.idx(8), k.idx(0));
         Value dst = k.add(k.mul(k.add(k.mul(st, k.idx(c.tile)), j), k.idx(c.d)),
                           k.mul(p, k.idx(8)));
@@ -499,8 +516,7 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
           Value nextTile = k.add(i, k.idx(c.stages - 1));
           Value tok = issue(lb, nextTile, k.rem(nextTile, k.idx(c.stages)),
                             it.drop_front(nState));
-          SmallVector<Value> nextPages =
-              lookup(lb, k.add(i, k.idx(c.stages)));
+          SmallVector<Value> nextPages = lookup(lb, k.add(i, k.idx(c.stages)));
           nvgpu::DeviceAsyncWaitOp::create(lb, loc, tok,
                                            lb.getI32IntegerAttr(c.stages - 1));
           gpu::BarrierOp::create(lb, loc);
@@ -543,7 +559,8 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
           for (int64_t g = 0; g < c.g; ++g) {
             Value m = it[3 * g], d = it[3 * g + 1], acc = it[3 * g + 2];
             Value mNew = m;
-            for (Value sc : scores[g]) mNew = k.fmax(mNew, sc);
+            for (Value sc : scores[g])
+              mNew = k.fmax(mNew, sc);
             Value scale = k.select(k.isNegInf(m), zero, k.ex2(k.fsub(m, mNew)));
             d = k.fmul(d, scale);
             acc = k.fmul(acc, k.splat(scale));
@@ -555,7 +572,8 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
             Value v8 = k.load8(smV, k.add(rows[jj], laneOff));
             for (int64_t g = 0; g < c.g; ++g) {
               Value sc = scores[g][jj];
-              Value p = k.select(k.isNegInf(sc), zero, k.ex2(k.fsub(sc, ms[g])));
+              Value p =
+                  k.select(k.isNegInf(sc), zero, k.ex2(k.fsub(sc, ms[g])));
               ds[g] = k.fadd(ds[g], p);
               accs[g] = k.fma(v8, k.splat(p), accs[g]);
             }
@@ -605,13 +623,15 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
         }
         Value dd = k.f32(0.0), aa = k.vsplat(0.0);
         for (int64_t z = 0; z < c.bdz; ++z) {
-          Value wz = k.select(k.isNegInf(mz[z]), k.f32(0.0),
-                              k.ex2(k.fsub(mz[z], mm)));
+          Value wz =
+              k.select(k.isNegInf(mz[z]), k.f32(0.0), k.ex2(k.fsub(mz[z], mm)));
           dd = k.fma(dz[z], wz, dd);
           Value oz = k.load8(redO, k.add(k.idx(z * c.d), laneOff));
           aa = k.fma(oz, k.splat(wz), aa);
         }
-        m = mm; d = dd; acc = aa;
+        m = mm;
+        d = dd;
+        acc = aa;
       }
       Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
       Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
@@ -624,10 +644,13 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
       Value qoHead = k.add(k.mul(kvh, k.idx(c.g)), k.idx(g));
       if (c.split) {
         outRow = k.add(k.mul(prow, k.idx(c.hqo)), qoHead);
-        vDst = tmpV; sDst = tmpS; outS = outS2;
+        vDst = tmpV;
+        sDst = tmpS;
+        outS = outS2;
       } else {
         outRow = qRows[g];
-        vDst = o; sDst = lse;
+        vDst = o;
+        sDst = lse;
         outS = c.baseE ? k.fmul(outS2, k.f32(M_LN2)) : outS2;
       }
       k.store8(outV, vDst, k.add(k.mul(outRow, k.idx(c.d)), laneOff));
@@ -685,7 +708,8 @@ static void buildIndptrMergeBody(OpBuilder &b, gpu::GPUFuncOp f,
         Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
         Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
         Value dNew = kk.fadd(kk.fmul(d, scale), w);
-        Value accNew = kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
+        Value accNew =
+            kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
         scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
       });
   Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
@@ -693,7 +717,8 @@ static void buildIndptrMergeBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
   Value v = k.select(empty, k.vsplat(0.0), k.fmul(acc, k.splat(inv)));
   Value s2 = k.fadd(m, k.lg2(d));
-  Value s = k.select(empty, k.negInf(), c.baseE ? k.fmul(s2, k.f32(M_LN2)) : s2);
+  Value s =
+      k.select(empty, k.negInf(), c.baseE ? k.fmul(s2, k.f32(M_LN2)) : s2);
   k.store8(v, o, k.add(k.mul(task, k.idx(c.d)), laneOff));
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, loc, isLane0, false);
@@ -709,7 +734,8 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
       if (isa<RankedTensorType>(v.getType()))
         return failure(); // bufferize first
     auto cfg = analyse(op);
-    if (failed(cfg)) return failure();
+    if (failed(cfg))
+      return failure();
     DecodeConfig c = *cfg;
     MLIRContext *ctx = op.getContext();
     Builder bb(ctx);
@@ -729,7 +755,8 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
       params.push_back({"qo_indptr", "memref", flatTy(op.getQoIndptr())});
     params.push_back({"kv_indptr", "memref", flatTy(op.getKvIndptr())});
     params.push_back({"kv_indices", "memref", flatTy(op.getKvIndices())});
-    params.push_back({"kv_last_page_len", "memref", flatTy(op.getKvLastPageLen())});
+    params.push_back(
+        {"kv_last_page_len", "memref", flatTy(op.getKvLastPageLen())});
     SmallVector<StringRef> planArrays;
     auto plan = op.getPlan();
     if (c.split) {
@@ -742,50 +769,61 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
       params.push_back({"kv_chunk_size", "i32", bb.getI32Type()});
       params.push_back({"tmp_v", "memref", flatTy(plan[5])});
       params.push_back({"tmp_s", "memref", flatTy(plan[6])});
-      planArrays = {"request_indices", "kv_tile_indices", "o_indptr",
-                    "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s"};
+      planArrays = {
+          "request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask",
+          "kv_chunk_size",   "tmp_v",           "tmp_s"};
     }
     params.push_back({"o", "memref", flatTy(op.getO())});
     params.push_back({"lse", "memref", flatTy(op.getLse())});
-    StringRef gridParam =
-        c.split ? "num_work_items" : c.prefill ? "num_rows" : "batch_size";
+    StringRef gridParam = c.split     ? "num_work_items"
+                          : c.prefill ? "num_rows"
+                                      : "batch_size";
     params.push_back({gridParam.str(), "i64", bb.getI64Type()});
     if (c.prefill)
       params.push_back({"batch_size", "i64", bb.getI64Type()});
     SmallVector<int64_t> block = {c.bdx, c.bdy, c.bdz};
-    auto manifest = makeManifest(
-        ctx, name, c.split ? "decode_split" : c.prefill ? "prefill" : "decode",
-        block,
-        {gridRule(ctx, gridParam, 1),
-         bb.getI64IntegerAttr(c.hkv), bb.getI64IntegerAttr(1)},
-        0, decodeStatics(bb, c), params, planArrays);
-    gpu::GPUFuncOp fn = getOrCreateKernel(
-        module, name, params, block, manifest,
-        [&](OpBuilder &b, gpu::GPUFuncOp f) {
-          buildDecodeBody(b, f, c, gm, name);
-        });
+    auto manifest =
+        makeManifest(ctx, name,
+                     c.split     ? "decode_split"
+                     : c.prefill ? "prefill"
+                                 : "decode",
+                     block,
+                     {gridRule(ctx, gridParam, 1), bb.getI64IntegerAttr(c.hkv),
+                      bb.getI64IntegerAttr(1)},
+                     0, decodeStatics(bb, c), params, planArrays);
+    gpu::GPUFuncOp fn = getOrCreateKernel(module, name, params, block, manifest,
+                                          [&](OpBuilder &b, gpu::GPUFuncOp f) {
+                                            buildDecodeBody(b, f, c, gm, name);
+                                          });
 
     Location loc = op.getLoc();
-    auto flat = [&](Value v) { return flattenContiguous(rewriter, loc, v).first; };
+    auto flat = [&](Value v) {
+      return flattenContiguous(rewriter, loc, v).first;
+    };
     SmallVector<Value> args = {flat(op.getQ())};
-    for (Value v : kv) args.push_back(flat(v));
+    for (Value v : kv)
+      args.push_back(flat(v));
     if (c.prefill)
       args.push_back(flat(op.getQoIndptr()));
     args.push_back(flat(op.getKvIndptr()));
     args.push_back(flat(op.getKvIndices()));
     args.push_back(flat(op.getKvLastPageLen()));
     if (c.split) {
-      for (int i = 0; i < 4; ++i) args.push_back(flat(plan[i]));
+      for (int i = 0; i < 4; ++i)
+        args.push_back(flat(plan[i]));
       args.push_back(plan[4]);
       args.push_back(flat(plan[5]));
       args.push_back(flat(plan[6]));
     }
     args.push_back(flat(op.getO()));
     args.push_back(flat(op.getLse()));
-    Value batch = memref::DimOp::create(rewriter, loc, op.getKvLastPageLen(), 0);
-    Value items = c.split ? memref::DimOp::create(rewriter, loc, plan[0], 0).getResult()
-                  : c.prefill ? memref::DimOp::create(rewriter, loc, op.getQ(), 0).getResult()
-                              : batch;
+    Value batch =
+        memref::DimOp::create(rewriter, loc, op.getKvLastPageLen(), 0);
+    Value items =
+        c.split ? memref::DimOp::create(rewriter, loc, plan[0], 0).getResult()
+        : c.prefill
+            ? memref::DimOp::create(rewriter, loc, op.getQ(), 0).getResult()
+            : batch;
     args.push_back(idxToI64(rewriter, loc, items));
     if (c.prefill)
       args.push_back(idxToI64(rewriter, loc, batch));
@@ -793,8 +831,8 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
     Value c0 = arith::ConstantIndexOp::create(rewriter, loc, 0);
     Value c1 = arith::ConstantIndexOp::create(rewriter, loc, 1);
     {
-      Value nonEmpty = arith::CmpIOp::create(rewriter, loc,
-                                             arith::CmpIPredicate::ugt, items, c0);
+      Value nonEmpty = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ugt, items, c0);
       auto ifOp = scf::IfOp::create(rewriter, loc, nonEmpty, false);
       OpBuilder::InsertionGuard g(rewriter);
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
@@ -802,10 +840,9 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
       auto cst = [&](int64_t v) {
         return arith::ConstantIndexOp::create(rewriter, loc, v).getResult();
       };
-      gpu::LaunchFuncOp::create(rewriter, loc, fn,
-                                gpu::KernelDim3{items, hk, c1},
-                                gpu::KernelDim3{cst(c.bdx), cst(c.bdy), cst(c.bdz)},
-                                Value(), args);
+      gpu::LaunchFuncOp::create(
+          rewriter, loc, fn, gpu::KernelDim3{items, hk, c1},
+          gpu::KernelDim3{cst(c.bdx), cst(c.bdy), cst(c.bdz)}, Value(), args);
     }
     if (c.split) {
       // The variable-length merge of the partial states.
@@ -824,34 +861,37 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
           bb.getNamedAttr("head_dim", bb.getI64IntegerAttr(c.d)),
           bb.getNamedAttr("num_qo_heads", bb.getI64IntegerAttr(c.hqo)),
           bb.getNamedAttr("v_dtype", bb.getStringAttr(dtypeName(c.qT))),
-          bb.getNamedAttr("lse_base", c.baseE ? Attribute(bb.getStringAttr("e"))
-                                              : Attribute(bb.getI64IntegerAttr(2)))};
-      auto mman = makeManifest(
-          ctx, mname, "merge_states_indptr", {tpb * tpt, 1, 1},
-          {gridRule(ctx, "num_rows", tpb, c.hqo), bb.getI64IntegerAttr(1),
-           bb.getI64IntegerAttr(1)},
-          0, ms, mparams, {"o_indptr", "tmp_v", "tmp_s"});
-      gpu::GPUFuncOp mfn = getOrCreateKernel(
-          module, mname, mparams, {tpb * tpt, 1, 1}, mman,
-          [&](OpBuilder &b, gpu::GPUFuncOp f) {
-            buildIndptrMergeBody(b, f, c, tpb);
-          });
+          bb.getNamedAttr("lse_base",
+                          c.baseE ? Attribute(bb.getStringAttr("e"))
+                                  : Attribute(bb.getI64IntegerAttr(2)))};
+      auto mman =
+          makeManifest(ctx, mname, "merge_states_indptr", {tpb * tpt, 1, 1},
+                       {gridRule(ctx, "num_rows", tpb, c.hqo),
+                        bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
+                       0, ms, mparams, {"o_indptr", "tmp_v", "tmp_s"});
+      gpu::GPUFuncOp mfn =
+          getOrCreateKernel(module, mname, mparams, {tpb * tpt, 1, 1}, mman,
+                            [&](OpBuilder &b, gpu::GPUFuncOp f) {
+                              buildIndptrMergeBody(b, f, c, tpb);
+                            });
       Value tasks = arith::MulIOp::create(
           rewriter, loc, batch,
           arith::ConstantIndexOp::create(rewriter, loc, c.hqo));
-      Value nonEmpty = arith::CmpIOp::create(rewriter, loc,
-                                             arith::CmpIPredicate::ugt, tasks, c0);
+      Value nonEmpty = arith::CmpIOp::create(
+          rewriter, loc, arith::CmpIPredicate::ugt, tasks, c0);
       auto ifOp = scf::IfOp::create(rewriter, loc, nonEmpty, false);
       OpBuilder::InsertionGuard g(rewriter);
       rewriter.setInsertionPointToStart(ifOp.thenBlock());
       Value grid = arith::CeilDivUIOp::create(
-          rewriter, loc, tasks, arith::ConstantIndexOp::create(rewriter, loc, tpb));
+          rewriter, loc, tasks,
+          arith::ConstantIndexOp::create(rewriter, loc, tpb));
       Value bx = arith::ConstantIndexOp::create(rewriter, loc, tpb * tpt);
       gpu::LaunchFuncOp::create(
           rewriter, loc, mfn, gpu::KernelDim3{grid, c1, c1},
           gpu::KernelDim3{bx, c1, c1}, Value(),
-          ValueRange{flat(plan[2]), flat(plan[5]), flat(plan[6]), flat(op.getO()),
-                     flat(op.getLse()), idxToI64(rewriter, loc, batch)});
+          ValueRange{flat(plan[2]), flat(plan[5]), flat(plan[6]),
+                     flat(op.getO()), flat(op.getLse()),
+                     idxToI64(rewriter, loc, batch)});
     }
     rewriter.eraseOp(op);
     return success();
