@@ -121,7 +121,8 @@ def bench_decode(b, rng, B, L, reps, split, sms):
         plan = decode_plan([npg] * B, ps, chunk)
         for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
             bufs[key] = cp.asarray(plan[key])
-        bufs.update(kv_chunk_size=plan["kv_chunk_size"], num_work_items=plan["num_work_items"],
+        bufs.update(kv_chunk_size=cp.asarray(np.array([plan["kv_chunk_size"]], np.int32)),
+                    padded_batch_size=plan["num_work_items"],
                     num_rows=B,
                     tmp_v=cp.empty((plan["num_partial_rows"], Hqo, D), cp.float32),
                     tmp_s=cp.empty((plan["num_partial_rows"], Hqo), cp.float32))

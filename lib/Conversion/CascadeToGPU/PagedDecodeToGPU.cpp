@@ -387,7 +387,9 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
         hasPages, k.add(k.mul(k.sub(npages, k.idx(1)), k.idx(c.ps)), last),
         k.idx(0));
     if (c.split) {
-      Value cs = k.toIndex(chunkSize);
+      // kv_chunk_size lives in device memory (one i32), so a CUDA graph
+      // captured once stays right when a replan changes the chunk size.
+      Value cs = k.toIndex(k.loadScalar(chunkSize, k.idx(0)));
       t0 = k.mul(chunk, cs);
       t1 = k.minU(k.add(t0, cs), kvLen);
       t0 = k.minU(t0, t1);
@@ -766,7 +768,7 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
       params.push_back({"kv_tile_indices", "memref", flatTy(plan[1])});
       params.push_back({"o_indptr", "memref", flatTy(plan[2])});
       params.push_back({"block_valid_mask", "memref", flatTy(plan[3])});
-      params.push_back({"kv_chunk_size", "i32", bb.getI32Type()});
+      params.push_back({"kv_chunk_size", "memref", flatTy(plan[4])});
       params.push_back({"tmp_v", "memref", flatTy(plan[5])});
       params.push_back({"tmp_s", "memref", flatTy(plan[6])});
       planArrays = {
@@ -775,7 +777,10 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
     }
     params.push_back({"o", "memref", flatTy(op.getO())});
     params.push_back({"lse", "memref", flatTy(op.getLse())});
-    StringRef gridParam = c.split     ? "num_work_items"
+    // Split mode launches the plan's padded grid: it depends only on the
+    // batch size, heads and device, so a captured graph survives replans;
+    // surplus work items read block_valid_mask = 0 and return.
+    StringRef gridParam = c.split     ? "padded_batch_size"
                           : c.prefill ? "num_rows"
                                       : "batch_size";
     params.push_back({gridParam.str(), "i64", bb.getI64Type()});
@@ -811,7 +816,7 @@ struct PagedDecodeToGPU : OpRewritePattern<PagedAttentionOp> {
     if (c.split) {
       for (int i = 0; i < 4; ++i)
         args.push_back(flat(plan[i]));
-      args.push_back(plan[4]);
+      args.push_back(flat(plan[4]));
       args.push_back(flat(plan[5]));
       args.push_back(flat(plan[6]));
     }

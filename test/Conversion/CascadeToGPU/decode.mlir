@@ -17,11 +17,11 @@ func.func @decode(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 func.func @decode_split_plan(%q: memref<?x32x128xf16>, %cache: memref<?x2x8x16x128xf16>,
                              %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                              %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>,
-                             %chunk: i32, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+                             %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
                              %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x8x16x128xf16>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, i32, memref<?x32x128xf32>, memref<?x32xf32>)
+      plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<hnd>}
   return
 }

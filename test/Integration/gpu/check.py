@@ -270,8 +270,10 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
             plan = decode_plan(pages, ps, split_chunk, pad_to=plan["num_work_items"] + pad)
         for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
             bufs[key] = dev(plan[key])
-        bufs["kv_chunk_size"] = plan["kv_chunk_size"]
-        bufs["num_work_items"] = plan["num_work_items"]
+        # kv_chunk_size is a one-element device array (graph-safe); the grid
+        # is the padded work-item count.
+        bufs["kv_chunk_size"] = dev(np.array([plan["kv_chunk_size"]], np.int32))
+        bufs["padded_batch_size"] = plan["num_work_items"]
         bufs["num_rows"] = B
         rows = plan["num_partial_rows"]
         bufs["tmp_v"] = poison((rows, Hqo, D), "f32")

@@ -66,18 +66,18 @@ func.func @dec_bf16_d256_g8_p1_hnd_pool(%q: memref<?x16x256xbf16>, %kv: memref<?
   return
 }
 
-func.func @split_f16_d128_g4_p16_nhd_pool(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: i32, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+func.func @split_f16_d128_g4_p16_nhd_pool(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
     %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, i32, memref<?x32x128xf32>, memref<?x32xf32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>}
   return
 }
 
-func.func @split_bf16_d64_g8_p1_hnd_pair(%q: memref<?x32x64xbf16>, %k: memref<?x4x1x64xbf16>, %v: memref<?x4x1x64xbf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: i32, %tv: memref<?x32x64xf32>, %ts: memref<?x32xf32>,
+func.func @split_bf16_d64_g8_p1_hnd_pair(%q: memref<?x32x64xbf16>, %k: memref<?x4x1x64xbf16>, %v: memref<?x4x1x64xbf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x64xf32>, %ts: memref<?x32xf32>,
     %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%k, %v : memref<?x4x1x64xbf16>, memref<?x4x1x64xbf16>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, i32, memref<?x32x64xf32>, memref<?x32xf32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x64xf32>, memref<?x32xf32>)
       outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 1 : i64, kv_layout = #cascade.kv_layout<hnd>}
   return
 }

@@ -231,9 +231,19 @@ void checkMergeState(Launcher &l, const KernelSpec &k, std::mt19937_64 &rng) {
   std::vector<double> rv(nv), rs(ns), dva(va.values.begin(), va.values.end()),
       dvb(vb.values.begin(), vb.values.end()), dsa(sa.begin(), sa.end()),
       dsb(sb.begin(), sb.end());
+  // The reference merges in base 2; a base-e kernel's states convert with
+  // s_2 = s_e / ln 2 on the way in and back on the way out.
+  const bool baseE = k.staticString("lse_base") == "e";
+  if (baseE)
+    for (auto *v : {&dsa, &dsb})
+      for (double &x : *v)
+        x /= std::log(2.0);
   ref::mergeState<double, double>(dva.data(), dsa.data(), dvb.data(),
                                   dsb.data(), rv.data(), rs.data(), rows, heads,
                                   d);
+  if (baseE)
+    for (double &x : rs)
+      x *= std::log(2.0);
   report(k.name + " (L=777)", relError(decode(va.dtype, vb2), rv),
          relError(s2, rs), vt == "f32" ? 1e-5 : 1e-2);
 }
@@ -365,10 +375,28 @@ void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
     rb.kv = ref::PagedKvCache::combined(
         pool.values.data(), numPages, ps, hkv, d,
         hnd ? ref::KvLayout::HND : ref::KvLayout::NHD);
+    // The kernel was specialised on these options at compile time; the
+    // manifest's "static" section records them.
     ref::AttentionOptions opts;
     opts.causal = causal;
+    auto staticFloat = [&](const char *key, double dflt) {
+      std::string v = k.staticString(key);
+      return v.empty() ? dflt : std::stod(v);
+    };
+    opts.smScale = staticFloat("sm_scale", 0);
+    opts.logitsSoftCap = staticFloat("logits_soft_cap", 0);
+    opts.windowLeft = staticInt(k, "window_left", -1);
+    opts.ropeScale = staticFloat("rope_scale", 1);
+    opts.ropeTheta = staticFloat("rope_theta", 1e4);
+    const std::string pos = k.staticString("pos_encoding");
+    opts.posEncoding = pos == "rope_llama" ? ref::PosEncoding::RopeLlama
+                       : pos == "alibi"    ? ref::PosEncoding::Alibi
+                                           : ref::PosEncoding::None;
     std::vector<double> rv(size_t(rows) * hqo * d), rs(size_t(rows) * hqo);
     CHECK_OK(ref::attention(rb, opts, rv.data(), rs.data()));
+    if (k.staticString("lse_base") == "e")
+      for (double &x : rs)
+        x *= std::log(2.0); // the reference is base 2
     report(k.name + " " + what, relError(decode(ot, oBytes), rv),
            relError(lse, rs), 2e-2);
   };

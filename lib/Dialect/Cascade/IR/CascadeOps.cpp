@@ -464,8 +464,11 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
              << kNames[i] << "' must be a 1-D memref of i" << width << ", got "
              << plan[i].getType();
   }
-  if (!plan[4].getType().isInteger(32))
-    return op.emitOpError("plan operand 'kv_chunk_size' must be i32, got ")
+  auto chunk = dyn_cast<MemRefType>(plan[4].getType());
+  if (!chunk || chunk.getRank() != 1 || !chunk.getElementType().isInteger(32) ||
+      !dimsAgree(chunk.getDimSize(0), 1))
+    return op.emitOpError("plan operand 'kv_chunk_size' must be a one-element "
+                          "memref of i32 (memref<1xi32>), got ")
            << plan[4].getType();
   auto qt = cast<ShapedType>(op.getQ().getType());
   auto tv = dyn_cast<MemRefType>(plan[5].getType());

@@ -177,8 +177,9 @@ def Cascade_PagedAttentionOp
     - `plan(...)` (optional, buffer form only): the plan-phase scheduling
       metadata of a split-KV launch, computed on the host by the runtime
       (`docs/plan-schema.md`): `request_indices`, `kv_tile_indices`,
-      `o_indptr`, `block_valid_mask` (1-D i32/i32/i32/i8), the scalar
-      `kv_chunk_size` (i32, tokens) and the f32 workspaces `tmp_v`
+      `o_indptr`, `block_valid_mask` (1-D i32/i32/i32/i8), `kv_chunk_size`
+      (tokens, a `memref<1xi32>` in device memory so that a captured CUDA
+      graph stays valid across replans) and the f32 workspaces `tmp_v`
       `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`. Without it,
       the lowering uses one work item per (request, KV head).
     - destinations `o [rows, Hqo, D]` (q's element type) and `lse [rows, Hqo]` f32.
