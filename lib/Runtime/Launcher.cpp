@@ -186,6 +186,7 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     m.setBuffer("s_other", floatWorkspace + plan.level_s_offset[l], sCount,
                 "f32");
     m.setInt("num_heads", p.num_qo_heads);
+    m.setInt("num_tasks", sCount); // one (row, head) state per task
     CASCADE_RETURN_IF_ERROR(launch(mergeKernel, m, stream));
   }
   return Status::success();

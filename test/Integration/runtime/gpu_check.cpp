@@ -126,6 +126,8 @@ double relError(const std::vector<float> &got, const std::vector<double> &ref) {
         return INFINITY;
       continue;
     }
+    if (std::isnan(got[i]) || std::isinf(got[i]))
+      return INFINITY; // NaN never passes (max() would skip it)
     num = std::max(num, std::fabs(double(got[i]) - ref[i]));
     den = std::max(den, std::fabs(ref[i]));
   }
@@ -433,6 +435,191 @@ void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
   CHECK_OK(l.destroyStream(stream));
 }
 
+/// A two-level decode cascade through Launcher::runCascade: level 0 is a
+/// prefix shared by every request, level 1 per-request suffixes (some
+/// empty), merged by the bundle's merge_state_in_place kernel. Eager first;
+/// then captured in a CUDA graph, replanned with new suffix lengths (same B),
+/// uploaded into the same buffers and replayed.
+void checkCascade(Launcher &l, const Bundle &bundle, std::mt19937_64 &rng) {
+  const int64_t b = 9, hqo = 32, hkv = 8, d = 128, ps = 16, numPages = 2048;
+  const std::vector<std::pair<std::string, std::string>> cfg = {
+      {"head_dim", "128"},      {"num_qo_heads", "32"},
+      {"lse_base", "2"},        {"q_dtype", "f16"},
+      {"kv_dtype", "f16"},      {"page_size", "16"},
+      {"num_kv_heads", "8"},    {"layout", "NHD"},
+      {"kv_form", "pool"},      {"pos_encoding", "none"},
+      {"logits_soft_cap", "0"}, {"window_left", "-1"}};
+  const KernelSpec *dec = bundle.select("decode", cfg);
+  const KernelSpec *split = bundle.select("decode_split", cfg);
+  const KernelSpec *mergeIdx =
+      bundle.select("merge_states_indptr", {{"head_dim", "128"}});
+  const KernelSpec *mergeIn = bundle.select(
+      "merge_state_in_place",
+      {{"head_dim", "128"}, {"v_dtype", "f16"}, {"mask", "none"}});
+  if (!dec || !split || !mergeIdx || !mergeIn) {
+    std::printf("SKIP two-level cascade: the bundle lacks an f16 D=128 decode, "
+                "decode_split, merge_states_indptr or merge_state_in_place\n");
+    return;
+  }
+  int occupancy = 1;
+  CHECK_OK(l.occupancy(dec->name, occupancy));
+  DeviceArena arena(l);
+  HostTensor pool = makeTensor(
+      "f16", randomValues(rng, size_t(numPages) * 2 * ps * hkv * d, -1, 1));
+  HostTensor q =
+      makeTensor("f16", randomValues(rng, size_t(b) * hqo * d, -2, 2));
+  const uint64_t poolDev = arena.upload(pool.bytes.data(), pool.bytes.size());
+  const uint64_t qDev = arena.upload(q.bytes.data(), q.bytes.size());
+
+  struct Level {
+    std::vector<int32_t> kv{0}, idx, last;
+  };
+  const int32_t prefixPages = 37, prefixLast = 11;
+  std::vector<int32_t> prefix;
+  for (int32_t p = 0; p < prefixPages; ++p)
+    prefix.push_back(p);
+  auto makeLevels = [&](std::vector<Level> &lv) {
+    lv.assign(2, Level());
+    for (int64_t i = 0; i < b; ++i) {
+      lv[0].kv.push_back(lv[0].kv.back() + prefixPages);
+      lv[0].idx.insert(lv[0].idx.end(), prefix.begin(), prefix.end());
+      lv[0].last.push_back(prefixLast);
+      int32_t pages = i == 3 ? 0 : static_cast<int32_t>(rng() % 90);
+      lv[1].kv.push_back(lv[1].kv.back() + pages);
+      for (int32_t p = 0; p < pages; ++p)
+        lv[1].idx.push_back(prefixPages +
+                            static_cast<int32_t>(rng() % (numPages - 64)));
+      lv[1].last.push_back(pages ? 1 + static_cast<int32_t>(rng() % ps) : 1);
+    }
+  };
+  auto planFor = [&](std::vector<Level> &lv, CascadePlan &cp) -> Status {
+    std::vector<PlanInputs> in(2);
+    for (int v = 0; v < 2; ++v) {
+      in[v].mode = PlanMode::Decode;
+      in[v].kv_indptr = ArrayView<int32_t>(lv[v].kv);
+      in[v].kv_last_page_len = ArrayView<int32_t>(lv[v].last);
+      in[v].kv_indices = ArrayView<int32_t>(lv[v].idx);
+      in[v].num_pages = numPages;
+      in[v].num_qo_heads = hqo;
+      in[v].num_kv_heads = hkv;
+      in[v].head_dim = d;
+      in[v].page_size = ps;
+      in[v].num_sms = l.numSms();
+      in[v].occupancy = occupancy;
+      in[v].cuda_graph = true;
+    }
+    return makeCascadePlan(in, cp);
+  };
+  std::vector<Level> lv0, lv1;
+  makeLevels(lv0);
+  makeLevels(lv1);
+  CascadePlan cp0, cp1;
+  CHECK_OK(planFor(lv0, cp0));
+  CHECK_OK(planFor(lv1, cp1));
+  if (cp0.int_bytes != cp1.int_bytes || cp0.float_bytes != cp1.float_bytes) {
+    std::printf("FAIL two-level cascade: graph-mode workspace sizes changed "
+                "across replans\n");
+    ++failures;
+    return;
+  }
+  const size_t maxIdx = size_t(b) * 90;
+  uint64_t kvDev[2], idxDev[2], lastDev[2];
+  for (int v = 0; v < 2; ++v) {
+    kvDev[v] = arena.zeros(4 * (b + 1));
+    idxDev[v] = arena.zeros(4 * std::max<size_t>(maxIdx, b * prefixPages));
+    lastDev[v] = arena.zeros(4 * b);
+  }
+  uint64_t oDev = arena.zeros(size_t(b) * hqo * d * 2);
+  uint64_t lseDev = arena.zeros(size_t(b) * hqo * 4);
+  uint64_t intWs = arena.zeros(cp0.int_bytes),
+           floatWs = arena.zeros(cp0.float_bytes);
+
+  std::vector<ArgumentTable> args(2);
+  std::vector<LevelKernels> kernels(2);
+  for (int v = 0; v < 2; ++v) {
+    ArgumentTable &t = args[v];
+    t.setBuffer("q", qDev, b * hqo * d, "f16");
+    t.setBuffer("kv_cache", poolDev, numPages * 2 * ps * hkv * d, "f16");
+    t.setBuffer("kv_indptr", kvDev[v], b + 1, "i32");
+    t.setBuffer("kv_indices", idxDev[v],
+                int64_t(std::max<size_t>(maxIdx, b * prefixPages)), "i32");
+    t.setBuffer("kv_last_page_len", lastDev[v], b, "i32");
+    t.setBuffer("o", oDev, b * hqo * d, "f16");
+    t.setBuffer("lse", lseDev, b * hqo, "f32");
+  }
+  auto upload = [&](std::vector<Level> &lv, const CascadePlan &cp) -> Status {
+    for (int v = 0; v < 2; ++v) {
+      CASCADE_RETURN_IF_ERROR(l.copyToDevice(kvDev[v], lv[v].kv.data(),
+                                             4 * lv[v].kv.size(), nullptr));
+      CASCADE_RETURN_IF_ERROR(l.copyToDevice(idxDev[v], lv[v].idx.data(),
+                                             4 * lv[v].idx.size(), nullptr));
+      CASCADE_RETURN_IF_ERROR(l.copyToDevice(lastDev[v], lv[v].last.data(),
+                                             4 * lv[v].last.size(), nullptr));
+    }
+    CASCADE_RETURN_IF_ERROR(l.uploadPlan(cp, intWs, nullptr));
+    return l.synchronize(nullptr);
+  };
+  auto compare = [&](std::vector<Level> &lv, const char *what) {
+    std::vector<uint8_t> ob(size_t(b) * hqo * d * 2);
+    std::vector<float> lse(size_t(b) * hqo);
+    CHECK_OK(l.copyToHost(ob.data(), oDev, ob.size(), nullptr));
+    CHECK_OK(l.copyToHost(lse.data(), lseDev, 4 * lse.size(), nullptr));
+    CHECK_OK(l.synchronize(nullptr));
+    std::vector<ref::AttentionBatch> batches(2);
+    for (int v = 0; v < 2; ++v) {
+      ref::AttentionBatch &rb = batches[v];
+      rb.q = q.values.data();
+      rb.numQoHeads = hqo;
+      for (int64_t i = 0; i <= b; ++i)
+        rb.qoIndptr.push_back(static_cast<int32_t>(i));
+      rb.kvIndptr = lv[v].kv;
+      rb.kvIndices = lv[v].idx;
+      rb.kvLastPageLen = lv[v].last;
+      rb.kv = ref::PagedKvCache::combined(pool.values.data(), numPages, ps, hkv,
+                                          d, ref::KvLayout::NHD);
+    }
+    std::vector<double> rv(size_t(b) * hqo * d), rs(size_t(b) * hqo);
+    CHECK_OK(
+        ref::cascade(batches, ref::AttentionOptions(), rv.data(), rs.data()));
+    report(std::string("two-level cascade (runCascade) ") + what,
+           relError(decode("f16", ob), rv), relError(lse, rs), 2e-2);
+  };
+  auto pick = [&](const CascadePlan &cp) {
+    for (int v = 0; v < 2; ++v)
+      kernels[v] = LevelKernels{cp.levels[v].split_kv ? split->name : dec->name,
+                                mergeIdx->name};
+  };
+  pick(cp0);
+  CHECK_OK(upload(lv0, cp0));
+  CHECK_OK(
+      l.runCascade(cp0, intWs, floatWs, kernels, args, mergeIn->name, nullptr));
+  compare(lv0, "eager");
+
+  // Graph mode: capture with plan 0, replan (plan 1), upload, replay.
+  pick(cp0);
+  cuda::CUstream stream = nullptr;
+  CHECK_OK(l.createStream(stream));
+  CapturedGraph g;
+  CHECK_OK(l.beginCapture(stream));
+  CHECK_OK(
+      l.runCascade(cp0, intWs, floatWs, kernels, args, mergeIn->name, stream));
+  CHECK_OK(l.endCapture(stream, g));
+  bool sameKernels = true;
+  for (int v = 0; v < 2; ++v)
+    sameKernels &= cp0.levels[v].split_kv == cp1.levels[v].split_kv;
+  if (!sameKernels) {
+    std::printf("FAIL two-level cascade: graph-mode replan switched between "
+                "split and unsplit kernels\n");
+    ++failures;
+  } else {
+    CHECK_OK(upload(lv1, cp1));
+    CHECK_OK(l.replay(g, stream));
+    CHECK_OK(l.synchronize(stream));
+    compare(lv1, "graph replay after replan");
+  }
+  l.destroyGraph(g);
+  CHECK_OK(l.destroyStream(stream));
+}
 } // namespace
 
 int main(int argc, char **argv) {
@@ -470,6 +657,7 @@ int main(int argc, char **argv) {
       std::printf("SKIP %s: op %s has no GPU check yet\n", k.name.c_str(),
                   k.op.c_str());
   }
+  checkCascade(*launcher, bundle, rng);
   std::printf("%s: %d failure(s)\n", failures ? "FAILED" : "PASSED", failures);
   return failures ? 1 : 0;
 }
