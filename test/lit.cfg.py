@@ -17,6 +17,8 @@ config.test_exec_root = os.path.join(config.cascade_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%cascade_src_root", config.cascade_src_root))
+import sys
+config.substitutions.append(("%python", sys.executable))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
                                       "CUDA_HOME", "CUDA_ROOT", "CUDA_PATH"])
@@ -29,6 +31,7 @@ tools = [
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("count", unresolved="fatal"),
+    ToolSubst("mlir-translate", unresolved="fatal"),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 

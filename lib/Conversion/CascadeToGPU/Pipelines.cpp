@@ -22,6 +22,8 @@
 #include "mlir/Target/LLVMIR/Dialect/NVVM/NVVMToLLVMIRTranslation.h"
 #include "mlir/Transforms/Passes.h"
 
+#include "llvm/Support/Regex.h"
+
 using namespace mlir;
 
 namespace {
@@ -48,6 +50,10 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   pm.addPass(createCascadeDecomposeLevels());
   bufferization::OneShotBufferizePassOptions bo;
   bo.bufferizeFunctionBoundaries = true;
+  // Contiguous buffers at function boundaries: the kernels read flat,
+  // row-major memory (convert-cascade-to-gpu rejects anything else).
+  bo.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bo));
   pm.addPass(createConvertCascadeToGPU());
   GpuNVVMAttachTargetOptions t;
@@ -75,18 +81,40 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
 
 void cascade::registerConversionPasses() {
   registerCascadeConversionPasses();
-  PassPipelineRegistration<PipelineOptions>(
+  // Registered by hand (not PassPipelineRegistration) so that a bad target
+  // is a diagnostic: LLVM would otherwise warn, ignore the processor and
+  // still emit PTX for a default target.
+  registerPassPipeline(
       "cascade-to-ptx",
       "Lower cascade ops (tensor or memref form) to GPU kernels and PTX "
       "(gpu.binary with #gpu.object assembly); bundle-dir= also writes "
       "kernels.ptx + manifest.json",
-      [](OpPassManager &pm, const PipelineOptions &po) {
+      [](OpPassManager &pm, StringRef optionsStr,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        PipelineOptions po;
+        if (failed(po.parseFromString(optionsStr)))
+          return failure();
+        if (!llvm::Regex("^sm_[0-9]+a?$").match(po.chip))
+          return errorHandler("cascade-to-ptx: chip must look like sm_80 or "
+                              "sm_90a, got '" +
+                              po.chip + "'");
+        if (!llvm::Regex("^\\+ptx[0-9]+$").match(po.features))
+          return errorHandler("cascade-to-ptx: features must look like "
+                              "+ptx80, got '" +
+                              po.features + "'");
+        if (po.optLevel > 3)
+          return errorHandler("cascade-to-ptx: opt-level must be 0..3, got " +
+                              Twine(po.optLevel));
         CascadeToPTXOptions o;
         o.chip = po.chip;
         o.features = po.features;
         o.optLevel = po.optLevel;
         o.bundleDir = po.bundleDir;
         buildCascadeToPTXPipeline(pm, o);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(PipelineOptions());
       });
 }
 

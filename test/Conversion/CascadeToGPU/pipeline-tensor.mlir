@@ -1,9 +1,10 @@
-// Tensor-level input: cascade-to-ptx bufferizes (function boundaries) and
-// lowers to a gpu.binary holding PTX.
+// Tensor-level input: cascade-to-ptx bufferizes (function boundaries, with
+// identity layouts so that every buffer is contiguous) and lowers to a
+// gpu.binary holding PTX.
 // RUN: cascade-opt %s --cascade-to-ptx | FileCheck %s
 
 // CHECK-LABEL: func.func @merge_then_decode
-// CHECK-SAME: memref<?x32x128xf16, strided<[?, ?, ?], offset: ?>>
+// CHECK-SAME: (%arg0: memref<?x32x128xf16>, %arg1: memref<?x32xf32>,
 // CHECK: gpu.launch_func @cascade_kernels::@cascade_merge_state_f16_d128_b2
 // CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_f16_f16_d128_g4_h8_p16_nhd_pool
 // CHECK: gpu.binary @cascade_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, {{.*}}assembly = "
