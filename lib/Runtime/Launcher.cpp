@@ -110,22 +110,23 @@ Status Launcher::launch(const std::string &kernel, const ArgumentTable &args,
   return Status::success();
 }
 
+Status Launcher::uploadImage(const std::vector<uint8_t> &image,
+                             uint64_t intWorkspace, CUstream stream) {
+  if (image.empty())
+    return Status::success();
+  CASCADE_CU(
+      cuMemcpyHtoDAsync(intWorkspace, image.data(), image.size(), stream));
+  return Status::success();
+}
+
 Status Launcher::uploadPlan(const Plan &plan, uint64_t intWorkspace,
                             CUstream stream) {
-  if (plan.int_image.empty())
-    return Status::success();
-  CASCADE_CU(cuMemcpyHtoDAsync(intWorkspace, plan.int_image.data(),
-                               plan.int_image.size(), stream));
-  return Status::success();
+  return uploadImage(plan.int_image, intWorkspace, stream);
 }
 
 Status Launcher::uploadPlan(const CascadePlan &plan, uint64_t intWorkspace,
                             CUstream stream) {
-  if (plan.int_image.empty())
-    return Status::success();
-  CASCADE_CU(cuMemcpyHtoDAsync(intWorkspace, plan.int_image.data(),
-                               plan.int_image.size(), stream));
-  return Status::success();
+  return uploadImage(plan.int_image, intWorkspace, stream);
 }
 
 Status Launcher::runLevel(const Plan &plan, uint64_t intWorkspace,

@@ -102,6 +102,9 @@ public:
 private:
   Launcher() = default;
   Status function(const std::string &kernel, cuda::CUfunction &fn);
+  /// One asynchronous copy of a plan's int-workspace image.
+  Status uploadImage(const std::vector<uint8_t> &image, uint64_t intWorkspace,
+                     cuda::CUstream stream);
 
   Bundle bundle_;
   const cuda::DriverApi *api_ = nullptr;

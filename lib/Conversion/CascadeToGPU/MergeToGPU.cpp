@@ -27,6 +27,8 @@ constexpr int64_t kTargetThreads = 128;
 
 struct MergeGeom {
   int64_t d, tpt, tpb, block;
+  Type vt;    // element type of every v operand
+  bool baseE; // lse_base = base_e
 };
 
 static FailureOr<MergeGeom> mergeGeom(Operation *op, Type vTy) {
@@ -57,6 +59,23 @@ static bool allMemRefs(Operation *op) {
     if (!isa<MemRefType>(v.getType()))
       return false;
   return true;
+}
+
+/// The preconditions shared by the merge patterns: buffer form, a supported
+/// v type and head_dim, and one element type for `v` and every `others`.
+template <typename OpTy>
+static FailureOr<MergeGeom> matchMerge(OpTy op, ValueRange others) {
+  if (!allMemRefs(op))
+    return failure();
+  auto g = mergeGeom(op, op.getV().getType());
+  if (failed(g))
+    return failure();
+  g->vt = cast<MemRefType>(op.getV().getType()).getElementType();
+  for (Value v : others)
+    if (cast<MemRefType>(v.getType()).getElementType() != g->vt)
+      return op.emitError("merge lowering needs one v dtype"), failure();
+  g->baseE = op.getLseBase() == LSEBase::BaseE;
+  return g;
 }
 
 static MemRefType flatTy(Value m) {
@@ -152,16 +171,11 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStateOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op))
-      return failure();
-    auto g = mergeGeom(op, op.getV().getType());
+    auto g = matchMerge(op, {op.getVA(), op.getVB()});
     if (failed(g))
       return failure();
-    Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
-    if (cast<MemRefType>(op.getVA().getType()).getElementType() != vt ||
-        cast<MemRefType>(op.getVB().getType()).getElementType() != vt)
-      return op.emitError("merge lowering needs one v dtype"), failure();
-    bool baseE = op.getLseBase() == LSEBase::BaseE;
+    Type vt = g->vt;
+    bool baseE = g->baseE;
     MLIRContext *ctx = op.getContext();
     Builder bb(ctx);
     std::string name = "cascade_merge_state_" + dtypeName(vt) + "_d" +
@@ -231,15 +245,11 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStateInPlaceOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op))
-      return failure();
-    auto g = mergeGeom(op, op.getV().getType());
+    auto g = matchMerge(op, {op.getVOther()});
     if (failed(g))
       return failure();
-    Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
-    if (cast<MemRefType>(op.getVOther().getType()).getElementType() != vt)
-      return op.emitError("merge lowering needs one v dtype"), failure();
-    bool baseE = op.getLseBase() == LSEBase::BaseE;
+    Type vt = g->vt;
+    bool baseE = g->baseE;
     bool hasMask = static_cast<bool>(op.getMask());
     Type maskElt;
     if (hasMask) {
@@ -355,15 +365,11 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(MergeStatesOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!allMemRefs(op))
-      return failure();
-    auto g = mergeGeom(op, op.getV().getType());
+    auto g = matchMerge(op, {op.getVIn()});
     if (failed(g))
       return failure();
-    Type vt = cast<MemRefType>(op.getV().getType()).getElementType();
-    if (cast<MemRefType>(op.getVIn().getType()).getElementType() != vt)
-      return op.emitError("merge lowering needs one v dtype"), failure();
-    bool baseE = op.getLseBase() == LSEBase::BaseE;
+    Type vt = g->vt;
+    bool baseE = g->baseE;
     MLIRContext *ctx = op.getContext();
     Builder bb(ctx);
     std::string name = "cascade_merge_states_" + dtypeName(vt) + "_d" +
