@@ -105,6 +105,24 @@ static TaskIds taskIds(KernelBuilder &k, const MergeGeom &g,
   return {task, lane, inRange};
 }
 
+/// Finds or creates the merge kernel `name`: `g.block` threads, a grid over
+/// `num_tasks` (one (row, head) state per `g.tpt` threads), and its manifest
+/// entry (op `opName`, `statics`, `params`).
+static gpu::GPUFuncOp getOrCreateMergeKernel(
+    Operation *op, StringRef name, StringRef opName, const MergeGeom &g,
+    ArrayRef<NamedAttribute> statics, ArrayRef<KernelParam> params,
+    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> body) {
+  MLIRContext *ctx = op->getContext();
+  Builder bb(ctx);
+  auto manifest =
+      makeManifest(ctx, name, opName, {g.block, 1, 1},
+                   {gridRule(ctx, "num_tasks", g.tpb), bb.getI64IntegerAttr(1),
+                    bb.getI64IntegerAttr(1)},
+                   0, statics, params, {});
+  return getOrCreateKernel(op->getParentOfType<ModuleOp>(), name, params,
+                           {g.block, 1, 1}, manifest, body);
+}
+
 /// Merges two states (va, sa), (vb, sb) in base 2 with the exact empty rules.
 static std::pair<Value, Value> mergeTwo(KernelBuilder &k, Value va, Value sa,
                                         Value vb, Value sb) {
@@ -176,8 +194,7 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
       return failure();
     Type vt = g->vt;
     bool baseE = g->baseE;
-    MLIRContext *ctx = op.getContext();
-    Builder bb(ctx);
+    Builder bb(op.getContext());
     std::string name = "cascade_merge_state_" + dtypeName(vt) + "_d" +
                        std::to_string(g->d) + "_" + lseSuffix(op.getLseBase());
     SmallVector<KernelParam> params = {{"v_a", "memref", flatTy(op.getVA())},
@@ -187,15 +204,10 @@ struct MergeStateToGPU : OpRewritePattern<MergeStateOp> {
                                        {"v", "memref", flatTy(op.getV())},
                                        {"s", "memref", flatTy(op.getS())},
                                        {"num_tasks", "i64", bb.getI64Type()}};
-    auto manifest =
-        makeManifest(ctx, name, "merge_state", {g->block, 1, 1},
-                     {gridRule(ctx, "num_tasks", g->tpb),
-                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
-                     0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
-    auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
-    gpu::GPUFuncOp fn = getOrCreateKernel(
-        module, name, params, {g->block, 1, 1}, manifest,
+    gpu::GPUFuncOp fn = getOrCreateMergeKernel(
+        op, name, "merge_state", geom,
+        mergeStatics(bb, geom, vt, op.getLseBase()), params,
         [&](OpBuilder &b, gpu::GPUFuncOp f) {
           KernelBuilder k(b, f.getLoc());
           auto a = f.getArguments();
@@ -258,8 +270,7 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
       if (mt.getRank() != 1 || !(maskElt.isInteger(8) || maskElt.isInteger(1)))
         return op.emitError("mask must be a 1-D i8 or i1 memref"), failure();
     }
-    MLIRContext *ctx = op.getContext();
-    Builder bb(ctx);
+    Builder bb(op.getContext());
     std::string name = "cascade_merge_state_in_place_" + dtypeName(vt) + "_d" +
                        std::to_string(g->d) + "_" + lseSuffix(op.getLseBase()) +
                        (hasMask ? "_mask" + dtypeName(maskElt) : "");
@@ -277,15 +288,9 @@ struct MergeStateInPlaceToGPU : OpRewritePattern<MergeStateInPlaceOp> {
     auto statics = mergeStatics(bb, *g, vt, op.getLseBase());
     statics.push_back(bb.getNamedAttr(
         "mask", bb.getStringAttr(hasMask ? dtypeName(maskElt) : "none")));
-    auto manifest =
-        makeManifest(ctx, name, "merge_state_in_place", {g->block, 1, 1},
-                     {gridRule(ctx, "num_tasks", g->tpb),
-                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
-                     0, statics, params, {});
-    auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
-    gpu::GPUFuncOp fn = getOrCreateKernel(
-        module, name, params, {g->block, 1, 1}, manifest,
+    gpu::GPUFuncOp fn = getOrCreateMergeKernel(
+        op, name, "merge_state_in_place", geom, statics, params,
         [&](OpBuilder &b, gpu::GPUFuncOp f) {
           KernelBuilder k(b, f.getLoc());
           auto a = f.getArguments();
@@ -370,8 +375,7 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
       return failure();
     Type vt = g->vt;
     bool baseE = g->baseE;
-    MLIRContext *ctx = op.getContext();
-    Builder bb(ctx);
+    Builder bb(op.getContext());
     std::string name = "cascade_merge_states_" + dtypeName(vt) + "_d" +
                        std::to_string(g->d) + "_" + lseSuffix(op.getLseBase());
     SmallVector<KernelParam> params = {{"v_in", "memref", flatTy(op.getVIn())},
@@ -381,15 +385,10 @@ struct MergeStatesToGPU : OpRewritePattern<MergeStatesOp> {
                                        {"num_tasks", "i64", bb.getI64Type()},
                                        {"num_states", "i64", bb.getI64Type()},
                                        {"num_heads", "i64", bb.getI64Type()}};
-    auto manifest =
-        makeManifest(ctx, name, "merge_states", {g->block, 1, 1},
-                     {gridRule(ctx, "num_tasks", g->tpb),
-                      bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)},
-                     0, mergeStatics(bb, *g, vt, op.getLseBase()), params, {});
-    auto module = op->getParentOfType<ModuleOp>();
     MergeGeom geom = *g;
-    gpu::GPUFuncOp fn = getOrCreateKernel(
-        module, name, params, {g->block, 1, 1}, manifest,
+    gpu::GPUFuncOp fn = getOrCreateMergeKernel(
+        op, name, "merge_states", geom,
+        mergeStatics(bb, geom, vt, op.getLseBase()), params,
         [&](OpBuilder &b, gpu::GPUFuncOp f) {
           KernelBuilder k(b, f.getLoc());
           auto a = f.getArguments();
