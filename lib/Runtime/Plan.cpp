@@ -101,6 +101,34 @@ void copySection(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
     std::memcpy(image.data() + s->offset, data, bytes);
 }
 
+/// Planning runs once per serving step with similar sizes: the arrays of the
+/// plan a call replaces are kept (per thread) and their capacity reused by
+/// the next call, instead of fresh allocations whose first touch page-faults.
+/// `out` is only replaced on success.
+struct PlanBuffers {
+  Plan spare;
+
+  /// Moves the spare arrays into `p` (empty, capacity kept).
+  void lend(Plan &p) {
+    auto take = [](auto &dst, auto &src) {
+      dst = std::move(src);
+      dst.clear();
+    };
+    take(p.request_indices, spare.request_indices);
+    take(p.kv_tile_indices, spare.kv_tile_indices);
+    take(p.qo_tile_indices, spare.qo_tile_indices);
+    take(p.o_indptr, spare.o_indptr);
+    take(p.merge_indptr, spare.merge_indptr);
+    take(p.block_valid_mask, spare.block_valid_mask);
+    take(p.int_image, spare.int_image);
+  }
+};
+
+PlanBuffers &planBuffers() {
+  static thread_local PlanBuffers buffers;
+  return buffers;
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -358,6 +386,7 @@ Status makePlan(const PlanInputs &in, Plan &out) {
   CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
 
   Plan p;
+  planBuffers().lend(p);
   const int64_t b = in.kv_indptr.size() - 1;
   const bool decode = in.mode == PlanMode::Decode;
   p.mode = in.mode;
@@ -538,7 +567,9 @@ Status makePlan(const PlanInputs &in, Plan &out) {
   copySection(p.int_image, iw, "kv_chunk_size", &chunkTokens, 4);
   copySection(p.int_image, iw, "num_rows", &rows, 4);
 
-  out = std::move(p);
+  // The replaced plan's arrays become the next call's spare buffers.
+  std::swap(out, p);
+  planBuffers().spare = std::move(p);
   return Status::success();
 }
 

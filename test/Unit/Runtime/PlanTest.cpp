@@ -276,3 +276,51 @@ TEST(Plan, ScalarsByName) {
   EXPECT_EQ(v, 1);
   EXPECT_FALSE(p.scalar("nope", v));
 }
+
+// makePlan reuses the arrays of the plan it replaces (per thread): replanning
+// into one Plan object must give exactly what a fresh object gets, whatever
+// sizes came before, and a failing call must leave the previous plan intact.
+TEST(PlanReuse, ReplanningMatchesAFreshPlan) {
+  std::mt19937_64 rng(7);
+  Plan reused;
+  for (int iter = 0; iter < 50; ++iter) {
+    const bool prefill = iter % 2;
+    std::vector<int32_t> pages, qoLens;
+    const size_t b = 1 + rng() % (iter % 3 == 0 ? 300 : 9);
+    for (size_t i = 0; i < b; ++i) {
+      pages.push_back(static_cast<int32_t>(rng() % 70));
+      qoLens.push_back(static_cast<int32_t>(rng() % 20));
+    }
+    Batch batch =
+        makeBatch(prefill ? PlanMode::Prefill : PlanMode::Decode, pages,
+                  qoLens, 16, 32, 8, 128, 132, 2, iter % 4 == 1, &rng);
+    Plan fresh;
+    ASSERT_TRUE(makePlan(batch.inputs(prefill), fresh).ok());
+    ASSERT_TRUE(makePlan(batch.inputs(prefill), reused).ok());
+    EXPECT_EQ(reused.request_indices, fresh.request_indices);
+    EXPECT_EQ(reused.kv_tile_indices, fresh.kv_tile_indices);
+    EXPECT_EQ(reused.qo_tile_indices, fresh.qo_tile_indices);
+    EXPECT_EQ(reused.o_indptr, fresh.o_indptr);
+    EXPECT_EQ(reused.merge_indptr, fresh.merge_indptr);
+    EXPECT_EQ(reused.block_valid_mask, fresh.block_valid_mask);
+    EXPECT_EQ(reused.int_image, fresh.int_image);
+    EXPECT_EQ(reused.padded_batch_size, fresh.padded_batch_size);
+    EXPECT_EQ(reused.kv_chunk_size, fresh.kv_chunk_size);
+  }
+}
+
+TEST(PlanReuse, AFailedPlanLeavesThePreviousOneIntact) {
+  Batch good =
+      makeBatch(PlanMode::Decode, {10, 2, 7}, {}, 16, 8, 1, 128, 4, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(good.inputs(false), p).ok());
+  const Plan before = p;
+  Batch bad = good;
+  bad.kvLastPageLen[1] = 17; // outside [1, page_size]
+  Status s = makePlan(bad.inputs(false), p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidLastPageLen);
+  EXPECT_EQ(p.request_indices, before.request_indices);
+  EXPECT_EQ(p.o_indptr, before.o_indptr);
+  EXPECT_EQ(p.int_image, before.int_image);
+  EXPECT_EQ(p.padded_batch_size, before.padded_batch_size);
+}
