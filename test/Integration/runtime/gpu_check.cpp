@@ -280,6 +280,22 @@ void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
       kvt, randomValues(rng, size_t(numPages) * 2 * ps * hkv * d, -1, 1));
   DeviceArena arena(l);
   const uint64_t poolDev = arena.upload(pool.bytes.data(), pool.bytes.size());
+  // The (k, v) pair form: the same values, keys and values of every page
+  // split into two pools [P, page, Hkv, D] / [P, Hkv, page, D].
+  const bool pairForm = k.staticString("kv_form") == "pair";
+  uint64_t kDev = 0, vDev = 0;
+  if (pairForm) {
+    const size_t pageBytes = pool.bytes.size() / size_t(numPages) / 2;
+    std::vector<uint8_t> kb(pool.bytes.size() / 2), vb(pool.bytes.size() / 2);
+    for (int64_t pg = 0; pg < numPages; ++pg) {
+      std::memcpy(&kb[pg * pageBytes], &pool.bytes[2 * pg * pageBytes],
+                  pageBytes);
+      std::memcpy(&vb[pg * pageBytes], &pool.bytes[(2 * pg + 1) * pageBytes],
+                  pageBytes);
+    }
+    kDev = arena.upload(kb.data(), kb.size());
+    vDev = arena.upload(vb.data(), vb.size());
+  }
 
   // Two batches with the same B: eager on batch 0; capture on batch 0, then
   // replan + upload batch 1 and replay.
@@ -338,6 +354,10 @@ void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
     const int64_t rows = in[v].qo.back();
     t.setBuffer("q", qDev, rows * hqo * d, in[v].q.dtype);
     t.setBuffer("kv_cache", poolDev, numPages * 2 * pageElems, pool.dtype);
+    if (pairForm) {
+      t.setBuffer("k_cache", kDev, numPages * pageElems, pool.dtype);
+      t.setBuffer("v_cache", vDev, numPages * pageElems, pool.dtype);
+    }
     t.setBuffer("qo_indptr", qoDev, b + 1, "i32");
     t.setBuffer("kv_indptr", kvDev, b + 1, "i32");
     t.setBuffer("kv_indices", idxDev, int64_t(maxIdx), "i32");
