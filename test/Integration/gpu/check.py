@@ -238,14 +238,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     lens[0] = 0  # always one empty request
     if B > 1:
         lens[1] = max_len
-    pages = [-(-int(L) // ps) for L in lens]
-    last = np.array([(int(L) - (n - 1) * ps) if n else 1 for L, n in zip(lens, pages)], np.int32)
-    total = sum(pages)
-    P = total + 3
-    perm = rng.permutation(P)[:total].astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
-    Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
-    Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = make_paged(rng, lens, ps, Hkv, D, dtype)
     q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)) * q_scale, dtype)
     o_ref, lse_ref = decode_ref(q64, Kp, Vp, indptr, perm, last, ps, opts)
     if opts.get("base_e"):

@@ -9,9 +9,10 @@
 #include <string>
 #include <vector>
 
-TEST(CApi, PlanFromStruct) {
-  const int32_t kvIndptr[] = {0, 10, 12};
-  const int32_t last[] = {16, 5};
+namespace {
+/// A two-request decode batch on a 4-SM device, 8 query heads / 1 KV head.
+cascade_plan_inputs_t decodeInputs(const int32_t *kvIndptr,
+                                   const int32_t *last) {
   cascade_plan_inputs_t in;
   cascade_plan_inputs_init(&in);
   in.batch_size = 2;
@@ -22,6 +23,14 @@ TEST(CApi, PlanFromStruct) {
   in.head_dim = 128;
   in.page_size = 16;
   in.num_sms = 4;
+  return in;
+}
+} // namespace
+
+TEST(CApi, PlanFromStruct) {
+  const int32_t kvIndptr[] = {0, 10, 12};
+  const int32_t last[] = {16, 5};
+  cascade_plan_inputs_t in = decodeInputs(kvIndptr, last);
   cascade_plan_t plan = nullptr;
   ASSERT_EQ(cascade_plan_create(&in, &plan), CASCADE_OK)
       << cascade_last_error();
@@ -59,16 +68,7 @@ TEST(CApi, PlanFromStruct) {
 TEST(CApi, PlanErrors) {
   const int32_t kvIndptr[] = {0, 3, 2};
   const int32_t last[] = {16, 5};
-  cascade_plan_inputs_t in;
-  cascade_plan_inputs_init(&in);
-  in.batch_size = 2;
-  in.kv_indptr = kvIndptr;
-  in.kv_last_page_len = last;
-  in.num_qo_heads = 8;
-  in.num_kv_heads = 1;
-  in.head_dim = 128;
-  in.page_size = 16;
-  in.num_sms = 4;
+  cascade_plan_inputs_t in = decodeInputs(kvIndptr, last);
   cascade_plan_t plan = nullptr;
   EXPECT_EQ(cascade_plan_create(&in, &plan), CASCADE_ERROR_INVALID_INDPTR);
   EXPECT_STREQ(

@@ -292,8 +292,8 @@ TEST(PlanReuse, ReplanningMatchesAFreshPlan) {
       qoLens.push_back(static_cast<int32_t>(rng() % 20));
     }
     Batch batch =
-        makeBatch(prefill ? PlanMode::Prefill : PlanMode::Decode, pages,
-                  qoLens, 16, 32, 8, 128, 132, 2, iter % 4 == 1, &rng);
+        makeBatch(prefill ? PlanMode::Prefill : PlanMode::Decode, pages, qoLens,
+                  16, 32, 8, 128, 132, 2, iter % 4 == 1, &rng);
     Plan fresh;
     ASSERT_TRUE(makePlan(batch.inputs(prefill), fresh).ok());
     ASSERT_TRUE(makePlan(batch.inputs(prefill), reused).ok());
