@@ -23,7 +23,8 @@
 // The page pool [num_pages, 2, 16, 8, 128] (NHD) holds all three levels' pages.
 //
 // cascade-decompose-levels rewrites the op into three cascade.paged_attention
-// (only the third causal) and two cascade.merge_state_in_place into level 0.
+// (only the third causal); levels 1 and 2 accumulate into level 0's state in
+// their own epilogues.
 //
 // Run:
 //   cascade-opt examples/cascade_three_level.mlir

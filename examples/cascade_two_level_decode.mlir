@@ -16,8 +16,12 @@
 // attention of each query over shared prefix + its own suffix, with
 // sm_scale = 1/sqrt(128). o [B, 64, 128] f16, lse [B, 64] f32 (base 2).
 //
+// decode_levels marks level 1 as one query per request: it lowers to a decode
+// kernel, level 0 (all B queries over the shared pages) to the tensor-core
+// multi-query prefill, which reads every shared page once per KV head.
 // cascade-decompose-levels rewrites the op into one cascade.paged_attention
-// per level and a cascade.merge_state_in_place of level 1 into level 0.
+// per level; level 1 accumulates into level 0's state in its own epilogue
+// (no temporary state, no separate merge launch).
 //
 // Run:
 //   cascade-opt examples/cascade_two_level_decode.mlir
@@ -49,7 +53,8 @@ func.func @cascade_two_level_decode(
       kv_indices(%shared_kv_indices, %unique_kv_indices : tensor<?xi32>, tensor<?xi32>)
       kv_last_page_len(%shared_kv_last_page_len, %unique_kv_last_page_len : tensor<1xi32>, tensor<?xi32>)
       outs(%o_init, %lse_init : tensor<?x64x128xf16>, tensor<?x64xf32>)
-      {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>}
+      {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>,
+       decode_levels = array<i1: false, true>}
       -> tensor<?x64x128xf16>, tensor<?x64xf32>
   return %o, %lse : tensor<?x64x128xf16>, tensor<?x64xf32>
 }

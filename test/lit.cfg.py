@@ -16,6 +16,15 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cascade_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+# Lowers a module with gpu.modules of NVGPU/NVVM kernels to PTX (the GPU half
+# of the cascade-to-ptx pipeline), for the building-block tests.
+for chip in ("sm_80", "sm_90"):
+    config.substitutions.append((
+        "%gpu_to_ptx_" + chip,
+        "--pass-pipeline='builtin.module(nvvm-attach-target{chip=" + chip +
+        " features=+ptx80 O=3},gpu.module(convert-scf-to-cf,convert-nvgpu-to-nvvm,"
+        "convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts),"
+        "gpu-module-to-binary{format=isa})'"))
 config.substitutions.append(("%cascade_src_root", config.cascade_src_root))
 import sys
 config.substitutions.append(("%python", sys.executable))

@@ -250,10 +250,10 @@ Status validatePlanInputs(const PlanInputs &in) {
   if (in.page_size > kInt32Max)
     return makeError(ErrorCode::InvalidPageSize,
                      "page_size %lld does not fit in int32", ll(in.page_size));
-  if (in.head_dim <= 0 || in.head_dim % 8 != 0 || in.head_dim > 512)
+  if (in.head_dim <= 0 || in.head_dim % 8 != 0 || in.head_dim > 256)
     return makeError(ErrorCode::InvalidHeadDim,
                      "head_dim must be a positive multiple of 8 and at most "
-                     "512, got %lld",
+                     "256, got %lld",
                      ll(in.head_dim));
   if (in.num_qo_heads <= 0 || in.num_kv_heads <= 0)
     return makeError(ErrorCode::InvalidHeads,

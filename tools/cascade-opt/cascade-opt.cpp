@@ -14,9 +14,15 @@
 #include "mlir/InitAllPasses.h"
 #include "mlir/Tools/mlir-opt/MlirOptMain.h"
 
+namespace mlir::cascade {
+// Test passes (test/lib): not part of the installed libraries.
+void registerTestGPUCodegenPass();
+} // namespace mlir::cascade
+
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::cascade::registerAllCascadePasses();
+  mlir::cascade::registerTestGPUCodegenPass();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -39,17 +39,10 @@ class FuncDialect;
 }
 
 namespace cascade {
+class CascadeDialect;
 
 #define GEN_PASS_DECL
 #include "cascade/Conversion/Passes.h.inc"
-
-/// Patterns lowering cascade.merge_state, merge_state_in_place and
-/// merge_states (memref form) to kernels + launches.
-void populateMergeToGPUPatterns(RewritePatternSet &patterns);
-/// Patterns lowering cascade.paged_attention (memref form) to kernels +
-/// launches: decode (with or without a split-KV plan, plus the o_indptr
-/// merge) and prefill (row-wise kernel, no plan).
-void populatePagedDecodeToGPUPatterns(RewritePatternSet &patterns);
 
 /// Options of the `cascade-to-ptx` pipeline.
 struct CascadeToPTXOptions {

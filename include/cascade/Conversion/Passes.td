@@ -5,24 +5,87 @@
 
 include "mlir/Pass/PassBase.td"
 
+def CascadeSelectKernelConfig
+    : Pass<"cascade-select-kernel-config", "::mlir::ModuleOp"> {
+  let summary = "Choose the kernel family and tiling of every cascade op";
+  let description = [{
+    Records on every merge op and `cascade.paged_attention` (outside GPU
+    modules) the discardable attribute `cascade.kernel_config =
+    #cascade.kernel_config<...>`: the kernel family (`merge`, `rows`: CUDA
+    cores, `mma_sync`: tensor cores) and its threads, tiles and pipeline
+    depth. Ops that already carry one keep it unless `overwrite` is set, so a
+    hand-written configuration tunes one op. `convert-cascade-to-gpu` builds
+    one kernel per distinct (static op configuration, kernel configuration).
+
+    Defaults: merges one state per head_dim/8 threads; decode with GQA groups
+    up to `rows-max-group` and head_dim 8..256 a power of two on the `rows`
+    family; everything else (prefill/append, shared-prefix levels, large
+    groups, other head dims) on `mma_sync`.
+
+    Example:
+
+    ```mlir
+    cascade.paged_attention q(%q : memref<?x32x128xf16>) ... {page_size = 16 : i64}
+    ```
+
+    becomes
+
+    ```mlir
+    cascade.paged_attention q(%q : memref<?x32x128xf16>) ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<mma_sync,
+            threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
+    ```
+  }];
+  let options = [
+    Option<"overwrite", "overwrite", "bool", /*default=*/"false",
+           "Replace configurations already on the ops">,
+    Option<"mergeThreads", "merge-threads", "int64_t", /*default=*/"128",
+           "Merge kernels: threads per block">,
+    Option<"rowsThreads", "rows-threads", "int64_t", /*default=*/"128",
+           "rows family: threads per block">,
+    Option<"rowsKVTile", "rows-kv-tile", "int64_t", /*default=*/"32",
+           "rows family: KV tokens per pipeline stage">,
+    Option<"rowsMaxStages", "rows-max-stages", "int64_t", /*default=*/"4",
+           "rows family: deepest cp.async pipeline">,
+    Option<"rowsSmemKiB", "rows-smem-kib", "int64_t", /*default=*/"40",
+           "rows family: shared memory budget of the K/V stages (KiB)">,
+    Option<"rowsMaxGroup", "rows-max-group", "int64_t", /*default=*/"8",
+           "Largest GQA group that decodes on the rows family">,
+    Option<"mmaQTile", "mma-q-tile", "int64_t", /*default=*/"0",
+           "mma_sync: packed query rows per block (0 = automatic)">,
+    Option<"mmaKVTile", "mma-kv-tile", "int64_t", /*default=*/"0",
+           "mma_sync: KV tokens per pipeline stage (0 = automatic)">,
+    Option<"mmaStages", "mma-stages", "int64_t", /*default=*/"0",
+           "mma_sync: cp.async pipeline stages (0 = automatic)">,
+    Option<"mmaWarpsKV", "mma-warps-kv", "int64_t", /*default=*/"0",
+           "mma_sync: warps along the KV tile (0 = automatic)">,
+  ];
+  let dependentDialects = ["::mlir::cascade::CascadeDialect"];
+}
+
 def ConvertCascadeToGPU : Pass<"convert-cascade-to-gpu", "::mlir::ModuleOp"> {
   let summary = "Lower memref-form cascade ops to GPU kernels and launches";
   let description = [{
-    Rewrites every memref-form cascade op inside a `func.func` into a
-    `gpu.launch_func` of a kernel specialised on the op's static
-    configuration (head_dim, dtypes, page size, GQA group, layout, options).
-    The kernels live in one `gpu.module @cascade_kernels` (one `gpu.func` per
-    distinct configuration). Operands are flattened on the host to 1-D
-    `memref<?xT>` (the kernel-bundle ABI, docs/kernel-bundle.md); sizes are
-    passed as scalars. Each kernel carries a `cascade.manifest` dictionary
-    that `cascade-emit-bundle` turns into `manifest.json`.
+    Rewrites every memref-form cascade op inside a `func.func` into
+    `gpu.launch_func`s of kernels specialised on the op's static configuration
+    (head_dim, dtypes, page size, GQA group, layout, options) and its
+    `cascade.kernel_config` (the defaults of `cascade-select-kernel-config`
+    where an op has none). Ops with equal configurations share a kernel; each
+    kernel is built once, in `gpu.module @cascade_kernels`, by its family's
+    generator (merge, rows, mma_sync). Kernel names spell the configuration
+    out. Operands are flattened on the host to 1-D `memref<?xT>` (the
+    kernel-bundle ABI, docs/kernel-bundle.md); sizes are passed as scalars.
+    Each kernel carries a `cascade.manifest` dictionary that
+    `cascade-emit-bundle` turns into `manifest.json`.
 
-    Supported: merge_state, merge_state_in_place (optional strided mask),
-    merge_states, decode paged_attention (no qo_indptr) with or without a
-    split-KV plan, and prefill paged_attention (qo_indptr, row-wise kernel,
-    no plan). multi_level_attention must be decomposed first
+    Attention levels: decode and prefill/append, with or without a split-KV
+    plan (then a second kernel merges the partial states), and
+    `accumulate` (the level merges itself into the state held by its
+    destinations, in the epilogue of its last kernel). Host buffers that
+    `memref.alloc` creates for the kernels become `gpu.alloc` device
+    buffers. `multi_level_attention` must be decomposed first
     (cascade-decompose-levels; the cascade-to-ptx pipeline does it).
-    Unsupported configurations fail with a diagnostic.
+    Unsupported configurations fail with one diagnostic each.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",

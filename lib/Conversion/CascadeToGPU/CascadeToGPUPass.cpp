@@ -1,6 +1,15 @@
 //===- CascadeToGPUPass.cpp - convert-cascade-to-gpu ----------------------===//
+//
+// The pass: checks the buffers, moves host allocations that kernels read
+// onto the device, computes each op's kernel spec (its static configuration
+// and #cascade.kernel_config), builds one kernel per distinct spec with the
+// family's generator, then rewrites the ops into launches (LaunchToGPU.cpp)
+// and collects the kernels' manifest entries for the bundle.
+//
+//===----------------------------------------------------------------------===//
 
-#include "KernelBuilder.h"
+#include "KernelSpec.h"
+#include "cascade/Conversion/KernelConfig.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
@@ -73,33 +82,212 @@ LogicalResult checkLayouts(ModuleOp module) {
   return success(ok);
 }
 
+/// Host buffers that kernels read or write must live on the device: a
+/// memref.alloc whose buffer a cascade op uses (the temporaries of an
+/// unfused cascade, say) becomes a gpu.alloc, its deallocs gpu.dealloc.
+void moveKernelBuffersToDevice(ModuleOp module) {
+  SmallVector<memref::AllocOp> allocs;
+  module.walk([&](memref::AllocOp alloc) {
+    if (alloc->getParentOfType<gpu::GPUModuleOp>())
+      return;
+    if (llvm::any_of(alloc->getUsers(), [](Operation *user) {
+          return isa<CascadeDialect>(user->getDialect());
+        }))
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    OpBuilder b(alloc);
+    auto dev = gpu::AllocOp::create(
+        b, alloc.getLoc(), alloc.getType(), /*asyncToken=*/Type(),
+        /*asyncDependencies=*/ValueRange{}, alloc.getDynamicSizes(),
+        alloc.getSymbolOperands(), /*hostShared=*/false);
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+        OpBuilder db(dealloc);
+        gpu::DeallocOp::create(db, dealloc.getLoc(), /*asyncToken=*/Type(),
+                               ValueRange{}, dev.getMemref());
+        dealloc.erase();
+      }
+    alloc.replaceAllUsesWith(dev.getMemref());
+    alloc.erase();
+  }
+}
+
+/// The kernels of the module, one per distinct spec.
+class KernelSet {
+public:
+  explicit KernelSet(ModuleOp module)
+      : module(module), gm(getOrCreateKernelModule(module)) {}
+
+  FailureOr<KernelLaunch> get(const AttentionSpec &spec, Operation *op) {
+    for (auto &[s, l] : attention)
+      if (s == spec)
+        return l;
+    MLIRContext *ctx = module.getContext();
+    Builder bb(ctx);
+    KernelLaunch l;
+    l.params = spec.params(ctx);
+    ArrayRef<int64_t> t = spec.config.getThreads();
+    l.block.assign(t.begin(), t.end());
+    l.gridParam = spec.gridParam().str();
+    l.gridMul = spec.gridMul();
+    l.gridY = spec.numKvHeads;
+    l.dynamicSharedBytes = spec.dynamicSharedBytes();
+    l.groupSize = spec.groupSize;
+    l.qTile = spec.config.getQTile();
+    SmallVector<Attribute> grid = {gridRule(ctx, l.gridParam, 1, l.gridMul),
+                                   bb.getI64IntegerAttr(l.gridY),
+                                   bb.getI64IntegerAttr(1)};
+    std::string name = spec.name();
+    if (failed(checkName(name, op)))
+      return failure();
+    auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid,
+                                 l.dynamicSharedBytes, spec.statics(bb),
+                                 l.params, spec.planArrays());
+    l.fn = createKernel(gm, name, l.params, l.block, manifest,
+                        [&](OpBuilder &b, gpu::GPUFuncOp fn) {
+                          if (spec.family() == KernelFamily::MmaSync)
+                            buildMmaAttentionKernel(b, fn, gm, spec);
+                          else
+                            buildRowsAttentionKernel(b, fn, gm, spec);
+                        });
+    attention.push_back({spec, l});
+    return l;
+  }
+
+  FailureOr<KernelLaunch> get(const MergeSpec &spec, Operation *op) {
+    for (auto &[s, l] : merges)
+      if (s == spec)
+        return l;
+    MLIRContext *ctx = module.getContext();
+    Builder bb(ctx);
+    KernelLaunch l;
+    l.params = spec.params(ctx);
+    ArrayRef<int64_t> t = spec.config.getThreads();
+    l.block.assign(t.begin(), t.end());
+    l.gridParam = spec.gridParam().str();
+    l.gridMul = spec.gridMul();
+    l.gridDiv = spec.statesPerBlock();
+    SmallVector<Attribute> grid = {
+        gridRule(ctx, l.gridParam, l.gridDiv, l.gridMul),
+        bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)};
+    std::string name = spec.name();
+    if (failed(checkName(name, op)))
+      return failure();
+    auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid, 0,
+                                 spec.statics(bb), l.params, spec.planArrays());
+    l.fn = createKernel(gm, name, l.params, l.block, manifest,
+                        [&](OpBuilder &b, gpu::GPUFuncOp fn) {
+                          buildMergeKernel(b, fn, spec);
+                        });
+    merges.push_back({spec, l});
+    return l;
+  }
+
+private:
+  /// Names spell specs out; two specs with one name would be a bug of the
+  /// naming, never silently one kernel for both.
+  LogicalResult checkName(StringRef name, Operation *op) {
+    if (!gm.lookupSymbol(name))
+      return success();
+    return op->emitError("internal error: two kernel configurations are both "
+                         "named ")
+           << name;
+  }
+
+  ModuleOp module;
+  gpu::GPUModuleOp gm;
+  std::vector<std::pair<AttentionSpec, KernelLaunch>> attention;
+  std::vector<std::pair<MergeSpec, KernelLaunch>> merges;
+};
+
 struct ConvertCascadeToGPUPass
     : cascade::impl::ConvertCascadeToGPUBase<ConvertCascadeToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(checkLayouts(module)))
       return signalPassFailure();
-    RewritePatternSet patterns(&getContext());
-    populateMergeToGPUPatterns(patterns);
-    populatePagedDecodeToGPUPatterns(patterns);
-    walkAndApplyPatterns(module, std::move(patterns));
 
+    // One diagnostic per op that cannot be lowered.
+    SmallVector<Operation *> ops;
     bool failedAny = false;
     module.walk([&](Operation *op) {
-      if (isa<CascadeDialect>(op->getDialect()) &&
-          !op->getParentOfType<gpu::GPUModuleOp>()) {
-        if (isa<MultiLevelAttentionOp>(op))
-          op->emitError(
-              "run cascade-decompose-levels before convert-cascade-to-gpu");
-        else
-          op->emitError(
-              "cascade op could not be lowered to GPU "
-              "(tensor form: bufferize first; see diagnostics above)");
+      if (!isa<CascadeDialect>(op->getDialect()) ||
+          op->getParentOfType<gpu::GPUModuleOp>())
+        return;
+      if (isa<MultiLevelAttentionOp>(op)) {
+        op->emitError(
+            "run cascade-decompose-levels before convert-cascade-to-gpu");
         failedAny = true;
+      } else if (llvm::any_of(op->getOperandTypes(),
+                              [](Type t) { return isa<TensorType>(t); })) {
+        op->emitError("convert-cascade-to-gpu lowers the buffer form of "
+                      "cascade ops: bufferize first (one-shot-bufferize)");
+        failedAny = true;
+      } else {
+        ops.push_back(op);
       }
     });
     if (failedAny)
       return signalPassFailure();
+    if (ops.empty())
+      return;
+
+    moveKernelBuffersToDevice(module);
+    auto helper = getContext()
+                      .getLoadedDialect<CascadeDialect>()
+                      ->getKernelConfigAttrHelper();
+    KernelConfigOptions defaults;
+    KernelSet kernels(module);
+    LaunchTable table;
+    for (Operation *op : ops) {
+      KernelConfigAttr config = helper.getAttr(op);
+      if (!config) {
+        FailureOr<KernelConfigAttr> c = selectKernelConfig(op, defaults);
+        if (failed(c)) {
+          failedAny = true;
+          continue;
+        }
+        config = *c;
+      }
+      OpLaunches launches;
+      if (auto attention = dyn_cast<PagedAttentionOp>(op)) {
+        FailureOr<AttentionSpec> spec = analyseAttention(attention, config);
+        FailureOr<KernelLaunch> main = failure();
+        if (succeeded(spec))
+          main = kernels.get(*spec, op);
+        if (failed(main)) {
+          failedAny = true;
+          continue;
+        }
+        launches.main = *main;
+        if (spec->split) {
+          FailureOr<KernelLaunch> merge = kernels.get(spec->splitMerge(), op);
+          if (failed(merge)) {
+            failedAny = true;
+            continue;
+          }
+          launches.merge = *merge;
+        }
+      } else {
+        FailureOr<MergeSpec> spec = analyseMerge(op, config);
+        FailureOr<KernelLaunch> main = failure();
+        if (succeeded(spec))
+          main = kernels.get(*spec, op);
+        if (failed(main)) {
+          failedAny = true;
+          continue;
+        }
+        launches.main = *main;
+      }
+      table[op] = launches;
+    }
+    if (failedAny)
+      return signalPassFailure();
+
+    RewritePatternSet patterns(&getContext());
+    populateCascadeLaunchPatterns(patterns, table);
+    walkAndApplyPatterns(module, std::move(patterns));
 
     // Collect the manifest entries onto the module so they survive
     // gpu-module-to-binary.

@@ -69,6 +69,7 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   bo.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bo));
+  pm.addPass(createCascadeSelectKernelConfig());
   pm.addPass(createConvertCascadeToGPU());
   GpuNVVMAttachTargetOptions t;
   t.triple = "nvptx64-nvidia-cuda";

@@ -1,12 +1,27 @@
 // RUN: cascade-opt %s --cascade-to-ptx | FileCheck %s --check-prefix=PTX
+// RUN: cascade-opt %s --cascade-decompose-levels=fuse-merges=false \
+// RUN:   --one-shot-bufferize="bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map" \
+// RUN:   --convert-cascade-to-gpu | FileCheck %s --check-prefix=UNFUSED
 
-// Multi-level cascade (tensor form): decomposed into per-level prefill +
-// merge_state_in_place, bufferized, lowered to PTX.
+// Multi-level cascade (tensor form): decomposed with fused merges (level 1
+// accumulates into level 0's state in its epilogue), bufferized, lowered to
+// PTX as two launches, with no temporary state and no merge launch.
 // PTX-LABEL: func.func @two_level
-// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_rows_f16_f16_d128_g4_h8_p16_nhd_pool
-// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_rows_causal_f16_f16_d128_g4_h8_p16_nhd_pool
-// PTX: gpu.launch_func @cascade_kernels::@cascade_merge_state_in_place_f16_d128_b2
+// PTX-NOT: memref.alloc
+// PTX-NOT: gpu.alloc
+// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
+// PTX: gpu.launch_func @cascade_kernels::@cascade_prefill_causal_acc_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
+// PTX-NOT: gpu.launch_func
 // PTX: gpu.binary @cascade_kernels
+
+// Unfused, the temporaries that the kernels write are device buffers.
+// UNFUSED-LABEL: func.func @two_level
+// UNFUSED: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
+// UNFUSED-DAG: %[[TV:.*]] = gpu.alloc (%{{.*}}) : memref<?x32x128xf16>
+// UNFUSED-DAG: %[[TS:.*]] = gpu.alloc (%{{.*}}) : memref<?x32xf32>
+// UNFUSED: gpu.launch_func @cascade_kernels::@cascade_prefill_causal_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
+// UNFUSED: gpu.launch_func @cascade_kernels::@cascade_merge_state_in_place_f16_d128_b2_t128
+// UNFUSED-NOT: memref.alloc
 func.func @two_level(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
                      %qo0: tensor<2xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>,
                      %qo1: tensor<?xi32>, %kp1: tensor<?xi32>, %ki1: tensor<?xi32>, %kl1: tensor<?xi32>,

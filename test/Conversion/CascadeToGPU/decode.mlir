@@ -1,7 +1,7 @@
 // RUN: cascade-opt %s --convert-cascade-to-gpu | FileCheck %s
 
 // CHECK-LABEL: func.func @decode
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_f16_f16_d128_g4_h8_p16_nhd_pool blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2 blocks in (%{{.*}}, %{{.*}}, %{{.*}}) threads in (%{{.*}}, %{{.*}}, %{{.*}})
 func.func @decode(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                   %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
@@ -12,8 +12,8 @@ func.func @decode(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 }
 
 // CHECK-LABEL: func.func @decode_split_plan
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_split_f16_f16_d128_g4_h8_p16_hnd_pool
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_merge_states_indptr_f16_d128_h32_b2
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_split_rows_f16_f16_d128_g4_h8_p16_hnd_pool_t16x8_kv32_s2
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_merge_states_indptr_f16_d128_h32_byreq_b2_t128
 func.func @decode_split_plan(%q: memref<?x32x128xf16>, %cache: memref<?x2x8x16x128xf16>,
                              %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                              %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>,
@@ -27,7 +27,7 @@ func.func @decode_split_plan(%q: memref<?x32x128xf16>, %cache: memref<?x2x8x16x1
 }
 
 // CHECK-LABEL: func.func @decode_pair_options
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_bf16_bf16_d64_g1_h8_p1_hnd_pair_o
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_rows_bf16_bf16_d64_g1_h8_p1_hnd_pair_cap41f00000_win128_rope3f800000x461c4000_lsee_t8x16_kv32_s4
 func.func @decode_pair_options(%q: memref<?x8x64xbf16>, %k: memref<?x8x1x64xbf16>, %v: memref<?x8x1x64xbf16>,
                                %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                                %o: memref<?x8x64xbf16>, %lse: memref<?x8xf32>) {
@@ -41,7 +41,7 @@ func.func @decode_pair_options(%q: memref<?x8x64xbf16>, %k: memref<?x8x1x64xbf16
 }
 
 // CHECK-LABEL: func.func @decode_alibi
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_f16_f16_d256_g8_h2_p16_nhd_pool_o
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_rows_f16_f16_d256_g8_h2_p16_nhd_pool_alibi_t32x4_kv16_s2
 func.func @decode_alibi(%q: memref<?x16x256xf16>, %cache: memref<?x2x16x2x256xf16>,
                         %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                         %o: memref<?x16x256xf16>, %lse: memref<?x16xf32>) {
@@ -53,9 +53,9 @@ func.func @decode_alibi(%q: memref<?x16x256xf16>, %cache: memref<?x2x16x2x256xf1
 }
 
 // CHECK: gpu.module @cascade_kernels
-// CHECK-DAG: memref.global "private" constant @cascade_decode_f16_f16_d256_g8_h2_p16_nhd_pool_o{{.*}}_alibi : memref<16xf32>
-// CHECK-DAG: memref.global "private" constant @cascade_decode_bf16_bf16_d64_g1_h8_p1_hnd_pair_o{{.*}}_rope : memref<64xf32>
-// CHECK: gpu.func @cascade_decode_f16_f16_d128_g4_h8_p16_nhd_pool
+// CHECK-DAG: memref.global "private" constant @cascade_decode_rows_f16_f16_d256_g8_h2_p16_nhd_pool_alibi_t32x4_kv16_s2_alibi : memref<16xf32>
+// CHECK-DAG: memref.global "private" constant @cascade_decode_rows_bf16_bf16_d64_g1_h8_p1_hnd_pair_cap41f00000_win128_rope3f800000x461c4000_lsee_t8x16_kv32_s4_rope : memref<64xf32>
+// CHECK: gpu.func @cascade_decode_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2(
 // CHECK-SAME: workgroup(
 // CHECK-SAME: kernel
 // CHECK-SAME: known_block_size = array<i32: 16, 1, 8>
@@ -67,9 +67,9 @@ func.func @decode_alibi(%q: memref<?x16x256xf16>, %cache: memref<?x2x16x2x256xf1
 // CHECK: gpu.shuffle  xor
 // CHECK: gpu.shuffle  idx
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// CHECK: gpu.func @cascade_decode_split_f16_f16_d128_g4_h8_p16_hnd_pool
+// CHECK: gpu.func @cascade_decode_split_rows_f16_f16_d128_g4_h8_p16_hnd_pool_t16x8_kv32_s2(
 // CHECK: memref.load %{{.*}} : memref<?xi8, strided<[1], offset: ?>>
-// CHECK: gpu.func @cascade_merge_states_indptr_f16_d128_h32_b2
-// CHECK: gpu.func @cascade_decode_bf16_bf16_d64_g1_h8_p1_hnd_pair_o
+// CHECK: gpu.func @cascade_merge_states_indptr_f16_d128_h32_byreq_b2_t128(
+// CHECK: gpu.func @cascade_decode_rows_bf16_bf16_d64_g1_h8_p1_hnd_pair_cap41f00000_win128_rope3f800000x461c4000_lsee_t8x16_kv32_s4(
 // CHECK: llvm.call_intrinsic "llvm.nvvm.cos.approx.ftz.f"
-// CHECK: gpu.func @cascade_decode_f16_f16_d256_g8_h2_p16_nhd_pool_o
+// CHECK: gpu.func @cascade_decode_rows_f16_f16_d256_g8_h2_p16_nhd_pool_alibi_t32x4_kv16_s2(

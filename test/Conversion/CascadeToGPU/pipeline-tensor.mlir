@@ -5,11 +5,11 @@
 
 // CHECK-LABEL: func.func @merge_then_decode
 // CHECK-SAME: (%arg0: memref<?x32x128xf16>, %arg1: memref<?x32xf32>,
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_merge_state_f16_d128_b2
-// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_f16_f16_d128_g4_h8_p16_nhd_pool
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_merge_state_f16_d128_b2_t128
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_decode_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2
 // CHECK: gpu.binary @cascade_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">, {{.*}}assembly = "
-// CHECK-SAME: .visible .entry cascade_merge_state_f16_d128_b2
-// CHECK-SAME: .visible .entry cascade_decode_f16_f16_d128_g4_h8_p16_nhd_pool
+// CHECK-SAME: .visible .entry cascade_merge_state_f16_d128_b2_t128(
+// CHECK-SAME: .visible .entry cascade_decode_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2(
 func.func @merge_then_decode(%va: tensor<?x32x128xf16>, %sa: tensor<?x32xf32>,
                              %vb: tensor<?x32x128xf16>, %sb: tensor<?x32xf32>,
                              %v: tensor<?x32x128xf16>, %s: tensor<?x32xf32>,

@@ -1,5 +1,6 @@
 // RUN: cascade-opt %s -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s
-// RUN: cascade-opt %s -cascade-decompose-levels -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s --check-prefix=DECOMP
+// RUN: cascade-opt %s -cascade-decompose-levels=fuse-merges=false -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s --check-prefix=DECOMP
+// RUN: cascade-opt %s -cascade-decompose-levels -one-shot-bufferize="bufferize-function-boundaries" | FileCheck %s --check-prefix=FUSED
 
 // One-Shot Bufferize of the cascade ops: each op becomes its memref form (no
 // results) writing into the buffers of its destinations. Function arguments
@@ -210,6 +211,17 @@ func.func @two_level(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
       -> tensor<?x32x128xf16>, tensor<?x32xf32>
   return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
 }
+
+// Fused levels read and write the destination buffers in place: one
+// buffer pair for the whole cascade, no temporaries, no copies.
+// FUSED-LABEL: func.func @two_level
+// FUSED-SAME: %[[O:[^:]*]]: memref<?x32x128xf16, strided<[?, ?, ?], offset: ?>>, %[[LSE:[^:]*]]: memref<?x32xf32, strided<[?, ?], offset: ?>>)
+// FUSED-NOT: memref.alloc
+// FUSED-NOT: memref.copy
+// FUSED: cascade.paged_attention {{.*}} outs(%[[O]], %[[LSE]] : {{[^)]*}}) {page_size = 16 : i64}{{$}}
+// FUSED-NEXT: cascade.paged_attention {{.*}} outs(%[[O]], %[[LSE]] : {{[^)]*}}) {accumulate, causal, page_size = 16 : i64}{{$}}
+// FUSED-NOT: memref.copy
+// FUSED: return %[[O]], %[[LSE]]
 
 // Decomposing a 3-level cascade whose destinations start as tensor.empty:
 // every level writes into fresh buffers, and no copy is ever made.

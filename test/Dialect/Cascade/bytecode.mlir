@@ -8,7 +8,6 @@
 // CHECK-SAME: pos_encoding = #cascade.pos_encoding<rope_llama>
 // CHECK-LABEL: func.func @decode_split_plan
 // CHECK: plan(
-// THREE-COUNT-2: cascade.paged_attention
-// THREE: cascade.merge_state_in_place
 // THREE: cascade.paged_attention
-// THREE: cascade.merge_state_in_place
+// THREE: cascade.paged_attention {{.*}} {accumulate, page_size = 16 : i64}
+// THREE: cascade.paged_attention {{.*}} {accumulate, causal, page_size = 16 : i64}

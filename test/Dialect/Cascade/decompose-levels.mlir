@@ -1,10 +1,27 @@
-// RUN: cascade-opt %s -cascade-decompose-levels | FileCheck %s
+// RUN: cascade-opt %s -cascade-decompose-levels=fuse-merges=false | FileCheck %s
+// RUN: cascade-opt %s -cascade-decompose-levels | FileCheck %s --check-prefix=FUSED
 
 // cascade-decompose-levels rewrites a multi-level cascade into one
 // cascade.paged_attention per level (in level order, each with its own index
-// arrays) and cascade.merge_state_in_place ops folding every later level into
-// level 0's state. Only the last level keeps `causal`; every other option is
-// copied to all levels (and lse_base to the merges).
+// arrays). By default every later level merges itself into the running state
+// (`accumulate` on the same destinations: no temporaries, no merge op); with
+// fuse-merges=false it writes temporaries that cascade.merge_state_in_place
+// ops fold into level 0's state. Only the last level keeps `causal`; every
+// other option is copied to all levels (and lse_base to the merges).
+
+// FUSED-LABEL: func.func @two_level
+// FUSED-NOT: tensor.empty
+// FUSED: %[[L0:.*]]:2 = cascade.paged_attention {{.*}} outs(%arg10, %arg11 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+// FUSED-SAME: {kv_layout = #cascade.kv_layout<hnd>, logits_soft_cap = 3.000000e+01 : f32, lse_base = #cascade.lse_base<base_e>, page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_scale = 2.000000e+00 : f32, rope_theta = 5.000000e+05 : f32, sm_scale = 1.250000e-01 : f32, window_left = 256 : i64}
+// FUSED: %[[L1:.*]]:2 = cascade.paged_attention {{.*}} qo_indptr(%arg6 : tensor<?xi32>) {{.*}} outs(%[[L0]]#0, %[[L0]]#1 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+// FUSED-SAME: {accumulate, causal, kv_layout = #cascade.kv_layout<hnd>, logits_soft_cap = 3.000000e+01 : f32, lse_base = #cascade.lse_base<base_e>, page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_scale = 2.000000e+00 : f32, rope_theta = 5.000000e+05 : f32, sm_scale = 1.250000e-01 : f32, window_left = 256 : i64}
+// FUSED-NOT: cascade.merge_state_in_place
+// FUSED: return %[[L1]]#0, %[[L1]]#1
+// FUSED-LABEL: func.func @three_level
+// FUSED: %[[A:.*]]:2 = cascade.paged_attention {{.*}} qo_indptr(%arg3 : tensor<2xi32>)
+// FUSED: %[[B:.*]]:2 = cascade.paged_attention {{.*}} qo_indptr(%arg4 : tensor<?xi32>) {{.*}} outs(%[[A]]#0, %[[A]]#1 : {{.*}}) {accumulate, page_size = 16 : i64
+// FUSED: %[[C:.*]]:2 = cascade.paged_attention {{.*}} qo_indptr(%arg5 : tensor<?xi32>) {{.*}} outs(%[[B]]#0, %[[B]]#1 : {{.*}}) {accumulate, causal, page_size = 16 : i64
+// FUSED: return %[[C]]#0, %[[C]]#1
 
 // CHECK-LABEL: func.func @two_level
 // CHECK-SAME: (%[[Q:.*]]: tensor<?x32x128xf16>, %[[C:.*]]: tensor<?x2x8x16x128xf16>,
@@ -216,4 +233,28 @@ func.func @one_level_memref(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x12
       kv_indices(%ki : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
   return
+}
+
+// Levels marked in decode_levels become decodes (no qo_indptr, never
+// causal): the unique suffixes of a decode cascade.
+// CHECK-LABEL: func.func @decode_level
+// CHECK: cascade.paged_attention {{.*}} qo_indptr(%arg2 : tensor<2xi32>)
+// CHECK: %[[D:.*]]:2 = cascade.paged_attention q(%arg0 : tensor<?x32x128xf16>) kv(%arg1 : tensor<?x2x16x8x128xf16>) kv_indptr(%arg7 : tensor<?xi32>)
+// CHECK-SAME: {page_size = 16 : i64}
+// CHECK: cascade.merge_state_in_place ins(%[[D]]#0, %[[D]]#1
+// FUSED-LABEL: func.func @decode_level
+// FUSED: %[[P:.*]]:2 = cascade.paged_attention {{.*}} qo_indptr(%arg2 : tensor<2xi32>)
+// FUSED: cascade.paged_attention q(%arg0 : tensor<?x32x128xf16>) kv(%arg1 : tensor<?x2x16x8x128xf16>) kv_indptr(%arg7 : tensor<?xi32>) {{.*}} outs(%[[P]]#0, %[[P]]#1 : {{.*}}) {accumulate, page_size = 16 : i64}
+func.func @decode_level(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
+                        %qo0: tensor<2xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>,
+                        %qo1: tensor<?xi32>, %kp1: tensor<?xi32>, %ki1: tensor<?xi32>, %kl1: tensor<?xi32>,
+                        %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>)
+    -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {page_size = 16 : i64, causal, decode_levels = array<i1: false, true>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
 }

@@ -3,7 +3,7 @@
 // cascade.paged_attention: the split-KV plan operands.
 
 func.func @plan_count(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %p0: memref<?xi32>, %p1: memref<?xi32>, %p2: memref<?xi32>, %p3: memref<?xi8>, %p4: memref<1xi32>, %p5: memref<?x32x128xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  // expected-error@+1 {{expects 7 plan operands (request_indices, kv_tile_indices, o_indptr, block_valid_mask, kv_chunk_size, tmp_v, tmp_s), got 6}}
+  // expected-error@+1 {{expects 7 plan operands for a decode (request_indices, kv_tile_indices, o_indptr, block_valid_mask, kv_chunk_size, tmp_v, tmp_s), got 6}}
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       plan(%p0, %p1, %p2, %p3, %p4, %p5 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>)
@@ -141,6 +141,28 @@ func.func @plan_kv_chunk_size_two_elements(%q: memref<?x32x128xf16>, %kv0: memre
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       plan(%p0, %p1, %p2, %p3, %p4, %p5, %p6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<2xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @prefill_plan_count(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %p0: memref<?xi32>, %p1: memref<?xi32>, %p2: memref<?xi32>, %p3: memref<?xi8>, %p4: memref<1xi32>, %p5: memref<?x32x128xf32>, %p6: memref<?x32xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{expects 9 plan operands for a prefill (request_indices, kv_tile_indices, o_indptr, block_valid_mask, kv_chunk_size, tmp_v, tmp_s, qo_tile_indices, merge_indptr), got 7}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      plan(%p0, %p1, %p2, %p3, %p4, %p5, %p6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
+  return
+}
+
+// -----
+
+func.func @prefill_plan_merge_indptr(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %p0: memref<?xi32>, %p1: memref<?xi32>, %p2: memref<?xi32>, %p3: memref<?xi8>, %p4: memref<1xi32>, %p5: memref<?x32x128xf32>, %p6: memref<?x32xf32>, %p7: memref<?xi32>, %p8: memref<?xi64>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{plan operand 'merge_indptr' must be a 1-D memref of i32, got 'memref<?xi64>'}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      plan(%p0, %p1, %p2, %p3, %p4, %p5, %p6, %p7, %p8 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>, memref<?xi32>, memref<?xi64>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
   return
 }

@@ -36,7 +36,7 @@ func.func @head_dim_dynamic(%q: tensor<4x32x?xf16>, %kv0: tensor<?x2x16x8x128xf1
 // -----
 
 func.func @head_dim_not_multiple_of_8(%q: tensor<4x32x100xf16>, %kv0: tensor<?x2x16x8x100xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x100xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 512, got 100}}
+  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 256, got 100}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x100xf16>) kv(%kv0 : tensor<?x2x16x8x100xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x100xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
@@ -46,19 +46,19 @@ func.func @head_dim_not_multiple_of_8(%q: tensor<4x32x100xf16>, %kv0: tensor<?x2
 
 // -----
 
-func.func @head_dim_too_large(%q: tensor<4x32x520xf16>, %kv0: tensor<?x2x16x8x520xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x520xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 512, got 520}}
-  %r:2 = cascade.paged_attention q(%q : tensor<4x32x520xf16>) kv(%kv0 : tensor<?x2x16x8x520xf16>)
+func.func @head_dim_too_large(%q: tensor<4x32x264xf16>, %kv0: tensor<?x2x16x8x264xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x264xf16>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 256, got 264}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x264xf16>) kv(%kv0 : tensor<?x2x16x8x264xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
-      outs(%o, %lse : tensor<4x32x520xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
-      -> tensor<4x32x520xf16>, tensor<4x32xf32>
+      outs(%o, %lse : tensor<4x32x264xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x264xf16>, tensor<4x32xf32>
   return
 }
 
 // -----
 
 func.func @head_dim_zero(%q: tensor<4x32x0xf16>, %kv0: tensor<?x2x16x8x0xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x0xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 512, got 0}}
+  // expected-error@+1 {{head_dim must be a positive multiple of 8 and at most 256, got 0}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x0xf16>) kv(%kv0 : tensor<?x2x16x8x0xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x0xf16>, tensor<4x32xf32>) {page_size = 16 : i64}

@@ -251,7 +251,7 @@ TEST(CascadePlan, LevelErrorsNameTheLevel) {
 
 TEST(Plan, LargeWorkspacesUse64BitSizes) {
   // 2^31+ floats of partial state: sizes must not wrap.
-  Batch b = makeBatch(PlanMode::Prefill, {1 << 20}, {1 << 16}, 1, 1, 1, 512,
+  Batch b = makeBatch(PlanMode::Prefill, {1 << 21}, {1 << 16}, 1, 1, 1, 256,
                       132, 8, false);
   b.kvIndices.clear();
   b.in.qo_tile_size = 4096;
@@ -259,7 +259,7 @@ TEST(Plan, LargeWorkspacesUse64BitSizes) {
   ASSERT_TRUE(makePlan(b.inputs(), p).ok());
   EXPECT_TRUE(p.split_kv);
   const WorkspaceSection *tmpV = p.float_workspace.find("tmp_v");
-  EXPECT_EQ(tmpV->count, p.num_partial_rows * 512);
+  EXPECT_EQ(tmpV->count, p.num_partial_rows * 256);
   EXPECT_GT(tmpV->bytes, int64_t(1) << 32);
   EXPECT_EQ(tmpV->bytes, tmpV->count * 4);
 }

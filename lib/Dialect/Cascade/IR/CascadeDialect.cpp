@@ -16,6 +16,106 @@ using namespace mlir::cascade;
 #define GET_ATTRDEF_CLASSES
 #include "cascade/Dialect/Cascade/IR/CascadeAttrs.cpp.inc"
 
+//===----------------------------------------------------------------------===//
+// KernelConfigAttr
+//===----------------------------------------------------------------------===//
+
+int64_t KernelConfigAttr::getNumThreads() const {
+  int64_t n = 1;
+  for (int64_t t : getThreads())
+    n *= t;
+  return n;
+}
+
+LogicalResult
+KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         KernelFamily family, ArrayRef<int64_t> threads,
+                         int64_t qTile, int64_t kvTile, int64_t stages) {
+  if (threads.size() != 3)
+    return emitError() << "threads must have 3 entries (x, y, z), got "
+                       << threads.size();
+  int64_t total = 1;
+  for (int64_t t : threads) {
+    if (t < 1 || t > 1024)
+      return emitError() << "every threads entry must be in [1, 1024], got "
+                         << t;
+    total *= t;
+  }
+  if (total > 1024)
+    return emitError() << "a block has at most 1024 threads, got " << total;
+  if (qTile < 1)
+    return emitError() << "q_tile must be >= 1, got " << qTile;
+  if (kvTile < 0)
+    return emitError() << "kv_tile must be >= 0, got " << kvTile;
+  if (stages < 1 || stages > 8)
+    return emitError() << "stages must be in [1, 8], got " << stages;
+  switch (family) {
+  case KernelFamily::Merge:
+    if (threads[1] != 1 || threads[2] != 1 || kvTile != 0 || stages != 1)
+      return emitError() << "a merge kernel takes threads = [n, 1, 1], "
+                            "kv_tile = 0 and stages = 1";
+    if (threads[0] % qTile != 0)
+      return emitError() << "merge: threads[0] (" << threads[0]
+                         << ") must be a multiple of q_tile (" << qTile
+                         << "), the states per block";
+    return success();
+  case KernelFamily::Rows:
+    if (qTile != 1 || threads[1] != 1)
+      return emitError() << "a rows kernel takes q_tile = 1 and threads[1] "
+                            "= 1";
+    if (kvTile < 1 || kvTile % threads[2] != 0)
+      return emitError() << "rows: kv_tile (" << kvTile
+                         << ") must be a positive multiple of threads[2] ("
+                         << threads[2] << ")";
+    if (stages < 2)
+      return emitError() << "rows: stages must be >= 2, got " << stages;
+    return success();
+  case KernelFamily::MmaSync:
+    if (threads[0] != 32)
+      return emitError() << "mma_sync: threads[0] must be 32 (one warp), got "
+                         << threads[0];
+    if (qTile % (16 * threads[1]) != 0)
+      return emitError() << "mma_sync: q_tile (" << qTile
+                         << ") must be a multiple of 16 * threads[1] ("
+                         << 16 * threads[1] << ")";
+    if (kvTile < 16 || kvTile % (16 * threads[2]) != 0)
+      return emitError() << "mma_sync: kv_tile (" << kvTile
+                         << ") must be a positive multiple of 16 * threads[2] "
+                            "("
+                         << 16 * threads[2] << ")";
+    if (stages < 2)
+      return emitError() << "mma_sync: stages must be >= 2, got " << stages;
+    return success();
+  }
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// CascadeDialect
+//===----------------------------------------------------------------------===//
+
+LogicalResult CascadeDialect::verifyOperationAttribute(Operation *op,
+                                                       NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name == KernelConfigAttrHelper::getNameStr()) {
+    if (!isa<KernelConfigAttr>(attr.getValue()))
+      return op->emitError("'")
+             << name << "' must be a #cascade.kernel_config, got "
+             << attr.getValue();
+    if (!isa<CascadeDialect>(op->getDialect()) ||
+        isa<MultiLevelAttentionOp>(op))
+      return op->emitError("'")
+             << name
+             << "' belongs on cascade.paged_attention and the merge ops";
+    return success();
+  }
+  // Written by convert-cascade-to-gpu: a kernel's manifest entry and the
+  // module's list of them (docs/kernel-bundle.md).
+  if (name == "cascade.manifest" || name == "cascade.bundle")
+    return success(isa<DictionaryAttr, ArrayAttr>(attr.getValue()));
+  return op->emitError("unknown cascade attribute '") << name << "'";
+}
+
 void CascadeDialect::initialize() {
   addAttributes<
 #define GET_ATTRDEF_LIST

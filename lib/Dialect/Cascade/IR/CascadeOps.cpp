@@ -195,9 +195,9 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
   int64_t headDim = qt.getDimSize(2);
   if (ShapedType::isDynamic(headDim))
     return op->emitOpError("head_dim (dim 2 of 'q') must be static");
-  if (headDim % 8 != 0 || headDim <= 0 || headDim > 512)
+  if (headDim % 8 != 0 || headDim <= 0 || headDim > 256)
     return op->emitOpError("head_dim must be a positive multiple of 8 and at "
-                           "most 512, got ")
+                           "most 256, got ")
            << headDim;
 
   // The page pool.
@@ -445,11 +445,18 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
   ValueRange plan = op.getPlan();
   if (plan.empty())
     return success();
-  if (plan.size() != kNumPlanOperands)
+  if (op.isDecode() && plan.size() != kNumPlanOperands)
     return op.emitOpError("expects ")
            << kNumPlanOperands
-           << " plan operands (request_indices, kv_tile_indices, o_indptr, "
-              "block_valid_mask, kv_chunk_size, tmp_v, tmp_s), got "
+           << " plan operands for a decode (request_indices, kv_tile_indices, "
+              "o_indptr, block_valid_mask, kv_chunk_size, tmp_v, tmp_s), got "
+           << plan.size();
+  if (!op.isDecode() && plan.size() != kNumPrefillPlanOperands)
+    return op.emitOpError("expects ")
+           << kNumPrefillPlanOperands
+           << " plan operands for a prefill (request_indices, "
+              "kv_tile_indices, o_indptr, block_valid_mask, kv_chunk_size, "
+              "tmp_v, tmp_s, qo_tile_indices, merge_indptr), got "
            << plan.size();
   if (!isa<MemRefType>(op.getQ().getType()))
     return op.emitOpError("plan operands are only allowed on memrefs (after "
@@ -485,6 +492,17 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
     return op.emitOpError("plan operand 'tmp_s' must be an f32 memref "
                           "[partial_rows, Hqo], got ")
            << plan[6].getType();
+  if (op.isDecode())
+    return success();
+  static constexpr StringLiteral kPrefillNames[] = {"qo_tile_indices",
+                                                    "merge_indptr"};
+  for (unsigned i = kPlanQOTileIndices; i <= kPlanMergeIndptr; ++i) {
+    auto t = dyn_cast<MemRefType>(plan[i].getType());
+    if (!t || t.getRank() != 1 || !t.getElementType().isInteger(32))
+      return op.emitOpError("plan operand '")
+             << kPrefillNames[i - kPlanQOTileIndices]
+             << "' must be a 1-D memref of i32, got " << plan[i].getType();
+  }
   return success();
 }
 
@@ -519,7 +537,7 @@ void PagedAttentionOp::getEffects(
   // The split-KV workspaces (tmp_v, tmp_s) are scratch that the kernels
   // write.
   MutableOperandRange plan = getPlanMutable();
-  for (unsigned i = 5; i < plan.size(); ++i)
+  for (unsigned i = kPlanTmpV; i <= kPlanTmpS && i < plan.size(); ++i)
     if (isa<MemRefType>(plan[i].get().getType()))
       effects.emplace_back(MemoryEffects::Write::get(), &plan[i],
                            SideEffects::DefaultResource::get());
@@ -551,6 +569,10 @@ LogicalResult MultiLevelAttentionOp::verify() {
                                   getKvIndices()[l], getKvLastPageLen()[l],
                                   "[" + Twine(l) + "]")))
       return failure();
+  if (auto levels = getDecodeLevels(); levels && levels->size() != n)
+    return emitOpError("'decode_levels' has ")
+           << levels->size() << " entries but the cascade has " << n
+           << " levels";
   return success();
 }
 

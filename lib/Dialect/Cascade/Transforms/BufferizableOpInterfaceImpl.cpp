@@ -22,12 +22,15 @@ namespace {
 template <typename OpTy>
 struct CascadeOpBufferization : public DstBufferizableOpInterfaceExternalModel<
                                     CascadeOpBufferization<OpTy>, OpTy> {
-  /// A destination is read only by the in-place merge; every other op
-  /// overwrites it completely.
+  /// A destination is read only by the in-place merge and by an
+  /// accumulating attention level; every other op overwrites it completely.
   bool bufferizesToMemoryRead(Operation *op, OpOperand &operand,
                               const AnalysisState &state) const {
     auto dps = cast<DestinationStyleOpInterface>(op);
-    return !dps.isDpsInit(&operand) || isa<MergeStateInPlaceOp>(op);
+    if (!dps.isDpsInit(&operand) || isa<MergeStateInPlaceOp>(op))
+      return true;
+    auto attention = dyn_cast<PagedAttentionOp>(op);
+    return attention && attention.getAccumulate();
   }
 
   LogicalResult bufferize(Operation *op, RewriterBase &rewriter,

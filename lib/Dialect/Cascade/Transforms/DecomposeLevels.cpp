@@ -49,7 +49,8 @@ Value createTemporary(OpBuilder &b, Location loc, Value like) {
 }
 
 struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeMultiLevel(MLIRContext *ctx, bool fuseMerges)
+      : OpRewritePattern(ctx), fuseMerges(fuseMerges) {}
 
   LogicalResult matchAndRewrite(MultiLevelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
@@ -57,29 +58,43 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
     bool onTensors = op.getNumResults() != 0;
     unsigned numLevels = op.getNumLevels();
 
-    // Level `l`'s attention into destinations (o, lse).
-    auto emitLevel = [&](unsigned l, Value o, Value lse) {
+    // Level `l`'s attention into destinations (o, lse); with `accumulate`
+    // it merges its state into the state they hold.
+    auto emitLevel = [&](unsigned l, Value o, Value lse, bool accumulate) {
       SmallVector<Type, 2> results;
       if (onTensors)
         results = {o.getType(), lse.getType()};
-      bool causal = op.getCausal() && l + 1 == numLevels;
+      bool causal =
+          op.getCausal() && l + 1 == numLevels && !op.isDecodeLevel(l);
+      // A decode level reads no qo_indptr: one query per request.
+      Value qoIndptr = op.isDecodeLevel(l) ? Value() : op.getQoIndptr()[l];
       return PagedAttentionOp::create(
-          rewriter, loc, results, op.getQ(), op.getKv(), op.getQoIndptr()[l],
+          rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
           /*plan=*/ValueRange{}, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
           op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
           op.getWindowLeftAttr(), op.getPosEncodingAttr(),
-          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr());
+          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr(),
+          accumulate ? rewriter.getUnitAttr() : UnitAttr());
     };
 
-    PagedAttentionOp first = emitLevel(0, op.getO(), op.getLse());
+    PagedAttentionOp first = emitLevel(0, op.getO(), op.getLse(), false);
     Value accV = onTensors ? first.getResult(0) : op.getO();
     Value accS = onTensors ? first.getResult(1) : op.getLse();
     for (unsigned l = 1; l < numLevels; ++l) {
+      if (fuseMerges) {
+        // The level merges itself into the running state: no temporary.
+        PagedAttentionOp level = emitLevel(l, accV, accS, true);
+        if (onTensors) {
+          accV = level.getResult(0);
+          accS = level.getResult(1);
+        }
+        continue;
+      }
       Value tmpV = createTemporary(rewriter, loc, op.getO());
       Value tmpS = createTemporary(rewriter, loc, op.getLse());
-      PagedAttentionOp level = emitLevel(l, tmpV, tmpS);
+      PagedAttentionOp level = emitLevel(l, tmpV, tmpS, false);
       Value levelV = onTensors ? level.getResult(0) : tmpV;
       Value levelS = onTensors ? level.getResult(1) : tmpS;
       SmallVector<Type, 2> results;
@@ -102,13 +117,17 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       rewriter.eraseOp(op);
     return success();
   }
+
+private:
+  bool fuseMerges;
 };
 
 struct CascadeDecomposeLevelsPass
     : cascade::impl::CascadeDecomposeLevelsBase<CascadeDecomposeLevelsPass> {
+  using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateDecomposeLevelsPatterns(patterns);
+    populateDecomposeLevelsPatterns(patterns, fuseMerges);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       signalPassFailure();
   }
@@ -116,7 +135,7 @@ struct CascadeDecomposeLevelsPass
 
 } // namespace
 
-void mlir::cascade::populateDecomposeLevelsPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<DecomposeMultiLevel>(patterns.getContext());
+void mlir::cascade::populateDecomposeLevelsPatterns(RewritePatternSet &patterns,
+                                                    bool fuseMerges) {
+  patterns.add<DecomposeMultiLevel>(patterns.getContext(), fuseMerges);
 }

@@ -79,4 +79,72 @@ def Cascade_LSEBaseAttr : EnumAttr<Cascade_Dialect, Cascade_LSEBase, "lse_base">
   let assemblyFormat = "`<` $value `>`";
 }
 
+
+//===----------------------------------------------------------------------===//
+// Kernel configuration
+//===----------------------------------------------------------------------===//
+
+def Cascade_KernelFamily : I32EnumAttr<"KernelFamily", "family of GPU kernels an op lowers to", [
+    I32EnumAttrCase<"Merge", 0, "merge">,
+    I32EnumAttrCase<"Rows", 1, "rows">,
+    I32EnumAttrCase<"MmaSync", 2, "mma_sync">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cascade";
+}
+
+def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
+  let mnemonic = "kernel_config";
+  let summary = "The GPU kernel family and tiling chosen for one cascade op";
+  let description = [{
+    Set by `cascade-select-kernel-config` (or written by hand to tune) as the
+    discardable attribute `cascade.kernel_config` of a cascade op, and read by
+    `convert-cascade-to-gpu`. Two ops with equal static configurations and
+    equal kernel configurations share one kernel.
+
+    - `merge`: the merge kernels. `threads = [n, 1, 1]`; `q_tile` is the
+      number of (row, head) states a block merges (each state takes
+      `head_dim / 8` threads, so `n = q_tile * head_dim / 8`); `kv_tile = 0`,
+      `stages = 1`.
+    - `rows`: attention on CUDA cores, one block per (query row or decode
+      request, KV head). `threads = [head_dim / 8, 1, bdz]`: a thread owns 8
+      elements of head_dim, `bdz` slices of a KV tile are reduced at the end;
+      `q_tile = 1`; `kv_tile` tokens per stage of a `stages`-deep `cp.async`
+      pipeline (`kv_tile` a multiple of `bdz`).
+    - `mma_sync`: tiled attention on tensor cores (`mma.sync.m16n8k16`,
+      FlashAttention-2 style). `threads = [32, warps_q, warps_kv]`: each warp
+      owns `q_tile / warps_q` packed query rows (a multiple of 16; the GQA
+      group's query heads are packed into the rows) and `kv_tile / warps_kv`
+      keys of every KV tile (a multiple of 16); K/V tiles of `kv_tile` tokens
+      go through a `stages`-deep `cp.async` pipeline in shared memory.
+
+    Example:
+
+    ```mlir
+    cascade.paged_attention ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<mma_sync,
+            threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
+    ```
+  }];
+  let parameters = (ins
+      EnumParameter<Cascade_KernelFamily>:$family,
+      ArrayRefParameter<"int64_t", "block dimensions (x, y, z)">:$threads,
+      "int64_t":$q_tile,
+      "int64_t":$kv_tile,
+      "int64_t":$stages);
+  let assemblyFormat = [{
+    `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
+    `kv_tile` `=` $kv_tile `,` `stages` `=` $stages `>`
+  }];
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// Threads per block.
+    int64_t getNumThreads() const;
+    /// mma_sync: warps along the query rows / along the KV tile, and m16
+    /// tiles per warp.
+    int64_t getWarpsQ() const { return getThreads()[1]; }
+    int64_t getWarpsKV() const { return getThreads()[2]; }
+    int64_t getMmaTilesPerWarp() const { return getQTile() / (16 * getWarpsQ()); }
+  }];
+}
+
 #endif // CASCADE_DIALECT_CASCADE_IR_CASCADEATTRS_TD

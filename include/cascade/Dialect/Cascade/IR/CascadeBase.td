@@ -39,6 +39,8 @@ def Cascade_Dialect : Dialect {
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let discardableAttrs = (ins "::mlir::cascade::KernelConfigAttr":$kernel_config);
+  let hasOperationAttrVerify = 1;
   let dependentDialects = [];
 }
 

@@ -13,19 +13,29 @@
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
-#include "cascade/Dialect/Cascade/IR/CascadeEnums.h.inc"
-
-#define GET_ATTRDEF_CLASSES
-#include "cascade/Dialect/Cascade/IR/CascadeAttrs.h.inc"
-
 #define GET_OP_CLASSES
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h.inc"
 
 namespace mlir::cascade {
-/// Number of plan operands of a split-KV `cascade.paged_attention`:
+/// Number of plan operands of a split-KV decode `cascade.paged_attention`:
 /// request_indices, kv_tile_indices, o_indptr, block_valid_mask,
 /// kv_chunk_size, tmp_v, tmp_s.
 inline constexpr unsigned kNumPlanOperands = 7;
+/// A split-KV prefill (with qo_indptr) adds qo_tile_indices and
+/// merge_indptr.
+inline constexpr unsigned kNumPrefillPlanOperands = 9;
+/// Positions of the plan operands.
+enum PlanOperand : unsigned {
+  kPlanRequestIndices = 0,
+  kPlanKVTileIndices = 1,
+  kPlanOIndptr = 2,
+  kPlanBlockValidMask = 3,
+  kPlanKVChunkSize = 4,
+  kPlanTmpV = 5,
+  kPlanTmpS = 6,
+  kPlanQOTileIndices = 7,
+  kPlanMergeIndptr = 8,
+};
 } // namespace mlir::cascade
 
 #endif // CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_H

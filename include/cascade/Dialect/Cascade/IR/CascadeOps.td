@@ -180,14 +180,22 @@ def Cascade_PagedAttentionOp
       `o_indptr`, `block_valid_mask` (1-D i32/i32/i32/i8), `kv_chunk_size`
       (tokens, a `memref<1xi32>` in device memory so that a captured CUDA
       graph stays valid across replans) and the f32 workspaces `tmp_v`
-      `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`. Without it,
-      the lowering uses one work item per (request, KV head).
+      `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`; a prefill
+      (with `qo_indptr`) adds `qo_tile_indices` (i32, work item -> query
+      tile) and `merge_indptr` (i32 `[rows + 1]`, partial states per query
+      row). Without it, the lowering schedules the work itself.
     - destinations `o [rows, Hqo, D]` (q's element type) and `lse [rows, Hqo]` f32.
 
     `kv_len(i) = (pages_i - 1) * page_size + last_page_len(i)` (0 without
-    pages). Options are those of `semantics.md`: `causal`, `sm_scale`
+    pages). Options are those of `docs/semantics.md`: `causal`, `sm_scale`
     (default `1/sqrt(D)`), `logits_soft_cap` (0 = off), `window_left`
     (-1 = off), `pos_encoding`, `rope_scale`, `rope_theta`, `lse_base`.
+
+    With `accumulate`, the destinations hold an attention state on entry
+    (over other keys of the same queries) and the op merges its own state
+    into them (the rules of `cascade.merge_state`): a cascade level fused
+    with the merge that follows it, so no temporary state and no separate
+    merge launch are needed.
 
     Example (decode, GQA 32/8 heads, page 16):
 
@@ -209,7 +217,8 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$kv_last_page_len,
       Variadic<AnyType>:$plan,
       Cascade_TensorOrMemRef:$o,
-      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions);
+      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
+      (ins UnitAttr:$accumulate));
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     (`qo_indptr` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
@@ -241,8 +250,15 @@ def Cascade_MultiLevelAttentionOp
     level's attention state; `causal` applies to the last level only. The
     options are those of `cascade.paged_attention`.
 
+    `decode_levels` (optional, one boolean per level) marks the levels that
+    have exactly one query per request (`qo_indptr[l]` is `[0, 1, ..., B]`,
+    as the unique suffixes of a decode cascade): they lower to decode
+    kernels (their `qo_indptr` is then not read), the other levels to the
+    multi-query (tensor-core) prefill. Marking a level whose requests have
+    several queries gives wrong results.
+
     `cascade-decompose-levels` rewrites it into one `cascade.paged_attention`
-    per level and `cascade.merge_state_in_place` ops.
+    per level, each later level merging itself into the running state.
 
     Example (a shared prefix and per-request suffixes):
 
@@ -254,7 +270,8 @@ def Cascade_MultiLevelAttentionOp
         kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>)
         kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
         outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
-        {page_size = 16 : i64} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+        {page_size = 16 : i64, decode_levels = array<i1: false, true>}
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
   }];
   let arguments = !con((ins
@@ -265,7 +282,8 @@ def Cascade_MultiLevelAttentionOp
       Variadic<Cascade_TensorOrMemRef>:$kv_indices,
       Variadic<Cascade_TensorOrMemRef>:$kv_last_page_len,
       Cascade_TensorOrMemRef:$o,
-      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions);
+      Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
+      (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels));
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
@@ -278,6 +296,11 @@ def Cascade_MultiLevelAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// Number of levels of the cascade.
     unsigned getNumLevels() { return getQoIndptr().size(); }
+    /// Whether level `l` has one query per request (decode_levels).
+    bool isDecodeLevel(unsigned l) {
+      auto levels = getDecodeLevels();
+      return levels && l < levels->size() && (*levels)[l];
+    }
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
   }];

@@ -16,7 +16,12 @@ namespace cascade {
 
 /// Patterns that rewrite `cascade.multi_level_attention` into per-level
 /// `cascade.paged_attention` and `cascade.merge_state_in_place`.
-void populateDecomposeLevelsPatterns(RewritePatternSet &patterns);
+/// Patterns rewriting cascade.multi_level_attention into per-level
+/// cascade.paged_attention ops; with `fuseMerges`, every level after the
+/// first merges itself into the running state (`accumulate`), otherwise it
+/// writes a temporary that cascade.merge_state_in_place folds in.
+void populateDecomposeLevelsPatterns(RewritePatternSet &patterns,
+                                     bool fuseMerges = true);
 
 #define GEN_PASS_REGISTRATION
 #include "cascade/Dialect/Cascade/Transforms/Passes.h.inc"

@@ -9,11 +9,14 @@ def CascadeDecomposeLevels : Pass<"cascade-decompose-levels"> {
   let summary = "Rewrite multi-level cascades into per-level attention and merges";
   let description = [{
     Rewrites every `cascade.multi_level_attention` into one
-    `cascade.paged_attention` per level followed by
-    `cascade.merge_state_in_place` ops that fold each level's state into the
-    first level's. Level 0 writes straight into the op's destinations; every
-    later level writes into a fresh temporary (`tensor.empty` on tensors,
-    `memref.alloc` + `memref.dealloc` on memrefs) of the destinations' shape.
+    `cascade.paged_attention` per level. Level 0 writes straight into the
+    op's destinations. By default (`fuse-merges=true`) every later level is a
+    `cascade.paged_attention {accumulate}` on the same destinations: it merges
+    its state into the running one in its own epilogue, so a cascade needs no
+    temporary state and no separate merge launch. With `fuse-merges=false`
+    every later level writes into a fresh temporary (`tensor.empty` on
+    tensors, `memref.alloc` + `memref.dealloc` on memrefs) of the
+    destinations' shape and a `cascade.merge_state_in_place` folds it in.
     Only the last level keeps `causal`; every other option is copied to all
     levels.
 
@@ -30,12 +33,15 @@ def CascadeDecomposeLevels : Pass<"cascade-decompose-levels"> {
 
     ```mlir
     %a:2 = cascade.paged_attention ... qo_indptr(%qo0 : ...) ... outs(%o0, %l0 : ...)
-    %t0 = tensor.empty(%rows) : tensor<?x32x128xf16>
-    %t1 = tensor.empty(%rows) : tensor<?x32xf32>
-    %b:2 = cascade.paged_attention ... qo_indptr(%qo1 : ...) ... outs(%t0, %t1 : ...) {causal, ...}
-    %r:2 = cascade.merge_state_in_place ins(%b#0, %b#1 : ...) outs(%a#0, %a#1 : ...)
+    %b:2 = cascade.paged_attention ... qo_indptr(%qo1 : ...) ... outs(%a#0, %a#1 : ...)
+        {accumulate, causal, ...}
     ```
   }];
+  let options = [
+    Option<"fuseMerges", "fuse-merges", "bool", /*default=*/"true",
+           "Fuse each level's merge into the level (accumulate) instead of "
+           "a temporary state and a merge_state_in_place">,
+  ];
   let dependentDialects = ["::mlir::tensor::TensorDialect",
                            "::mlir::memref::MemRefDialect"];
 }

@@ -1,6 +1,6 @@
-//===- KernelBuilder.cpp - Helpers to build cascade GPU kernels -----------===//
+//===- KernelBuilder.cpp - Helpers to build GPU kernel bodies -------------===//
 
-#include "KernelBuilder.h"
+#include "cascade/Conversion/GPUCodegen/KernelBuilder.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -193,6 +193,30 @@ Value KernelBuilder::dot8(Value a, Value bv) {
   return acc;
 }
 
+std::pair<Value, Value> KernelBuilder::mergeStates(Value va, Value sa, Value vb,
+                                                   Value sb) {
+  auto vt = dyn_cast<VectorType>(va.getType());
+  auto bcast = [&](Value x) { return vt ? splat(x, vt.getNumElements()) : x; };
+  Value aEmpty = isNegInf(sa), bEmpty = isNegInf(sb);
+  Value m = fmax(sa, sb);
+  Value zero = f32(0.0);
+  Value wa = select(aEmpty, zero, ex2(fsub(sa, m)));
+  Value wb = select(bEmpty, zero, ex2(fsub(sb, m)));
+  Value d = fadd(wa, wb);
+  Value inv = fdiv(f32(1.0), d);
+  Value acc = fadd(fmul(va, bcast(wa)), fmul(vb, bcast(wb)));
+  Value v = fmul(acc, bcast(inv));
+  Value s = fadd(m, lg2(d));
+  Value both = arith::AndIOp::create(b, loc, aEmpty, bEmpty);
+  v = select(bEmpty, va, v);
+  s = select(bEmpty, sa, s);
+  v = select(aEmpty, vb, v);
+  s = select(aEmpty, sb, s);
+  v = select(both, vt ? vsplat(0.0, vt.getNumElements()) : f32(0.0), v);
+  s = select(both, negInf(), s);
+  return {v, s};
+}
+
 Value KernelBuilder::warpAllReduceSum(Value x, int64_t width) {
   for (int64_t off = width / 2; off >= 1; off /= 2) {
     Value o = gpu::ShuffleOp::create(b, loc, x, static_cast<int32_t>(off), 32,
@@ -255,134 +279,4 @@ SmallVector<Value> KernelBuilder::warpAllReduceSumMulti(ArrayRef<Value> vals,
             .getShuffleResult());
   }
   return out;
-}
-
-//===----------------------------------------------------------------------===//
-// Host side
-//===----------------------------------------------------------------------===//
-
-MemRefType cascade::flatMemRefType(Type et) {
-  MLIRContext *ctx = et.getContext();
-  return MemRefType::get(
-      {ShapedType::kDynamic}, et,
-      StridedLayoutAttr::get(ctx, ShapedType::kDynamic, {1}));
-}
-
-std::pair<Value, Value> cascade::flattenContiguous(OpBuilder &b, Location loc,
-                                                   Value m) {
-  auto mt = cast<MemRefType>(m.getType());
-  auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
-  Value n = arith::ConstantIndexOp::create(b, loc, 1);
-  for (int64_t i = 0; i < mt.getRank(); ++i)
-    n = arith::MulIOp::create(b, loc, n, md.getSizes()[i]);
-  auto flatTy = flatMemRefType(mt.getElementType());
-  Value flat = memref::ReinterpretCastOp::create(
-      b, loc, flatTy, md.getBaseBuffer(), OpFoldResult(md.getOffset()),
-      ArrayRef<OpFoldResult>{OpFoldResult(n)},
-      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
-  return {flat, n};
-}
-
-std::tuple<Value, Value, Value>
-cascade::flattenStrided1D(OpBuilder &b, Location loc, Value m) {
-  auto mt = cast<MemRefType>(m.getType());
-  auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
-  Value n = md.getSizes()[0], stride = md.getStrides()[0];
-  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
-  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
-  Value span = arith::AddIOp::create(
-      b, loc,
-      arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, n, c1),
-                            stride),
-      c1);
-  Value isEmpty =
-      arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, c0);
-  span = arith::SelectOp::create(b, loc, isEmpty, c0, span);
-  auto flatTy = flatMemRefType(mt.getElementType());
-  Value flat = memref::ReinterpretCastOp::create(
-      b, loc, flatTy, md.getBaseBuffer(), OpFoldResult(md.getOffset()),
-      ArrayRef<OpFoldResult>{OpFoldResult(span)},
-      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
-  return {flat, n, stride};
-}
-
-gpu::GPUModuleOp cascade::getOrCreateKernelModule(ModuleOp module) {
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  UnitAttr::get(module.getContext()));
-  if (auto gm = module.lookupSymbol<gpu::GPUModuleOp>(kKernelModuleName))
-    return gm;
-  OpBuilder b(module.getContext());
-  b.setInsertionPointToEnd(module.getBody());
-  return gpu::GPUModuleOp::create(b, module.getLoc(), kKernelModuleName);
-}
-
-gpu::GPUFuncOp cascade::getOrCreateKernel(
-    ModuleOp module, StringRef name, ArrayRef<KernelParam> params,
-    ArrayRef<int64_t> block, DictionaryAttr manifest,
-    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder) {
-  gpu::GPUModuleOp gm = getOrCreateKernelModule(module);
-  if (auto f = gm.lookupSymbol<gpu::GPUFuncOp>(name))
-    return f;
-  OpBuilder b(module.getContext());
-  b.setInsertionPoint(gm.getBody(), gm.getBody()->end());
-  SmallVector<Type> types;
-  for (const KernelParam &p : params)
-    types.push_back(p.type);
-  auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
-                                   b.getFunctionType(types, {}));
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
-      {int32_t(block[0]), int32_t(block[1]), int32_t(block[2])}));
-  fn->setAttr(kManifestAttrName, manifest);
-  Block &entry = fn.getBody().front();
-  b.setInsertionPointToStart(&entry);
-  bodyBuilder(b, fn);
-  b.setInsertionPointToEnd(&fn.getBody().back());
-  gpu::ReturnOp::create(b, module.getLoc());
-  return fn;
-}
-
-Attribute cascade::gridRule(MLIRContext *ctx, StringRef param, int64_t div,
-                            int64_t mul) {
-  Builder b(ctx);
-  SmallVector<NamedAttribute> f{
-      b.getNamedAttr("param", b.getStringAttr(param)),
-      b.getNamedAttr("div", b.getI64IntegerAttr(div))};
-  if (mul != 1)
-    f.push_back(b.getNamedAttr("mul", b.getI64IntegerAttr(mul)));
-  return b.getDictionaryAttr(f);
-}
-
-DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
-                                     StringRef op, ArrayRef<int64_t> block,
-                                     ArrayRef<Attribute> grid, int64_t dynSmem,
-                                     ArrayRef<NamedAttribute> statics,
-                                     ArrayRef<KernelParam> params,
-                                     ArrayRef<StringRef> planArrays) {
-  Builder b(ctx);
-  SmallVector<Attribute> ps;
-  for (const KernelParam &p : params) {
-    SmallVector<NamedAttribute> f{
-        b.getNamedAttr("name", b.getStringAttr(p.name)),
-        b.getNamedAttr("kind", b.getStringAttr(p.kind))};
-    if (p.kind == "memref")
-      f.push_back(b.getNamedAttr(
-          "dtype", b.getStringAttr(
-                       dtypeName(cast<MemRefType>(p.type).getElementType()))));
-    ps.push_back(b.getDictionaryAttr(f));
-  }
-  SmallVector<Attribute> pa;
-  for (StringRef s : planArrays)
-    pa.push_back(b.getStringAttr(s));
-  return b.getDictionaryAttr({
-      b.getNamedAttr("name", b.getStringAttr(name)),
-      b.getNamedAttr("ptx", b.getStringAttr("kernels.ptx")),
-      b.getNamedAttr("op", b.getStringAttr(op)),
-      b.getNamedAttr("block", b.getI64ArrayAttr(block)),
-      b.getNamedAttr("grid", b.getArrayAttr(grid)),
-      b.getNamedAttr("dynamic_shared_bytes", b.getI64IntegerAttr(dynSmem)),
-      b.getNamedAttr("static", b.getDictionaryAttr(statics)),
-      b.getNamedAttr("params", b.getArrayAttr(ps)),
-      b.getNamedAttr("plan_arrays", b.getArrayAttr(pa)),
-  });
 }

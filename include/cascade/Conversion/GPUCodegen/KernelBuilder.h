@@ -1,15 +1,14 @@
-//===- KernelBuilder.h - Helpers to build cascade GPU kernels ---*- C++ -*-===//
+//===- KernelBuilder.h - Helpers to build GPU kernel bodies -----*- C++ -*-===//
 //
-// A thin layer over OpBuilder used by the lowering patterns: index/i32/f32
+// A thin layer over OpBuilder used by every kernel generator: index/i32/f32
 // constants, thread ids, 16-byte vector loads/stores on flat memrefs at
 // 64-bit (index) element offsets, fast exp2/log2 (NVVM approx intrinsics, no
-// libdevice), warp all-reduce via gpu.shuffle xor, and host-side helpers
-// (flattening memrefs, the kernel module, manifest entries).
+// libdevice) and warp all-reduce via gpu.shuffle xor.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELBUILDER_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELBUILDER_H
+#ifndef CASCADE_CONVERSION_GPUCODEGEN_KERNELBUILDER_H
+#define CASCADE_CONVERSION_GPUCODEGEN_KERNELBUILDER_H
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -23,14 +22,6 @@
 
 namespace mlir {
 namespace cascade {
-
-/// Name of the gpu.module holding every cascade kernel.
-inline constexpr llvm::StringLiteral kKernelModuleName = "cascade_kernels";
-/// Attribute (DictionaryAttr) on each gpu.func: its manifest entry.
-inline constexpr llvm::StringLiteral kManifestAttrName = "cascade.manifest";
-/// Attribute (ArrayAttr of dictionaries) on the top module, collected by the
-/// conversion pass so that it survives gpu-module-to-binary.
-inline constexpr llvm::StringLiteral kBundleAttrName = "cascade.bundle";
 
 /// Name of an element type in the manifest ("f16", "bf16", "f32", "i32", "u8").
 std::string dtypeName(Type t);
@@ -100,6 +91,12 @@ struct KernelBuilder {
   /// Dot product of two vector<8xf32> as a chain of 8 fmas.
   Value dot8(Value a, Value b);
 
+  /// Merges two attention states (v_a, s_a), (v_b, s_b) in base 2 with the
+  /// exact empty-state rules (docs/semantics.md): an empty state (s = -inf)
+  /// returns the other one exactly, two give (0, -inf). `v` is f32 or a
+  /// vector of f32; returns (v, s).
+  std::pair<Value, Value> mergeStates(Value va, Value sa, Value vb, Value sb);
+
   /// Butterfly all-reduce (sum or max) of an f32 over groups of `width`
   /// consecutive lanes (width a power of two <= 32).
   Value warpAllReduceSum(Value x, int64_t width);
@@ -111,50 +108,6 @@ struct KernelBuilder {
   SmallVector<Value> warpAllReduceSumMulti(ArrayRef<Value> vals, int64_t width,
                                            Value lane);
 };
-
-/// The kernel-side type of a flat buffer: memref<?xT, strided<[1],
-/// offset: ?>> (ABI: 5 params ptr, ptr, offset, size, stride).
-MemRefType flatMemRefType(Type elementType);
-
-/// Host side: flattens a contiguous memref (identity layout) to memref<?xT>
-/// over the same buffer. Returns {flat, numElements}.
-std::pair<Value, Value> flattenContiguous(OpBuilder &b, Location loc, Value m);
-/// Host side: flattens a 1-D strided memref to memref<?xT> starting at its
-/// first element, covering (n-1)*stride+1 elements. Returns {flat, n, stride}
-/// (index values).
-std::tuple<Value, Value, Value> flattenStrided1D(OpBuilder &b, Location loc,
-                                                 Value m);
-
-/// Gets (or creates) `gpu.module @cascade_kernels` in `module` and marks the
-/// module a gpu.container_module.
-gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module);
-
-/// One kernel parameter in manifest order.
-struct KernelParam {
-  std::string name;
-  std::string kind; // memref | i32 | i64 | f32
-  Type type;        // memref<?xT> or scalar
-};
-
-/// Creates a gpu.func kernel named `name` (unless it exists) with `params`
-/// and the given manifest dictionary; `bodyBuilder` fills the body (the
-/// builder is at the start of the entry block, args are the block args).
-/// Returns the function.
-gpu::GPUFuncOp getOrCreateKernel(
-    ModuleOp module, StringRef name, ArrayRef<KernelParam> params,
-    ArrayRef<int64_t> block, DictionaryAttr manifest,
-    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder);
-
-/// Builds a manifest dictionary.
-DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
-                            ArrayRef<int64_t> block, ArrayRef<Attribute> grid,
-                            int64_t dynSmem, ArrayRef<NamedAttribute> statics,
-                            ArrayRef<KernelParam> params,
-                            ArrayRef<StringRef> planArrays);
-/// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:
-/// ceil(p * m / k)).
-Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,
-                   int64_t mul = 1);
 
 } // namespace cascade
 } // namespace mlir

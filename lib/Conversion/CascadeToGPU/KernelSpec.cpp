@@ -1,0 +1,482 @@
+//===- KernelSpec.cpp - What a cascade kernel is specialised on -----------===//
+
+#include "KernelSpec.h"
+
+#include "cascade/Conversion/KernelConfig.h"
+
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/Format.h"
+#include "llvm/Support/MathExtras.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+static uint32_t bits(float f) { return llvm::bit_cast<uint32_t>(f); }
+
+static Attribute lseBaseStatic(Builder &b, bool baseE) {
+  return baseE ? Attribute(b.getStringAttr("e"))
+               : Attribute(b.getI64IntegerAttr(2));
+}
+
+static MemRefType flat(Type elementType) { return flatMemRefType(elementType); }
+
+//===----------------------------------------------------------------------===//
+// MergeSpec
+//===----------------------------------------------------------------------===//
+
+bool MergeSpec::operator==(const MergeSpec &o) const {
+  return kind == o.kind && headDim == o.headDim && vType == o.vType &&
+         baseE == o.baseE && maskType == o.maskType && numHeads == o.numHeads &&
+         indptr == o.indptr && accumulate == o.accumulate && config == o.config;
+}
+
+StringRef MergeSpec::opName() const {
+  switch (kind) {
+  case MergeKind::Pair:
+    return "merge_state";
+  case MergeKind::InPlace:
+    return "merge_state_in_place";
+  case MergeKind::States:
+    return "merge_states";
+  case MergeKind::Indptr:
+    return "merge_states_indptr";
+  }
+  llvm_unreachable("merge kind");
+}
+
+std::string MergeSpec::name() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  os << "cascade_" << opName() << "_" << dtypeName(vType) << "_d" << headDim;
+  if (kind == MergeKind::Indptr)
+    os << "_h" << numHeads << (indptr == "o_indptr" ? "_byreq" : "_byrow")
+       << (accumulate ? "_acc" : "");
+  os << (baseE ? "_be" : "_b2");
+  if (maskType)
+    os << "_mask" << dtypeName(maskType);
+  os << "_t" << config.getThreads()[0];
+  return s;
+}
+
+SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
+  Builder b(ctx);
+  Type f32 = b.getF32Type(), i64 = b.getI64Type();
+  auto mem = [&](StringRef n, Type t) {
+    return KernelParam{n.str(), "memref", flat(t)};
+  };
+  auto scalar = [&](StringRef n) { return KernelParam{n.str(), "i64", i64}; };
+  switch (kind) {
+  case MergeKind::Pair:
+    return {mem("v_a", vType),  mem("s_a", f32), mem("v_b", vType),
+            mem("s_b", f32),    mem("v", vType), mem("s", f32),
+            scalar("num_tasks")};
+  case MergeKind::InPlace: {
+    SmallVector<KernelParam> p = {mem("v_other", vType), mem("s_other", f32)};
+    if (maskType) {
+      p.push_back(mem("mask", maskType));
+      p.push_back(scalar("mask_stride"));
+    }
+    p.push_back(mem("v", vType));
+    p.push_back(mem("s", f32));
+    p.push_back(scalar("num_tasks"));
+    p.push_back(scalar("num_heads"));
+    return p;
+  }
+  case MergeKind::States:
+    return {mem("v_in", vType), mem("s_in", f32),    mem("v", vType),
+            mem("s", f32),      scalar("num_tasks"), scalar("num_states"),
+            scalar("num_heads")};
+  case MergeKind::Indptr:
+    return {mem(indptr, b.getI32Type()),
+            mem("tmp_v", f32),
+            mem("tmp_s", f32),
+            mem("o", vType),
+            mem("lse", f32),
+            scalar("num_rows")};
+  }
+  llvm_unreachable("merge kind");
+}
+
+SmallVector<NamedAttribute> MergeSpec::statics(Builder &b) const {
+  SmallVector<NamedAttribute> s = {
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim))};
+  if (kind == MergeKind::Indptr)
+    s.push_back(b.getNamedAttr("num_qo_heads", b.getI64IntegerAttr(numHeads)));
+  s.push_back(b.getNamedAttr("v_dtype", b.getStringAttr(dtypeName(vType))));
+  s.push_back(b.getNamedAttr("lse_base", lseBaseStatic(b, baseE)));
+  if (kind == MergeKind::InPlace)
+    s.push_back(b.getNamedAttr(
+        "mask", b.getStringAttr(maskType ? dtypeName(maskType) : "none")));
+  if (kind == MergeKind::Indptr) {
+    s.push_back(b.getNamedAttr("indptr", b.getStringAttr(indptr)));
+    s.push_back(b.getNamedAttr("accumulate", b.getBoolAttr(accumulate)));
+  }
+  s.push_back(b.getNamedAttr("kernel_family", b.getStringAttr("merge")));
+  return s;
+}
+
+SmallVector<StringRef> MergeSpec::planArrays() const {
+  if (kind != MergeKind::Indptr)
+    return {};
+  return {indptr, "tmp_v", "tmp_s"};
+}
+
+StringRef MergeSpec::gridParam() const {
+  return kind == MergeKind::Indptr ? "num_rows" : "num_tasks";
+}
+
+FailureOr<MergeSpec> cascade::analyseMerge(Operation *op,
+                                           KernelConfigAttr config) {
+  MergeSpec s;
+  s.config = config;
+  Value v;
+  SmallVector<Value> others;
+  LSEBase base;
+  if (auto m = dyn_cast<MergeStateOp>(op)) {
+    s.kind = MergeKind::Pair;
+    v = m.getV();
+    others = {m.getVA(), m.getVB()};
+    base = m.getLseBase();
+  } else if (auto m = dyn_cast<MergeStateInPlaceOp>(op)) {
+    s.kind = MergeKind::InPlace;
+    v = m.getV();
+    others = {m.getVOther()};
+    base = m.getLseBase();
+    if (Value mask = m.getMask()) {
+      auto mt = cast<MemRefType>(mask.getType());
+      s.maskType = mt.getElementType();
+      if (mt.getRank() != 1 ||
+          !(s.maskType.isInteger(8) || s.maskType.isInteger(1)))
+        return op->emitError("mask must be a 1-D i8 or i1 memref"), failure();
+    }
+  } else {
+    auto ms = cast<MergeStatesOp>(op);
+    s.kind = MergeKind::States;
+    v = ms.getV();
+    others = {ms.getVIn()};
+    base = ms.getLseBase();
+  }
+  auto mt = cast<MemRefType>(v.getType());
+  s.headDim = mt.getShape().back();
+  s.vType = mt.getElementType();
+  s.baseE = base == LSEBase::BaseE;
+  if (ShapedType::isDynamic(s.headDim) || s.headDim % 8 != 0)
+    return op->emitError("merge lowering needs a static head_dim multiple of "
+                         "8"),
+           failure();
+  if (!s.vType.isF16() && !s.vType.isBF16() && !s.vType.isF32())
+    return op->emitError("merge lowering supports f16, bf16 and f32 states"),
+           failure();
+  for (Value o : others)
+    if (cast<MemRefType>(o.getType()).getElementType() != s.vType)
+      return op->emitError("merge lowering needs one v dtype"), failure();
+  if (config.getFamily() != KernelFamily::Merge ||
+      config.getThreads()[0] != config.getQTile() * s.threadsPerState())
+    return op->emitError("kernel_config ")
+               << config << " does not fit this merge: expected family merge "
+               << "with threads[0] = q_tile * head_dim / 8",
+           failure();
+  return s;
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionSpec
+//===----------------------------------------------------------------------===//
+
+bool AttentionSpec::operator==(const AttentionSpec &o) const {
+  return headDim == o.headDim && numQoHeads == o.numQoHeads &&
+         numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
+         pool == o.pool && decode == o.decode && causal == o.causal &&
+         split == o.split && accumulate == o.accumulate && qType == o.qType &&
+         kvType == o.kvType && bits(smScale) == bits(o.smScale) &&
+         bits(softCap) == bits(o.softCap) &&
+         bits(ropeScale) == bits(o.ropeScale) &&
+         bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
+         pos == o.pos && baseE == o.baseE && config == o.config;
+}
+
+StringRef AttentionSpec::opName() const {
+  if (decode)
+    return split ? "decode_split" : "decode";
+  return split ? "prefill_split" : "prefill";
+}
+
+std::string AttentionSpec::name() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  bool mma = family() == KernelFamily::MmaSync;
+  os << "cascade_" << opName() << (causal ? "_causal" : "")
+     << (accumulate ? "_acc" : "") << (mma ? "_mma" : "_rows") << "_"
+     << dtypeName(qType) << "_" << dtypeName(kvType) << "_d" << headDim << "_g"
+     << groupSize << "_h" << numKvHeads << "_p" << pageSize
+     << (hnd ? "_hnd" : "_nhd") << (pool ? "_pool" : "_pair");
+  // Options that differ from their defaults, spelled out (floats as their
+  // IEEE bits, so that the name is exact and stable).
+  if (bits(smScale) != bits(float(1.0 / std::sqrt(double(headDim)))))
+    os << "_sm" << llvm::format_hex_no_prefix(bits(smScale), 8);
+  if (softCap != 0.f)
+    os << "_cap" << llvm::format_hex_no_prefix(bits(softCap), 8);
+  if (windowLeft >= 0)
+    os << "_win" << windowLeft;
+  if (pos == PosEncoding::RopeLlama)
+    os << "_rope" << llvm::format_hex_no_prefix(bits(ropeScale), 8) << "x"
+       << llvm::format_hex_no_prefix(bits(ropeTheta), 8);
+  if (pos == PosEncoding::ALiBi)
+    os << "_alibi";
+  if (baseE)
+    os << "_lsee";
+  ArrayRef<int64_t> t = config.getThreads();
+  if (mma)
+    os << "_w" << t[1] << "x" << t[2] << "_q" << config.getQTile();
+  else
+    os << "_t" << t[0] << "x" << t[2];
+  os << "_kv" << config.getKvTile() << "_s" << config.getStages();
+  return s;
+}
+
+StringRef AttentionSpec::gridParam() const {
+  if (split)
+    return "padded_batch_size";
+  if (decode)
+    return "batch_size";
+  return family() == KernelFamily::MmaSync ? "num_q_tiles" : "num_rows";
+}
+
+int64_t AttentionSpec::decodeTilesPerRequest() const {
+  return (groupSize + config.getQTile() - 1) / config.getQTile();
+}
+
+int64_t AttentionSpec::gridMul() const {
+  if (!split && decode && family() == KernelFamily::MmaSync)
+    return decodeTilesPerRequest();
+  return 1;
+}
+
+SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
+  Builder b(ctx);
+  Type i32 = b.getI32Type(), f32 = b.getF32Type(), i64 = b.getI64Type();
+  auto mem = [&](StringRef n, Type t) {
+    return KernelParam{n.str(), "memref", flat(t)};
+  };
+  SmallVector<KernelParam> p = {mem("q", qType)};
+  if (pool) {
+    p.push_back(mem("kv_cache", kvType));
+  } else {
+    p.push_back(mem("k_cache", kvType));
+    p.push_back(mem("v_cache", kvType));
+  }
+  if (!decode)
+    p.push_back(mem("qo_indptr", i32));
+  p.push_back(mem("kv_indptr", i32));
+  p.push_back(mem("kv_indices", i32));
+  p.push_back(mem("kv_last_page_len", i32));
+  if (split) {
+    p.push_back(mem("request_indices", i32));
+    p.push_back(mem("kv_tile_indices", i32));
+    p.push_back(mem("o_indptr", i32));
+    p.push_back(mem("block_valid_mask", b.getI8Type()));
+    p.push_back(mem("kv_chunk_size", i32));
+    p.push_back(mem("tmp_v", f32));
+    p.push_back(mem("tmp_s", f32));
+    if (!decode)
+      p.push_back(mem("qo_tile_indices", i32));
+  }
+  p.push_back(mem("o", qType));
+  p.push_back(mem("lse", f32));
+  p.push_back({gridParam().str(), "i64", i64});
+  bool mma = family() == KernelFamily::MmaSync;
+  if (!decode || (mma && gridParam() != "batch_size"))
+    p.push_back({"batch_size", "i64", i64});
+  return p;
+}
+
+SmallVector<StringRef> AttentionSpec::planArrays() const {
+  if (!split)
+    return {};
+  SmallVector<StringRef> a = {
+      "request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask",
+      "kv_chunk_size",   "tmp_v",           "tmp_s"};
+  if (!decode)
+    a.push_back("qo_tile_indices");
+  return a;
+}
+
+SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
+  StringRef posName = pos == PosEncoding::None        ? "none"
+                      : pos == PosEncoding::RopeLlama ? "rope_llama"
+                                                      : "alibi";
+  bool mma = family() == KernelFamily::MmaSync;
+  SmallVector<NamedAttribute> s = {
+      b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim)),
+      b.getNamedAttr("num_qo_heads", b.getI64IntegerAttr(numQoHeads)),
+      b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(numKvHeads)),
+      b.getNamedAttr("gqa_group_size", b.getI64IntegerAttr(groupSize)),
+      b.getNamedAttr("page_size", b.getI64IntegerAttr(pageSize)),
+      b.getNamedAttr("kv_layout", b.getStringAttr(hnd ? "hnd" : "nhd")),
+      b.getNamedAttr("layout", b.getStringAttr(hnd ? "HND" : "NHD")),
+      b.getNamedAttr("o_dtype", b.getStringAttr(dtypeName(qType))),
+      b.getNamedAttr("causal", b.getBoolAttr(causal)),
+      b.getNamedAttr("kv_form", b.getStringAttr(pool ? "pool" : "pair")),
+      b.getNamedAttr("q_dtype", b.getStringAttr(dtypeName(qType))),
+      b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(kvType))),
+      b.getNamedAttr("sm_scale", b.getF32FloatAttr(smScale)),
+      b.getNamedAttr("logits_soft_cap", b.getF32FloatAttr(softCap)),
+      b.getNamedAttr("window_left", b.getI64IntegerAttr(windowLeft)),
+      b.getNamedAttr("pos_encoding", b.getStringAttr(posName)),
+      b.getNamedAttr("rope_scale", b.getF32FloatAttr(ropeScale)),
+      b.getNamedAttr("rope_theta", b.getF32FloatAttr(ropeTheta)),
+      b.getNamedAttr("lse_base", lseBaseStatic(b, baseE)),
+      b.getNamedAttr("tile_tokens", b.getI64IntegerAttr(config.getKvTile())),
+      b.getNamedAttr("stages", b.getI64IntegerAttr(config.getStages())),
+      b.getNamedAttr("kernel_family",
+                     b.getStringAttr(mma ? "mma_sync" : "rows")),
+      b.getNamedAttr("accumulate", b.getBoolAttr(accumulate)),
+  };
+  // The runtime plans a prefill level with the kernel's query tile.
+  if (mma && !decode)
+    s.push_back(
+        b.getNamedAttr("qo_tile_size", b.getI64IntegerAttr(config.getQTile())));
+  return s;
+}
+
+int64_t AttentionSpec::dynamicSharedBytes() const {
+  if (family() != KernelFamily::MmaSync)
+    return 0;
+  return mmaAttentionSharedBytes(config, headDim);
+}
+
+MergeSpec AttentionSpec::splitMerge() const {
+  MergeSpec m;
+  m.kind = MergeKind::Indptr;
+  m.headDim = headDim;
+  m.vType = qType;
+  m.baseE = baseE;
+  m.numHeads = numQoHeads;
+  m.indptr = decode ? "o_indptr" : "merge_indptr";
+  m.accumulate = accumulate;
+  // ~128 threads a block, head_dim / 8 per state.
+  int64_t tpt = headDim / 8, tpb = std::max<int64_t>(1, 128 / tpt);
+  m.config = KernelConfigAttr::get(config.getContext(), KernelFamily::Merge,
+                                   {tpb * tpt, 1, 1}, tpb, 0, 1);
+  return m;
+}
+
+FailureOr<AttentionSpec> cascade::analyseAttention(PagedAttentionOp op,
+                                                   KernelConfigAttr config) {
+  AttentionSpec c;
+  c.config = config;
+  auto qT = cast<MemRefType>(op.getQ().getType());
+  auto kv = op.getKv();
+  c.numQoHeads = qT.getDimSize(1);
+  c.headDim = qT.getDimSize(2);
+  c.qType = qT.getElementType();
+  c.pool = kv.size() == 1;
+  auto kT = cast<MemRefType>(kv[0].getType());
+  c.kvType = kT.getElementType();
+  c.hnd = op.getKvLayout() == KVLayout::HND;
+  c.pageSize = op.getPageSize();
+  ArrayRef<int64_t> sh = kT.getShape();
+  int64_t hDim = c.pool ? (c.hnd ? sh[2] : sh[3]) : (c.hnd ? sh[1] : sh[2]);
+  int64_t psDim = c.pool ? (c.hnd ? sh[3] : sh[2]) : (c.hnd ? sh[2] : sh[1]);
+  c.numKvHeads = hDim;
+  if (ShapedType::isDynamic(c.numQoHeads) || ShapedType::isDynamic(c.headDim) ||
+      ShapedType::isDynamic(c.numKvHeads) || ShapedType::isDynamic(psDim))
+    return op.emitError("attention lowering needs static heads, head_dim and "
+                        "page size"),
+           failure();
+  c.groupSize = c.numQoHeads / c.numKvHeads;
+  c.decode = op.isDecode();
+  c.split = !op.getPlan().empty();
+  c.causal = !c.decode && op.getCausal();
+  c.accumulate = op.getAccumulate();
+  c.smScale = op.getEffectiveSmScale();
+  c.softCap = op.getLogitsSoftCap().convertToFloat();
+  c.windowLeft = op.getWindowLeft();
+  c.pos = op.getPosEncoding();
+  c.ropeScale = op.getRopeScale().convertToFloat();
+  c.ropeTheta = op.getRopeTheta().convertToFloat();
+  c.baseE = op.getLseBase() == LSEBase::BaseE;
+
+  auto bad = [&](const Twine &why) {
+    op.emitError("kernel_config ")
+        << config << " cannot run this attention: " << why;
+    return failure();
+  };
+  switch (config.getFamily()) {
+  case KernelFamily::Merge:
+    return bad("merge is not an attention kernel family");
+  case KernelFamily::Rows:
+    if (!rowsFamilySupportsHeadDim(c.headDim))
+      return bad("the rows family needs head_dim 8, 16, 32, 64, 128 or 256 "
+                 "(head_dim / 8 lanes dividing a warp)");
+    if (config.getThreads()[0] != c.headDim / 8)
+      return bad("the rows family takes threads[0] = head_dim / 8 = " +
+                 Twine(c.headDim / 8));
+    if (c.groupSize > 16)
+      return bad("the rows family keeps every query head of a GQA group in "
+                 "registers and supports groups up to 16 (use mma_sync)");
+    if (!c.decode && c.split)
+      return bad("the rows family has no split-KV prefill (use mma_sync)");
+    if (config.getKvTile() * c.headDim * 4 * config.getStages() > 48 * 1024)
+      return bad("the K/V stages exceed 48 KiB of static shared memory");
+    break;
+  case KernelFamily::MmaSync:
+    if (c.qType != c.kvType)
+      return bad("tensor cores need q and KV of one dtype");
+    if (c.decode && c.split && c.decodeTilesPerRequest() != 1)
+      return bad("a split decode keeps a request's GQA group in one query "
+                 "tile: q_tile must be >= " +
+                 Twine(c.groupSize));
+    if (c.dynamicSharedBytes() > kMaxSharedBytesPerBlock)
+      return bad("it needs " + Twine(c.dynamicSharedBytes()) +
+                 " bytes of shared memory, more than " +
+                 Twine(kMaxSharedBytesPerBlock));
+    break;
+  }
+  return c;
+}
+
+//===----------------------------------------------------------------------===//
+// Shared helpers of the attention generators
+//===----------------------------------------------------------------------===//
+
+double cascade::alibiSlope(int64_t h, int64_t n) {
+  int64_t p = 1;
+  while (p * 2 <= n)
+    p *= 2;
+  double m0 = std::exp2(-8.0 / p);
+  if (h < p)
+    return std::pow(m0, double(h + 1));
+  double m1 = std::exp2(-4.0 / p);
+  return std::pow(m1, double((h - p) * 2 + 1));
+}
+
+Value cascade::constantTable(OpBuilder &b, Location loc,
+                             gpu::GPUModuleOp module, StringRef name,
+                             ArrayRef<float> values) {
+  auto ty = MemRefType::get({int64_t(values.size())}, b.getF32Type());
+  if (!module.lookupSymbol(name)) {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(module.getBody());
+    auto tt = RankedTensorType::get({int64_t(values.size())}, b.getF32Type());
+    memref::GlobalOp::create(b, loc, name, b.getStringAttr("private"), ty,
+                             DenseElementsAttr::get(tt, values),
+                             /*constant=*/true, /*alignment=*/IntegerAttr());
+  }
+  return memref::GetGlobalOp::create(b, loc, ty, name);
+}
+
+SmallVector<float> cascade::ropeInverseFrequencies(const AttentionSpec &s) {
+  SmallVector<float> inv;
+  for (int64_t i = 0; i < s.headDim; ++i) {
+    int64_t fi = i % (s.headDim / 2);
+    inv.push_back(float(
+        1.0 /
+        (double(s.ropeScale) *
+         std::pow(double(s.ropeTheta), 2.0 * double(fi) / double(s.headDim)))));
+  }
+  return inv;
+}

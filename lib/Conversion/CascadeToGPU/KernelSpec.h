@@ -1,0 +1,155 @@
+//===- KernelSpec.h - What a cascade kernel is specialised on ---*- C++ -*-===//
+//
+// A kernel spec is the static configuration of a cascade op (shapes, dtypes,
+// layout, options) together with its #cascade.kernel_config: everything the
+// generated kernel depends on. Specs compare by value (that is how kernels
+// are deduplicated), name their kernel (a spelled-out, stable key: no
+// hashes), and define the kernel's parameters, manifest entry and launch
+// geometry, which the kernel generators and the host-side launch lowering
+// share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
+
+#include "KernelSupport.h"
+
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <optional>
+
+namespace mlir {
+namespace cascade {
+
+/// The four merge kernels.
+enum class MergeKind {
+  Pair,    ///< merge_state
+  InPlace, ///< merge_state_in_place
+  States,  ///< merge_states
+  Indptr,  ///< the partial states of a split-KV level, rows from an indptr
+};
+
+struct MergeSpec {
+  MergeKind kind = MergeKind::Pair;
+  int64_t headDim = 0;
+  Type vType;
+  bool baseE = false;
+  /// InPlace: the mask's element type (null without a mask).
+  Type maskType;
+  /// Indptr: query heads, the indptr's name (`o_indptr` for decode,
+  /// `merge_indptr` for prefill) and whether the result is merged into the
+  /// state the outputs hold (a fused cascade level).
+  int64_t numHeads = 0;
+  std::string indptr;
+  bool accumulate = false;
+  KernelConfigAttr config;
+
+  bool operator==(const MergeSpec &o) const;
+  StringRef opName() const;
+  std::string name() const;
+  SmallVector<KernelParam> params(MLIRContext *ctx) const;
+  SmallVector<NamedAttribute> statics(Builder &b) const;
+  SmallVector<StringRef> planArrays() const;
+  /// States merged per block and threads per state.
+  int64_t statesPerBlock() const { return config.getQTile(); }
+  int64_t threadsPerState() const { return headDim / 8; }
+  /// The scalar the grid is sized from: ceil(param * gridMul / states).
+  StringRef gridParam() const;
+  int64_t gridMul() const { return kind == MergeKind::Indptr ? numHeads : 1; }
+};
+
+/// The merge spec of a merge op (its kernel_config given).
+FailureOr<MergeSpec> analyseMerge(Operation *op, KernelConfigAttr config);
+
+struct AttentionSpec {
+  int64_t headDim = 0, numQoHeads = 0, numKvHeads = 0, groupSize = 0,
+          pageSize = 0;
+  bool hnd = false, pool = true, decode = true, causal = false, split = false,
+       accumulate = false;
+  Type qType, kvType;
+  float smScale = 0.f, softCap = 0.f, ropeScale = 1.f, ropeTheta = 1e4f;
+  int64_t windowLeft = -1;
+  PosEncoding pos = PosEncoding::None;
+  bool baseE = false;
+  KernelConfigAttr config;
+
+  bool operator==(const AttentionSpec &o) const;
+  KernelFamily family() const { return config.getFamily(); }
+  /// Scores need no transformation besides the scale (no soft cap, no
+  /// ALiBi): the scale then folds into the exponent.
+  bool plainScores() const {
+    return softCap == 0.f && pos != PosEncoding::ALiBi;
+  }
+  /// The manifest op: decode, decode_split, prefill or prefill_split.
+  StringRef opName() const;
+  std::string name() const;
+  SmallVector<KernelParam> params(MLIRContext *ctx) const;
+  SmallVector<StringRef> planArrays() const;
+  SmallVector<NamedAttribute> statics(Builder &b) const;
+  int64_t dynamicSharedBytes() const;
+  /// The grid is (ceil(gridParam * gridMul), num_kv_heads, 1).
+  StringRef gridParam() const;
+  int64_t gridMul() const;
+  /// mma_sync decode: query tiles per request, ceil(G / q_tile).
+  int64_t decodeTilesPerRequest() const;
+  /// The kernel that merges the partial states of a split level.
+  MergeSpec splitMerge() const;
+};
+
+/// The attention spec of a memref-form cascade.paged_attention (its
+/// kernel_config given). Emits a diagnostic on unsupported configurations.
+FailureOr<AttentionSpec> analyseAttention(PagedAttentionOp op,
+                                          KernelConfigAttr config);
+
+/// FlashInfer's ALiBi slope of head h out of n heads.
+double alibiSlope(int64_t h, int64_t n);
+/// A constant f32 table in the kernel module; returns a memref.get_global.
+Value constantTable(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
+                    StringRef name, ArrayRef<float> values);
+/// RoPE inverse frequency of element i of head_dim d (the pairs (i, i + d/2)
+/// share it): 1 / (rope_scale * rope_theta^(2 (i mod d/2) / d)).
+SmallVector<float> ropeInverseFrequencies(const AttentionSpec &s);
+
+/// How the host launches one kernel: the pass records it per op when it
+/// builds the kernel, and the launch patterns read it.
+struct KernelLaunch {
+  gpu::GPUFuncOp fn;
+  SmallVector<KernelParam> params;
+  SmallVector<int64_t, 3> block;
+  /// grid = (ceil(value of gridParam * gridMul / gridDiv), gridY, 1).
+  std::string gridParam;
+  int64_t gridMul = 1, gridDiv = 1, gridY = 1;
+  int64_t dynamicSharedBytes = 0;
+  /// Self-scheduled tensor-core prefill: the grid parameter num_q_tiles is
+  /// ceil(rows * groupSize / qTile) + batch_size.
+  int64_t groupSize = 1, qTile = 1;
+};
+/// The launches of one op: its kernel and, for a split-KV attention level,
+/// the merge of the partial states.
+struct OpLaunches {
+  KernelLaunch main;
+  std::optional<KernelLaunch> merge;
+};
+using LaunchTable = llvm::DenseMap<Operation *, OpLaunches>;
+
+/// Patterns rewriting each cascade op of `table` into its launches.
+void populateCascadeLaunchPatterns(RewritePatternSet &patterns,
+                                   const LaunchTable &table);
+
+// Kernel generators, one per family (one file each). The builder is at the
+// start of the kernel's entry block; the arguments follow the spec's params.
+void buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn, const MergeSpec &spec);
+void buildRowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                              gpu::GPUModuleOp module,
+                              const AttentionSpec &spec);
+void buildMmaAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                             gpu::GPUModuleOp module,
+                             const AttentionSpec &spec);
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H

@@ -1,0 +1,78 @@
+//===- KernelSupport.h - Kernel modules, launches and manifests -*- C++ -*-===//
+//
+// Host-side helpers of convert-cascade-to-gpu: the kernel module, kernel
+// parameters in manifest order, the manifest entry of a kernel, and the
+// flattening of host buffers into the 1-D memrefs of the kernel ABI.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSUPPORT_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSUPPORT_H
+
+#include "cascade/Conversion/GPUCodegen/KernelBuilder.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+
+#include <string>
+
+namespace mlir {
+namespace cascade {
+
+/// Name of the gpu.module holding every cascade kernel.
+inline constexpr llvm::StringLiteral kKernelModuleName = "cascade_kernels";
+/// Attribute (DictionaryAttr) on each gpu.func: its manifest entry.
+inline constexpr llvm::StringLiteral kManifestAttrName = "cascade.manifest";
+/// Attribute (ArrayAttr of dictionaries) on the top module, collected by the
+/// conversion pass so that it survives gpu-module-to-binary.
+inline constexpr llvm::StringLiteral kBundleAttrName = "cascade.bundle";
+
+/// The kernel-side type of a flat buffer: memref<?xT, strided<[1],
+/// offset: ?>> (ABI: 5 params ptr, ptr, offset, size, stride).
+MemRefType flatMemRefType(Type elementType);
+
+/// Host side: flattens a contiguous memref (identity layout) to memref<?xT>
+/// over the same buffer. Returns {flat, numElements}.
+std::pair<Value, Value> flattenContiguous(OpBuilder &b, Location loc, Value m);
+/// Host side: flattens a 1-D strided memref to memref<?xT> starting at its
+/// first element, covering (n-1)*stride+1 elements. Returns {flat, n, stride}
+/// (index values).
+std::tuple<Value, Value, Value> flattenStrided1D(OpBuilder &b, Location loc,
+                                                 Value m);
+
+/// Gets (or creates) `gpu.module @cascade_kernels` in `module` and marks the
+/// module a gpu.container_module.
+gpu::GPUModuleOp getOrCreateKernelModule(ModuleOp module);
+
+/// One kernel parameter in manifest order.
+struct KernelParam {
+  std::string name;
+  std::string kind; // memref | i32 | i64 | f32
+  Type type;        // memref<?xT> or scalar
+};
+
+/// Creates the gpu.func kernel `name` in the kernel module with `params`,
+/// the known block size `block` and the given manifest dictionary;
+/// `bodyBuilder` fills the body (the builder is at the start of the entry
+/// block, args are the block args).
+gpu::GPUFuncOp
+createKernel(gpu::GPUModuleOp module, StringRef name,
+             ArrayRef<KernelParam> params, ArrayRef<int64_t> block,
+             DictionaryAttr manifest,
+             llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder);
+
+/// Builds a manifest dictionary.
+DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
+                            ArrayRef<int64_t> block, ArrayRef<Attribute> grid,
+                            int64_t dynSmem, ArrayRef<NamedAttribute> statics,
+                            ArrayRef<KernelParam> params,
+                            ArrayRef<StringRef> planArrays);
+/// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:
+/// ceil(p * m / k)).
+Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,
+                   int64_t mul = 1);
+
+} // namespace cascade
+} // namespace mlir
+
+#endif

@@ -1,0 +1,210 @@
+//===- LaunchToGPU.cpp - Host-side launches of the cascade kernels --------===//
+//
+// Rewrites each memref-form cascade op into the gpu.launch_func ops of the
+// kernels the conversion pass built for it. Every kernel parameter is bound
+// by name from the op: buffers are flattened to the 1-D memrefs of the
+// kernel ABI (docs/kernel-bundle.md), sizes are i64 scalars read from the
+// buffers' shapes. A launch whose grid is empty is skipped.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSpec.h"
+
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/StringMap.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace {
+
+/// Host values of the kernel parameters of one op, created on demand.
+class HostValues {
+public:
+  HostValues(OpBuilder &b, Location loc) : b(b), loc(loc) {}
+
+  /// A buffer parameter, flattened.
+  void buffer(StringRef name, Value memref) {
+    if (memref)
+      buffers[name] = memref;
+  }
+  /// A 1-D strided buffer (the mask) and its stride parameter.
+  void strided(StringRef name, Value memref) { stridedBuffers[name] = memref; }
+  /// An index-valued scalar (passed as i64).
+  void scalar(StringRef name, Value index) { scalars[name] = index; }
+
+  Value index(StringRef name) {
+    auto it = scalars.find(name);
+    assert(it != scalars.end() && "no host value for a scalar parameter");
+    return it->second;
+  }
+
+  Value get(const KernelParam &p) {
+    if (p.kind == "memref") {
+      if (auto it = stridedBuffers.find(p.name); it != stridedBuffers.end()) {
+        auto [flat, n, stride] = flattenStrided1D(b, loc, it->second);
+        scalars[p.name + "_stride"] = stride;
+        return flat;
+      }
+      auto it = buffers.find(p.name);
+      assert(it != buffers.end() && "no host value for a buffer parameter");
+      return flattenContiguous(b, loc, it->second).first;
+    }
+    return arith::IndexCastOp::create(b, loc, b.getI64Type(), index(p.name));
+  }
+
+private:
+  OpBuilder &b;
+  Location loc;
+  llvm::StringMap<Value> buffers, stridedBuffers, scalars;
+};
+
+Value cst(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIndexOp::create(b, loc, v);
+}
+
+Value dim(OpBuilder &b, Location loc, Value memref, int64_t d) {
+  return memref::DimOp::create(b, loc, memref, d);
+}
+
+/// Launches `l` when its grid is not empty.
+void emitLaunch(OpBuilder &b, Location loc, const KernelLaunch &l,
+                HostValues &values) {
+  SmallVector<Value> args;
+  for (const KernelParam &p : l.params)
+    args.push_back(values.get(p));
+  Value count = values.index(l.gridParam);
+  if (l.gridMul != 1)
+    count = arith::MulIOp::create(b, loc, count, cst(b, loc, l.gridMul));
+  Value nonEmpty = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::ugt,
+                                         count, cst(b, loc, 0));
+  auto ifOp = scf::IfOp::create(b, loc, nonEmpty, /*withElse=*/false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value gx =
+      l.gridDiv == 1
+          ? count
+          : arith::CeilDivUIOp::create(b, loc, count, cst(b, loc, l.gridDiv));
+  Value smem;
+  if (l.dynamicSharedBytes)
+    smem = arith::ConstantIntOp::create(b, loc, l.dynamicSharedBytes, 32);
+  gpu::LaunchFuncOp::create(
+      b, loc, l.fn, gpu::KernelDim3{gx, cst(b, loc, l.gridY), cst(b, loc, 1)},
+      gpu::KernelDim3{cst(b, loc, l.block[0]), cst(b, loc, l.block[1]),
+                      cst(b, loc, l.block[2])},
+      smem, args);
+}
+
+/// Rewrites one op into the launches the table holds for it.
+template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
+  LaunchPattern(MLIRContext *ctx, const LaunchTable &table)
+      : OpRewritePattern<OpTy>(ctx), table(table) {}
+
+  LogicalResult matchAndRewrite(OpTy op,
+                                PatternRewriter &rewriter) const override {
+    auto it = table.find(op.getOperation());
+    if (it == table.end())
+      return failure();
+    Location loc = op.getLoc();
+    HostValues values(rewriter, loc);
+    bind(op, rewriter, values);
+    emitLaunch(rewriter, loc, it->second.main, values);
+    if (it->second.merge)
+      emitLaunch(rewriter, loc, *it->second.merge, values);
+    rewriter.eraseOp(op);
+    return success();
+  }
+
+  /// Number of (row, head) states of an [rows, heads] lse/s buffer.
+  static Value states(OpBuilder &b, Location loc, Value s) {
+    return arith::MulIOp::create(b, loc, dim(b, loc, s, 0), dim(b, loc, s, 1));
+  }
+
+  void bind(MergeStateOp op, OpBuilder &b, HostValues &v) const {
+    Location loc = op.getLoc();
+    v.buffer("v_a", op.getVA());
+    v.buffer("s_a", op.getSA());
+    v.buffer("v_b", op.getVB());
+    v.buffer("s_b", op.getSB());
+    v.buffer("v", op.getV());
+    v.buffer("s", op.getS());
+    v.scalar("num_tasks", states(b, loc, op.getS()));
+  }
+  void bind(MergeStateInPlaceOp op, OpBuilder &b, HostValues &v) const {
+    Location loc = op.getLoc();
+    v.buffer("v_other", op.getVOther());
+    v.buffer("s_other", op.getSOther());
+    if (op.getMask())
+      v.strided("mask", op.getMask());
+    v.buffer("v", op.getV());
+    v.buffer("s", op.getS());
+    v.scalar("num_tasks", states(b, loc, op.getS()));
+    v.scalar("num_heads", dim(b, loc, op.getS(), 1));
+  }
+  void bind(MergeStatesOp op, OpBuilder &b, HostValues &v) const {
+    Location loc = op.getLoc();
+    v.buffer("v_in", op.getVIn());
+    v.buffer("s_in", op.getSIn());
+    v.buffer("v", op.getV());
+    v.buffer("s", op.getS());
+    v.scalar("num_tasks", states(b, loc, op.getS()));
+    v.scalar("num_states", dim(b, loc, op.getSIn(), 1));
+    v.scalar("num_heads", dim(b, loc, op.getS(), 1));
+  }
+  void bind(PagedAttentionOp op, OpBuilder &b, HostValues &v) const {
+    Location loc = op.getLoc();
+    v.buffer("q", op.getQ());
+    auto kv = op.getKv();
+    if (kv.size() == 1) {
+      v.buffer("kv_cache", kv[0]);
+    } else {
+      v.buffer("k_cache", kv[0]);
+      v.buffer("v_cache", kv[1]);
+    }
+    v.buffer("qo_indptr", op.getQoIndptr());
+    v.buffer("kv_indptr", op.getKvIndptr());
+    v.buffer("kv_indices", op.getKvIndices());
+    v.buffer("kv_last_page_len", op.getKvLastPageLen());
+    v.buffer("o", op.getO());
+    v.buffer("lse", op.getLse());
+    Value rows = dim(b, loc, op.getQ(), 0);
+    Value batch = dim(b, loc, op.getKvLastPageLen(), 0);
+    v.scalar("num_rows", rows);
+    v.scalar("batch_size", batch);
+    auto plan = op.getPlan();
+    if (!plan.empty()) {
+      static constexpr StringLiteral kNames[] = {
+          "request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask",
+          "kv_chunk_size",   "tmp_v",           "tmp_s",    "qo_tile_indices",
+          "merge_indptr"};
+      for (auto [i, p] : llvm::enumerate(plan))
+        v.buffer(kNames[i], p);
+      v.scalar("padded_batch_size", dim(b, loc, plan[kPlanRequestIndices], 0));
+    }
+    // The self-scheduled tensor-core prefill covers every request's query
+    // tiles with ceil(rows * G / q_tile) + batch blocks.
+    auto it = table.find(op.getOperation());
+    const KernelLaunch &main = it->second.main;
+    if (main.gridParam == "num_q_tiles") {
+      Value packed =
+          arith::MulIOp::create(b, loc, rows, cst(b, loc, main.groupSize));
+      Value tiles =
+          arith::CeilDivUIOp::create(b, loc, packed, cst(b, loc, main.qTile));
+      v.scalar("num_q_tiles", arith::AddIOp::create(b, loc, tiles, batch));
+    }
+  }
+
+  const LaunchTable &table;
+};
+
+} // namespace
+
+void cascade::populateCascadeLaunchPatterns(RewritePatternSet &patterns,
+                                            const LaunchTable &table) {
+  MLIRContext *ctx = patterns.getContext();
+  patterns.add<LaunchPattern<MergeStateOp>, LaunchPattern<MergeStateInPlaceOp>,
+               LaunchPattern<MergeStatesOp>, LaunchPattern<PagedAttentionOp>>(
+      ctx, table);
+}

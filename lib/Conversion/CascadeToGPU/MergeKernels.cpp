@@ -1,0 +1,256 @@
+//===- MergeKernels.cpp - The merge kernel family -------------------------===//
+//
+// merge_state, merge_state_in_place (optional strided mask), merge_states and
+// merge_states_indptr (the partial states of a split-KV attention level,
+// optionally merged into the state the outputs hold). One thread owns 8
+// contiguous elements (16 bytes for f16/bf16) of one (row, head) state; a
+// block of q_tile states takes q_tile * head_dim / 8 threads; the grid
+// covers ceil(states / q_tile) blocks. Arithmetic is f32 with
+// ex2.approx/lg2.approx; empty states (-inf) never produce NaN and merging
+// an empty state returns the other one exactly.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelSpec.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace {
+
+/// Converts an s value to base 2 (in) or from base 2 (out).
+static Value toBase2(KernelBuilder &k, Value s, bool baseE) {
+  return baseE ? k.fmul(s, k.f32(M_LOG2E)) : s;
+}
+static Value fromBase2(KernelBuilder &k, Value s, bool baseE) {
+  return baseE ? k.fmul(s, k.f32(M_LN2)) : s;
+}
+
+/// Common prologue: computes (task, lane, inRange).
+struct TaskIds {
+  Value task, lane, inRange;
+};
+static TaskIds taskIds(KernelBuilder &k, const MergeSpec &g,
+                       Value numTasksI64) {
+  Value tid = k.threadId(gpu::Dimension::x);
+  Value bid = k.blockId(gpu::Dimension::x);
+  int64_t tpb = g.statesPerBlock(), tpt = g.threadsPerState();
+  Value task = k.add(k.mul(bid, k.idx(tpb)), k.div(tid, k.idx(tpt)));
+  Value lane = k.rem(tid, k.idx(tpt));
+  Value inRange =
+      k.cmp(arith::CmpIPredicate::ult, task, k.toIndex(numTasksI64));
+  return {task, lane, inRange};
+}
+
+static void buildPairBody(OpBuilder &b, gpu::GPUFuncOp f,
+                          const MergeSpec &geom) {
+  bool baseE = geom.baseE;
+  KernelBuilder k(b, f.getLoc());
+  auto a = f.getArguments();
+  TaskIds t = taskIds(k, geom, a[6]);
+  auto ifOp = scf::IfOp::create(b, k.loc, t.inRange, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value off =
+      k.add(k.mul(t.task, k.idx(geom.headDim)), k.mul(t.lane, k.idx(8)));
+  Value sa = toBase2(k, k.loadScalar(a[1], t.task), baseE);
+  Value sb = toBase2(k, k.loadScalar(a[3], t.task), baseE);
+  Value va = k.load8(a[0], off), vb = k.load8(a[2], off);
+  auto [v, s] = k.mergeStates(va, sa, vb, sb);
+  k.store8(v, a[4], off);
+  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
+  auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
+  b.setInsertionPointToStart(if0.thenBlock());
+  // Exactness: an empty input returns the other s unconverted.
+  Value sOut = fromBase2(k, s, baseE);
+  if (baseE) {
+    Value sar = k.loadScalar(a[1], t.task), sbr = k.loadScalar(a[3], t.task);
+    sOut = k.select(k.isNegInf(sb), sar, sOut);
+    sOut = k.select(k.isNegInf(sa), sbr, sOut);
+  }
+  k.storeScalar(sOut, a[5], t.task);
+}
+
+static void buildInPlaceBody(OpBuilder &b, gpu::GPUFuncOp f,
+                             const MergeSpec &geom) {
+  bool baseE = geom.baseE;
+  KernelBuilder k(b, f.getLoc());
+  auto a = f.getArguments();
+  unsigned i = 0;
+  Value vO = a[i++], sO = a[i++], mask, maskStride;
+  if (geom.maskType) {
+    mask = a[i++];
+    maskStride = a[i++];
+  }
+  Value v = a[i++], s = a[i++], numTasks = a[i++], numHeads = a[i++];
+  TaskIds t = taskIds(k, geom, numTasks);
+  // Every thread of a task reads the old s before lane 0 of the task
+  // overwrites it: read (clamped) before a block barrier.
+  Value last = k.sub(k.toIndex(numTasks), k.idx(1));
+  Value taskC = k.minU(t.task, last);
+  Value sar = k.loadScalar(s, taskC), sbr = k.loadScalar(sO, taskC);
+  gpu::BarrierOp::create(b, k.loc);
+  Value cond = t.inRange;
+  auto ifOp = scf::IfOp::create(b, k.loc, cond, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  if (geom.maskType) {
+    Value row = k.div(t.task, k.toIndex(numHeads));
+    Value mv = k.loadScalar(mask, k.mul(row, k.toIndex(maskStride)));
+    Value zero = arith::ConstantIntOp::create(b, k.loc, mv.getType(), 0);
+    Value on = k.cmp(arith::CmpIPredicate::ne, mv, zero);
+    auto ifM = scf::IfOp::create(b, k.loc, on, false);
+    b.setInsertionPointToStart(ifM.thenBlock());
+  }
+  Value off =
+      k.add(k.mul(t.task, k.idx(geom.headDim)), k.mul(t.lane, k.idx(8)));
+  Value sa = toBase2(k, sar, baseE), sb = toBase2(k, sbr, baseE);
+  Value va = k.load8(v, off), vb = k.load8(vO, off);
+  auto [vm, sm] = k.mergeStates(va, sa, vb, sb);
+  k.store8(vm, v, off);
+  // All lanes of the task must read s before lane 0 overwrites it:
+  // they do (loads above precede the store in every thread of the
+  // task, but threads of a task are different threads). Write s only
+  // after the v store, from lane 0, and use the value read by lane 0.
+  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
+  auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
+  b.setInsertionPointToStart(if0.thenBlock());
+  Value sOut = fromBase2(k, sm, baseE);
+  if (baseE) {
+    sOut = k.select(k.isNegInf(sb), sar, sOut);
+    sOut = k.select(k.isNegInf(sa), sbr, sOut);
+  }
+  k.storeScalar(sOut, s, t.task);
+}
+
+static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
+                            const MergeSpec &geom) {
+  bool baseE = geom.baseE;
+  KernelBuilder k(b, f.getLoc());
+  auto a = f.getArguments();
+  TaskIds t = taskIds(k, geom, a[4]);
+  auto ifOp = scf::IfOp::create(b, k.loc, t.inRange, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value nStates = k.toIndex(a[5]), nHeads = k.toIndex(a[6]);
+  Value row = k.div(t.task, nHeads), head = k.rem(t.task, nHeads);
+  Value laneOff = k.mul(t.lane, k.idx(8));
+  Value rowBase = k.mul(row, nStates);
+  auto loop = scf::ForOp::create(
+      b, k.loc, k.idx(0), nStates, k.idx(1),
+      ValueRange{k.negInf(), k.f32(0.0), k.vsplat(0.0)},
+      [&](OpBuilder &lb, Location l, Value i, ValueRange it) {
+        KernelBuilder kk(lb, l);
+        Value sidx = kk.add(kk.mul(kk.add(rowBase, i), nHeads), head);
+        Value si = toBase2(kk, kk.loadScalar(a[1], sidx), baseE);
+        Value vi =
+            kk.load8(a[0], kk.add(kk.mul(sidx, kk.idx(geom.headDim)), laneOff));
+        Value m = it[0], d = it[1], acc = it[2];
+        Value mNew = kk.fmax(m, si);
+        Value zero = kk.f32(0.0);
+        Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
+        Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
+        Value dNew = kk.fadd(kk.fmul(d, scale), w);
+        Value accNew =
+            kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
+        scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
+      });
+  Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
+  Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
+  Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
+  Value v = k.fmul(acc, k.splat(inv));
+  v = k.select(empty, k.vsplat(0.0), v);
+  Value s =
+      k.select(empty, k.negInf(), fromBase2(k, k.fadd(m, k.lg2(d)), baseE));
+  k.store8(v, a[2], k.add(k.mul(t.task, k.idx(geom.headDim)), laneOff));
+  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
+  auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
+  b.setInsertionPointToStart(if0.thenBlock());
+  k.storeScalar(s, a[3], t.task);
+}
+
+/// The partial states of a split-KV level: state (row, head) merges rows
+/// indptr[row] .. indptr[row + 1] of tmp_v/tmp_s (f32, base 2), where row is
+/// a request (decode, o_indptr) or a query row (prefill, merge_indptr).
+/// With `accumulate`, the result is merged into the state (o, lse) holds.
+static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
+                            const MergeSpec &c) {
+  KernelBuilder k(b, f.getLoc());
+  Location loc = f.getLoc();
+  auto a = f.getArguments();
+  Value indptr = a[0], tmpV = a[1], tmpS = a[2], o = a[3], lse = a[4];
+  Value numTasks = k.mul(k.toIndex(a[5]), k.idx(c.numHeads));
+  int64_t tpb = c.statesPerBlock(), tpt = c.threadsPerState();
+  Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
+  Value task = k.add(k.mul(bid, k.idx(tpb)), k.div(tid, k.idx(tpt)));
+  Value lane = k.rem(tid, k.idx(tpt));
+  Value inRange = k.cmp(arith::CmpIPredicate::ult, task, numTasks);
+  Value oldS;
+  if (c.accumulate) {
+    // Every thread of a state reads its lse before lane 0 overwrites it:
+    // read (clamped to a real state) before a block barrier.
+    Value last = k.sub(numTasks, k.idx(1));
+    oldS = k.loadScalar(lse, k.minU(task, last));
+    oldS = c.baseE ? k.fmul(oldS, k.f32(M_LOG2E)) : oldS;
+    gpu::BarrierOp::create(b, loc);
+  }
+  auto ifOp = scf::IfOp::create(b, loc, inRange, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  Value req = k.div(task, k.idx(c.numHeads)),
+        head = k.rem(task, k.idx(c.numHeads));
+  Value r0 = k.toIndex(k.loadScalar(indptr, req));
+  Value r1 = k.toIndex(k.loadScalar(indptr, k.add(req, k.idx(1))));
+  Value laneOff = k.mul(lane, k.idx(8));
+  auto loop = scf::ForOp::create(
+      b, loc, r0, r1, k.idx(1),
+      ValueRange{k.negInf(), k.f32(0.0), k.vsplat(0.0)},
+      [&](OpBuilder &lb, Location l, Value r, ValueRange it) {
+        KernelBuilder kk(lb, l);
+        Value sidx = kk.add(kk.mul(r, kk.idx(c.numHeads)), head);
+        Value si = kk.loadScalar(tmpS, sidx);
+        Value vi =
+            kk.load8(tmpV, kk.add(kk.mul(sidx, kk.idx(c.headDim)), laneOff));
+        Value m = it[0], d = it[1], acc = it[2];
+        Value mNew = kk.fmax(m, si);
+        Value zero = kk.f32(0.0);
+        Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
+        Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
+        Value dNew = kk.fadd(kk.fmul(d, scale), w);
+        Value accNew =
+            kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
+        scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
+      });
+  Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
+  Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
+  Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
+  Value v = k.select(empty, k.vsplat(0.0), k.fmul(acc, k.splat(inv)));
+  Value s2 = k.select(empty, k.negInf(), k.fadd(m, k.lg2(d)));
+  Value vOff = k.add(k.mul(task, k.idx(c.headDim)), laneOff);
+  if (c.accumulate)
+    std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);
+  Value s = c.baseE ? k.fmul(s2, k.f32(M_LN2)) : s2;
+  k.store8(v, o, vOff);
+  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, lane, k.idx(0));
+  auto if0 = scf::IfOp::create(b, loc, isLane0, false);
+  b.setInsertionPointToStart(if0.thenBlock());
+  k.storeScalar(s, lse, task);
+}
+
+} // namespace
+
+void cascade::buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                               const MergeSpec &spec) {
+  switch (spec.kind) {
+  case MergeKind::Pair:
+    return buildPairBody(b, fn, spec);
+  case MergeKind::InPlace:
+    return buildInPlaceBody(b, fn, spec);
+  case MergeKind::States:
+    return buildStatesBody(b, fn, spec);
+  case MergeKind::Indptr:
+    return buildIndptrBody(b, fn, spec);
+  }
+}

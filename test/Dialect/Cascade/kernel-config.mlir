@@ -1,0 +1,89 @@
+// RUN: cascade-opt %s -split-input-file -verify-diagnostics | FileCheck %s
+
+// #cascade.kernel_config round-trips on every op that lowers to a kernel.
+
+// CHECK-LABEL: func.func @round_trip
+// CHECK: cascade.merge_state {{.*}} {cascade.kernel_config = #cascade.kernel_config<merge, threads = [64, 1, 1], q_tile = 8, kv_tile = 0, stages = 1>}
+// CHECK: cascade.paged_attention {{.*}} {cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 2, 2], q_tile = 64, kv_tile = 64, stages = 4>, page_size = 16 : i64}
+func.func @round_trip(%va: memref<?x8x64xf16>, %sa: memref<?x8xf32>, %q: memref<?x8x64xf16>,
+                      %cache: memref<?x2x16x1x64xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>,
+                      %last: memref<?xi32>, %lse: memref<?x8xf32>) {
+  cascade.merge_state ins(%va, %sa, %va, %sa : memref<?x8x64xf16>, memref<?x8xf32>, memref<?x8x64xf16>, memref<?x8xf32>)
+      outs(%va, %sa : memref<?x8x64xf16>, memref<?x8xf32>)
+      {cascade.kernel_config = #cascade.kernel_config<merge, threads = [64, 1, 1], q_tile = 8, kv_tile = 0, stages = 1>}
+  cascade.paged_attention q(%q : memref<?x8x64xf16>) kv(%cache : memref<?x2x16x1x64xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%q, %lse : memref<?x8x64xf16>, memref<?x8xf32>)
+      {page_size = 16 : i64,
+       cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 2, 2], q_tile = 64, kv_tile = 64, stages = 4>}
+  return
+}
+
+// -----
+
+// expected-error@+1 {{threads must have 3 entries (x, y, z), got 2}}
+func.func private @bad_threads() attributes {config = #cascade.kernel_config<merge, threads = [128, 1], q_tile = 8, kv_tile = 0, stages = 1>}
+
+// -----
+
+// expected-error@+1 {{a block has at most 1024 threads, got 2048}}
+func.func private @too_many_threads() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 8, 8], q_tile = 128, kv_tile = 128, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{merge: threads[0] (100) must be a multiple of q_tile (8), the states per block}}
+func.func private @merge_threads() attributes {config = #cascade.kernel_config<merge, threads = [100, 1, 1], q_tile = 8, kv_tile = 0, stages = 1>}
+
+// -----
+
+// expected-error@+1 {{a merge kernel takes threads = [n, 1, 1], kv_tile = 0 and stages = 1}}
+func.func private @merge_kv_tile() attributes {config = #cascade.kernel_config<merge, threads = [128, 1, 1], q_tile = 8, kv_tile = 16, stages = 1>}
+
+// -----
+
+// expected-error@+1 {{a rows kernel takes q_tile = 1 and threads[1] = 1}}
+func.func private @rows_q_tile() attributes {config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 4, kv_tile = 32, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{rows: kv_tile (20) must be a positive multiple of threads[2] (8)}}
+func.func private @rows_kv_tile() attributes {config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 20, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{mma_sync: threads[0] must be 32 (one warp), got 64}}
+func.func private @mma_lanes() attributes {config = #cascade.kernel_config<mma_sync, threads = [64, 2, 1], q_tile = 64, kv_tile = 64, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{mma_sync: q_tile (48) must be a multiple of 16 * threads[1] (64)}}
+func.func private @mma_q_tile() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 48, kv_tile = 64, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{mma_sync: kv_tile (32) must be a positive multiple of 16 * threads[2] (64)}}
+func.func private @mma_kv_tile() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 32, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{mma_sync: stages must be >= 2, got 1}}
+func.func private @mma_stages() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 64, kv_tile = 64, stages = 1>}
+
+// -----
+
+func.func @not_a_config(%va: memref<?x8x64xf16>, %sa: memref<?x8xf32>) {
+  // expected-error@+1 {{'cascade.kernel_config' must be a #cascade.kernel_config, got 42 : i64}}
+  cascade.merge_state ins(%va, %sa, %va, %sa : memref<?x8x64xf16>, memref<?x8xf32>, memref<?x8x64xf16>, memref<?x8xf32>)
+      outs(%va, %sa : memref<?x8x64xf16>, memref<?x8xf32>) {cascade.kernel_config = 42 : i64}
+  return
+}
+
+// -----
+
+// expected-error@+1 {{'cascade.kernel_config' belongs on cascade.paged_attention and the merge ops}}
+func.func private @on_a_function() attributes {cascade.kernel_config = #cascade.kernel_config<merge, threads = [128, 1, 1], q_tile = 8, kv_tile = 0, stages = 1>}
+
+// -----
+
+// expected-error@+1 {{unknown cascade attribute 'cascade.tile'}}
+func.func private @unknown_attribute() attributes {cascade.tile = 4 : i64}
