@@ -94,13 +94,15 @@ def occupancy_blocks(bundle, name, sms):
 
 def bench_decode(b, rng, B, L, reps, split, sms):
     Hqo, Hkv, D, ps = 32, 8, 128, 16
-    name = b.find("decode", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+    name = b.find("decode", kernel_family="rows", accumulate=False, head_dim=D,
+                  num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
                   kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
                   logits_soft_cap=0.0, window_left=-1)
-    sname = b.find("decode_split", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+    sname = b.find("decode_split", kernel_family="rows", accumulate=False, head_dim=D,
+                   num_qo_heads=Hqo, num_kv_heads=Hkv,
                    page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16")
     mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype="f16",
-                   lse_base=2)
+                   lse_base=2, accumulate=False, indptr="o_indptr")
     npg = -(-L // ps)
     P = B * npg
     pool = cp.random.standard_normal((P, 2, ps, Hkv, D), dtype=cp.float32).astype(cp.float16)

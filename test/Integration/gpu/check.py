@@ -18,7 +18,7 @@ import numpy as np
 import cupy as cp
 
 from gpu_common import (Bundle, to_storage, from_storage, poison, alibi_slope,
-                        decode_plan)
+                        decode_plan, prefill_plan)
 
 LN2 = math.log(2.0)
 results = []
@@ -175,12 +175,14 @@ def rope(x, pos, D, scale, theta):
 def attention_ref(q, Kp, Vp, qo_indptr, indptr, indices, last, ps, opts):
     """Float64 reference: rows of q [rows, Hqo, D], request i owns rows
     qo_indptr[i]..qo_indptr[i+1]; query j of a request sits at position
-    kv_len - qo_len + j (decode: kv_len - 1)."""
+    kv_len - qo_len + j (decode: kv_len - 1). Order on a score: scale, ALiBi
+    bias, soft cap, then the causal / window masks (docs/semantics.md)."""
     rows, Hqo, D = q.shape
     Hkv = Kp.shape[2]
     G = Hqo // Hkv
     o = np.zeros((rows, Hqo, D))
     lse = np.full((rows, Hqo), -np.inf)
+    sl = np.array([alibi_slope(h, Hqo) for h in range(Hqo)])
     for bi in range(len(last)):
         pages = indices[indptr[bi]:indptr[bi + 1]]
         n = len(pages)
@@ -190,36 +192,39 @@ def attention_ref(q, Kp, Vp, qo_indptr, indptr, indices, last, ps, opts):
             continue
         K = Kp[pages].reshape(-1, Hkv, D)[:L]
         V = Vp[pages].reshape(-1, Hkv, D)[:L]
+        t = np.arange(L)
+        pos = L - (q1 - q0) + np.arange(q1 - q0)           # [R]
+        qb = q[q0:q1]                                       # [R, Hqo, D]
         if opts.get("rope"):
-            K = rope(K, np.arange(L)[:, None] * np.ones((1, Hkv)), D, 1.0, opts["rope_theta"])
+            K = rope(K, t[:, None] * np.ones((1, Hkv)), D, 1.0, opts["rope_theta"])
+            qb = rope(qb, pos[:, None] * np.ones((1, Hqo)), D, 1.0, opts["rope_theta"])
         Kx = np.repeat(K, G, axis=1)
         Vx = np.repeat(V, G, axis=1)
-        t = np.arange(L)
-        for r in range(q0, q1):
-            p = L - (q1 - q0) + (r - q0)
-            qb = q[r]
-            if opts.get("rope"):
-                qb = rope(qb, np.full(Hqo, p), D, 1.0, opts["rope_theta"])
-            x = np.einsum("hd,lhd->hl", qb, Kx) * opts["sm_scale"]
-            if opts.get("alibi"):
-                sl = np.array([alibi_slope(h, Hqo) for h in range(Hqo)])
-                x = x + sl[:, None] * (t - p)[None, :]
-            if opts.get("soft_cap", 0) > 0:
-                cap = opts["soft_cap"]
-                x = cap * np.tanh(x / cap)
-            vis = np.ones(L, bool)
-            if opts.get("causal"):
-                vis &= t <= p
-            if opts.get("window", -1) >= 0:
-                vis &= t >= p - opts["window"]
-            if not vis.any():
-                continue
-            x[:, ~vis] = -np.inf
-            m = x.max(-1)
-            pr = np.exp(x - m[:, None])
-            d = pr.sum(-1)
-            o[r] = np.einsum("hl,lhd->hd", pr, Vx) / d[:, None]
-            lse[r] = (m + np.log(d)) / LN2
+        # [R, H, L] through BLAS (matmul over the head axis).
+        x = np.matmul(qb.transpose(1, 0, 2), Kx.transpose(1, 2, 0)).transpose(1, 0, 2)
+        x = x * opts["sm_scale"]
+        if opts.get("alibi"):
+            x = x + sl[None, :, None] * (t[None, None, :] - pos[:, None, None])
+        if opts.get("soft_cap", 0) > 0:
+            cap = opts["soft_cap"]
+            x = cap * np.tanh(x / cap)
+        vis = np.ones((q1 - q0, L), bool)
+        if opts.get("causal"):
+            vis &= t[None, :] <= pos[:, None]
+        if opts.get("window", -1) >= 0:
+            vis &= t[None, :] >= pos[:, None] - opts["window"]
+        x = np.where(vis[:, None, :], x, -np.inf)
+        m = x.max(-1)
+        has = np.isfinite(m)
+        mm = np.where(has, m, 0.0)
+        pr = np.exp(x - mm[..., None])
+        d = pr.sum(-1)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ob = np.matmul(pr.transpose(1, 0, 2), Vx.transpose(1, 0, 2)).transpose(1, 0, 2)
+            ob = ob / np.where(d > 0, d, 1)[..., None]
+            lb = np.where(d > 0, (mm + np.log(np.where(d > 0, d, 1))) / LN2, -np.inf)
+        o[q0:q1] = np.where(has[..., None], ob, 0.0)
+        lse[q0:q1] = lb
     return o, lse
 
 
@@ -231,8 +236,9 @@ def decode_ref(q, Kp, Vp, indptr, indices, last, ps, opts):
 def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                  opts, static, split_chunk=None, pad=0, q_scale=1.0, label=""):
     op = "decode_split" if split_chunk else "decode"
-    name = b.find(op, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
-                  kv_layout=layout, kv_form=form, q_dtype=dtype, **static)
+    name = b.find(op, kernel_family="rows", accumulate=False, head_dim=D,
+                  num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps, kv_layout=layout,
+                  kv_form=form, q_dtype=dtype, **static)
     lens = rng.integers(1, max_len + 1, B)
     lens[rng.random(B) < 0.15] = 0
     lens[0] = 0  # always one empty request
@@ -273,7 +279,8 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
         bufs["tmp_s"] = poison((rows, Hqo), "f32")
         b.launch(name, bufs)
         mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
-                       lse_base="e" if opts.get("base_e") else 2)
+                       lse_base="e" if opts.get("base_e") else 2, accumulate=False,
+                       indptr="o_indptr")
         b.launch(mname, bufs)
         note = f"work items {plan['num_work_items']} (pad {pad}) partial rows {rows}"
     else:
@@ -323,21 +330,16 @@ def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
     return bufs
 
 
-def check_prefill(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
-                  static, label=""):
-    name = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
-                  kv_layout=layout, kv_form=form, q_dtype=dtype,
-                  causal=bool(opts.get("causal")), **static)
-    qo_lens = rng.integers(1, max_qo + 1, B)
-    qo_lens[rng.random(B) < 0.15] = 0
-    lens = np.maximum(rng.integers(1, max_len + 1, B), qo_lens)
-    lens[0] = 0
-    qo_lens[0] = 2  # queries with no keys at all
-    if B > 2:
-        lens[2] = 1
-        qo_lens[2] = 3  # more queries than keys (causal: some rows see nothing)
+def check_prefill(b, rng, *, dtype, kv_dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo,
+                  max_len, opts, static, label=""):
+    """The rows family's row-wise prefill, which serves q and KV of different
+    dtypes (both are converted to f32 on CUDA cores)."""
+    name = b.find("prefill", kernel_family="rows", head_dim=D, num_qo_heads=Hqo,
+                  num_kv_heads=Hkv, page_size=ps, kv_layout=layout, kv_form=form,
+                  q_dtype=dtype, kv_dtype=kv_dtype, causal=bool(opts.get("causal")), **static)
+    qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode=False)
     qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
-    paged = make_paged(rng, lens, ps, Hkv, D, dtype)
+    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype)
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = int(qo_indptr[-1])
     q_s, q64 = to_storage(rng.standard_normal((rows, Hqo, D)), dtype)
@@ -345,59 +347,316 @@ def check_prefill(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, ma
     bufs = run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype)
     oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
-    record(f"prefill(rows) {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
-           dtype, oh, o_ref, lh, lse_ref)
+    record(f"prefill(rows) {label} q {dtype} kv {kv_dtype} D={D} G={Hqo // Hkv} Hkv={Hkv} "
+           f"p={ps} {layout} {form} B={B} rows={rows}", "bf16", oh, o_ref, lh, lse_ref)
 
 
-def check_cascade(b, rng, *, B=11, prefix=300, max_suffix=90, D=128, Hqo=32, Hkv=8, ps=16):
-    """Two-level cascade done the way cascade-decompose-levels lowers it:
-    level 0 = a shared prefix (qo_indptr [0, B]) through the prefill kernel,
-    level 1 = per-request suffixes (causal, one query each), then
-    merge_state_in_place of level 0 into level 1. Reference: attention over
-    prefix + suffix of each request."""
-    dtype = "f16"
-    suf = rng.integers(1, max_suffix + 1, B)
-    suf[3] = 0  # a request with an empty suffix
-    lens_all = [prefix] + [int(x) for x in suf]
-    paged = make_paged(rng, lens_all, ps, Hkv, D, dtype)
+# ---------------------------------------------------------------------------
+# Tensor-core (mma_sync) attention: prefill/append, split-KV, accumulate,
+# large-group decode, fused cascades
+# ---------------------------------------------------------------------------
+
+def prior_state(rng, rows, Hqo, D, dtype):
+    """A random attention state (base 2) that an accumulating level merges
+    into; a fifth of the (row, head) states are empty."""
+    s = rng.uniform(-4.0, 12.0, (rows, Hqo))
+    s[rng.random(s.shape) < 0.2] = -np.inf
+    v = rng.uniform(-1, 1, (rows, Hqo, D))
+    v[np.isneginf(s)] = 0.0
+    vs, v64 = to_storage(v, dtype)
+    return vs, v64, s.astype(np.float32), s.astype(np.float32).astype(np.float64)
+
+
+def merge2(o1, s1, o2, s2):
+    return merge_ref(np.stack([o1, o2], -2), np.stack([s1, s2], -1))
+
+
+def request_lengths(rng, B, max_qo, max_len, decode):
+    if decode:
+        qo = np.ones(B, np.int64)
+        lens = rng.integers(1, max_len + 1, B)
+        lens[rng.random(B) < 0.15] = 0
+        lens[0] = 0
+        if B > 1:
+            lens[1] = max_len
+        return qo, lens
+    qo = rng.integers(1, max_qo + 1, B)
+    qo[rng.random(B) < 0.15] = 0
+    lens = np.maximum(rng.integers(1, max_len + 1, B), qo)
+    lens[0] = 0
+    qo[0] = 2  # queries with no keys at all
+    if B > 2:
+        lens[2] = 1
+        qo[2] = 3  # more queries than keys: causal rows that see nothing
+    if B > 3:
+        qo[3] = max_qo  # a long query run (several query tiles)
+        lens[3] = max(lens[3], max_qo)
+    return qo, lens
+
+
+def launch_level(b, name, merge_name, bufs, *, T, G, qo_lens, pages, ps, split, pad,
+                 decode, Hqo, D):
+    """Launches an attention level (and its partial-state merge when split)
+    as the runtime does; returns a note."""
+    B = len(qo_lens)
+    rows = int(np.sum(qo_lens))
+    bufs.update(batch_size=B, num_rows=rows,
+                num_q_tiles=-(-rows * G // T) + B if T else 0)
+    if not split:
+        b.launch(name, bufs)
+        return ""
+    if decode:
+        plan = decode_plan(pages, ps, split, pad_to=None)
+        plan = decode_plan(pages, ps, split, pad_to=plan["num_work_items"] + pad)
+        chunk_tokens = plan["kv_chunk_size"]
+    else:
+        plan = prefill_plan(qo_lens, pages, G, T, split)
+        plan = prefill_plan(qo_lens, pages, G, T, split,
+                            pad_to=plan["num_work_items"] + pad)
+        chunk_tokens = split * ps
+        bufs["qo_tile_indices"] = dev(plan["qo_tile_indices"])
+        bufs["merge_indptr"] = dev(plan["merge_indptr"])
+    for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
+        bufs[key] = dev(plan[key])
+    bufs["kv_chunk_size"] = dev(np.array([chunk_tokens], np.int32))
+    bufs["padded_batch_size"] = plan["num_work_items"]
+    prow = max(1, plan["num_partial_rows"])
+    bufs["tmp_v"] = poison((prow, Hqo, D), "f32")
+    bufs["tmp_s"] = poison((prow, Hqo), "f32")
+    b.launch(name, bufs)
+    b.launch(merge_name, bufs)
+    return f"work items {plan['num_work_items']} (pad {pad}) partial rows {plan['num_partial_rows']}"
+
+
+def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
+              static=None, split=None, pad=0, accumulate=False, decode=False, label=""):
+    op = ("decode" if decode else "prefill") + ("_split" if split else "")
+    stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+                page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
+                accumulate=accumulate, **(static or {}))
+    if not decode:
+        stat["causal"] = bool(opts.get("causal"))
+    name = b.find(op, **stat)
+    base_e = bool(opts.get("base_e"))
+    merge_name = None
+    if split:
+        merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
+                            lse_base="e" if base_e else 2, accumulate=accumulate,
+                            indptr="o_indptr" if decode else "merge_indptr")
+    G = Hqo // Hkv
+    T = b.kernels[name]["static"].get("qo_tile_size", 0)
+    qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode)
+    qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    paged = make_paged(rng, lens, ps, Hkv, D, dtype)
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
-    q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)), dtype)
-    # level 0: request 0 of the paged arrays, all B queries
-    pre = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
-                 kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=False,
-                 pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
-    prec = b.find("prefill", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
-                  kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=True,
-                  pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
-    l0 = (pages[:1], last[:1], perm, indptr[:2], Kp_s, Kp, Vp_s, Vp)
-    b0 = run_prefill(b, pre, q_s, np.array([0, B], np.int32), l0, "nhd", "pool", Hqo, D, dtype)
-    l1 = (pages[1:], last[1:], perm, (indptr[1:] - 0).astype(np.int32), Kp_s, Kp, Vp_s, Vp)
-    b1 = run_prefill(b, prec, q_s, np.arange(B + 1, dtype=np.int32), l1, "nhd", "pool", Hqo, D, dtype)
-    mname = b.find("merge_state_in_place", head_dim=D, v_dtype=dtype, lse_base=2, mask="none")
-    b.launch(mname, dict(v=b1["o"], s=b1["lse"], v_other=b0["o"], s_other=b0["lse"],
-                         num_tasks=B * Hqo, num_heads=Hqo))
+    rows = int(qo_indptr[-1])
+    q_s, q64 = to_storage(rng.standard_normal((rows, Hqo, D)), dtype)
+    o_ref, lse_ref = attention_ref(q64, Kp, Vp, qo_indptr, indptr, perm, last, ps, opts)
+    bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
+                kv_last_page_len=dev(last))
+    if not decode:
+        bufs["qo_indptr"] = dev(qo_indptr)
+    bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
+    if accumulate:
+        v0, v064, s0, s064 = prior_state(rng, rows, Hqo, D, dtype)
+        o_ref, lse_ref = merge2(v064, s064, o_ref, lse_ref)
+        bufs["o"] = dev(v0)
+        bufs["lse"] = dev((s0 * LN2) if base_e else s0)
+    else:
+        bufs["o"] = poison((rows, Hqo, D), dtype)
+        bufs["lse"] = poison((rows, Hqo), "f32")
+    if base_e:
+        lse_ref = lse_ref * LN2
+    note = launch_level(b, name, merge_name, bufs, T=T, G=G, qo_lens=qo_lens, pages=pages,
+                        ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo, D=D)
     cp.cuda.runtime.deviceSynchronize()
-    # reference: keys = prefix pages then suffix pages of request i
+    oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
+    lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
+    ex = True
+    if not accumulate:
+        # Rows that see no key are exactly the empty state.
+        empty = np.isneginf(lse_ref)
+        ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
+    kind = ("decode" if decode else "prefill") + (" split" if split else "") + \
+        (" acc" if accumulate else "")
+    record(f"mma {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
+           dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
+                                                      if not accumulate else "")).strip())
+
+
+def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=16,
+                        split_prefix=None, split_last=None, max_suffix=256, dtype="f16"):
+    """A 2- or 3-level cascade as the compiler lowers it with fused merges:
+    level 0, the prefix shared by all B requests (qo_indptr [0, B]), on the
+    tensor-core prefill (split-KV when split_prefix is a chunk in pages);
+    for 3 levels, a middle level of 2 groups with their own shared prefixes
+    (accumulating prefill); the last level, each request's suffix, an
+    accumulating decode. Reference: plain attention of each query over the
+    concatenation of its KV."""
+    G = Hqo // Hkv
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    lv = []  # (qo_indptr, lens per group)
+    lv.append((np.array([0, B]), [prefix]))
+    if levels == 3:
+        h = B // 2
+        lv.append((np.array([0, h, B]), [int(x) for x in rng.integers(1, 200, 2)]))
+    suf = rng.integers(1, max_suffix + 1, B)
+    suf[min(3, B - 1)] = 0  # a request with no suffix
+    lv.append((np.arange(B + 1), [int(x) for x in suf]))
+    q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)), dtype)
+    o = poison((B, Hqo, D), dtype)
+    lse = poison((B, Hqo), "f32")
+    keys = [[] for _ in range(B)]
+    launches = 0
+    # One page pool for all levels.
+    all_lens = [L for _, ls in lv for L in ls]
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = make_paged(rng, all_lens, ps, Hkv, D, dtype)
+    pool = kv_bufs("nhd", "pool", Kp_s, Vp_s)
+    g0 = 0
+    for li, (qo_indptr, ls) in enumerate(lv):
+        ng = len(ls)
+        gp = pages[g0:g0 + ng]
+        ip = (indptr[g0:g0 + ng + 1]).astype(np.int32)
+        for g in range(ng):
+            tok = []
+            for pg in perm[ip[g]:ip[g + 1]]:
+                tok.append(pg)
+            L = ls[g]
+            Kt = Kp[perm[ip[g]:ip[g + 1]]].reshape(-1, Hkv, D)[:L]
+            Vt = Vp[perm[ip[g]:ip[g + 1]]].reshape(-1, Hkv, D)[:L]
+            for r in range(qo_indptr[g], qo_indptr[g + 1]):
+                keys[r].append((Kt, Vt))
+        last_level = li == len(lv) - 1
+        decode = last_level
+        split = split_last if last_level else (split_prefix if li == 0 else None)
+        acc = li > 0
+        if decode:
+            stat = dict(kernel_family="rows", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+                        page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype=dtype,
+                        accumulate=True, **none)
+            name = b.find("decode_split" if split else "decode", **stat)
+        else:
+            stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo,
+                        num_kv_heads=Hkv, page_size=ps, kv_layout="nhd", kv_form="pool",
+                        q_dtype=dtype, accumulate=acc, causal=False, **none)
+            name = b.find("prefill_split" if split else "prefill", **stat)
+        merge_name = None
+        if split:
+            merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo,
+                                v_dtype=dtype, lse_base=2, accumulate=acc,
+                                indptr="o_indptr" if decode else "merge_indptr")
+        bufs = dict(q=dev(q_s), kv_indptr=dev(ip - ip[0]), kv_indices=dev(perm[ip[0]:]),
+                    kv_last_page_len=dev(last[g0:g0 + ng]), o=o, lse=lse, **pool)
+        if not decode:
+            bufs["qo_indptr"] = dev(qo_indptr.astype(np.int32))
+        T = b.kernels[name]["static"].get("qo_tile_size", 0)
+        launch_level(b, name, merge_name, bufs, T=T, G=G,
+                     qo_lens=np.diff(qo_indptr), pages=gp, ps=ps, split=split, pad=0,
+                     decode=decode, Hqo=Hqo, D=D)
+        launches += 2 if split else 1
+        g0 += ng
+    cp.cuda.runtime.deviceSynchronize()
     o_ref = np.zeros((B, Hqo, D))
-    lse_ref = np.zeros((B, Hqo))
-    for i in range(B):
-        pg = np.concatenate([perm[indptr[0]:indptr[1]], perm[indptr[i + 1]:indptr[i + 2]]])
-        # prefix is a whole number of pages only if prefix % ps == 0: build token lists
-        K0 = Kp[perm[indptr[0]:indptr[1]]].reshape(-1, Hkv, D)[:prefix]
-        V0 = Vp[perm[indptr[0]:indptr[1]]].reshape(-1, Hkv, D)[:prefix]
-        K1 = Kp[perm[indptr[i + 1]:indptr[i + 2]]].reshape(-1, Hkv, D)[:int(suf[i])]
-        V1 = Vp[perm[indptr[i + 1]:indptr[i + 2]]].reshape(-1, Hkv, D)[:int(suf[i])]
-        K = np.repeat(np.concatenate([K0, K1]), Hqo // Hkv, axis=1)
-        V = np.repeat(np.concatenate([V0, V1]), Hqo // Hkv, axis=1)
-        x = np.einsum("hd,lhd->hl", q64[i], K) / math.sqrt(D)
+    lse_ref = np.full((B, Hqo), -np.inf)
+    for r in range(B):
+        K = np.concatenate([k for k, _ in keys[r]])
+        V = np.concatenate([v for _, v in keys[r]])
+        K = np.repeat(K, G, axis=1)
+        V = np.repeat(V, G, axis=1)
+        x = np.matmul(q64[r][:, None, :], K.transpose(1, 2, 0))[:, 0, :] / math.sqrt(D)
         m = x.max(-1)
         p = np.exp(x - m[:, None])
         d = p.sum(-1)
-        o_ref[i] = np.einsum("hl,lhd->hd", p, V) / d[:, None]
-        lse_ref[i] = (m + np.log(d)) / LN2
-        del pg
-    record(f"cascade 2 levels prefix={prefix} B={B} (prefill x2 + merge_in_place)", dtype,
-           from_storage(cp.asnumpy(b1["o"]), dtype), o_ref, cp.asnumpy(b1["lse"]), lse_ref)
+        o_ref[r] = np.matmul(p[:, None, :], V.transpose(1, 0, 2))[:, 0, :] / d[:, None]
+        lse_ref[r] = (m + np.log(d)) / LN2
+    record(f"cascade {levels} levels fused prefix={prefix} B={B} Hqo/Hkv={Hqo}/{Hkv} D={D} "
+           f"split={split_prefix}/{split_last}", dtype,
+           from_storage(cp.asnumpy(o), dtype), o_ref, cp.asnumpy(lse), lse_ref, True,
+           f"launches={launches}")
+
+
+def mma_cases(b, rng, small=False):
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    sc = lambda D: 1.0 / math.sqrt(D)
+    if small:
+        check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                  B=3, max_qo=40, max_len=90, opts=dict(sm_scale=sc(128), causal=True),
+                  static=none)
+        check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                  B=3, max_qo=20, max_len=150, opts=dict(sm_scale=sc(128), causal=True),
+                  static=none, split=3, pad=2)
+        check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
+                  B=3, max_qo=1, max_len=90, opts=dict(sm_scale=sc(128)), static=none,
+                  decode=True)
+        check_cascade_fused(b, rng, levels=2, B=5, prefix=200, split_prefix=4)
+        return
+    for dtype in ("f16", "bf16"):
+        for B in (12, 17):
+            check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                      form="pool", B=B, max_qo=300, max_len=700,
+                      opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=200, max_len=500, opts=dict(sm_scale=sc(128)), static=none)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=4, max_qo=1500, max_len=2000, opts=dict(sm_scale=sc(128), causal=True),
+              static=none, label="long causal")
+    check_mma(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+              B=12, max_qo=100, max_len=300,
+              opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
+              static=dict(logits_soft_cap=30.0, window_left=40), label="causal softcap30 window40")
+    check_mma(b, rng, dtype="f16", D=96, Hqo=8, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=9, max_qo=150, max_len=300, opts=dict(sm_scale=sc(96)), static=none)
+    check_mma(b, rng, dtype="f16", D=72, Hqo=8, Hkv=4, ps=16, layout="hnd", form="pool",
+              B=9, max_qo=150, max_len=300, opts=dict(sm_scale=sc(72), causal=True),
+              static=none, label="causal")
+    check_mma(b, rng, dtype="bf16", D=192, Hqo=8, Hkv=4, ps=16, layout="hnd", form="pool",
+              B=7, max_qo=150, max_len=400, opts=dict(sm_scale=sc(192), causal=True),
+              static=none, label="causal")
+    check_mma(b, rng, dtype="f16", D=256, Hqo=16, Hkv=4, ps=16, layout="nhd", form="pair",
+              B=7, max_qo=150, max_len=400, opts=dict(sm_scale=sc(256), causal=True),
+              static=none, label="causal")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=7, max_qo=100, max_len=300,
+              opts=dict(sm_scale=sc(128), causal=True, rope=True, rope_theta=1e4, base_e=True),
+              static=dict(pos_encoding="rope_llama", lse_base="e"), label="causal rope base_e")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=7, max_qo=100, max_len=300, opts=dict(sm_scale=0.1, alibi=True),
+              static=dict(pos_encoding="alibi"), label="alibi")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=150, max_len=900, opts=dict(sm_scale=sc(128), causal=True),
+              static=none, split=5, pad=3, label="causal")
+    check_mma(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+              B=17, max_qo=60, max_len=500, opts=dict(sm_scale=sc(64)), static=none,
+              split=97, pad=0)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=150, max_len=500, opts=dict(sm_scale=sc(128), causal=True),
+              static=none, accumulate=True, label="causal")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=150, max_len=900, opts=dict(sm_scale=sc(128)), static=none,
+              split=6, pad=2, accumulate=True)
+    for dtype, Hqo, Hkv, D, layout, form in [("f16", 32, 2, 128, "nhd", "pool"),
+                                              ("bf16", 64, 1, 128, "hnd", "pool"),
+                                              ("f16", 17, 1, 64, "nhd", "pair"),
+                                              ("bf16", 16, 4, 96, "nhd", "pool")]:
+        check_mma(b, rng, dtype=dtype, D=D, Hqo=Hqo, Hkv=Hkv, ps=16, layout=layout, form=form,
+                  B=13, max_qo=1, max_len=600, opts=dict(sm_scale=sc(D)), static=none,
+                  decode=True)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=1, max_len=2000, opts=dict(sm_scale=sc(128)), static=none,
+              decode=True, split=16, pad=4)
+    # Fused cascades: 2 and 3 levels, shared prefixes of 128 .. 32768 tokens,
+    # GQA and not, head_dim 128 and 256, split and unsplit levels.
+    for prefix, split_prefix in ((128, None), (1000, 8), (32768, 256)):
+        check_cascade_fused(b, rng, levels=2, B=12, prefix=prefix, split_prefix=split_prefix)
+    check_cascade_fused(b, rng, levels=2, B=17, prefix=4096, Hqo=32, Hkv=32,
+                        split_prefix=64, split_last=8)
+    check_cascade_fused(b, rng, levels=3, B=12, prefix=2000, split_prefix=16)
+    check_cascade_fused(b, rng, levels=3, B=12, prefix=700, D=256, Hqo=16, Hkv=4,
+                        split_prefix=8)
+    check_cascade_fused(b, rng, levels=2, B=12, prefix=300, split_prefix=None, split_last=4)
+    check_prefill(b, rng, dtype="f16", kv_dtype="bf16", D=128, Hqo=32, Hkv=8, ps=16,
+                  layout="nhd", form="pool", B=7, max_qo=40, max_len=300,
+                  opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
 
 
 def main():
@@ -417,6 +676,7 @@ def main():
                      B=3, max_len=40, opts=dflt(128), static=dict(pos_encoding="none", logits_soft_cap=0.0))
         check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
                      B=3, max_len=70, opts=dflt(128), static={}, split_chunk=2, pad=2, label="split")
+        mma_cases(b, rng, small=True)
     else:
         for dtype, D, H in [("f16", 128, 32), ("bf16", 64, 8), ("f32", 256, 4)]:
             check_merge_state(b, rng, dtype, D, H, 37)
@@ -455,17 +715,7 @@ def main():
         check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
                      B=6, max_len=500, opts=dflt(64), static={}, split_chunk=37, pad=0,
                      label="split")
-        check_prefill(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
-                      B=7, max_qo=20, max_len=200, opts=dict(sm_scale=1 / math.sqrt(128), causal=True),
-                      static=dict(pos_encoding="none"), label="causal")
-        check_prefill(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
-                      B=5, max_qo=9, max_len=150, opts=dict(sm_scale=1 / math.sqrt(128)),
-                      static=dict(pos_encoding="none"), label="")
-        check_prefill(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
-                      B=6, max_qo=12, max_len=120,
-                      opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
-                      static=dict(logits_soft_cap=30.0, window_left=40), label="causal softcap30 window40")
-        check_cascade(b, rng)
+        mma_cases(b, rng)
     nfail = sum(1 for r in results if not r[6])
     print(f"\n{len(results) - nfail}/{len(results)} cases passed")
     print("| case | dtype | max rel err v/o | max rel err lse | NaN | exact rules | pass |")

@@ -30,8 +30,15 @@ class Bundle:
         k = self.kernels[name]
         ptx = os.path.join(self.path, k["ptx"])
         if ptx not in self.modules:
-            self.modules[ptx] = cp.RawModule(path=ptx)
-        return self.modules[ptx].get_function(name)
+            # A cubin assembled ahead of time next to the PTX (ptxas -arch=
+            # sm_90 kernels.ptx -o kernels.sm_90.cubin) saves the driver's JIT.
+            cubin = ptx[:-len(".ptx")] + ".sm_90.cubin"
+            self.modules[ptx] = cp.RawModule(path=cubin if os.path.exists(cubin) else ptx)
+        fn = self.modules[ptx].get_function(name)
+        smem = k.get("dynamic_shared_bytes", 0)
+        if smem > 48 * 1024:
+            fn.max_dynamic_shared_size_bytes = smem
+        return fn
 
     def grid(self, name, scalars):
         out = []
@@ -68,7 +75,8 @@ class Bundle:
         if 0 in grid:
             return
         fn = self.function(name)
-        fn(grid, tuple(k["block"]), tuple(args), stream=stream)
+        fn(grid, tuple(k["block"]), tuple(args), stream=stream,
+           shared_mem=k.get("dynamic_shared_bytes", 0))
 
 
 # ---- storage dtypes (bf16 kept as uint16 bits) ------------------------------
@@ -150,3 +158,32 @@ def choose_chunk_pages(pages, page_size, num_kv_heads, max_blocks):
     if max(-(-n // c) for n in pages) <= 1:
         return None
     return c
+
+
+def prefill_plan(qo_lens, pages, group, q_tile, chunk_pages, pad_to=None):
+    """The runtime's prefill plan (lib/Runtime/Plan.cpp) for a given chunk
+    size: work items (request, query tile, KV chunk), o_indptr (partial
+    rows per request: qo_len * chunks) and merge_indptr (per query row)."""
+    req, qt, kt, o_indptr, merge = [], [], [], [0], [0]
+    for i, (ql, n) in enumerate(zip(qo_lens, pages)):
+        tiles = -(-int(ql) * group // q_tile)
+        nc = 0 if tiles == 0 else (-(-n // chunk_pages) if n > chunk_pages else 1)
+        for t in range(tiles):
+            for c in range(nc):
+                req.append(i); qt.append(t); kt.append(c)
+        base = o_indptr[-1]
+        o_indptr.append(base + int(ql) * nc)
+        for j in range(int(ql)):
+            merge.append(base + (j + 1) * nc)
+    w = len(req)
+    padded = max(w, pad_to or w)
+    valid = [1] * w + [0] * (padded - w)
+    pad = [0] * (padded - w)
+    return dict(request_indices=np.array(req + pad, np.int32),
+                qo_tile_indices=np.array(qt + pad, np.int32),
+                kv_tile_indices=np.array(kt + pad, np.int32),
+                o_indptr=np.array(o_indptr, np.int32),
+                merge_indptr=np.array(merge, np.int32),
+                block_valid_mask=np.array(valid, np.uint8),
+                kv_chunk_size=chunk_pages, num_work_items=padded,
+                num_partial_rows=o_indptr[-1])

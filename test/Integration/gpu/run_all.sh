@@ -1,7 +1,8 @@
 #!/bin/bash
 # Runs on the GPU machine from the repo root:
-#   bash test/Integration/gpu/run_all.sh BUNDLE_DIR [check|sanitize|bench|all]
-# Writes logs under $OUT (or ./out).
+#   bash test/Integration/gpu/run_all.sh BUNDLE_DIR [check|sanitize|bench|attention|all]
+# Writes logs under $OUT (or ./out). With FlashInfer importable (for example
+# after `. .fi/env.sh`), the attention benchmark measures it in the same run.
 set -u
 B=${1:-.carry/bundle}
 WHAT=${2:-all}
@@ -25,5 +26,9 @@ if [[ $WHAT == all || $WHAT == sanitize ]]; then
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   python3 benchmarks/decode_merge/bench.py "$B" 2>&1 | tee "$O/bench.log" | tail -16
+fi
+if [[ $WHAT == all || $WHAT == attention ]]; then
+  python3 benchmarks/attention/bench.py "$B" 2>&1 | tee "$O/attention.log" | tail -24
+  rc=$((rc + ${PIPESTATUS[0]}))
 fi
 exit $rc

@@ -1,0 +1,368 @@
+#!/usr/bin/env python3
+"""Tensor-core attention benchmarks on the GPU machine (no MLIR there).
+
+  python3 benchmarks/attention/bench.py BUNDLE_DIR [--rows prefill,cascade]
+
+BUNDLE_DIR: kernels.ptx + manifest.json of test/Integration/gpu/kernels.mlir
+and mma_kernels.mlir (see test/Integration/gpu/README.md). With FlashInfer
+importable (`. .fi/env.sh`) its rows are measured in the same process.
+
+Rows (printed as a markdown table):
+- prefill causal, B=8, qo = kv = 4096, 32 q / 8 KV heads, D=128, page 16,
+  fp16 and bf16: TFLOP/s (causal FLOPs = 4 B Hq D L^2 / 2) of our default
+  kernel and its tuning variants, torch SDPA on contiguous KV, FlashInfer's
+  BatchPrefillWithPagedKVCacheWrapper, and an 8192^3 matmul;
+- two-level decode cascade, shared prefix 32768, unique 256 per request,
+  B=128, D=128, page 16, fp16, heads 32/8 and 32/32: total us of all our
+  launches (split tensor-core prefill of the prefix + merge of its partial
+  states + accumulating decode of the suffixes), vs plain torch SDPA over each
+  request's full KV, vs a torch composition that reads the prefix once, vs
+  FlashInfer's MultiLevelCascadeAttentionWrapper.
+Timings: median of 20 CUDA-event timings after warm-up; outputs are compared
+with torch (max relative error) before timing.
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+import cupy as cp
+import torch
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "test",
+                                "Integration", "gpu"))
+from gpu_common import Bundle, prefill_plan  # noqa: E402
+
+try:
+    import flashinfer  # noqa: F401
+    HAVE_FI = True
+except Exception as e:  # noqa: BLE001
+    HAVE_FI = False
+    FI_ERR = repr(e)
+
+DT = {"f16": torch.float16, "bf16": torch.bfloat16}
+rows_out = []
+
+
+def timed(fn, reps=20, warm=3, inner=5):
+    """Median over `reps` of the device time (us) of `inner` back-to-back
+    calls between two CUDA events, per call (host launch cost amortised)."""
+    for _ in range(warm):
+        fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        a = torch.cuda.Event(enable_timing=True)
+        z = torch.cuda.Event(enable_timing=True)
+        a.record()
+        for _ in range(inner):
+            fn()
+        z.record()
+        z.synchronize()
+        ts.append(a.elapsed_time(z) * 1e3 / inner)
+    return float(np.median(ts))
+
+
+def graph_timed(b, launches, reps=20, inner=10):
+    """Median device time (us) of a sequence of bundle launches, captured in
+    a CUDA graph `inner` times and replayed between two events (no host
+    launch overhead in the number)."""
+    st = cp.cuda.Stream(non_blocking=True)
+    torch.cuda.synchronize()
+    with st:
+        for n, bf in launches:
+            b.launch(n, bf, stream=st)
+        st.synchronize()
+        st.begin_capture()
+        for _ in range(inner):
+            for n, bf in launches:
+                b.launch(n, bf, stream=st)
+        g = st.end_capture()
+        g.launch(st)
+        st.synchronize()
+        ts = []
+        for _ in range(reps):
+            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
+            e0.record(st)
+            g.launch(st)
+            e1.record(st)
+            e1.synchronize()
+            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3 / inner)
+    return float(np.median(ts))
+
+
+def cpa(t):
+    return cp.asarray(t.detach().reshape(-1)) if t.numel() else cp.zeros(0, cp.float32)
+
+
+def relerr(a, ref):
+    a = a.float()
+    ref = ref.float()
+    return float((a - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
+
+
+def occupancy(b, name):
+    """Resident blocks per SM of a kernel, from its registers, shared memory
+    and threads (H100/H200: 64K registers allocated per warp in units of
+    256, 228 KiB shared memory with 1 KiB reserved per block, 2048 threads,
+    32 blocks)."""
+    k = b.kernels[name]
+    attrs = b.function(name).attributes
+    threads = k["block"][0] * k["block"][1] * k["block"][2]
+    warps = -(-threads // 32)
+    regs = -(-attrs["num_regs"] * 32 // 256) * 256
+    smem = k.get("dynamic_shared_bytes", 0) + attrs["shared_size_bytes"]
+    by_smem = (228 * 1024) // (smem + 1024)
+    return max(1, min(2048 // threads, 65536 // (regs * warps), by_smem, 32))
+
+
+def chunk_pages(tiles, pages, limit, min_chunk):
+    """The runtime's split-KV chunk (lib/Runtime/Plan.cpp searchChunkPages)."""
+    def items(c):
+        return sum(t * (-(-p // c) if p > c else 1) for t, p in zip(tiles, pages) if t)
+    lo, hi = min_chunk, max(max(pages), min_chunk)
+    if items(hi) > limit:
+        return hi
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if items(mid) > limit:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# ---------------------------------------------------------------------------
+# Prefill
+# ---------------------------------------------------------------------------
+
+def bench_prefill(b, dtype):
+    B, L, Hq, Hkv, D, ps = 8, 4096, 32, 8, 128, 16
+    G = Hq // Hkv
+    tdt = DT[dtype]
+    torch.manual_seed(0)
+    q = torch.randn(B * L, Hq, D, device="cuda", dtype=tdt)
+    k = torch.randn(B, L, Hkv, D, device="cuda", dtype=tdt)
+    v = torch.randn(B, L, Hkv, D, device="cuda", dtype=tdt)
+    pages = L // ps
+    # Pages of all requests in a shuffled pool.
+    perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
+    cache = torch.empty(B * pages, 2, ps, Hkv, D, device="cuda", dtype=tdt)
+    cache[perm.long(), 0] = k.reshape(B * pages, ps, Hkv, D)
+    cache[perm.long(), 1] = v.reshape(B * pages, ps, Hkv, D)
+    qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
+    kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
+    last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+    flops = 4 * B * Hq * D * L * L / 2
+    # Reference: torch SDPA on contiguous KV.
+    qt = q.reshape(B, L, Hq, D).transpose(1, 2)
+    kt, vt = k.transpose(1, 2), v.transpose(1, 2)
+    sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+        qt, kt, vt, is_causal=True, enable_gqa=True)
+    ref = sdpa().transpose(1, 2).reshape(B * L, Hq, D)
+    t_sdpa = timed(sdpa)
+    a = torch.randn(8192, 8192, device="cuda", dtype=tdt)
+    c = torch.randn(8192, 8192, device="cuda", dtype=tdt)
+    t_mm = timed(lambda: a @ c)
+    mm_tflops = 2 * 8192 ** 3 / t_mm / 1e6
+    sdpa_tflops = flops / t_sdpa / 1e6
+    fi_tflops = None
+    if HAVE_FI:
+        import flashinfer
+        ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")
+        w.plan(qo_indptr, kv_indptr, perm, last, Hq, Hkv, D, ps, causal=True,
+               q_data_type=tdt)
+        out_fi = w.run(q, cache)
+        e_fi = relerr(out_fi, ref)
+        t_fi = timed(lambda: w.run(q, cache))
+        fi_tflops = flops / t_fi / 1e6
+    # Ours: every mma_sync causal prefill kernel of this shape in the bundle.
+    base = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hq, num_kv_heads=Hkv,
+                page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=True,
+                accumulate=False, pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    names = [n for n, kk in b.kernels.items() if kk["op"] == "prefill" and
+             all(kk["static"].get(x) == y for x, y in base.items())]
+    o = torch.empty_like(q)
+    lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
+    for name in names:
+        T = b.kernels[name]["static"]["qo_tile_size"]
+        bufs = dict(q=cpa(q), kv_cache=cpa(cache), qo_indptr=cpa(qo_indptr),
+                    kv_indptr=cpa(kv_indptr), kv_indices=cpa(perm),
+                    kv_last_page_len=cpa(last), o=cpa(o), lse=cpa(lse), batch_size=B,
+                    num_rows=B * L, num_q_tiles=-(-B * L * G // T) + B)
+        o.fill_(float("nan"))
+        b.launch(name, bufs)
+        torch.cuda.synchronize()
+        err = relerr(o, ref)
+        t = timed(lambda: b.launch(name, bufs))
+        tf = flops / t / 1e6
+        cfg = name[name.index("_w") + 1:]
+        row = (f"prefill causal {dtype} B8 L4096 32/8 D128 p16 [{cfg}]",
+               f"{t:.0f}", f"{tf:.0f}", f"{tf / sdpa_tflops:.2f}", f"{tf / mm_tflops:.2f}",
+               f"{tf / fi_tflops:.2f}" if fi_tflops else "n/a", f"{err:.1e}")
+        rows_out.append(row)
+        print(" | ".join(row), flush=True)
+    rows_out.append((f"torch SDPA causal {dtype} (contiguous KV)", f"{t_sdpa:.0f}",
+                     f"{sdpa_tflops:.0f}", "1.00", f"{sdpa_tflops / mm_tflops:.2f}", "", ""))
+    rows_out.append((f"torch matmul 8192^3 {dtype}", f"{t_mm:.0f}", f"{mm_tflops:.0f}", "",
+                     "1.00", "", ""))
+    if fi_tflops:
+        rows_out.append((f"FlashInfer 0.5.3 prefill causal {dtype}", f"{t_fi:.0f}",
+                         f"{fi_tflops:.0f}", f"{fi_tflops / sdpa_tflops:.2f}",
+                         f"{fi_tflops / mm_tflops:.2f}", "1.00", f"{e_fi:.1e}"))
+
+
+# ---------------------------------------------------------------------------
+# Two-level decode cascade
+# ---------------------------------------------------------------------------
+
+def bench_cascade(b, Hq, Hkv):
+    B, S, U, D, ps = 128, 32768, 256, 128, 16
+    G = Hq // Hkv
+    tdt = torch.float16
+    torch.manual_seed(1)
+    sp, up = S // ps, U // ps
+    P = sp + B * up
+    cache = torch.randn(P, 2, ps, Hkv, D, device="cuda", dtype=tdt)
+    q = torch.randn(B, Hq, D, device="cuda", dtype=tdt)
+    idx = torch.randperm(P, device="cuda", dtype=torch.int32)
+    shared_idx = idx[:sp].contiguous()
+    uniq_idx = idx[sp:].contiguous()
+    # Level 0: one group of all B queries over the shared pages.
+    qo0 = torch.tensor([0, B], device="cuda", dtype=torch.int32)
+    kvp0 = torch.tensor([0, sp], device="cuda", dtype=torch.int32)
+    last0 = torch.tensor([ps], device="cuda", dtype=torch.int32)
+    # Level 1: one query per request over its own pages.
+    qo1 = torch.arange(B + 1, device="cuda", dtype=torch.int32)
+    kvp1 = torch.arange(B + 1, device="cuda", dtype=torch.int32) * up
+    last1 = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+
+    # Reference in torch: contiguous K/V of each request (prefix + suffix).
+    Kp = cache[idx.long(), 0]  # [P, ps, Hkv, D] in level order
+    Vp = cache[idx.long(), 1]
+    Ks = Kp[:sp].reshape(1, S, Hkv, D).transpose(1, 2)
+    Vs = Vp[:sp].reshape(1, S, Hkv, D).transpose(1, 2)
+    Ku = Kp[sp:].reshape(B, U, Hkv, D).transpose(1, 2)
+    Vu = Vp[sp:].reshape(B, U, Hkv, D).transpose(1, 2)
+    scale = 1 / math.sqrt(D)
+
+    def compose():
+        # One multi-query attention over the shared prefix (the G query heads
+        # of a KV head packed into the query rows), one over each suffix,
+        # merged with their log-sum-exps.
+        qs = q.reshape(B, Hkv, G, D).permute(1, 0, 2, 3).reshape(1, Hkv, B * G, D)
+        o1, l1 = torch.ops.aten._scaled_dot_product_flash_attention(qs, Ks, Vs, scale=scale)[:2]
+        qu = q.reshape(B, Hkv, G, D)
+        o2, l2 = torch.ops.aten._scaled_dot_product_flash_attention(qu, Ku, Vu, scale=scale)[:2]
+        o1 = o1.reshape(Hkv, B, G, D).permute(1, 0, 2, 3)
+        l1 = l1.reshape(Hkv, B, G).permute(1, 0, 2)
+        m = torch.maximum(l1, l2)
+        w1, w2 = torch.exp(l1 - m), torch.exp(l2 - m)
+        o = (o1.float() * w1[..., None] + o2.float() * w2[..., None]) / (w1 + w2)[..., None]
+        return o.to(tdt).reshape(B, Hq, D)
+
+    ref = compose()
+    t_comp = timed(compose)
+    # Plain SDPA over each request's full KV (prefix copied per request).
+    Kf = torch.cat([Ks.expand(B, -1, -1, -1), Ku], 2)
+    Vf = torch.cat([Vs.expand(B, -1, -1, -1), Vu], 2)
+    qf = q.reshape(B, Hq, 1, D)
+    plain = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+        qf, Kf, Vf, enable_gqa=True)
+    e_plain = relerr(plain().reshape(B, Hq, D), ref)
+    t_plain = timed(plain)
+
+
+    # Ours: level 0 split tensor-core prefill + partial merge, level 1
+    # accumulating decode (the fused merge of cascade-decompose-levels).
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1, head_dim=D,
+                num_qo_heads=Hq, num_kv_heads=Hkv, page_size=ps, kv_layout="nhd",
+                kv_form="pool", q_dtype="f16")
+    split_stat = dict(kernel_family="mma_sync", causal=False, accumulate=False, **none)
+    pres = [n for n, kk in b.kernels.items() if kk["op"] == "prefill_split" and
+            all(kk["static"].get(x) == y for x, y in split_stat.items())]
+    mrg = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hq, v_dtype="f16",
+                 lse_base=2, accumulate=False, indptr="merge_indptr")
+    dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
+    o = torch.empty(B, Hq, D, device="cuda", dtype=tdt)
+    lse = torch.empty(B, Hq, device="cuda", dtype=torch.float32)
+    dev = lambda a: cp.asarray(np.ascontiguousarray(a))  # noqa: E731
+    b1 = dict(q=cpa(q), kv_cache=cpa(cache), kv_indptr=cpa(kvp1), kv_indices=cpa(uniq_idx),
+              kv_last_page_len=cpa(last1), o=cpa(o), lse=cpa(lse), batch_size=B)
+    results = []
+    for pre in pres:
+        T = b.kernels[pre]["static"]["qo_tile_size"]
+        tiles = [-(-B * G // T)]
+        limit = occupancy(b, pre) * cp.cuda.Device().attributes["MultiProcessorCount"] // Hkv
+        c = chunk_pages(tiles, [sp], limit, max(128 // ps, 1))
+        plan = prefill_plan([B], [sp], G, T, c)
+        prow = plan["num_partial_rows"]
+        tmp_v = torch.empty(prow, Hq, D, device="cuda", dtype=torch.float32)
+        tmp_s = torch.empty(prow, Hq, device="cuda", dtype=torch.float32)
+        b0 = dict(q=cpa(q), kv_cache=cpa(cache), qo_indptr=cpa(qo0), kv_indptr=cpa(kvp0),
+                  kv_indices=cpa(shared_idx), kv_last_page_len=cpa(last0), o=cpa(o),
+                  lse=cpa(lse), request_indices=dev(plan["request_indices"]),
+                  qo_tile_indices=dev(plan["qo_tile_indices"]),
+                  kv_tile_indices=dev(plan["kv_tile_indices"]), o_indptr=dev(plan["o_indptr"]),
+                  merge_indptr=dev(plan["merge_indptr"]),
+                  block_valid_mask=dev(plan["block_valid_mask"]),
+                  kv_chunk_size=dev(np.array([c * ps], np.int32)), tmp_v=cpa(tmp_v),
+                  tmp_s=cpa(tmp_s), padded_batch_size=plan["num_work_items"], batch_size=1,
+                  num_rows=B)
+        launches = [(pre, b0), (mrg, b0), (dec, b1)]
+        o.fill_(float("nan"))
+        for n, bf in launches:
+            b.launch(n, bf)
+        torch.cuda.synchronize()
+        e_ours = relerr(o, ref)
+        t_ours = graph_timed(b, launches)
+        parts = [graph_timed(b, [l]) for l in launches]
+        cfg = pre[pre.index("_w") + 1:]
+        results.append((t_ours, cfg, parts, c, plan["num_work_items"], e_ours))
+    t_fi = e_fi = None
+    if HAVE_FI:
+        import flashinfer
+        ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
+        w.plan([qo0, qo1], [kvp0, kvp1], [shared_idx, uniq_idx], [last0, last1], Hq, Hkv, D,
+               ps)
+        e_fi = relerr(w.run(q, cache), ref)
+        t_fi = timed(lambda: w.run(q, cache))
+    for t_ours, cfg, parts, c, items, e_ours in sorted(results):
+        row = (f"cascade 2 levels {Hq}/{Hkv} B128 prefix 32768 unique 256 [{cfg}]",
+               f"{t_ours:.0f}", f"{parts[0]:.0f} + {parts[1]:.0f} + {parts[2]:.0f} (3 launches,"
+               f" chunk {c} pages, {items} items)",
+               f"{t_plain:.0f}", f"{t_plain / t_ours:.1f}x", f"{t_comp:.0f}",
+               f"{t_comp / t_ours:.2f}x", f"{t_fi:.0f}" if t_fi else "n/a",
+               f"{t_fi / t_ours:.2f}x" if t_fi else "n/a",
+               f"{e_ours:.1e} / plain {e_plain:.1e}" + (f" / FI {e_fi:.1e}" if e_fi else ""))
+        rows_out.append(row)
+        print(" | ".join(row), flush=True)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("bundle")
+    ap.add_argument("--rows", default="prefill,cascade")
+    a = ap.parse_args()
+    b = Bundle(a.bundle)
+    print(torch.cuda.get_device_name(), "FlashInfer:", "yes" if HAVE_FI else FI_ERR, flush=True)
+    want = a.rows.split(",")
+    if "prefill" in want:
+        print("| prefill | us | TFLOP/s | / SDPA | / matmul | / FlashInfer | max rel err |")
+        for dtype in ("f16", "bf16"):
+            bench_prefill(b, dtype)
+    if "cascade" in want:
+        print("| cascade | ours us | split | plain SDPA us | speedup | torch compose us | ratio |"
+              " FlashInfer us | ratio | max rel err |")
+        for Hq, Hkv in ((32, 8), (32, 32)):
+            bench_cascade(b, Hq, Hkv)
+    print()
+    for r in rows_out:
+        print("| " + " | ".join(r) + " |")
+
+
+if __name__ == "__main__":
+    main()
