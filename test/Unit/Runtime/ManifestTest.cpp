@@ -186,8 +186,10 @@ TEST(Manifest, SchemaErrors) {
                          "reads version 1)");
   s = parseManifest("{", b);
   EXPECT_EQ(s.code(), ErrorCode::Parse);
-  EXPECT_EQ(s.message(),
-            "manifest: line 1, column 2: unexpected end of input in an object");
+  EXPECT_EQ(
+      s.message(),
+      "manifest: line 1, column 2: syntax error while parsing object key - "
+      "unexpected end of input; expected string literal");
 }
 
 TEST(Manifest, MissingBundleIsAnIOError) {
