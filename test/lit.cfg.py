@@ -11,7 +11,7 @@ config.name = "CASCADE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
-                   "Inputs", "Unit", "Integration"]
+                   "Inputs", "Unit", "Integration", "Fuzz"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cascade_obj_root, "test")
 

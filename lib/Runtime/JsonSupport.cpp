@@ -43,7 +43,7 @@ public:
       f.key = parsed.get<std::string>();
       if (!f.keys.insert(f.key).second)
         throw StructureError{
-            "duplicate key \"" + f.key + "\" in the object " +
+            "duplicate key " + quote(f.key) + " in the object " +
             (f.pointer.empty() ? "at the top level" : "at " + f.pointer)};
       break;
     }
@@ -73,10 +73,13 @@ private:
       return f.pointer;
     if (!f.isObject)
       return f.pointer + "/" + std::to_string(f.index);
-    std::string escaped; // RFC 6901: '~' -> "~0", '/' -> "~1"
+    // RFC 6901 ('~' -> "~0", '/' -> "~1"), then JSON string escapes for
+    // control characters.
+    std::string escaped;
     for (char c : f.key)
       escaped += c == '~' ? "~0" : c == '/' ? "~1" : std::string(1, c);
-    return f.pointer + "/" + escaped;
+    std::string quoted = quote(escaped);
+    return f.pointer + "/" + quoted.substr(1, quoted.size() - 2);
   }
 
   void elementDone() {
@@ -222,6 +225,10 @@ const Json *find(const Json &obj, std::string_view key) {
 std::string formatScalar(const Json &v) {
   return v.dump(-1, ' ', /*ensure_ascii=*/false,
                 Json::error_handler_t::replace);
+}
+
+std::string quote(std::string_view s) {
+  return formatScalar(Json(std::string(s)));
 }
 
 std::string format(const Json &v) {

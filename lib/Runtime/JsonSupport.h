@@ -52,6 +52,10 @@ std::string format(const Json &v);
 /// One scalar (or any value) on one line, as nlohmann-json writes it.
 std::string formatScalar(const Json &v);
 
+/// `s` as a JSON string literal ("a\nb" for a, newline, b): how messages
+/// show text that came from the input, so that they stay on one line.
+std::string quote(std::string_view s);
+
 } // namespace cascade::runtime::json
 
 #endif // CASCADE_LIB_RUNTIME_JSONSUPPORT_H

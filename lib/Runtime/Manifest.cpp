@@ -4,6 +4,7 @@
 
 #include "JsonSupport.h"
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -24,6 +25,31 @@ const char *const kOps[] = {"merge_state",  "merge_state_in_place",
                             "merge_states", "merge_states_indptr",
                             "decode",       "decode_split",
                             "prefill",      "prefill_split"};
+
+/// Kernel, parameter and grid names: a letter, '_' or '$', then letters,
+/// digits, '_' or '$' (PTX identifiers; they also appear in messages).
+bool isIdentifier(const std::string &s) {
+  auto alpha = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           c == '$';
+  };
+  if (s.empty() || !alpha(s[0]))
+    return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9'))
+      return false;
+  return true;
+}
+
+/// A PTX file of the bundle: relative, no "..", no control characters.
+bool isBundlePath(const std::string &s) {
+  if (s.empty() || s[0] == '/' || s.find("..") != std::string::npos)
+    return false;
+  for (char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return false;
+  return true;
+}
 
 /// `obj[key]` as a non-empty string.
 Status getString(const Json &obj, const char *key, const std::string &where,
@@ -47,7 +73,7 @@ Status checkKeys(const Json &obj, std::initializer_list<const char *> keys,
     for (const char *key : keys)
       known |= m.key() == key;
     if (!known)
-      return schema(where + ": unknown key \"" + m.key() + "\"");
+      return schema(where + ": unknown key " + json::quote(m.key()));
   }
   return Status::success();
 }
@@ -62,6 +88,9 @@ Status parseGridDim(const Json &v, const std::string &where, GridDim &out) {
     return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
   CASCADE_RETURN_IF_ERROR(checkKeys(v, {"param", "div", "mul"}, where));
   CASCADE_RETURN_IF_ERROR(getString(v, "param", where, out.param));
+  if (!isIdentifier(out.param))
+    return schema(where + ": \"param\" " + json::quote(out.param) +
+                  " is not an identifier");
   for (const char *k : {"div", "mul"}) {
     const Json *n = json::find(v, k);
     if (!n)
@@ -89,14 +118,20 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
                  "static", "params", "plan_arrays"},
                 where));
   CASCADE_RETURN_IF_ERROR(getString(k, "name", where, out.name));
+  if (!isIdentifier(out.name))
+    return schema(where + ": \"name\" " + json::quote(out.name) +
+                  " is not a PTX identifier");
   const std::string at = where + " (" + out.name + ")";
   CASCADE_RETURN_IF_ERROR(getString(k, "ptx", at, out.ptx));
+  if (!isBundlePath(out.ptx))
+    return schema(at + ": ptx path " + json::quote(out.ptx) +
+                  " must be a relative path inside the bundle");
   CASCADE_RETURN_IF_ERROR(getString(k, "op", at, out.op));
   bool knownOp = false;
   for (const char *op : kOps)
     knownOp |= out.op == op;
   if (!knownOp)
-    return schema(at + ": unknown op \"" + out.op + "\"");
+    return schema(at + ": unknown op " + json::quote(out.op));
 
   const Json *block = json::find(k, "block");
   if (!block || !block->is_array() || block->size() != 3)
@@ -139,6 +174,9 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
       return schema(pw + " must be an object");
     ParamSpec spec;
     CASCADE_RETURN_IF_ERROR(getString(p, "name", pw, spec.name));
+    if (!isIdentifier(spec.name))
+      return schema(pw + ": \"name\" " + json::quote(spec.name) +
+                    " is not an identifier");
     std::string kind;
     CASCADE_RETURN_IF_ERROR(getString(p, "kind", pw, kind));
     if (kind == "memref")
@@ -152,8 +190,8 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
     else if (kind == "f32")
       spec.kind = ParamKind::F32;
     else
-      return schema(pw + ": unknown kind \"" + kind +
-                    "\" (memref, ptr, i32, i64, f32)");
+      return schema(pw + ": unknown kind " + json::quote(kind) +
+                    " (memref, ptr, i32, i64, f32)");
     if (const Json *dt = json::find(p, "dtype")) {
       if (!dt->is_string())
         return schema(pw + ": \"dtype\" must be a string");
@@ -171,7 +209,8 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
         return schema(at + ": \"plan_arrays\" must be an array of strings");
       const std::string &name = e.get_ref<const std::string &>();
       if (!names.count(name))
-        return schema(at + ": plan array \"" + name + "\" is not a param");
+        return schema(at + ": plan array " + json::quote(name) +
+                      " is not a param");
       out.planArrays.push_back(name);
     }
   }
@@ -300,10 +339,7 @@ Status loadBundle(const std::string &dir, Bundle &out) {
   b.dir = dir;
   for (const KernelSpec &k : b.kernels) {
     if (b.ptx.count(k.ptx))
-      continue;
-    if (k.ptx.find("..") != std::string::npos || k.ptx[0] == '/')
-      return schema("kernel " + k.name + ": ptx path \"" + k.ptx +
-                    "\" must stay inside the bundle");
+      continue; // paths were checked by parseManifest
     std::string ptx;
     CASCADE_RETURN_IF_ERROR(readFile(dir + "/" + k.ptx, ptx));
     if (ptx.find('\0') != std::string::npos)
@@ -345,7 +381,18 @@ void ArgumentTable::setFloat(const std::string &name, double value) {
   b.hasScalar = true;
   b.isFloat = true;
   b.floatValue = value;
-  b.intValue = static_cast<int64_t>(value);
+  // Truncated when representable; NaN and values outside int64 (converting
+  // them would be undefined behaviour) saturate. Integer parameters reject
+  // float bindings anyway; this only keeps the struct well defined.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (std::isnan(value))
+    b.intValue = 0;
+  else if (value >= kTwo63)
+    b.intValue = std::numeric_limits<int64_t>::max();
+  else if (value < -kTwo63)
+    b.intValue = std::numeric_limits<int64_t>::min();
+  else
+    b.intValue = static_cast<int64_t>(value);
 }
 
 const Binding *ArgumentTable::find(const std::string &name) const {
@@ -487,7 +534,7 @@ Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
       if (__builtin_mul_overflow(b->intValue, g.mul, &scaled))
         return makeError(ErrorCode::Overflow, "kernel %s: grid[%d] overflows",
                          kernel.name.c_str(), i);
-      v = (scaled + g.div - 1) / g.div;
+      v = scaled / g.div + (scaled % g.div != 0); // ceil, cannot overflow
     }
     const int64_t limit = i == 0 ? std::numeric_limits<int32_t>::max() : 65535;
     if (v > limit)

@@ -103,7 +103,7 @@ Status checkKeys(const Json &obj, const char *const *allowed,
     for (const char *const *k = allowed; *k; ++k)
       known |= m.key() == *k;
     if (!known)
-      return schemaError(std::string("unknown key \"") + m.key() + "\" in " +
+      return schemaError("unknown key " + json::quote(m.key()) + " in " +
                          where);
   }
   return Status::success();

@@ -131,6 +131,14 @@ TEST(Cli, InvalidBatch) {
       "query rows but level 0 covers 2");
 }
 
+TEST(Cli, KeysFromTheInputAreQuoted) {
+  // A key with a newline (JSON "\n") used to put a raw newline into the
+  // message (found by test/Fuzz/plan_json_fuzzer).
+  expectOneErrorLine(runPlan(R"({"mode": "decode", "page\nsize": 16})"),
+                     "cascade-plan: error: CASCADE_ERROR_SCHEMA: unknown key "
+                     "\"page\\nsize\" in the batch description\n");
+}
+
 TEST(Cli, MissingFile) {
   expectOneErrorLine(runPlan("", "/nonexistent.json"),
                      "cascade-plan: error: CASCADE_ERROR_IO: cannot open "
