@@ -28,6 +28,7 @@ tool_dirs = [config.cascade_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("cascade-opt", unresolved="fatal"),
     ToolSubst("cascade-plan", unresolved="ignore"),
+    ToolSubst("cascade-bundle-check", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("count", unresolved="fatal"),
