@@ -127,33 +127,53 @@ std::string syntaxMessage(std::string_view text,
 
 bool isScalar(const Json &v) { return !v.is_structured() || v.empty(); }
 
-void formatInto(const Json &v, int indent, std::string &out) {
-  if (!v.is_structured()) {
-    out += formatScalar(v);
-    return;
+/// A container of scalars on one line: nlohmann-json's compact text (one
+/// call, so large arrays stay fast) with a space after every ',' and ':'
+/// outside strings.
+void formatFlat(const Json &v, std::string &out) {
+  const std::string compact = formatScalar(v);
+  out.reserve(out.size() + compact.size() + compact.size() / 2);
+  bool inString = false, escaped = false;
+  for (char c : compact) {
+    out += c;
+    if (inString) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        inString = false;
+    } else if (c == '"') {
+      inString = true;
+    } else if (c == ',' || c == ':') {
+      out += ' ';
+    }
   }
-  const bool object = v.is_object();
+}
+
+void formatInto(const Json &v, int indent, std::string &out) {
   bool flat = true;
   for (const auto &e : v)
     flat &= isScalar(e);
+  if (!v.is_structured() || flat) {
+    formatFlat(v, out);
+    return;
+  }
+  const bool object = v.is_object();
   out += object ? '{' : '[';
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (it != v.begin())
-      out += flat ? ", " : ",";
-    if (!flat) {
-      out += '\n';
-      out.append(static_cast<size_t>(indent) + 2, ' ');
-    }
+      out += ',';
+    out += '\n';
+    out.append(static_cast<size_t>(indent) + 2, ' ');
     if (object) {
-      out += formatScalar(Json(it.key()));
+      out += quote(it.key());
       out += ": ";
     }
     formatInto(*it, indent + 2, out);
   }
-  if (!flat && !v.empty()) {
-    out += '\n';
-    out.append(static_cast<size_t>(indent), ' ');
-  }
+  out += '\n';
+  out.append(static_cast<size_t>(indent), ' ');
   out += object ? '}' : ']';
 }
 

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzCheck.h"
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/cascade_runtime.h"
 
@@ -23,15 +24,6 @@
 #include <vector>
 
 using namespace cascade::runtime;
-
-#define FUZZ_CHECK(cond)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__,      \
-                   __LINE__);                                                  \
-      std::abort();                                                            \
-    }                                                                          \
-  } while (false)
 
 namespace {
 
@@ -132,6 +124,26 @@ struct Level {
   bool hasQo = false, hasIndices = false;
 };
 
+/// At most this many prefill work items (query tiles): beyond, the plan's
+/// host arrays and its JSON take seconds to build under ASan (same open
+/// finding as kMaxQueryRows).
+constexpr int64_t kMaxPrefillTiles = 1 << 18;
+
+/// An upper bound on the query tiles of a prefill level (`rows` query rows,
+/// or the graph capacity): rows * group / tile, with the smallest automatic
+/// tile (16) when the tile is 0. False when the level may exceed
+/// kMaxPrefillTiles.
+bool fewTiles(const std::vector<int32_t> &qo, int64_t maxNumRows, int64_t hqo,
+              int64_t hkv, int64_t tile) {
+  if (hqo <= 0 || hkv <= 0 || hqo > 65535)
+    return true; // rejected by validation
+  int64_t rows = std::max<int64_t>(maxNumRows, 0);
+  for (int32_t x : qo)
+    rows = std::max<int64_t>(rows, x);
+  const int64_t t = tile > 0 && tile <= 4096 ? tile : 16;
+  return rows * (hqo / hkv) / t <= kMaxPrefillTiles;
+}
+
 /// Checks what a successful plan promises.
 void checkPlan(const Plan &p) {
   FUZZ_CHECK(p.padded_batch_size >= p.num_work_items);
@@ -214,6 +226,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  (long long)in.occupancy, (long long)in.num_pages,
                  in.cuda_graph, (long long)in.qo_tile_size,
                  (long long)in.max_num_rows, (long long)pages);
+  if (!fewTiles(l0.qo, in.max_num_rows, in.num_qo_heads, in.num_kv_heads,
+                in.qo_tile_size))
+    return 0;
   cascade_plan_t plan = nullptr;
   if (cascade_plan_create(&in, &plan) == CASCADE_OK) {
     const void *image = nullptr;
@@ -262,6 +277,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     l.hasIndices = fdp.ConsumeBool();
     if (l.hasIndices)
       l.indices = pickArray(fdp, fdp.ConsumeIntegralInRange<size_t>(0, 256));
+    if (!fewTiles(l.qo, in.max_num_rows, in.num_qo_heads, in.num_kv_heads,
+                  in.qo_tile_size))
+      return 0;
     PlanInputs p = common;
     if (fdp.ConsumeBool())
       p.mode = fdp.ConsumeBool() ? PlanMode::Prefill : PlanMode::Decode;

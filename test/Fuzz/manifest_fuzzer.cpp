@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzCheck.h"
 #include "cascade/Runtime/Manifest.h"
 
 #include <cstdint>
@@ -21,15 +22,6 @@
 #include <unistd.h>
 
 using namespace cascade::runtime;
-
-#define FUZZ_CHECK(cond)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__,      \
-                   __LINE__);                                                  \
-      std::abort();                                                            \
-    }                                                                          \
-  } while (false)
 
 namespace {
 

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FuzzCheck.h"
 #include "cascade/Runtime/PlanJson.h"
 #include "cascade/Runtime/cascade_runtime.h"
 
@@ -18,15 +19,6 @@
 #include <string_view>
 
 using namespace cascade::runtime;
-
-#define FUZZ_CHECK(cond)                                                       \
-  do {                                                                         \
-    if (!(cond)) {                                                             \
-      std::fprintf(stderr, "check failed: %s (%s:%d)\n", #cond, __FILE__,      \
-                   __LINE__);                                                  \
-      std::abort();                                                            \
-    }                                                                          \
-  } while (false)
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const std::string_view text(reinterpret_cast<const char *>(data), size);
