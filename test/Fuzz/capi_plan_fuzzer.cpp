@@ -140,8 +140,10 @@ bool fewTiles(const std::vector<int32_t> &qo, int64_t maxNumRows, int64_t hqo,
   int64_t rows = std::max<int64_t>(maxNumRows, 0);
   for (int32_t x : qo)
     rows = std::max<int64_t>(rows, x);
+  if (rows > kI32Max)
+    return true; // rejected by validation
   const int64_t t = tile > 0 && tile <= 4096 ? tile : 16;
-  return rows * (hqo / hkv) / t <= kMaxPrefillTiles;
+  return rows * (hqo / hkv) / t <= kMaxPrefillTiles; // < 2^31 * 2^16
 }
 
 /// Checks what a successful plan promises.
