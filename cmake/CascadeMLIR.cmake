@@ -2,10 +2,16 @@
 # lowerings, cascade-opt). Included from the top-level CMakeLists.txt when
 # CASCADE_ENABLE_COMPILER is ON.
 
-if(NOT MLIR_DIR AND EXISTS /usr/lib/llvm-22/lib/cmake/mlir)
-  set(MLIR_DIR /usr/lib/llvm-22/lib/cmake/mlir)
+# MLIR is found the usual way: MLIR_DIR (<llvm prefix>/lib/cmake/mlir) or the
+# LLVM/MLIR install prefix on CMAKE_PREFIX_PATH (tools/cascade-dev passes
+# Debian's). The runtime alone needs neither (CASCADE_ENABLE_COMPILER=OFF).
+find_package(MLIR CONFIG)
+if(NOT MLIR_FOUND)
+  message(FATAL_ERROR "MLIR not found: pass -DMLIR_DIR=<llvm prefix>/lib/cmake/mlir "
+                      "(Debian: /usr/lib/llvm-22/lib/cmake/mlir) or add the "
+                      "LLVM prefix to CMAKE_PREFIX_PATH; or build the runtime "
+                      "alone with -DCASCADE_ENABLE_COMPILER=OFF")
 endif()
-find_package(MLIR REQUIRED CONFIG)
 message(STATUS "Using MLIRConfig.cmake in: ${MLIR_DIR}")
 message(STATUS "Using LLVMConfig.cmake in: ${LLVM_DIR}")
 

@@ -11,7 +11,7 @@ config.name = "CASCADE"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
-                   "Inputs", "Unit", "Integration"]
+                   "Inputs", "Unit", "Integration", "Fuzz"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.cascade_obj_root, "test")
 
@@ -37,6 +37,7 @@ tool_dirs = [config.cascade_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("cascade-opt", unresolved="fatal"),
     ToolSubst("cascade-plan", unresolved="ignore"),
+    ToolSubst("cascade-bundle-check", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
     ToolSubst("count", unresolved="fatal"),

@@ -57,6 +57,19 @@ void cascade_plan_inputs_init(cascade_plan_inputs_t *in) {
   in->max_num_rows = -1;
 }
 
+/// makeCascadePlan, with a failed host allocation (a plan's arrays grow with
+/// its work items and rows) reported as an error instead of an exception
+/// crossing the C boundary.
+static Status planNoThrow(const std::vector<PlanInputs> &levels,
+                          CascadePlan &out) {
+  try {
+    return makeCascadePlan(levels, out);
+  } catch (const std::bad_alloc &) {
+    return Status(ErrorCode::Internal,
+                  "out of memory: the plan's host arrays do not fit");
+  }
+}
+
 cascade_status_t cascade_plan_create(const cascade_plan_inputs_t *c,
                                      cascade_plan_t *out) {
   if (!c || !out)
@@ -96,7 +109,7 @@ cascade_status_t cascade_plan_create(const cascade_plan_inputs_t *c,
   auto *p = new (std::nothrow) cascade_plan();
   if (!p)
     return fail(ErrorCode::Internal, "out of memory");
-  Status s = makeCascadePlan({in}, p->plan);
+  Status s = planNoThrow({in}, p->plan);
   if (!s.ok()) {
     delete p;
     return fail(s);
@@ -119,7 +132,7 @@ cascade_status_t cascade_plan_create_from_json(const char *json, size_t length,
     return fail(ErrorCode::Internal, "out of memory");
   p->isCascade = d.isCascade;
   p->causal = d.causal;
-  s = makeCascadePlan(d.inputs(), p->plan);
+  s = planNoThrow(d.inputs(), p->plan);
   if (!s.ok()) {
     delete p;
     return fail(s);

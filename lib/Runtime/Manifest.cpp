@@ -2,6 +2,9 @@
 
 #include "cascade/Runtime/Manifest.h"
 
+#include "JsonSupport.h"
+
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -9,6 +12,8 @@
 #include <sstream>
 
 namespace cascade::runtime {
+
+using json::Json;
 
 namespace {
 
@@ -21,112 +26,157 @@ const char *const kOps[] = {"merge_state",  "merge_state_in_place",
                             "decode",       "decode_split",
                             "prefill",      "prefill_split"};
 
-Status getString(const JsonValue &obj, const char *key,
-                 const std::string &where, std::string &out) {
-  const JsonValue *v = obj.find(key);
-  if (!v || !v->isString() || v->asString().empty())
+/// Kernel, parameter and grid names: a letter, '_' or '$', then letters,
+/// digits, '_' or '$' (PTX identifiers; they also appear in messages).
+bool isIdentifier(const std::string &s) {
+  auto alpha = [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_' ||
+           c == '$';
+  };
+  if (s.empty() || !alpha(s[0]))
+    return false;
+  for (char c : s)
+    if (!alpha(c) && !(c >= '0' && c <= '9'))
+      return false;
+  return true;
+}
+
+/// A PTX file of the bundle: relative, no "..", no control characters.
+bool isBundlePath(const std::string &s) {
+  if (s.empty() || s[0] == '/' || s.find("..") != std::string::npos)
+    return false;
+  for (char c : s)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      return false;
+  return true;
+}
+
+/// `obj[key]` as a non-empty string.
+Status getString(const Json &obj, const char *key, const std::string &where,
+                 std::string &out) {
+  const Json *v = json::find(obj, key);
+  if (!v || !v->is_string() || v->get_ref<const std::string &>().empty())
     return schema(where + ": \"" + key + "\" must be a non-empty string");
-  out = v->asString();
+  out = v->get<std::string>();
   return Status::success();
 }
 
-Status parseGridDim(const JsonValue &v, const std::string &where,
-                    GridDim &out) {
-  if (v.isInt()) {
-    if (v.asInt() < 1 || v.asInt() > std::numeric_limits<int32_t>::max())
-      return schema(where + " must be a positive integer");
-    out.value = v.asInt();
-    return Status::success();
-  }
-  if (!v.isObject())
-    return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
-  for (const auto &m : v.members())
-    if (m.first != "param" && m.first != "div" && m.first != "mul")
-      return schema(where + ": unknown key \"" + m.first + "\"");
-  const JsonValue *p = v.find("param");
-  if (!p || !p->isString() || p->asString().empty())
-    return schema(where + ": \"param\" must be a non-empty string");
-  out.param = p->asString();
-  for (const char *k : {"div", "mul"}) {
-    const JsonValue *n = v.find(k);
-    if (!n)
-      continue;
-    if (!n->isInt() || n->asInt() < 1 || n->asInt() > (1 << 30))
-      return schema(where + ": \"" + k + "\" must be a positive integer");
-    (std::strcmp(k, "div") == 0 ? out.div : out.mul) = n->asInt();
-  }
-  return Status::success();
+/// `v` as an integer in [lo, hi].
+bool getIntIn(const Json &v, int64_t lo, int64_t hi, int64_t &out) {
+  return json::getInt64(v, out) && out >= lo && out <= hi;
 }
 
-Status parseKernel(const JsonValue &k, const std::string &where,
-                   KernelSpec &out) {
-  if (!k.isObject())
-    return schema(where + " must be an object");
-  static const char *const keys[] = {"name",   "ptx",    "op",
-                                     "block",  "grid",   "dynamic_shared_bytes",
-                                     "static", "params", "plan_arrays"};
-  for (const auto &m : k.members()) {
+Status checkKeys(const Json &obj, std::initializer_list<const char *> keys,
+                 const std::string &where) {
+  for (const auto &m : obj.items()) {
     bool known = false;
     for (const char *key : keys)
-      known |= m.first == key;
+      known |= m.key() == key;
     if (!known)
-      return schema(where + ": unknown key \"" + m.first + "\"");
+      return schema(where + ": unknown key " + json::quote(m.key()));
   }
+  return Status::success();
+}
+
+Status parseGridDim(const Json &v, const std::string &where, GridDim &out) {
+  if (v.is_number_integer()) {
+    if (!getIntIn(v, 1, std::numeric_limits<int32_t>::max(), out.value))
+      return schema(where + " must be a positive integer");
+    return Status::success();
+  }
+  if (!v.is_object())
+    return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
+  CASCADE_RETURN_IF_ERROR(checkKeys(v, {"param", "div", "mul"}, where));
+  CASCADE_RETURN_IF_ERROR(getString(v, "param", where, out.param));
+  if (!isIdentifier(out.param))
+    return schema(where + ": \"param\" " + json::quote(out.param) +
+                  " is not an identifier");
+  for (const char *k : {"div", "mul"}) {
+    const Json *n = json::find(v, k);
+    if (!n)
+      continue;
+    if (!getIntIn(*n, 1, int64_t(1) << 30,
+                  std::strcmp(k, "div") == 0 ? out.div : out.mul))
+      return schema(where + ": \"" + k + "\" must be a positive integer");
+  }
+  return Status::success();
+}
+
+/// A "static" value as text (see KernelSpec::statics).
+std::string staticText(const Json &v) {
+  if (v.is_string())
+    return v.get<std::string>();
+  return json::formatScalar(v);
+}
+
+Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
+  if (!k.is_object())
+    return schema(where + " must be an object");
+  CASCADE_RETURN_IF_ERROR(
+      checkKeys(k,
+                {"name", "ptx", "op", "block", "grid", "dynamic_shared_bytes",
+                 "static", "params", "plan_arrays"},
+                where));
   CASCADE_RETURN_IF_ERROR(getString(k, "name", where, out.name));
+  if (!isIdentifier(out.name))
+    return schema(where + ": \"name\" " + json::quote(out.name) +
+                  " is not a PTX identifier");
   const std::string at = where + " (" + out.name + ")";
   CASCADE_RETURN_IF_ERROR(getString(k, "ptx", at, out.ptx));
+  if (!isBundlePath(out.ptx))
+    return schema(at + ": ptx path " + json::quote(out.ptx) +
+                  " must be a relative path inside the bundle");
   CASCADE_RETURN_IF_ERROR(getString(k, "op", at, out.op));
   bool knownOp = false;
   for (const char *op : kOps)
     knownOp |= out.op == op;
   if (!knownOp)
-    return schema(at + ": unknown op \"" + out.op + "\"");
+    return schema(at + ": unknown op " + json::quote(out.op));
 
-  const JsonValue *block = k.find("block");
-  if (!block || !block->isArray() || block->elements().size() != 3)
+  const Json *block = json::find(k, "block");
+  if (!block || !block->is_array() || block->size() != 3)
     return schema(at + ": \"block\" must be an array of three integers");
   int64_t threads = 1;
-  for (int i = 0; i < 3; ++i) {
-    const JsonValue &e = block->elements()[i];
-    if (!e.isInt() || e.asInt() < 1 || e.asInt() > 1024)
+  for (size_t i = 0; i < 3; ++i) {
+    if (!getIntIn((*block)[i], 1, 1024, out.block[i]))
       return schema(at + ": \"block\" entries must be integers in [1, 1024]");
-    out.block[i] = e.asInt();
-    threads *= e.asInt();
+    threads *= out.block[i];
   }
   if (threads > 1024)
     return schema(at + ": a block has more than 1024 threads");
 
-  const JsonValue *grid = k.find("grid");
-  if (!grid || !grid->isArray() || grid->elements().size() != 3)
+  const Json *grid = json::find(k, "grid");
+  if (!grid || !grid->is_array() || grid->size() != 3)
     return schema(at + ": \"grid\" must be an array of three entries");
-  for (int i = 0; i < 3; ++i)
-    CASCADE_RETURN_IF_ERROR(
-        parseGridDim(grid->elements()[i],
-                     at + ": grid[" + std::to_string(i) + "]", out.grid[i]));
+  for (size_t i = 0; i < 3; ++i)
+    CASCADE_RETURN_IF_ERROR(parseGridDim(
+        (*grid)[i], at + ": grid[" + std::to_string(i) + "]", out.grid[i]));
 
-  if (const JsonValue *smem = k.find("dynamic_shared_bytes")) {
-    if (!smem->isInt() || smem->asInt() < 0 || smem->asInt() > (1 << 30))
+  if (const Json *smem = json::find(k, "dynamic_shared_bytes"))
+    if (!getIntIn(*smem, 0, int64_t(1) << 30, out.dynamicSharedBytes))
       return schema(at + ": \"dynamic_shared_bytes\" must be a non-negative "
                          "integer");
-    out.dynamicSharedBytes = smem->asInt();
-  }
-  if (const JsonValue *st = k.find("static")) {
-    if (!st->isObject())
+  if (const Json *st = json::find(k, "static")) {
+    if (!st->is_object())
       return schema(at + ": \"static\" must be an object");
-    out.statics = *st;
+    for (const auto &m : st->items())
+      out.statics.emplace_back(m.key(), staticText(m.value()));
   }
 
-  const JsonValue *params = k.find("params");
-  if (!params || !params->isArray())
+  const Json *params = json::find(k, "params");
+  if (!params || !params->is_array())
     return schema(at + ": \"params\" must be an array");
   std::set<std::string> names;
-  for (size_t i = 0; i < params->elements().size(); ++i) {
-    const JsonValue &p = params->elements()[i];
+  for (size_t i = 0; i < params->size(); ++i) {
+    const Json &p = (*params)[i];
     const std::string pw = at + ": params[" + std::to_string(i) + "]";
-    if (!p.isObject())
+    if (!p.is_object())
       return schema(pw + " must be an object");
     ParamSpec spec;
     CASCADE_RETURN_IF_ERROR(getString(p, "name", pw, spec.name));
+    if (!isIdentifier(spec.name))
+      return schema(pw + ": \"name\" " + json::quote(spec.name) +
+                    " is not an identifier");
     std::string kind;
     CASCADE_RETURN_IF_ERROR(getString(p, "kind", pw, kind));
     if (kind == "memref")
@@ -140,27 +190,28 @@ Status parseKernel(const JsonValue &k, const std::string &where,
     else if (kind == "f32")
       spec.kind = ParamKind::F32;
     else
-      return schema(pw + ": unknown kind \"" + kind +
-                    "\" (memref, ptr, i32, i64, f32)");
-    if (const JsonValue *dt = p.find("dtype")) {
-      if (!dt->isString())
+      return schema(pw + ": unknown kind " + json::quote(kind) +
+                    " (memref, ptr, i32, i64, f32)");
+    if (const Json *dt = json::find(p, "dtype")) {
+      if (!dt->is_string())
         return schema(pw + ": \"dtype\" must be a string");
-      spec.dtype = dt->asString();
+      spec.dtype = dt->get<std::string>();
     }
     if (!names.insert(spec.name).second)
       return schema(at + ": duplicate param \"" + spec.name + "\"");
     out.params.push_back(std::move(spec));
   }
-  if (const JsonValue *pa = k.find("plan_arrays")) {
-    if (!pa->isArray())
+  if (const Json *pa = json::find(k, "plan_arrays")) {
+    if (!pa->is_array())
       return schema(at + ": \"plan_arrays\" must be an array of strings");
-    for (const JsonValue &e : pa->elements()) {
-      if (!e.isString())
+    for (const Json &e : *pa) {
+      if (!e.is_string())
         return schema(at + ": \"plan_arrays\" must be an array of strings");
-      if (!names.count(e.asString()))
-        return schema(at + ": plan array \"" + e.asString() +
-                      "\" is not a param");
-      out.planArrays.push_back(e.asString());
+      const std::string &name = e.get_ref<const std::string &>();
+      if (!names.count(name))
+        return schema(at + ": plan array " + json::quote(name) +
+                      " is not a param");
+      out.planArrays.push_back(name);
     }
   }
   return Status::success();
@@ -185,22 +236,10 @@ const char *paramKindName(ParamKind kind) {
 }
 
 std::string KernelSpec::staticString(const std::string &key) const {
-  const JsonValue *v = statics.find(key);
-  if (!v)
-    return "";
-  switch (v->kind()) {
-  case JsonValue::Kind::String:
-    return v->asString();
-  case JsonValue::Kind::Int:
-    return std::to_string(v->asInt());
-  case JsonValue::Kind::Bool:
-    return v->asBool() ? "true" : "false";
-  default: {
-    JsonWriter w;
-    w.value(*v);
-    return w.str();
-  }
-  }
+  for (const auto &kv : statics)
+    if (kv.first == key)
+      return kv.second;
+  return "";
 }
 
 int64_t KernelSpec::numPtxParams() const {
@@ -232,42 +271,45 @@ const KernelSpec *Bundle::select(
   return nullptr;
 }
 
-Status parseManifest(std::string_view json, Bundle &out) {
-  JsonValue root;
-  Status s = parseJson(json, root);
+Status parseManifest(std::string_view text, Bundle &out) {
+  Json root;
+  Status s = json::parse(text, root);
   if (!s.ok())
     return Status(s.code(), "manifest: " + s.message());
-  if (!root.isObject())
-    return schema("the manifest must be a JSON object");
-  const JsonValue *format = root.find("format");
-  if (!format || !format->isString() ||
-      format->asString() != "cascade-kernel-bundle")
+  if (!root.is_object())
+    return schema("the manifest must be a JSON object, got " +
+                  std::string(json::kindName(root)));
+  const Json *format = json::find(root, "format");
+  if (!format || !format->is_string() ||
+      format->get_ref<const std::string &>() != "cascade-kernel-bundle")
     return schema("\"format\" must be \"cascade-kernel-bundle\"");
-  const JsonValue *version = root.find("version");
-  if (!version || !version->isInt())
+  const Json *version = json::find(root, "version");
+  int64_t v = 0;
+  if (!version || !json::getInt64(*version, v))
     return schema("\"version\" must be an integer");
-  if (version->asInt() != 1)
+  if (v != 1)
     return Status(ErrorCode::Unsupported,
-                  "manifest: version " + std::to_string(version->asInt()) +
+                  "manifest: version " + std::to_string(v) +
                       " is not supported (this runtime reads version 1)");
   Bundle b;
   b.version = 1;
-  if (const JsonValue *target = root.find("target")) {
-    if (!target->isObject())
+  if (const Json *target = json::find(root, "target")) {
+    if (!target->is_object())
       return schema("\"target\" must be an object");
-    if (const JsonValue *chip = target->find("chip"); chip && chip->isString())
-      b.chip = chip->asString();
-    if (const JsonValue *f = target->find("features"); f && f->isString())
-      b.features = f->asString();
+    if (const Json *chip = json::find(*target, "chip");
+        chip && chip->is_string())
+      b.chip = chip->get<std::string>();
+    if (const Json *f = json::find(*target, "features"); f && f->is_string())
+      b.features = f->get<std::string>();
   }
-  const JsonValue *kernels = root.find("kernels");
-  if (!kernels || !kernels->isArray())
+  const Json *kernels = json::find(root, "kernels");
+  if (!kernels || !kernels->is_array())
     return schema("\"kernels\" must be an array");
   std::set<std::string> names;
-  for (size_t i = 0; i < kernels->elements().size(); ++i) {
+  for (size_t i = 0; i < kernels->size(); ++i) {
     KernelSpec k;
-    CASCADE_RETURN_IF_ERROR(parseKernel(
-        kernels->elements()[i], "kernels[" + std::to_string(i) + "]", k));
+    CASCADE_RETURN_IF_ERROR(
+        parseKernel((*kernels)[i], "kernels[" + std::to_string(i) + "]", k));
     if (!names.insert(k.name).second)
       return schema("duplicate kernel \"" + k.name + "\"");
     b.kernels.push_back(std::move(k));
@@ -297,10 +339,7 @@ Status loadBundle(const std::string &dir, Bundle &out) {
   b.dir = dir;
   for (const KernelSpec &k : b.kernels) {
     if (b.ptx.count(k.ptx))
-      continue;
-    if (k.ptx.find("..") != std::string::npos || k.ptx[0] == '/')
-      return schema("kernel " + k.name + ": ptx path \"" + k.ptx +
-                    "\" must stay inside the bundle");
+      continue; // paths were checked by parseManifest
     std::string ptx;
     CASCADE_RETURN_IF_ERROR(readFile(dir + "/" + k.ptx, ptx));
     if (ptx.find('\0') != std::string::npos)
@@ -342,7 +381,18 @@ void ArgumentTable::setFloat(const std::string &name, double value) {
   b.hasScalar = true;
   b.isFloat = true;
   b.floatValue = value;
-  b.intValue = static_cast<int64_t>(value);
+  // Truncated when representable; NaN and values outside int64 (converting
+  // them would be undefined behaviour) saturate. Integer parameters reject
+  // float bindings anyway; this only keeps the struct well defined.
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (std::isnan(value))
+    b.intValue = 0;
+  else if (value >= kTwo63)
+    b.intValue = std::numeric_limits<int64_t>::max();
+  else if (value < -kTwo63)
+    b.intValue = std::numeric_limits<int64_t>::min();
+  else
+    b.intValue = static_cast<int64_t>(value);
 }
 
 const Binding *ArgumentTable::find(const std::string &name) const {
@@ -484,7 +534,7 @@ Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
       if (__builtin_mul_overflow(b->intValue, g.mul, &scaled))
         return makeError(ErrorCode::Overflow, "kernel %s: grid[%d] overflows",
                          kernel.name.c_str(), i);
-      v = (scaled + g.div - 1) / g.div;
+      v = scaled / g.div + (scaled % g.div != 0); // ceil, cannot overflow
     }
     const int64_t limit = i == 0 ? std::numeric_limits<int32_t>::max() : 65535;
     if (v > limit)

@@ -2,10 +2,14 @@
 
 #include "cascade/Runtime/PlanJson.h"
 
+#include "JsonSupport.h"
+
 #include <cstring>
 #include <limits>
 
 namespace cascade::runtime {
+
+using json::Json;
 
 namespace {
 
@@ -13,93 +17,93 @@ Status schemaError(const std::string &message) {
   return Status(ErrorCode::Schema, message);
 }
 
-Status getInt(const JsonValue &obj, const char *key, bool required,
-              int64_t &out) {
-  const JsonValue *v = obj.find(key);
+Status getInt(const Json &obj, const char *key, bool required, int64_t &out) {
+  const Json *v = json::find(obj, key);
   if (!v) {
     if (required)
       return schemaError(std::string("missing required key \"") + key + "\"");
     return Status::success();
   }
-  if (!v->isInt())
-    return schemaError(std::string("key \"") + key +
-                       "\" must be an integer, got " + v->kindName());
-  out = v->asInt();
+  if (!json::getInt64(*v, out))
+    return schemaError(
+        std::string("key \"") + key + "\" must be an int64 integer, got " +
+        (v->is_number_integer() ? json::formatScalar(*v) : json::kindName(*v)));
   return Status::success();
 }
 
-Status getBool(const JsonValue &obj, const char *key, bool &out) {
-  const JsonValue *v = obj.find(key);
+Status getBool(const Json &obj, const char *key, bool &out) {
+  const Json *v = json::find(obj, key);
   if (!v)
     return Status::success();
-  if (!v->isBool())
+  if (!v->is_boolean())
     return schemaError(std::string("key \"") + key +
-                       "\" must be true or false, got " + v->kindName());
-  out = v->asBool();
+                       "\" must be true or false, got " + json::kindName(*v));
+  out = v->get<bool>();
   return Status::success();
 }
 
-Status getInt32Array(const JsonValue &obj, const char *key, bool &present,
+Status getInt32Array(const Json &obj, const char *key, bool &present,
                      std::vector<int32_t> &out) {
-  const JsonValue *v = obj.find(key);
+  const Json *v = json::find(obj, key);
   present = v != nullptr;
   if (!v)
     return Status::success();
-  if (!v->isArray())
+  if (!v->is_array())
     return schemaError(std::string("key \"") + key +
-                       "\" must be an array of integers, got " + v->kindName());
+                       "\" must be an array of integers, got " +
+                       json::kindName(*v));
   out.clear();
-  out.reserve(v->elements().size());
-  for (size_t i = 0; i < v->elements().size(); ++i) {
-    const JsonValue &e = v->elements()[i];
-    if (!e.isInt() || e.asInt() < std::numeric_limits<int32_t>::min() ||
-        e.asInt() > std::numeric_limits<int32_t>::max())
+  out.reserve(v->size());
+  for (size_t i = 0; i < v->size(); ++i) {
+    const Json &e = (*v)[i];
+    int64_t x = 0;
+    if (!json::getInt64(e, x) || x < std::numeric_limits<int32_t>::min() ||
+        x > std::numeric_limits<int32_t>::max())
       return schemaError(
           std::string(key) + "[" + std::to_string(i) +
           "] must be an int32 integer, got " +
-          (e.isInt() ? std::to_string(e.asInt()) : std::string(e.kindName())));
-    out.push_back(static_cast<int32_t>(e.asInt()));
+          (e.is_number_integer() ? json::formatScalar(e) : json::kindName(e)));
+    out.push_back(static_cast<int32_t>(x));
   }
   return Status::success();
 }
 
-Status getDType(const JsonValue &obj, const char *key, DType &out) {
-  const JsonValue *v = obj.find(key);
+Status getDType(const Json &obj, const char *key, DType &out) {
+  const Json *v = json::find(obj, key);
   if (!v)
     return Status::success();
-  if (!v->isString() || !parseDType(v->asString(), out))
+  if (!v->is_string() || !parseDType(v->get<std::string>(), out))
     return schemaError(std::string("key \"") + key +
                        "\" must be one of \"f16\", \"bf16\", \"f32\", "
                        "\"f8e4m3\", \"f8e5m2\"");
   return Status::success();
 }
 
-Status getMode(const JsonValue &obj, bool required, bool &present,
-               PlanMode &out) {
-  const JsonValue *v = obj.find("mode");
+Status getMode(const Json &obj, bool required, bool &present, PlanMode &out) {
+  const Json *v = json::find(obj, "mode");
   present = v != nullptr;
   if (!v) {
     if (required)
       return schemaError("missing required key \"mode\"");
     return Status::success();
   }
-  if (v->isString() && v->asString() == "decode")
+  if (v->is_string() && v->get_ref<const std::string &>() == "decode")
     out = PlanMode::Decode;
-  else if (v->isString() && v->asString() == "prefill")
+  else if (v->is_string() && v->get_ref<const std::string &>() == "prefill")
     out = PlanMode::Prefill;
   else
     return schemaError("key \"mode\" must be \"decode\" or \"prefill\"");
   return Status::success();
 }
 
-Status checkKeys(const JsonValue &obj, const char *const *allowed,
+Status checkKeys(const Json &obj, const char *const *allowed,
                  const char *where) {
-  for (const auto &m : obj.members()) {
+  for (const auto &m : obj.items()) {
     bool known = false;
     for (const char *const *k = allowed; *k; ++k)
-      known |= m.first == *k;
+      known |= m.key() == *k;
     if (!known)
-      return schemaError(std::string("unknown key \"") + m.first + "\" in " +
+      return schemaError("unknown key " + json::quote(m.key()) + " in " +
                          where);
   }
   return Status::success();
@@ -117,7 +121,7 @@ const char *const kTopKeys[] = {
     "qo_tile_size", "max_num_rows", "levels",    "causal",
     nullptr};
 
-Status parseLevel(const JsonValue &obj, PlanMode defaultMode, bool topLevel,
+Status parseLevel(const Json &obj, PlanMode defaultMode, bool topLevel,
                   BatchDescription::Level &level) {
   bool hasMode = false;
   PlanMode mode = defaultMode;
@@ -174,11 +178,12 @@ std::vector<PlanInputs> BatchDescription::inputs() const {
   return result;
 }
 
-Status parseBatchDescription(const JsonValue &root, BatchDescription &out) {
-  if (!root.isObject())
+/// The batch description in `root` (a parsed document).
+static Status parseDescription(const Json &root, BatchDescription &out) {
+  if (!root.is_object())
     return schemaError(std::string("the batch description must be a JSON "
                                    "object, got ") +
-                       root.kindName());
+                       json::kindName(root));
   CASCADE_RETURN_IF_ERROR(checkKeys(root, kTopKeys, "the batch description"));
   BatchDescription d;
   PlanInputs &c = d.common;
@@ -199,24 +204,25 @@ Status parseBatchDescription(const JsonValue &root, BatchDescription &out) {
   CASCADE_RETURN_IF_ERROR(getDType(root, "kv_dtype", c.kv_dtype));
   CASCADE_RETURN_IF_ERROR(getDType(root, "o_dtype", c.o_dtype));
 
-  const JsonValue *levels = root.find("levels");
+  const Json *levels = json::find(root, "levels");
   if (levels) {
     static const char *const arrays[] = {"qo_indptr", "kv_indptr",
                                          "kv_last_page_len", "kv_indices"};
     for (const char *a : arrays)
-      if (root.find(a))
+      if (json::find(root, a))
         return schemaError(std::string("key \"") + a +
                            "\" belongs inside \"levels\" when \"levels\" is "
                            "given");
-    if (!levels->isArray() || levels->elements().empty())
+    if (!levels->is_array() || levels->empty())
       return schemaError("key \"levels\" must be a non-empty array of "
                          "objects");
     d.isCascade = true;
-    for (size_t i = 0; i < levels->elements().size(); ++i) {
-      const JsonValue &lv = levels->elements()[i];
+    for (size_t i = 0; i < levels->size(); ++i) {
+      const Json &lv = (*levels)[i];
       std::string where = "levels[" + std::to_string(i) + "]";
-      if (!lv.isObject())
-        return schemaError(where + " must be an object, got " + lv.kindName());
+      if (!lv.is_object())
+        return schemaError(where + " must be an object, got " +
+                           json::kindName(lv));
       CASCADE_RETURN_IF_ERROR(checkKeys(lv, kLevelKeys, where.c_str()));
       BatchDescription::Level level;
       Status s = parseLevel(lv, c.mode, false, level);
@@ -233,151 +239,85 @@ Status parseBatchDescription(const JsonValue &root, BatchDescription &out) {
   return Status::success();
 }
 
-Status parseBatchDescription(std::string_view json, BatchDescription &out) {
-  JsonValue root;
-  CASCADE_RETURN_IF_ERROR(parseJson(json, root));
-  return parseBatchDescription(root, out);
+Status parseBatchDescription(std::string_view text, BatchDescription &out) {
+  Json root;
+  CASCADE_RETURN_IF_ERROR(json::parse(text, root));
+  return parseDescription(root, out);
 }
 
-static void writeLayout(JsonWriter &w, const WorkspaceLayout &layout,
-                        int64_t base) {
-  w.beginObject();
-  w.key("alignment");
-  w.value(layout.alignment);
-  w.key("base");
-  w.value(base);
-  w.key("bytes");
-  w.value(layout.bytes);
-  w.key("sections");
-  w.beginArray();
-  for (const WorkspaceSection &s : layout.sections) {
-    w.beginObject(true);
-    w.key("name");
-    w.value(s.name);
-    w.key("dtype");
-    w.value(s.dtype);
-    w.key("offset");
-    w.value(s.offset);
-    w.key("bytes");
-    w.value(s.bytes);
-    w.key("count");
-    w.value(s.count);
-    w.endObject();
-  }
-  w.endArray();
-  w.endObject();
+static Json layoutJson(const WorkspaceLayout &layout, int64_t base) {
+  Json sections = Json::array();
+  for (const WorkspaceSection &s : layout.sections)
+    sections.push_back({{"name", s.name},
+                        {"dtype", s.dtype},
+                        {"offset", s.offset},
+                        {"bytes", s.bytes},
+                        {"count", s.count}});
+  return {{"alignment", layout.alignment},
+          {"base", base},
+          {"bytes", layout.bytes},
+          {"sections", std::move(sections)}};
 }
 
-static void writePlanMembersAt(JsonWriter &w, const Plan &p, int64_t intBase,
-                               int64_t floatBase) {
-  w.key("mode");
-  w.value(p.mode == PlanMode::Decode ? "decode" : "prefill");
+static Json planJson(const Plan &p, int64_t intBase, int64_t floatBase) {
+  Json j = Json::object();
+  j["mode"] = p.mode == PlanMode::Decode ? "decode" : "prefill";
+  j["split_kv"] = p.split_kv;
+  j["cuda_graph"] = p.cuda_graph;
   static const char *const scalars[] = {
       "batch_size",     "num_rows",         "row_capacity",
       "num_qo_heads",   "num_kv_heads",     "head_dim",
       "page_size",      "gqa_group_size",   "padded_batch_size",
       "num_work_items", "kv_chunk_size",    "kv_chunk_size_pages",
       "qo_tile_size",   "num_partial_rows", "partial_rows_capacity"};
-  w.key("split_kv");
-  w.value(p.split_kv);
-  w.key("cuda_graph");
-  w.value(p.cuda_graph);
   for (const char *name : scalars) {
     int64_t v = 0;
     p.scalar(name, v);
-    w.key(name);
-    w.value(v);
+    j[name] = v;
   }
-  w.key("request_indices");
-  w.intArray(p.request_indices.data(), int64_t(p.request_indices.size()));
-  w.key("kv_tile_indices");
-  w.intArray(p.kv_tile_indices.data(), int64_t(p.kv_tile_indices.size()));
-  w.key("qo_tile_indices");
-  w.intArray(p.qo_tile_indices.data(), int64_t(p.qo_tile_indices.size()));
-  w.key("o_indptr");
-  w.intArray(p.o_indptr.data(), int64_t(p.o_indptr.size()));
-  w.key("merge_indptr");
-  w.intArray(p.merge_indptr.data(), int64_t(p.merge_indptr.size()));
-  w.key("block_valid_mask");
-  w.intArray(p.block_valid_mask.data(), int64_t(p.block_valid_mask.size()));
-  w.key("int_workspace");
-  writeLayout(w, p.int_workspace, intBase);
-  w.key("float_workspace");
-  writeLayout(w, p.float_workspace, floatBase);
-}
-
-void writePlanMembers(JsonWriter &w, const Plan &plan) {
-  writePlanMembersAt(w, plan, 0, 0);
+  j["request_indices"] = p.request_indices;
+  j["kv_tile_indices"] = p.kv_tile_indices;
+  j["qo_tile_indices"] = p.qo_tile_indices;
+  j["o_indptr"] = p.o_indptr;
+  j["merge_indptr"] = p.merge_indptr;
+  j["block_valid_mask"] = p.block_valid_mask;
+  j["int_workspace"] = layoutJson(p.int_workspace, intBase);
+  j["float_workspace"] = layoutJson(p.float_workspace, floatBase);
+  return j;
 }
 
 std::string planToJson(const Plan &plan) {
-  JsonWriter w;
-  w.beginObject();
-  writePlanMembers(w, plan);
-  w.endObject();
-  std::string s = w.take();
-  s += '\n';
-  return s;
+  return json::format(planJson(plan, 0, 0)) + "\n";
 }
 
 std::string cascadePlanToJson(const CascadePlan &plan, bool causal) {
-  JsonWriter w;
-  w.beginObject();
-  w.key("mode");
-  w.value("cascade");
-  w.key("num_levels");
-  w.value(int64_t(plan.levels.size()));
-  w.key("num_rows");
-  w.value(plan.num_rows);
-  w.key("int_workspace_bytes");
-  w.value(plan.int_bytes);
-  w.key("float_workspace_bytes");
-  w.value(plan.float_bytes);
-  w.key("levels");
-  w.beginArray();
-  for (size_t l = 0; l < plan.levels.size(); ++l) {
-    w.beginObject();
-    writePlanMembersAt(w, plan.levels[l], plan.int_base[l], plan.float_base[l]);
-    w.endObject();
+  const int64_t n = static_cast<int64_t>(plan.levels.size());
+  Json levels = Json::array(), order = Json::array(), states = Json::array();
+  for (int64_t l = 0; l < n; ++l)
+    levels.push_back(
+        planJson(plan.levels[l], plan.int_base[l], plan.float_base[l]));
+  for (int64_t l = 1; l < n; ++l) {
+    order.push_back(l);
+    states.push_back({{"level", l},
+                      {"v_offset", plan.level_v_offset[l]},
+                      {"v_bytes", plan.level_v_bytes},
+                      {"v_dtype", dtypeName(plan.levels[l].o_dtype)},
+                      {"s_offset", plan.level_s_offset[l]},
+                      {"s_bytes", plan.level_s_bytes}});
   }
-  w.endArray();
-  w.key("merge");
-  w.beginObject();
-  w.key("op");
-  w.value("merge_state_in_place");
-  w.key("output_level");
-  w.value(int64_t(0));
-  w.key("order");
-  w.beginArray(true);
-  for (size_t l = 1; l < plan.levels.size(); ++l)
-    w.value(int64_t(l));
-  w.endArray();
-  w.key("causal_level");
-  w.value(causal ? int64_t(plan.levels.size()) - 1 : int64_t(-1));
-  w.key("level_states");
-  w.beginArray();
-  for (size_t l = 1; l < plan.levels.size(); ++l) {
-    w.beginObject(true);
-    w.key("level");
-    w.value(int64_t(l));
-    w.key("v_offset");
-    w.value(plan.level_v_offset[l]);
-    w.key("v_bytes");
-    w.value(plan.level_v_bytes);
-    w.key("v_dtype");
-    w.value(dtypeName(plan.levels[l].o_dtype));
-    w.key("s_offset");
-    w.value(plan.level_s_offset[l]);
-    w.key("s_bytes");
-    w.value(plan.level_s_bytes);
-    w.endObject();
-  }
-  w.endArray();
-  w.endObject();
-  w.endObject();
-  std::string s = w.take();
-  s += '\n';
-  return s;
+  Json j = Json::object();
+  j["mode"] = "cascade";
+  j["num_levels"] = n;
+  j["num_rows"] = plan.num_rows;
+  j["int_workspace_bytes"] = plan.int_bytes;
+  j["float_workspace_bytes"] = plan.float_bytes;
+  j["levels"] = std::move(levels);
+  j["merge"] = {{"op", "merge_state_in_place"},
+                {"output_level", 0},
+                {"order", std::move(order)},
+                {"causal_level", causal ? n - 1 : int64_t(-1)},
+                {"level_states", std::move(states)}};
+  return json::format(j) + "\n";
 }
 
 } // namespace cascade::runtime

@@ -1,5 +1,5 @@
 """merge_state / merge_state_in_place / merge_states against an independent
-numpy formulation of semantics.md, plus the empty-state rules."""
+numpy formulation of docs/semantics.md, plus the empty-state rules."""
 import numpy as np
 import pytest
 

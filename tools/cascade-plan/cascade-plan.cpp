@@ -16,6 +16,7 @@
 #include <cstring>
 #include <iostream>
 #include <iterator>
+#include <new>
 #include <string>
 
 using namespace cascade::runtime;
@@ -52,18 +53,24 @@ int main(int argc, char **argv) {
   if (!s.ok())
     return fail(s);
   std::string out;
-  if (d.isCascade) {
-    CascadePlan plan;
-    s = makeCascadePlan(d.inputs(), plan);
-    if (!s.ok())
-      return fail(s);
-    out = cascadePlanToJson(plan, d.causal);
-  } else {
-    Plan plan;
-    s = makePlan(d.inputs()[0], plan);
-    if (!s.ok())
-      return fail(s);
-    out = planToJson(plan);
+  try {
+    if (d.isCascade) {
+      CascadePlan plan;
+      s = makeCascadePlan(d.inputs(), plan);
+      if (!s.ok())
+        return fail(s);
+      out = cascadePlanToJson(plan, d.causal);
+    } else {
+      Plan plan;
+      s = makePlan(d.inputs()[0], plan);
+      if (!s.ok())
+        return fail(s);
+      out = planToJson(plan);
+    }
+  } catch (const std::bad_alloc &) {
+    // A plan's host arrays grow with its work items and rows.
+    return fail(Status(ErrorCode::Internal,
+                       "out of memory: the plan's host arrays do not fit"));
   }
   std::fwrite(out.data(), 1, out.size(), stdout);
   return std::fflush(stdout) == 0 ? 0 : 1;

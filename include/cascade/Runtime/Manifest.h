@@ -9,7 +9,6 @@
 #ifndef CASCADE_RUNTIME_MANIFEST_H
 #define CASCADE_RUNTIME_MANIFEST_H
 
-#include "cascade/Runtime/Json.h"
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/Status.h"
 
@@ -48,7 +47,11 @@ struct KernelSpec {
   std::array<int64_t, 3> block{1, 1, 1};
   std::array<GridDim, 3> grid;
   int64_t dynamicSharedBytes = 0;
-  JsonValue statics; ///< the "static" object (may be null)
+  /// The members of the "static" object in manifest order, each value as
+  /// text: strings unquoted ("f16"), integers and booleans as written
+  /// ("128", "true"), other numbers in their shortest exact form ("1.5",
+  /// "1e-05"), arrays and objects as one-line JSON.
+  std::vector<std::pair<std::string, std::string>> statics;
   std::vector<ParamSpec> params;
   std::vector<std::string> planArrays;
 
@@ -73,7 +76,9 @@ struct Bundle {
          const std::vector<std::pair<std::string, std::string>> &statics) const;
 };
 
-/// Parses manifest.json text (no file access).
+/// Parses manifest.json text (no file access). Malformed JSON is
+/// ErrorCode::Parse with the line and column, content errors
+/// ErrorCode::Schema naming the kernel and the key.
 Status parseManifest(std::string_view json, Bundle &out);
 /// Reads DIR/manifest.json and every PTX file it names.
 Status loadBundle(const std::string &dir, Bundle &out);

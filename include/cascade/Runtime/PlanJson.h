@@ -8,10 +8,10 @@
 #ifndef CASCADE_RUNTIME_PLANJSON_H
 #define CASCADE_RUNTIME_PLANJSON_H
 
-#include "cascade/Runtime/Json.h"
 #include "cascade/Runtime/Plan.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cascade::runtime {
@@ -39,12 +39,9 @@ struct BatchDescription {
 };
 
 /// Reads a batch description (errors: ErrorCode::Parse for malformed JSON,
-/// ErrorCode::Schema for missing/unknown keys or wrong types).
+/// with the line and column; ErrorCode::Schema for missing/unknown keys or
+/// wrong types, naming the key).
 Status parseBatchDescription(std::string_view json, BatchDescription &out);
-Status parseBatchDescription(const JsonValue &root, BatchDescription &out);
-
-/// Writes the members of one plan into an open JSON object.
-void writePlanMembers(JsonWriter &w, const Plan &plan);
 
 /// The plan / cascade plan as a JSON document (ends with a newline).
 std::string planToJson(const Plan &plan);

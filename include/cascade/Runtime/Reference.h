@@ -1,7 +1,7 @@
 //===- Reference.h - CPU reference of every cascade op ----------*- C++ -*-===//
 //
 // Straightforward float64-accumulating implementations of the ops of
-// docs (semantics.md): the three merges, paged attention (decode and
+// docs/semantics.md: the three merges, paged attention (decode and
 // prefill, NHD/HND, 5-D pool or k/v pair, causal, sm_scale, soft cap,
 // sliding window, RoPE-llama on the fly, ALiBi) and multi-level cascades.
 // LSEs are base 2; the empty state is (0, -inf). Used by the unit tests and

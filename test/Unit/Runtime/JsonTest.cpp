@@ -1,114 +1,258 @@
-//===- JsonTest.cpp - The JSON reader and writer --------------------------===//
+//===- JsonTest.cpp - JSON reading and writing of the runtime -------------===//
+//
+// The runtime reads and writes JSON with nlohmann-json (lib/Runtime/
+// JsonSupport.h). These tests go through the public entry points (batch
+// descriptions, plans, manifests): error messages say what and where, the
+// structural limits hold, and numbers round-trip whatever the locale.
+//
+//===----------------------------------------------------------------------===//
 
-#include "cascade/Runtime/Json.h"
+#include "cascade/Runtime/Manifest.h"
+#include "cascade/Runtime/PlanJson.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <clocale>
+#include <cstdio>
+#include <cstdlib>
+#include <locale>
+#include <sstream>
+#include <string>
 
 using namespace cascade::runtime;
 
-TEST(Json, ParsesScalarsArraysObjects) {
-  JsonValue v;
-  ASSERT_TRUE(parseJson(R"( {"a": [1, -2, 3.5, 1e3], "b": {"c": true},
-      "d": null, "e": "x\"y\\z\u00e9\n", "f": 9223372036854775807} )",
-                        v)
-                  .ok());
-  ASSERT_TRUE(v.isObject());
-  const JsonValue *a = v.find("a");
-  ASSERT_TRUE(a && a->isArray());
-  EXPECT_TRUE(a->elements()[0].isInt());
-  EXPECT_EQ(a->elements()[1].asInt(), -2);
-  EXPECT_FALSE(a->elements()[2].isInt());
-  EXPECT_DOUBLE_EQ(a->elements()[2].asDouble(), 3.5);
-  EXPECT_DOUBLE_EQ(a->elements()[3].asDouble(), 1000.0);
-  EXPECT_TRUE(v.find("b")->find("c")->asBool());
-  EXPECT_TRUE(v.find("d")->isNull());
-  EXPECT_EQ(v.find("e")->asString(), "x\"y\\z\xc3\xa9\n");
-  EXPECT_EQ(v.find("f")->asInt(), INT64_MAX);
-  EXPECT_EQ(v.find("zz"), nullptr);
+namespace {
+
+Status parseDescription(const std::string &text) {
+  BatchDescription d;
+  return parseBatchDescription(text, d);
 }
 
-TEST(Json, SurrogatePairs) {
-  JsonValue v;
-  ASSERT_TRUE(parseJson(R"("\ud83d\ude00")", v).ok());
-  EXPECT_EQ(v.asString(), "\xf0\x9f\x98\x80");
-  Status s = parseJson(R"("\ud83d")", v);
-  EXPECT_EQ(s.code(), ErrorCode::Parse);
+const char *const kDecode =
+    R"({"mode": "decode", "page_size": 16, "num_qo_heads": 8,
+        "num_kv_heads": 1, "head_dim": 128, "num_sms": 4,
+        "kv_indptr": [0, 10, 12], "kv_last_page_len": [16, 5]})";
+
+/// A manifest with one kernel whose "static" object is `statics`.
+std::string manifestWithStatics(const std::string &statics) {
+  return R"({"format": "cascade-kernel-bundle", "version": 1, "kernels": [
+    {"name": "k", "ptx": "k.ptx", "op": "merge_state", "block": [32, 1, 1],
+     "grid": [1, 1, 1], "static": )" +
+         statics + R"(, "params": []}]})";
 }
 
-struct BadJson {
-  const char *text;
-  const char *message;
-};
+/// Parses `statics` as a manifest's static object and returns the text the
+/// runtime keeps for `key`.
+std::string staticOf(const std::string &statics, const std::string &key) {
+  Bundle b;
+  Status s = parseManifest(manifestWithStatics(statics), b);
+  EXPECT_TRUE(s.ok()) << s.message();
+  return s.ok() ? b.kernels[0].staticString(key) : "<error>";
+}
 
-TEST(Json, ErrorsHaveLineAndColumn) {
-  const BadJson cases[] = {
-      {"", "line 1, column 1: unexpected end of input, expected a value"},
-      {"{\"a\": 1,}", "line 1, column 9: expected a string key"},
-      {"[1, 2", "line 1, column 6: unexpected end of input in an array"},
-      {"{\"a\" 1}", "line 1, column 6: expected ':' after an object key"},
-      {"{\n  \"a\": tru\n}", "line 2, column 8: invalid value"},
-      {"[01]", "line 1, column 3: expected ',' or ']' in an array"},
-      {"1 2", "line 1, column 3: unexpected text after the JSON value"},
-      {"{\"a\": 1, \"a\": 2}", "line 1, column 10: duplicate key \"a\""},
-      {"\"abc", "line 1, column 5: unterminated string"},
-      {"\"a\tb\"", "line 1, column 3: control character in a string"},
-      {"\"\\q\"", "line 1, column 3: invalid escape in a string"},
-      {"-", "line 1, column 1: invalid number"},
-      {"1.", "line 1, column 3: invalid number: digits expected after '.'"},
-      {"1e400", "line 1, column 1: number out of range"},
-      {"[1, 2]]", "line 1, column 7: unexpected text after the JSON value"},
+} // namespace
+
+TEST(Json, SyntaxErrorsSayWhatAndWhere) {
+  struct Case {
+    const char *text, *message;
   };
-  for (const BadJson &c : cases) {
-    JsonValue v;
-    Status s = parseJson(c.text, v);
+  const Case cases[] = {
+      {"", "line 1, column 1: syntax error while parsing value - unexpected "
+           "end of input; expected '[', '{', or a literal"},
+      {"{\"a\": 1,}", "line 1, column 9: syntax error while parsing object "
+                      "key - unexpected '}'; expected string literal"},
+      {"{\n  \"mode\": tru\n}", "line 2, column 14: syntax error while "
+                                "parsing value - invalid literal; last read: "
+                                "'\"mode\": tru<U+000A>'"},
+      {"[1, 2", "line 1, column 6: syntax error while parsing array - "
+                "unexpected end of input; expected ']'"},
+      {"1 2", "line 1, column 3: syntax error while parsing value - "
+              "unexpected number literal; expected end of input"},
+      {"\"a\tb\"", "line 1, column 3: syntax error while parsing value - "
+                   "invalid string: control character U+0009 (HT) must be "
+                   "escaped to \\u0009 or \\t; last read: '\"a<U+0009>'"},
+      {"1e400", "number overflow parsing '1e400'"},
+  };
+  for (const Case &c : cases) {
+    Status s = parseDescription(c.text);
     EXPECT_EQ(s.code(), ErrorCode::Parse) << c.text;
     EXPECT_EQ(s.message(), c.message) << c.text;
   }
 }
 
-TEST(Json, DepthLimit) {
-  std::string deep(200, '[');
-  deep += std::string(200, ']');
-  JsonValue v;
-  Status s = parseJson(deep, v);
+TEST(Json, DuplicateKeysAreErrorsWithTheirPlace) {
+  Status s = parseDescription(R"({"mode": "decode", "mode": "prefill"})");
   EXPECT_EQ(s.code(), ErrorCode::Parse);
-  EXPECT_NE(s.message().find("nesting deeper than 128 levels"),
-            std::string::npos);
-  std::string ok(100, '[');
-  ok += std::string(100, ']');
-  EXPECT_TRUE(parseJson(ok, v).ok());
+  EXPECT_EQ(s.message(),
+            "duplicate key \"mode\" in the object at the top level");
+  s = parseDescription(R"({"levels": [{"kv_indptr": [0]},
+                                     {"kv_indptr": [0], "kv_indptr": [1]}]})");
+  EXPECT_EQ(s.message(), "duplicate key \"kv_indptr\" in the object at "
+                         "/levels/1");
+  // Same key in two different objects is fine.
+  s = parseDescription(R"({"mode": "decode", "levels": [{"mode": "decode"}]})");
+  EXPECT_EQ(s.code(), ErrorCode::Schema) << s.message();
 }
 
-TEST(Json, BigIntegersBecomeDoubles) {
-  JsonValue v;
-  ASSERT_TRUE(parseJson("123456789012345678901234567890", v).ok());
-  EXPECT_FALSE(v.isInt());
-  EXPECT_TRUE(v.isNumber());
+TEST(Json, NestingIsLimitedTo128Levels) {
+  std::string deep =
+      "{\"levels\": " + std::string(200, '[') + std::string(200, ']') + "}";
+  Status s = parseDescription(deep);
+  EXPECT_EQ(s.code(), ErrorCode::Parse);
+  // The top-level object and "levels" are two levels; the 127th array
+  // inside "levels" is the 129th.
+  std::string where = "/levels";
+  for (int i = 0; i < 127; ++i)
+    where += "/0";
+  EXPECT_EQ(s.message(), "nesting deeper than 128 levels at " + where);
+  // 127 levels inside the top-level object parse (and fail the schema).
+  std::string ok =
+      "{\"levels\": " + std::string(127, '[') + std::string(127, ']') + "}";
+  EXPECT_EQ(parseDescription(ok).code(), ErrorCode::Schema);
 }
 
-TEST(Json, WriterFormatsAndRoundTrips) {
-  JsonWriter w;
-  w.beginObject();
-  w.key("n");
-  w.value(int64_t(3));
-  w.key("xs");
-  std::vector<int32_t> xs{1, 2, 3};
-  w.intArray(xs.data(), 3);
-  w.key("s");
-  w.value("a\"b\n\x01");
-  w.key("d");
-  w.value(2.0);
-  w.key("o");
-  w.beginObject();
-  w.endObject();
-  w.endObject();
-  EXPECT_EQ(w.str(), "{\n  \"n\": 3,\n  \"xs\": [1, 2, 3],\n  \"s\": "
-                     "\"a\\\"b\\n\\u0001\",\n  \"d\": 2.0,\n  \"o\": {}\n}");
-  JsonValue v;
-  ASSERT_TRUE(parseJson(w.str(), v).ok());
-  EXPECT_EQ(v.find("s")->asString(), "a\"b\n\x01");
-  EXPECT_FALSE(v.find("d")->isInt());
-  JsonWriter w2;
-  w2.value(v);
-  EXPECT_EQ(w2.str(), w.str());
+TEST(Json, IntegersOutsideTheirTypeAreSchemaErrors) {
+  std::string text = kDecode;
+  text.replace(text.find("\"num_sms\": 4"), 12,
+               "\"num_sms\": 18446744073709551615");
+  Status s = parseDescription(text);
+  EXPECT_EQ(s.code(), ErrorCode::Schema);
+  EXPECT_EQ(s.message(), "key \"num_sms\" must be an int64 integer, got "
+                         "18446744073709551615");
+  text = kDecode;
+  text.replace(text.find("\"num_sms\": 4"), 12,
+               "\"num_sms\": 123456789012345678901234567890");
+  s = parseDescription(text);
+  EXPECT_EQ(s.message(), "key \"num_sms\" must be an int64 integer, got a "
+                         "number");
+  text = kDecode;
+  text.replace(text.find("[16, 5]"), 7, "[16, 2147483648]");
+  s = parseDescription(text);
+  EXPECT_EQ(s.message(), "kv_last_page_len[1] must be an int32 integer, got "
+                         "2147483648");
+  text = kDecode;
+  text.replace(text.find("[16, 5]"), 7, "[16, 5.0]");
+  s = parseDescription(text);
+  EXPECT_EQ(s.message(), "kv_last_page_len[1] must be an int32 integer, got "
+                         "a number");
+}
+
+TEST(Json, InvalidUtf8IsAParseError) {
+  Status s = parseDescription("{\"mode\": \"de\xff\"}");
+  EXPECT_EQ(s.code(), ErrorCode::Parse);
+  EXPECT_NE(s.message().find("line 1, column 13: syntax error while parsing "
+                             "value - invalid string: ill-formed UTF-8 byte"),
+            std::string::npos)
+      << s.message();
+}
+
+TEST(Json, PlanOutputLayout) {
+  BatchDescription d;
+  ASSERT_TRUE(parseBatchDescription(kDecode, d).ok());
+  Plan plan;
+  ASSERT_TRUE(makePlan(d.inputs()[0], plan).ok());
+  const std::string text = planToJson(plan);
+  // Arrays of scalars and objects of scalars on one line, two-space indent.
+  EXPECT_NE(text.find("\n  \"request_indices\": [0, 0, 1],\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n      {\"name\": \"request_indices\", \"dtype\": "
+                      "\"i32\", \"offset\": 0, \"bytes\": 12, \"count\": 3},"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.rfind("{\n  \"mode\": \"decode\",\n", 0), 0u) << text;
+  EXPECT_EQ(text.substr(text.size() - 2), "}\n");
+  // The output is one valid JSON document.
+  EXPECT_TRUE(nlohmann::json::accept(text));
+}
+
+TEST(Json, StaticValuesKeepTheirExactText) {
+  const std::string statics =
+      R"({"head_dim": 128, "v_dtype": "f16", "causal": true, "sm_scale": 0.125,
+          "cap": 1.5, "eps": 1e-05, "third": 0.3333333333333333,
+          "big": -9223372036854775808, "list": [1, 2.5, "x"], "none": null})";
+  EXPECT_EQ(staticOf(statics, "head_dim"), "128");
+  EXPECT_EQ(staticOf(statics, "v_dtype"), "f16");
+  EXPECT_EQ(staticOf(statics, "causal"), "true");
+  EXPECT_EQ(staticOf(statics, "sm_scale"), "0.125");
+  EXPECT_EQ(staticOf(statics, "cap"), "1.5");
+  EXPECT_EQ(staticOf(statics, "eps"), "1e-05");
+  EXPECT_EQ(staticOf(statics, "third"), "0.3333333333333333");
+  EXPECT_EQ(staticOf(statics, "big"), "-9223372036854775808");
+  EXPECT_EQ(staticOf(statics, "list"), "[1,2.5,\"x\"]");
+  EXPECT_EQ(staticOf(statics, "none"), "null");
+  EXPECT_EQ(staticOf(statics, "missing"), "");
+  // The text parses back to the same double.
+  EXPECT_EQ(std::stod(staticOf(statics, "third")), 1.0 / 3.0);
+}
+
+namespace {
+
+/// A numpunct facet with ',' as the decimal point and '.' as the thousands
+/// separator, as in German; it is always available (no installed locale
+/// needed).
+struct CommaDecimal : std::numpunct<char> {
+  char do_decimal_point() const override { return ','; }
+  char do_thousands_sep() const override { return '.'; }
+  std::string do_grouping() const override { return "\3"; }
+};
+
+/// Everything the runtime reads and writes with numbers in it, checked
+/// against the C-locale results computed before the locale changed.
+void expectSameInEveryLocale(const std::string &planText) {
+  EXPECT_EQ(staticOf(R"({"a": 1.5, "b": 1e-05, "c": 2.5})", "a"), "1.5");
+  EXPECT_EQ(staticOf(R"({"a": 1.5, "b": 1e-05, "c": 2.5})", "b"), "1e-05");
+  EXPECT_EQ(staticOf(R"({"a": 1.5, "b": 1e-05, "c": 2.5})", "c"), "2.5");
+  EXPECT_EQ(staticOf(R"({"a": 1234567.25})", "a"), "1234567.25");
+  BatchDescription d;
+  ASSERT_TRUE(parseBatchDescription(kDecode, d).ok());
+  Plan plan;
+  ASSERT_TRUE(makePlan(d.inputs()[0], plan).ok());
+  EXPECT_EQ(planToJson(plan), planText);
+}
+
+std::string planTextInTheCLocale() {
+  BatchDescription d;
+  EXPECT_TRUE(parseBatchDescription(kDecode, d).ok());
+  Plan plan;
+  EXPECT_TRUE(makePlan(d.inputs()[0], plan).ok());
+  return planToJson(plan);
+}
+
+} // namespace
+
+TEST(Json, RoundTripsUnderACommaDecimalCxxLocale) {
+  const std::string planText = planTextInTheCLocale();
+  std::locale previous = std::locale::global(
+      std::locale(std::locale::classic(), new CommaDecimal));
+  // The facet is in force: iostreams now write 1,5.
+  std::ostringstream probe;
+  probe.imbue(std::locale());
+  probe << 1.5;
+  EXPECT_EQ(probe.str(), "1,5");
+  expectSameInEveryLocale(planText);
+  std::locale::global(previous);
+}
+
+TEST(Json, RoundTripsUnderTheGermanCLocale) {
+  // tools/cascade-dev generates de_DE.UTF-8 (package `locales`) and sets
+  // CASCADE_REQUIRE_LOCALES, so in CI this case runs or fails; elsewhere it
+  // may skip, saying why.
+  const std::string planText = planTextInTheCLocale();
+  const char *got = std::setlocale(LC_NUMERIC, "de_DE.UTF-8");
+  if (!got && std::getenv("CASCADE_REQUIRE_LOCALES"))
+    FAIL() << "the de_DE.UTF-8 locale is not installed, and "
+              "CASCADE_REQUIRE_LOCALES is set";
+  if (!got)
+    GTEST_SKIP() << "the de_DE.UTF-8 locale is not installed here (run "
+                    "`locale-gen de_DE.UTF-8`; tools/cascade-dev does): the "
+                    "C-locale case cannot apply";
+  // The locale is in force: printf now writes 1,5 and strtod stops at '.'.
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "%.1f", 1.5);
+  EXPECT_STREQ(buf, "1,5");
+  EXPECT_EQ(std::strtod("2.5", nullptr), 2.0);
+  expectSameInEveryLocale(planText);
+  std::setlocale(LC_NUMERIC, "C");
 }

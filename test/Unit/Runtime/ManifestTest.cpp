@@ -6,7 +6,9 @@
 #include "cascade/Runtime/Launcher.h"
 #include "cascade/Runtime/Manifest.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 using namespace cascade::runtime;
 using namespace cascade::runtime::test;
@@ -171,6 +173,31 @@ TEST(Manifest, SchemaErrors) {
       {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
            "grid": [1, 1, 1], "params": [], "extra": 1})",
        "manifest: kernels[0]: unknown key \"extra\""},
+      // Text from the manifest is quoted as JSON in messages, so that a
+      // message stays one line (found by test/Fuzz/plan_json_fuzzer).
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [], "ex\ntra": 1})",
+       "manifest: kernels[0]: unknown key \"ex\\ntra\""},
+      // Names are PTX identifiers, paths stay inside the bundle.
+      {R"({"name": "k\n", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": []})",
+       "manifest: kernels[0]: \"name\" \"k\\n\" is not a PTX identifier"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [{"name": "1x", "kind": "i32"}]})",
+       "manifest: kernels[0] (k): params[0]: \"name\" \"1x\" is not an "
+       "identifier"},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [{"param": "n m"}, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): grid[0]: \"param\" \"n m\" is not an "
+       "identifier"},
+      {R"({"name": "k", "ptx": "../a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): ptx path \"../a.ptx\" must be a relative "
+       "path inside the bundle"},
+      {R"({"name": "k", "ptx": "/etc/a.ptx", "op": "decode",
+           "block": [1, 1, 1], "grid": [1, 1, 1], "params": []})",
+       "manifest: kernels[0] (k): ptx path \"/etc/a.ptx\" must be a "
+       "relative path inside the bundle"},
   };
   for (const Case &c : cases) {
     Status s = parseKernel(c.kernel);
@@ -186,8 +213,61 @@ TEST(Manifest, SchemaErrors) {
                          "reads version 1)");
   s = parseManifest("{", b);
   EXPECT_EQ(s.code(), ErrorCode::Parse);
-  EXPECT_EQ(s.message(),
-            "manifest: line 1, column 2: unexpected end of input in an object");
+  EXPECT_EQ(
+      s.message(),
+      "manifest: line 1, column 2: syntax error while parsing object key - "
+      "unexpected end of input; expected string literal");
+}
+
+TEST(Manifest, GridOfHugeValuesIsAnOverflowError) {
+  // ceil(v * mul / div) with v near INT64_MAX used to overflow (signed
+  // overflow, found by test/Fuzz/manifest_fuzzer); it is now computed without
+  // leaving int64 and reported against the device limit.
+  Bundle b;
+  ASSERT_TRUE(parseManifest(manifestWith(R"({"name": "k", "ptx": "a.ptx",
+      "op": "decode", "block": [1, 1, 1],
+      "grid": [{"param": "n", "div": 2}, {"param": "n", "div": 1024}, 1],
+      "params": []})"),
+                            b)
+                  .ok());
+  ArgumentTable t;
+  t.setInt("n", std::numeric_limits<int64_t>::max());
+  KernelLaunch l;
+  Status s = bindKernel(b.kernels[0], t, l);
+  EXPECT_EQ(s.code(), ErrorCode::Overflow);
+  EXPECT_EQ(s.message(), "kernel k: grid[0] = 4611686018427387904 exceeds the "
+                         "device limit 2147483647");
+  // Exact ceilings at the int32 edge.
+  t.setInt("n", 2 * int64_t(std::numeric_limits<int32_t>::max()) - 1);
+  ASSERT_FALSE(bindKernel(b.kernels[0], t, l).ok()); // grid[1] > 65535
+  Bundle c;
+  ASSERT_TRUE(parseManifest(manifestWith(R"({"name": "k", "ptx": "a.ptx",
+      "op": "decode", "block": [1, 1, 1],
+      "grid": [{"param": "n", "div": 2}, 1, 1], "params": []})"),
+                            c)
+                  .ok());
+  s = bindKernel(c.kernels[0], t, l);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(l.grid[0], uint32_t(std::numeric_limits<int32_t>::max()));
+  t.setInt("n", 5);
+  ASSERT_TRUE(bindKernel(c.kernels[0], t, l).ok());
+  EXPECT_EQ(l.grid[0], 3u);
+}
+
+TEST(Manifest, FloatBindingsOutsideInt64AreWellDefined) {
+  // Converting 2^63 or NaN to int64 is undefined behaviour (found by
+  // test/Fuzz/manifest_fuzzer); the integer view saturates instead.
+  ArgumentTable t;
+  t.setFloat("big", 9.3e18);
+  t.setFloat("small", -1e300);
+  t.setFloat("nan", std::nan(""));
+  t.setFloat("x", -2.75);
+  EXPECT_EQ(t.find("big")->intValue, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(t.find("small")->intValue, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(t.find("nan")->intValue, 0);
+  EXPECT_EQ(t.find("x")->intValue, -2);
+  EXPECT_TRUE(t.find("big")->isFloat);
+  EXPECT_EQ(t.find("big")->floatValue, 9.3e18);
 }
 
 TEST(Manifest, MissingBundleIsAnIOError) {
