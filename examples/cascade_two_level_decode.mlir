@@ -27,6 +27,7 @@
 //   cascade-opt examples/cascade_two_level_decode.mlir
 //   cascade-opt examples/cascade_two_level_decode.mlir -cascade-decompose-levels
 //   cascade-opt examples/cascade_two_level_decode.mlir -cascade-decompose-levels -one-shot-bufferize="bufferize-function-boundaries"
+//   cascade-opt examples/cascade_two_level_decode.mlir --cascade-to-ptx="bundle-dir=DIR"
 
 func.func @cascade_two_level_decode(
     %q: tensor<?x64x128xf16>,

@@ -165,7 +165,21 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     const Plan &p = plan.levels[l];
     ArgumentTable args = levelArgs[l];
     const int64_t sCount = plan.num_rows * p.num_qo_heads;
-    if (l > 0) {
+    // An accumulating level (static "accumulate": the compiler fused the
+    // level's merge) merges itself into the user's o/lse in its last kernel:
+    // no temporary state and no merge launch.
+    const KernelSpec *attention = bundle_.find(kernels[l].attention);
+    const bool accumulates =
+        attention && attention->staticString("accumulate") == "true";
+    if (accumulates && l == 0)
+      return makeError(ErrorCode::InvalidArgument,
+                       "level 0 of a cascade writes the output; kernel %s "
+                       "accumulates into it",
+                       kernels[l].attention.c_str());
+    if (l > 0 && accumulates) {
+      args.setBuffer("o", o->ptr, o->count, o->dtype);
+      args.setBuffer("lse", lse->ptr, lse->count, lse->dtype);
+    } else if (l > 0) {
       args.setBuffer("o", floatWorkspace + plan.level_v_offset[l],
                      sCount * p.head_dim, o->dtype);
       args.setBuffer("lse", floatWorkspace + plan.level_s_offset[l], sCount,
@@ -174,8 +188,13 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     CASCADE_RETURN_IF_ERROR(runLevel(p, intWorkspace + plan.int_base[l],
                                      floatWorkspace + plan.float_base[l],
                                      kernels[l], args, stream));
-    if (l == 0)
+    if (l == 0 || accumulates)
       continue;
+    if (mergeKernel.empty())
+      return makeError(ErrorCode::InvalidArgument,
+                       "level %zu does not accumulate and no merge kernel was "
+                       "given",
+                       l);
     ArgumentTable m;
     addPlanBindings(m, p, intWorkspace + plan.int_base[l],
                     floatWorkspace + plan.float_base[l]);

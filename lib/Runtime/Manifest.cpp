@@ -86,11 +86,17 @@ Status parseGridDim(const Json &v, const std::string &where, GridDim &out) {
   }
   if (!v.is_object())
     return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
-  CASCADE_RETURN_IF_ERROR(checkKeys(v, {"param", "div", "mul"}, where));
+  CASCADE_RETURN_IF_ERROR(checkKeys(v, {"param", "div", "mul", "add"}, where));
   CASCADE_RETURN_IF_ERROR(getString(v, "param", where, out.param));
   if (!isIdentifier(out.param))
     return schema(where + ": \"param\" " + json::quote(out.param) +
                   " is not an identifier");
+  if (json::find(v, "add")) {
+    CASCADE_RETURN_IF_ERROR(getString(v, "add", where, out.add));
+    if (!isIdentifier(out.add))
+      return schema(where + ": \"add\" " + json::quote(out.add) +
+                    " is not an identifier");
+  }
   for (const char *k : {"div", "mul"}) {
     const Json *n = json::find(v, k);
     if (!n)
@@ -518,23 +524,35 @@ Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
   for (int i = 0; i < 3; ++i) {
     const GridDim &g = kernel.grid[i];
     int64_t v = g.value;
-    if (!g.param.empty()) {
-      const Binding *b = table.find(g.param);
+    auto scalar = [&](const std::string &name, int64_t &out) -> Status {
+      const Binding *b = table.find(name);
       if (!b || !b->hasScalar || b->isFloat)
         return makeError(ErrorCode::NotFound,
                          "kernel %s: grid[%d] needs integer '%s', which is "
                          "not bound",
-                         kernel.name.c_str(), i, g.param.c_str());
+                         kernel.name.c_str(), i, name.c_str());
       if (b->intValue < 0)
         return makeError(ErrorCode::InvalidArgument,
                          "kernel %s: grid[%d] from '%s' = %lld is negative",
-                         kernel.name.c_str(), i, g.param.c_str(),
+                         kernel.name.c_str(), i, name.c_str(),
                          static_cast<long long>(b->intValue));
-      int64_t scaled;
-      if (__builtin_mul_overflow(b->intValue, g.mul, &scaled))
+      out = b->intValue;
+      return Status::success();
+    };
+    if (!g.param.empty()) {
+      int64_t base = 0, scaled = 0;
+      CASCADE_RETURN_IF_ERROR(scalar(g.param, base));
+      if (__builtin_mul_overflow(base, g.mul, &scaled))
         return makeError(ErrorCode::Overflow, "kernel %s: grid[%d] overflows",
                          kernel.name.c_str(), i);
       v = scaled / g.div + (scaled % g.div != 0); // ceil, cannot overflow
+      if (!g.add.empty()) {
+        int64_t extra = 0;
+        CASCADE_RETURN_IF_ERROR(scalar(g.add, extra));
+        if (__builtin_add_overflow(v, extra, &v))
+          return makeError(ErrorCode::Overflow, "kernel %s: grid[%d] overflows",
+                           kernel.name.c_str(), i);
+      }
     }
     const int64_t limit = i == 0 ? std::numeric_limits<int32_t>::max() : 65535;
     if (v > limit)

@@ -73,9 +73,13 @@ public:
                   uint64_t floatWorkspace, const LevelKernels &kernels,
                   const ArgumentTable &args, cuda::CUstream stream);
 
-  /// A whole cascade: level 0 writes the user's o/lse, level l >= 1 writes
-  /// its state into the float workspace and `mergeKernel` (op
-  /// merge_state_in_place: v, s, v_other, s_other) merges it into o/lse.
+  /// A whole cascade: level 0 writes the user's o/lse. A level l >= 1 whose
+  /// kernels accumulate (static "accumulate": true, the fused merge of
+  /// cascade-decompose-levels) merges itself into o/lse in its last kernel;
+  /// any other level writes its state into the float workspace and
+  /// `mergeKernel` (op merge_state_in_place: v, s, v_other, s_other) merges
+  /// it into o/lse (`mergeKernel` may be empty when every level
+  /// accumulates).
   Status runCascade(const CascadePlan &plan, uint64_t intWorkspace,
                     uint64_t floatWorkspace,
                     const std::vector<LevelKernels> &kernels,

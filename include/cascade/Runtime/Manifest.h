@@ -31,12 +31,15 @@ struct ParamSpec {
   std::string dtype; ///< element type of memref/ptr ("" if not given)
 };
 
-/// One grid entry: a constant, or ceil(value(param) * mul / div).
+/// One grid entry: a constant, or ceil(value(param) * mul / div) +
+/// value(add) (`add` optional: the self-scheduled tensor-core prefill needs
+/// ceil(rows * G / q_tile) + batch_size blocks).
 struct GridDim {
   int64_t value = 1;
   std::string param; ///< empty: constant
   int64_t div = 1;
   int64_t mul = 1;
+  std::string add; ///< empty: nothing added
 };
 
 /// One kernel of a bundle.

@@ -95,17 +95,29 @@ void moveKernelBuffersToDevice(ModuleOp module) {
         }))
       allocs.push_back(alloc);
   });
+  // Async forms on a stream of their own (gpu.wait async ... gpu.wait):
+  // what gpu-to-llvm lowers to mgpuMemAlloc / mgpuMemFree, synchronously.
+  auto tokenTy = gpu::AsyncTokenType::get(module.getContext());
   for (memref::AllocOp alloc : allocs) {
     OpBuilder b(alloc);
-    auto dev = gpu::AllocOp::create(
-        b, alloc.getLoc(), alloc.getType(), /*asyncToken=*/Type(),
-        /*asyncDependencies=*/ValueRange{}, alloc.getDynamicSizes(),
-        alloc.getSymbolOperands(), /*hostShared=*/false);
+    Location loc = alloc.getLoc();
+    Value start =
+        gpu::WaitOp::create(b, loc, tokenTy, ValueRange{}).getResult(0);
+    auto dev = gpu::AllocOp::create(b, loc, alloc.getType(), tokenTy,
+                                    ValueRange{start}, alloc.getDynamicSizes(),
+                                    alloc.getSymbolOperands(),
+                                    /*hostShared=*/false);
+    gpu::WaitOp::create(b, loc, Type(), ValueRange{dev.getAsyncToken()});
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
       if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
         OpBuilder db(dealloc);
-        gpu::DeallocOp::create(db, dealloc.getLoc(), /*asyncToken=*/Type(),
-                               ValueRange{}, dev.getMemref());
+        Value t0 =
+            gpu::WaitOp::create(db, dealloc.getLoc(), tokenTy, ValueRange{})
+                .getResult(0);
+        Value t1 = gpu::DeallocOp::create(db, dealloc.getLoc(), tokenTy,
+                                          ValueRange{t0}, dev.getMemref())
+                       .getAsyncToken();
+        gpu::WaitOp::create(db, dealloc.getLoc(), Type(), ValueRange{t1});
         dealloc.erase();
       }
     alloc.replaceAllUsesWith(dev.getMemref());
@@ -131,13 +143,13 @@ public:
     l.block.assign(t.begin(), t.end());
     l.gridParam = spec.gridParam().str();
     l.gridMul = spec.gridMul();
+    l.gridDiv = spec.gridDiv();
+    l.gridAdd = spec.gridAdd().str();
     l.gridY = spec.numKvHeads;
     l.dynamicSharedBytes = spec.dynamicSharedBytes();
-    l.groupSize = spec.groupSize;
-    l.qTile = spec.config.getQTile();
-    SmallVector<Attribute> grid = {gridRule(ctx, l.gridParam, 1, l.gridMul),
-                                   bb.getI64IntegerAttr(l.gridY),
-                                   bb.getI64IntegerAttr(1)};
+    SmallVector<Attribute> grid = {
+        gridRule(ctx, l.gridParam, l.gridDiv, l.gridMul, l.gridAdd),
+        bb.getI64IntegerAttr(l.gridY), bb.getI64IntegerAttr(1)};
     std::string name = spec.name();
     if (failed(checkName(name, op)))
       return failure();

@@ -240,19 +240,31 @@ std::string AttentionSpec::name() const {
 StringRef AttentionSpec::gridParam() const {
   if (split)
     return "padded_batch_size";
-  if (decode)
-    return "batch_size";
-  return family() == KernelFamily::MmaSync ? "num_q_tiles" : "num_rows";
+  return decode ? "batch_size" : "num_rows";
 }
 
 int64_t AttentionSpec::decodeTilesPerRequest() const {
   return (groupSize + config.getQTile() - 1) / config.getQTile();
 }
 
+bool AttentionSpec::selfScheduledPrefill() const {
+  return !split && !decode && family() == KernelFamily::MmaSync;
+}
+
 int64_t AttentionSpec::gridMul() const {
   if (!split && decode && family() == KernelFamily::MmaSync)
     return decodeTilesPerRequest();
-  return 1;
+  // ceil(rows * G / q_tile) + batch_size blocks cover every request's query
+  // tiles (see MmaAttentionKernel.cpp).
+  return selfScheduledPrefill() ? groupSize : 1;
+}
+
+int64_t AttentionSpec::gridDiv() const {
+  return selfScheduledPrefill() ? config.getQTile() : 1;
+}
+
+StringRef AttentionSpec::gridAdd() const {
+  return selfScheduledPrefill() ? "batch_size" : "";
 }
 
 SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {

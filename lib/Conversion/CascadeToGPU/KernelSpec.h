@@ -90,9 +90,14 @@ struct AttentionSpec {
   SmallVector<StringRef> planArrays() const;
   SmallVector<NamedAttribute> statics(Builder &b) const;
   int64_t dynamicSharedBytes() const;
-  /// The grid is (ceil(gridParam * gridMul), num_kv_heads, 1).
+  /// The grid is (ceil(gridParam * gridMul / gridDiv) + gridAdd,
+  /// num_kv_heads, 1).
   StringRef gridParam() const;
   int64_t gridMul() const;
+  int64_t gridDiv() const;
+  StringRef gridAdd() const;
+  /// An unsplit tensor-core prefill: blocks find their query tile.
+  bool selfScheduledPrefill() const;
   /// mma_sync decode: query tiles per request, ceil(G / q_tile).
   int64_t decodeTilesPerRequest() const;
   /// The kernel that merges the partial states of a split level.
@@ -119,13 +124,11 @@ struct KernelLaunch {
   gpu::GPUFuncOp fn;
   SmallVector<KernelParam> params;
   SmallVector<int64_t, 3> block;
-  /// grid = (ceil(value of gridParam * gridMul / gridDiv), gridY, 1).
-  std::string gridParam;
+  /// grid = (ceil(value of gridParam * gridMul / gridDiv) + value of
+  /// gridAdd, gridY, 1); no launch when gridParam's value is 0.
+  std::string gridParam, gridAdd;
   int64_t gridMul = 1, gridDiv = 1, gridY = 1;
   int64_t dynamicSharedBytes = 0;
-  /// Self-scheduled tensor-core prefill: the grid parameter num_q_tiles is
-  /// ceil(rows * groupSize / qTile) + batch_size.
-  int64_t groupSize = 1, qTile = 1;
 };
 /// The launches of one op: its kernel and, for a split-KV attention level,
 /// the merge of the partial states.

@@ -88,13 +88,15 @@ gpu::GPUFuncOp cascade::createKernel(
 }
 
 Attribute cascade::gridRule(MLIRContext *ctx, StringRef param, int64_t div,
-                            int64_t mul) {
+                            int64_t mul, StringRef add) {
   Builder b(ctx);
   SmallVector<NamedAttribute> f{
       b.getNamedAttr("param", b.getStringAttr(param)),
       b.getNamedAttr("div", b.getI64IntegerAttr(div))};
   if (mul != 1)
     f.push_back(b.getNamedAttr("mul", b.getI64IntegerAttr(mul)));
+  if (!add.empty())
+    f.push_back(b.getNamedAttr("add", b.getStringAttr(add)));
   return b.getDictionaryAttr(f);
 }
 

@@ -70,7 +70,7 @@ DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
 /// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:
 /// ceil(p * m / k)).
 Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,
-                   int64_t mul = 1);
+                   int64_t mul = 1, StringRef add = {});
 
 } // namespace cascade
 } // namespace mlir

@@ -87,6 +87,8 @@ void emitLaunch(OpBuilder &b, Location loc, const KernelLaunch &l,
       l.gridDiv == 1
           ? count
           : arith::CeilDivUIOp::create(b, loc, count, cst(b, loc, l.gridDiv));
+  if (!l.gridAdd.empty())
+    gx = arith::AddIOp::create(b, loc, gx, values.index(l.gridAdd));
   Value smem;
   if (l.dynamicSharedBytes)
     smem = arith::ConstantIntOp::create(b, loc, l.dynamicSharedBytes, 32);
@@ -182,17 +184,6 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
       for (auto [i, p] : llvm::enumerate(plan))
         v.buffer(kNames[i], p);
       v.scalar("padded_batch_size", dim(b, loc, plan[kPlanRequestIndices], 0));
-    }
-    // The self-scheduled tensor-core prefill covers every request's query
-    // tiles with ceil(rows * G / q_tile) + batch blocks.
-    auto it = table.find(op.getOperation());
-    const KernelLaunch &main = it->second.main;
-    if (main.gridParam == "num_q_tiles") {
-      Value packed =
-          arith::MulIOp::create(b, loc, rows, cst(b, loc, main.groupSize));
-      Value tiles =
-          arith::CeilDivUIOp::create(b, loc, packed, cst(b, loc, main.qTile));
-      v.scalar("num_q_tiles", arith::AddIOp::create(b, loc, tiles, batch));
     }
   }
 

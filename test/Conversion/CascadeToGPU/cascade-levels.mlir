@@ -17,8 +17,8 @@
 // Unfused, the temporaries that the kernels write are device buffers.
 // UNFUSED-LABEL: func.func @two_level
 // UNFUSED: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
-// UNFUSED-DAG: %[[TV:.*]] = gpu.alloc (%{{.*}}) : memref<?x32x128xf16>
-// UNFUSED-DAG: %[[TS:.*]] = gpu.alloc (%{{.*}}) : memref<?x32xf32>
+// UNFUSED-DAG: %[[TV:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?x32x128xf16>
+// UNFUSED-DAG: %[[TS:.*]], %{{.*}} = gpu.alloc async [%{{.*}}] (%{{.*}}) : memref<?x32xf32>
 // UNFUSED: gpu.launch_func @cascade_kernels::@cascade_prefill_causal_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3
 // UNFUSED: gpu.launch_func @cascade_kernels::@cascade_merge_state_in_place_f16_d128_b2_t128
 // UNFUSED-NOT: memref.alloc

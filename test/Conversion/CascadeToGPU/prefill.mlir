@@ -12,9 +12,9 @@
 // CHECK: %[[ROWS:.*]] = memref.dim %arg0, %{{.*}} : memref<?x32x128xf16>
 // CHECK: %[[B:.*]] = memref.dim %arg5, %{{.*}} : memref<?xi32>
 // CHECK: %[[PACKED:.*]] = arith.muli %[[ROWS]], %c4 : index
+// CHECK: scf.if
 // CHECK: %[[TILES:.*]] = arith.ceildivui %[[PACKED]], %c128 : index
 // CHECK: %[[GRID:.*]] = arith.addi %[[TILES]], %[[B]] : index
-// CHECK: scf.if
 // CHECK: gpu.launch_func @cascade_kernels::@cascade_prefill_causal_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3 blocks in (%[[GRID]], %c8{{.*}}, %c1{{.*}}) threads in (%c32{{.*}}, %c4{{.*}}, %c1{{.*}}) dynamic_shared_memory_size %c81920_i32
 func.func @prefill_causal(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>,
                           %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,

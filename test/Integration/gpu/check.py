@@ -400,8 +400,7 @@ def launch_level(b, name, merge_name, bufs, *, T, G, qo_lens, pages, ps, split, 
     as the runtime does; returns a note."""
     B = len(qo_lens)
     rows = int(np.sum(qo_lens))
-    bufs.update(batch_size=B, num_rows=rows,
-                num_q_tiles=-(-rows * G // T) + B if T else 0)
+    bufs.update(batch_size=B, num_rows=rows)
     if not split:
         b.launch(name, bufs)
         return ""

@@ -47,7 +47,7 @@ class Bundle:
                 out.append(g)
             else:
                 v = scalars[g["param"]] * g.get("mul", 1)
-                out.append(int(math.ceil(v / g["div"])))
+                out.append(-(-v // g["div"]) + (scalars[g["add"]] if "add" in g else 0))
         return tuple(out)
 
     def launch(self, name, bufs, stream=None):
