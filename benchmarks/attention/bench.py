@@ -189,7 +189,7 @@ def bench_prefill(b, dtype):
         bufs = dict(q=cpa(q), kv_cache=cpa(cache), qo_indptr=cpa(qo_indptr),
                     kv_indptr=cpa(kv_indptr), kv_indices=cpa(perm),
                     kv_last_page_len=cpa(last), o=cpa(o), lse=cpa(lse), batch_size=B,
-                    num_rows=B * L)
+                    num_rows=B * L, row_capacity=B * L)
         o.fill_(float("nan"))
         b.launch(name, bufs)
         torch.cuda.synchronize()
@@ -308,7 +308,7 @@ def bench_cascade(b, Hq, Hkv):
                   block_valid_mask=dev(plan["block_valid_mask"]),
                   kv_chunk_size=dev(np.array([c * ps], np.int32)), tmp_v=cpa(tmp_v),
                   tmp_s=cpa(tmp_s), padded_batch_size=plan["num_work_items"], batch_size=1,
-                  num_rows=B)
+                  num_rows=B, row_capacity=B)
         launches = [(pre, b0), (mrg, b0), (dec, b1)]
         o.fill_(float("nan"))
         for n, bf in launches:

@@ -6,7 +6,11 @@ BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
 Per row: median device-event time, GB/s of (inputs read once + outputs
 written once), and the fraction of a device-to-device copy's bandwidth
-(read + write) measured in the same run.
+(read + write) measured in the same run. Where torch is importable the same
+operation composed of torch ops is timed too (decode: SDPA over a contiguous
+copy of each request's KV, made outside the timing), and with FlashInfer
+importable (`. .fi/env.sh`) its decode wrapper / merge_state / merge_states on
+the same inputs; the table gives our speed-up over each (their time / ours).
 """
 import argparse
 import math
@@ -19,6 +23,43 @@ import cupy as cp
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "..", "test", "Integration", "gpu"))
 from gpu_common import Bundle, decode_plan, choose_chunk_pages  # noqa: E402
+
+try:
+    import torch
+except Exception:  # noqa: BLE001
+    torch = None
+try:
+    import flashinfer
+except Exception as ex:  # noqa: BLE001
+    flashinfer = None
+    FI_ERR = repr(ex)
+
+
+def t_(a):
+    """A cupy array as a torch tensor (no copy)."""
+    return torch.as_tensor(a, device="cuda")
+
+
+def torch_timed(fn, reps, inner=10):
+    """Median per-call device time (s) of a torch-launched fn."""
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        e0 = torch.cuda.Event(enable_timing=True)
+        e1 = torch.cuda.Event(enable_timing=True)
+        e0.record()
+        for _ in range(inner):
+            fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1) * 1e-3 / inner)
+    return float(np.median(ts))
+
+
+def relerr(a, ref):
+    a, ref = cp.asarray(a, cp.float32), cp.asarray(ref, cp.float32)
+    return float(cp.abs(a - ref).max() / cp.maximum(cp.abs(ref).max(), 1e-30))
 
 
 def timeit(fn, reps, inner=10):
@@ -117,7 +158,36 @@ def bench_decode(b, rng, B, L, reps, split, sms):
     nbytes = B * L * Hkv * D * 2 * 2 + q.nbytes + o.nbytes + lse.nbytes
     rows = []
     t, tmin, tmax = timeit(lambda: b.launch(name, bufs), reps)
-    rows.append((f"decode B={B} L={L}", "no split", t, nbytes))
+    others = {}
+    if torch is not None:
+        # torch: SDPA (GQA) over contiguous K/V gathered beforehand.
+        pt = t_(pool)
+        ids = torch.as_tensor(cp.asnumpy(perm).astype(np.int64), device="cuda").view(B, npg)
+        kk = pt[ids, 0].reshape(B, npg * ps, Hkv, D)[:, :L].transpose(1, 2).contiguous()
+        vv = pt[ids, 1].reshape(B, npg * ps, Hkv, D)[:, :L].transpose(1, 2).contiguous()
+        qt = t_(q).view(B, Hqo, 1, D)
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        ref = sdpa(qt, kk, vv, enable_gqa=True).view(B, Hqo, D)
+        others["torch"] = torch_timed(lambda: sdpa(qt, kk, vv, enable_gqa=True), reps)
+        b.launch(name, bufs)
+        cp.cuda.runtime.deviceSynchronize()
+        err = relerr(o, cp.asarray(ref))
+        assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs torch"
+        del kk, vv
+    if flashinfer is not None:
+        ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        w.plan(t_(indptr), t_(perm), t_(last), Hqo, Hkv, D, ps,
+               q_data_type=torch.float16, kv_data_type=torch.float16)
+        qt, pt = t_(q), t_(pool)
+        fo = w.run(qt, pt)
+        torch.cuda.synchronize()
+        b.launch(name, bufs)
+        cp.cuda.runtime.deviceSynchronize()
+        err = relerr(o, cp.asarray(fo))
+        assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs FlashInfer"
+        others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt), reps)
+    rows.append((f"decode B={B} L={L}", "no split", t, nbytes, others))
     chunk = choose_chunk_pages([npg] * B, ps, Hkv, occupancy_blocks(b, sname, sms)) if split else None
     if chunk:
         plan = decode_plan([npg] * B, ps, chunk)
@@ -134,7 +204,8 @@ def bench_decode(b, rng, B, L, reps, split, sms):
             b.launch(mname, bufs)
         t, _, _ = timeit(run, reps)
         rows.append((f"decode B={B} L={L}",
-                     f"split: {chunk} pages/chunk, {plan['num_work_items']} items", t, nbytes))
+                     f"split: {chunk} pages/chunk, {plan['num_work_items']} items", t, nbytes,
+                     others))
     del pool
     return rows
 
@@ -151,8 +222,29 @@ def bench_merge(b, reps):
     s = cp.empty_like(sa)
     bufs = dict(v_a=va, s_a=sa, v_b=vb, s_b=sb, v=v, s=s, num_tasks=L * H)
     t, _, _ = timeit(lambda: b.launch(ms, bufs), reps)
+    others = {}
+    if torch is not None:
+        def compose():
+            # base-2 LSE: weights 2^(s_x - max), merged LSE max + log2(sum).
+            a_, b_ = t_(sa), t_(sb)
+            m = torch.maximum(a_, b_)
+            wa, wb = torch.exp2(a_ - m), torch.exp2(b_ - m)
+            tot = wa + wb
+            out = (t_(va).float() * (wa / tot)[..., None]
+                   + t_(vb).float() * (wb / tot)[..., None]).half()
+            return out, m + torch.log2(tot)
+        others["torch"] = torch_timed(compose, reps)
+    if flashinfer is not None:
+        # FlashInfer's LSE is base 2 as well.
+        b.launch(ms, bufs)
+        cp.cuda.runtime.deviceSynchronize()
+        fv, fs = flashinfer.merge_state(t_(va), t_(sa), t_(vb), t_(sb))
+        err = relerr(v, cp.asarray(fv))
+        assert err < 1e-2, f"merge_state: max rel err {err:.2e} vs FlashInfer"
+        others["FlashInfer"] = torch_timed(
+            lambda: flashinfer.merge_state(t_(va), t_(sa), t_(vb), t_(sb)), reps)
     rows.append((f"merge_state L={L} H={H} D={D}", "", t,
-                 va.nbytes * 3 + sa.nbytes * 3))
+                 va.nbytes * 3 + sa.nbytes * 3, others))
     del va, vb
     mss = b.find("merge_states", head_dim=D, v_dtype="f16", lse_base=2)
     for N in (2, 16, 64):
@@ -160,8 +252,26 @@ def bench_merge(b, reps):
         sin = cp.random.uniform(-10, 10, (L, N, H), dtype=cp.float32)
         bufs = dict(v_in=vin, s_in=sin, v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H)
         t, _, _ = timeit(lambda: b.launch(mss, bufs), reps)
+        others = {}
+        if torch is not None:
+            def compose():
+                s_ = t_(sin)
+                m = s_.amax(dim=1, keepdim=True)
+                w_ = torch.exp2(s_ - m)
+                tot = w_.sum(dim=1)
+                out = (t_(vin).float() * w_[..., None]).sum(dim=1) / tot[..., None]
+                return out.half(), m[:, 0] + torch.log2(tot)
+            others["torch"] = torch_timed(compose, reps)
+        if flashinfer is not None:
+            b.launch(mss, bufs)
+            cp.cuda.runtime.deviceSynchronize()
+            fv, _ = flashinfer.merge_states(t_(vin), t_(sin))
+            err = relerr(v, cp.asarray(fv))
+            assert err < 1e-2, f"merge_states N={N}: max rel err {err:.2e} vs FlashInfer"
+            others["FlashInfer"] = torch_timed(
+                lambda: flashinfer.merge_states(t_(vin), t_(sin)), reps)
         rows.append((f"merge_states L={L} N={N} H={H} D={D}", "", t,
-                     vin.nbytes + sin.nbytes + v.nbytes + s.nbytes))
+                     vin.nbytes + sin.nbytes + v.nbytes + s.nbytes, others))
         del vin, sin
     return rows
 
@@ -188,10 +298,19 @@ def main():
     bw1 = copy_bw(a.reps)
     bw = max(bw0, bw1)
     print(f"device-to-device copy: {bw0 / 1e9:.0f} / {bw1 / 1e9:.0f} GB/s (read+write; using max)")
-    print("| kernel | variant | median us | GB/s | fraction of copy |")
-    print("| --- | --- | --- | --- | --- |")
-    for name, var, t, nb in rows:
-        print(f"| {name} | {var} | {t * 1e6:.1f} | {nb / t / 1e9:.0f} | {nb / t / bw:.2f} |")
+    if flashinfer is None:
+        print(f"FlashInfer not importable ({FI_ERR}): its columns are empty")
+    print("| kernel | variant | median us | GB/s | fraction of copy "
+          "| torch us (speed-up) | FlashInfer us (speed-up) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+
+    def cell(others, key, t):
+        if key not in others:
+            return "-"
+        return f"{others[key] * 1e6:.1f} ({others[key] / t:.2f}x)"
+    for name, var, t, nb, others in rows:
+        print(f"| {name} | {var} | {t * 1e6:.1f} | {nb / t / 1e9:.0f} | {nb / t / bw:.2f} "
+              f"| {cell(others, 'torch', t)} | {cell(others, 'FlashInfer', t)} |")
 
 
 if __name__ == "__main__":

@@ -90,6 +90,17 @@ SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
             mem("s", f32),      scalar("num_tasks"), scalar("num_states"),
             scalar("num_heads")};
   case MergeKind::Indptr:
+    if (byRow())
+      // Rows past qo_indptr[batch_size] (the slack of a CUDA-graph plan
+      // sized for row_capacity) are left alone.
+      return {mem(indptr, b.getI32Type()),
+              mem("tmp_v", f32),
+              mem("tmp_s", f32),
+              mem("o", vType),
+              mem("lse", f32),
+              mem("qo_indptr", b.getI32Type()),
+              scalar("row_capacity"),
+              scalar("batch_size")};
     return {mem(indptr, b.getI32Type()),
             mem("tmp_v", f32),
             mem("tmp_s", f32),
@@ -125,7 +136,9 @@ SmallVector<StringRef> MergeSpec::planArrays() const {
 }
 
 StringRef MergeSpec::gridParam() const {
-  return kind == MergeKind::Indptr ? "num_rows" : "num_tasks";
+  if (kind != MergeKind::Indptr)
+    return "num_tasks";
+  return byRow() ? "row_capacity" : "num_rows";
 }
 
 FailureOr<MergeSpec> cascade::analyseMerge(Operation *op,
@@ -240,7 +253,10 @@ std::string AttentionSpec::name() const {
 StringRef AttentionSpec::gridParam() const {
   if (split)
     return "padded_batch_size";
-  return decode ? "batch_size" : "num_rows";
+  // A prefill grid covers the plan's row capacity (the rows of a CUDA-graph
+  // plan may shrink on replay); the kernel reads the real row count from
+  // qo_indptr[batch_size].
+  return decode ? "batch_size" : "row_capacity";
 }
 
 int64_t AttentionSpec::decodeTilesPerRequest() const {

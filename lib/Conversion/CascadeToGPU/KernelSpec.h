@@ -48,6 +48,8 @@ struct MergeSpec {
   KernelConfigAttr config;
 
   bool operator==(const MergeSpec &o) const;
+  /// Indptr: one state per query row (prefill), bounded by qo_indptr.
+  bool byRow() const { return indptr == "merge_indptr"; }
   StringRef opName() const;
   std::string name() const;
   SmallVector<KernelParam> params(MLIRContext *ctx) const;

@@ -174,6 +174,7 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     Value rows = dim(b, loc, op.getQ(), 0);
     Value batch = dim(b, loc, op.getKvLastPageLen(), 0);
     v.scalar("num_rows", rows);
+    v.scalar("row_capacity", rows);
     v.scalar("batch_size", batch);
     auto plan = op.getPlan();
     if (!plan.empty()) {

@@ -181,7 +181,10 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   Location loc = f.getLoc();
   auto a = f.getArguments();
   Value indptr = a[0], tmpV = a[1], tmpS = a[2], o = a[3], lse = a[4];
-  Value numTasks = k.mul(k.toIndex(a[5]), k.idx(c.numHeads));
+  Value rows = k.toIndex(a[5 + (c.byRow() ? 1 : 0)]);
+  if (c.byRow())
+    rows = k.minU(rows, k.toIndex(k.loadScalar(a[5], k.toIndex(a[7]))));
+  Value numTasks = k.mul(rows, k.idx(c.numHeads));
   int64_t tpb = c.statesPerBlock(), tpt = c.threadsPerState();
   Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
   Value task = k.add(k.mul(bid, k.idx(tpb)), k.div(tid, k.idx(tpt)));

@@ -161,7 +161,7 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
     tmpS = args[ai++];
   }
   Value o = args[ai++], lse = args[ai++];
-  ai++; // batch_size / num_work_items / num_rows (grid size)
+  ai++; // batch_size / padded_batch_size / row_capacity (grid size)
   Value batchSize = c.prefill ? args[ai++] : Value();
 
   Value tx = k.threadId(gpu::Dimension::x), ty = k.threadId(gpu::Dimension::y),
@@ -527,6 +527,14 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
     auto ifv = scf::IfOp::create(b, loc, on, false);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifv.thenBlock());
+    body(b);
+  } else if (c.prefill) {
+    // The grid covers row_capacity rows; qo_indptr[batch_size] are real.
+    Value rows = k.toIndex(k.loadScalar(qoIndptr, k.toIndex(batchSize)));
+    auto ifr = scf::IfOp::create(
+        b, loc, k.cmp(arith::CmpIPredicate::ult, w, rows), false);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifr.thenBlock());
     body(b);
   } else {
     body(b);

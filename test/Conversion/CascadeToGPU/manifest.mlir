@@ -35,9 +35,11 @@
 // CHECK-SAME: "kernel_family": "mma_sync"
 // CHECK-SAME: "qo_tile_size": 128
 // The merge of a prefill's partial states: rows of merge_indptr (per query
-// row).
-// CHECK-NEXT: "name": "cascade_merge_states_indptr_f16_d128_h32_byrow_b2_t128", "op": "merge_states_indptr"
-// CHECK-SAME: {"dtype": "i32", "kind": "memref", "name": "merge_indptr"}
+// row). Its grid covers the plan's row capacity (CUDA-graph stable); the
+// real rows, qo_indptr[batch_size], are read on the device.
+// CHECK-NEXT: "grid": [{"div": 8, "mul": 32, "param": "row_capacity"}, 1, 1]
+// CHECK-SAME: "name": "cascade_merge_states_indptr_f16_d128_h32_byrow_b2_t128", "op": "merge_states_indptr"
+// CHECK-SAME: "params": [{"dtype": "i32", "kind": "memref", "name": "merge_indptr"}, {"dtype": "f32", "kind": "memref", "name": "tmp_v"}, {"dtype": "f32", "kind": "memref", "name": "tmp_s"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"dtype": "i32", "kind": "memref", "name": "qo_indptr"}, {"kind": "i64", "name": "row_capacity"}, {"kind": "i64", "name": "batch_size"}]
 // CHECK-SAME: "plan_arrays": ["merge_indptr", "tmp_v", "tmp_s"]
 // CHECK-NEXT: {"format": "cascade-kernel-bundle", "target": {"chip": "sm_90", "features": "+ptx80"}, "version": 1}
 

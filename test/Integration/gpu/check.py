@@ -316,12 +316,20 @@ def kv_bufs(layout, form, Kp_s, Vp_s):
     return dict(k_cache=dev(Kl), v_cache=dev(Vl))
 
 
+# Rows of grid slack given to every prefill launch (see run_prefill).
+ROW_SLACK = 37
+
+
 def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = q_s.shape[0]
     bufs = dict(q=dev(q_s), qo_indptr=dev(qo_indptr), kv_indptr=dev(indptr),
                 kv_indices=dev(perm), kv_last_page_len=dev(last),
-                num_rows=rows, batch_size=len(last))
+                num_rows=rows, batch_size=len(last),
+                # A CUDA-graph plan's grid covers more rows than are real;
+                # the kernel must leave the rows past qo_indptr[-1] alone
+                # (o is sized to the real rows: memcheck sees any write).
+                row_capacity=rows + ROW_SLACK)
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
     bufs["o"] = poison((rows, Hqo, D), dtype)
     bufs["lse"] = poison((rows, Hqo), "f32")
@@ -400,7 +408,7 @@ def launch_level(b, name, merge_name, bufs, *, T, G, qo_lens, pages, ps, split, 
     as the runtime does; returns a note."""
     B = len(qo_lens)
     rows = int(np.sum(qo_lens))
-    bufs.update(batch_size=B, num_rows=rows)
+    bufs.update(batch_size=B, num_rows=rows, row_capacity=rows + ROW_SLACK)
     if not split:
         b.launch(name, bufs)
         return ""
