@@ -27,13 +27,14 @@ namespace {
 
 long long ll(int64_t v) { return static_cast<long long>(v); }
 
-/// Common prefix length (in ids) of a[0..n) and b[0..n).
+/// Common prefix length (in ids) of a[0..n) and b[0..n): memcmp over
+/// blocks of 64 ids, the mismatching block id by id.
 int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
-  constexpr int64_t kChunk = 64;
+  constexpr int64_t kBlock = 64;
   int64_t i = 0;
-  while (i + kChunk <= n &&
-         std::memcmp(a + i, b + i, kChunk * sizeof(int32_t)) == 0)
-    i += kChunk;
+  while (i + kBlock <= n &&
+         std::memcmp(a + i, b + i, kBlock * sizeof(int32_t)) == 0)
+    i += kBlock;
   while (i < n && a[i] == b[i])
     ++i;
   return i;
@@ -52,20 +53,37 @@ struct Selection {
   std::vector<double> benefitUs;
 };
 
+/// Per-thread scratch arrays and the spare result whose arrays the next
+/// call reuses (fresh arrays of a few 100 KB cost page faults on first
+/// touch, more than filling them).
+struct Scratch {
+  std::vector<int32_t> cap, stack, popped, order, consumed;
+  std::vector<Node> nodes;
+  std::vector<uint8_t> forbidden;
+  Selection sel;
+  std::vector<double> levelBenefit;
+  std::vector<int64_t> levelGroups;
+  std::vector<std::vector<int32_t>> levelNodes;
+  AutoCascade spare;
+};
+
+Scratch &scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+
 } // namespace
 
 std::vector<PlanInputs> AutoCascade::inputs(const PlanInputs &common) const {
   std::vector<PlanInputs> result;
   result.reserve(levels.size());
-  for (size_t l = 0; l < levels.size(); ++l) {
-    const AutoCascadeLevel &lv = levels[l];
+  for (const AutoCascadeLevel &lv : levels) {
     PlanInputs p = common;
     p.mode = lv.mode;
-    p.qo_indptr = lv.qo_indptr.empty() ? ArrayView<int32_t>()
-                                       : ArrayView<int32_t>(lv.qo_indptr);
-    p.kv_indptr = ArrayView<int32_t>(lv.kv_indptr);
-    p.kv_indices = ArrayView<int32_t>(lv.kv_indices);
-    p.kv_last_page_len = ArrayView<int32_t>(lv.kv_last_page_len);
+    p.qo_indptr = lv.qo_indptr;
+    p.kv_indptr = lv.kv_indptr;
+    p.kv_indices = lv.kv_indices;
+    p.kv_last_page_len = lv.kv_last_page_len;
     result.push_back(p);
   }
   return result;
@@ -112,8 +130,10 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   const bool graph = in.cuda_graph;
   const int64_t maxShared = opt.max_levels - 1;
 
+  Scratch &sc = scratch();
   // Per request: the pages it may share.
-  std::vector<int32_t> cap(static_cast<size_t>(b));
+  std::vector<int32_t> &cap = sc.cap;
+  cap.resize(static_cast<size_t>(b));
   for (int64_t i = 0; i < b; ++i) {
     const int64_t pages = int64_t(ip[i + 1]) - ip[i];
     int64_t c = pages > 0 ? pages - 1 : 0;
@@ -128,12 +148,16 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
 
   // The LCP interval tree. nodes[0] is the root (lcp 0, every request);
   // `order` lists the other nodes parents first.
-  std::vector<Node> nodes;
-  std::vector<int32_t> order;
+  std::vector<Node> &nodes = sc.nodes;
+  std::vector<int32_t> &order = sc.order;
+  nodes.clear();
+  order.clear();
   if (maxShared > 0 && b > 1) {
     nodes.push_back({0, 0, static_cast<int32_t>(b - 1), -1});
-    std::vector<int32_t> stack{0};
-    std::vector<int32_t> popped;
+    std::vector<int32_t> &stack = sc.stack;
+    std::vector<int32_t> &popped = sc.popped;
+    stack.assign(1, 0);
+    popped.clear();
     for (int64_t i = 1; i <= b; ++i) {
       int32_t h = 0;
       if (i < b) {
@@ -185,18 +209,23 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // in graph mode the smallest groups of a level over its capacity) until
   // the selection is stable. Every round forbids at least one node.
   const size_t numNodes = nodes.size();
-  std::vector<uint8_t> forbidden(numNodes, 0);
-  Selection sel;
+  std::vector<uint8_t> &forbidden = sc.forbidden;
+  forbidden.assign(numNodes, 0);
+  Selection &sel = sc.sel;
   sel.level.assign(numNodes, 0);
   sel.start.assign(numNodes, 0);
   sel.benefitUs.assign(numNodes, 0);
   int64_t numShared = 0;
   for (;;) {
-    std::vector<double> levelBenefit(static_cast<size_t>(maxShared + 1), 0);
-    std::vector<int64_t> levelGroups(static_cast<size_t>(maxShared + 1), 0);
-    // The rows covered by a level's selected nodes (for its gap groups).
-    std::vector<std::vector<int32_t>> levelNodes(
-        static_cast<size_t>(maxShared + 1));
+    std::vector<double> &levelBenefit = sc.levelBenefit;
+    std::vector<int64_t> &levelGroups = sc.levelGroups;
+    std::vector<std::vector<int32_t>> &levelNodes = sc.levelNodes;
+    levelBenefit.assign(static_cast<size_t>(maxShared + 1), 0);
+    levelGroups.assign(static_cast<size_t>(maxShared + 1), 0);
+    if (levelNodes.size() < static_cast<size_t>(maxShared + 1))
+      levelNodes.resize(static_cast<size_t>(maxShared + 1));
+    for (std::vector<int32_t> &ln : levelNodes)
+      ln.clear();
     for (int32_t n : order) {
       const Node &nd = nodes[n];
       const int32_t p = nd.parent;
@@ -278,15 +307,22 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
       break;
   }
 
-  // Emit the levels.
-  AutoCascade res;
+  // Emit the levels into the spare result's arrays.
+  AutoCascade res = std::move(sc.spare);
+  res.stats = AutoCascadeStats();
   AutoCascadeStats &st = res.stats;
   st.pages_in = ip[b];
   st.candidate_groups = static_cast<int64_t>(order.size());
   const int64_t levelsOut = graph ? opt.max_levels : numShared + 1;
   res.levels.resize(static_cast<size_t>(levelsOut));
-  std::vector<int32_t> consumed(static_cast<size_t>(b), 0);
-  std::vector<std::vector<int32_t>> perLevel(static_cast<size_t>(levelsOut));
+  std::vector<int32_t> &consumed = sc.consumed;
+  consumed.assign(static_cast<size_t>(b), 0);
+  // Selected nodes per shared level (reusing the selection's lists).
+  std::vector<std::vector<int32_t>> &perLevel = sc.levelNodes;
+  if (perLevel.size() < static_cast<size_t>(levelsOut))
+    perLevel.resize(static_cast<size_t>(levelsOut));
+  for (std::vector<int32_t> &ln : perLevel)
+    ln.clear();
   for (int32_t n : order)
     if (sel.level[n] > 0) {
       perLevel[sel.level[n] - 1].push_back(n);
@@ -302,12 +338,16 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     std::vector<int32_t> &ln = perLevel[l];
     std::sort(ln.begin(), ln.end(),
               [&](int32_t x, int32_t y) { return nodes[x].lb < nodes[y].lb; });
-    lv.qo_indptr.assign(1, 0);
-    lv.kv_indptr.assign(1, 0);
+    std::vector<int32_t> &qo = lv.qoStorage, &kvp = lv.kvIndptrStorage,
+                         &idx = lv.kvIndicesStorage, &last = lv.lastStorage;
+    qo.assign(1, 0);
+    kvp.assign(1, 0);
+    idx.clear();
+    last.clear();
     auto gap = [&](int64_t end) {
-      lv.qo_indptr.push_back(qoBegin(end));
-      lv.kv_indptr.push_back(lv.kv_indptr.back());
-      lv.kv_last_page_len.push_back(static_cast<int32_t>(page));
+      qo.push_back(qoBegin(end));
+      kvp.push_back(kvp.back());
+      last.push_back(static_cast<int32_t>(page));
     };
     int64_t cur = 0;
     for (int32_t n : ln) {
@@ -315,44 +355,49 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
       if (nd.lb > cur)
         gap(nd.lb);
       const int32_t *src = ids + ip[nd.lb];
-      lv.kv_indices.insert(lv.kv_indices.end(), src + sel.start[n],
-                           src + nd.lcp);
-      lv.qo_indptr.push_back(qoBegin(int64_t(nd.rb) + 1));
-      lv.kv_indptr.push_back(static_cast<int32_t>(lv.kv_indices.size()));
-      lv.kv_last_page_len.push_back(static_cast<int32_t>(page));
+      idx.insert(idx.end(), src + sel.start[n], src + nd.lcp);
+      qo.push_back(qoBegin(int64_t(nd.rb) + 1));
+      kvp.push_back(static_cast<int32_t>(idx.size()));
+      last.push_back(static_cast<int32_t>(page));
       cur = nd.rb + 1;
     }
-    if (cur < b || lv.qo_indptr.size() == 1)
+    if (cur < b || qo.size() == 1)
       gap(b);
-    lv.num_page_groups = static_cast<int64_t>(ln.size());
     if (graph)
-      while (int64_t(lv.kv_last_page_len.size()) < capacity)
+      while (int64_t(last.size()) < capacity)
         gap(b);
+    lv.num_page_groups = static_cast<int64_t>(ln.size());
+    lv.qo_indptr = ArrayView<int32_t>(qo);
+    lv.kv_indptr = ArrayView<int32_t>(kvp);
+    lv.kv_indices = ArrayView<int32_t>(idx);
+    lv.kv_last_page_len = ArrayView<int32_t>(last);
     st.overhead_us += levelCostUs;
   }
 
-  // The last level: every request's own pages.
+  // The last level: every request's own pages. Its qo_indptr and
+  // kv_last_page_len are the batch's; so are its page arrays when nothing is
+  // shared.
   AutoCascadeLevel &own = res.levels.back();
   own.mode = in.mode;
-  if (in.qo_indptr.present())
-    own.qo_indptr.assign(in.qo_indptr.data(), in.qo_indptr.data() + b + 1);
-  own.kv_indptr.resize(static_cast<size_t>(b + 1));
-  own.kv_indptr[0] = 0;
-  int64_t ownPages = 0;
-  for (int64_t i = 0; i < b; ++i) {
-    ownPages += int64_t(ip[i + 1]) - ip[i] - consumed[i];
-    own.kv_indptr[i + 1] = static_cast<int32_t>(ownPages);
-  }
-  own.kv_indices.resize(static_cast<size_t>(ownPages));
-  for (int64_t i = 0; i < b; ++i) {
-    const int64_t n = int64_t(own.kv_indptr[i + 1]) - own.kv_indptr[i];
-    if (n)
-      std::memcpy(own.kv_indices.data() + own.kv_indptr[i],
-                  ids + ip[i] + consumed[i], size_t(n) * sizeof(int32_t));
-  }
-  own.kv_last_page_len.assign(in.kv_last_page_len.data(),
-                              in.kv_last_page_len.data() + b);
+  own.qo_indptr = in.qo_indptr;
+  own.kv_last_page_len = in.kv_last_page_len;
   own.num_page_groups = b;
+  if (st.shared_groups == 0) {
+    own.kv_indptr = in.kv_indptr;
+    own.kv_indices = in.kv_indices;
+  } else {
+    std::vector<int32_t> &kvp = own.kvIndptrStorage;
+    std::vector<int32_t> &idx = own.kvIndicesStorage;
+    kvp.resize(static_cast<size_t>(b + 1));
+    kvp[0] = 0;
+    idx.clear();
+    for (int64_t i = 0; i < b; ++i) {
+      idx.insert(idx.end(), ids + ip[i] + consumed[i], ids + ip[i + 1]);
+      kvp[i + 1] = static_cast<int32_t>(idx.size());
+    }
+    own.kv_indptr = ArrayView<int32_t>(kvp);
+    own.kv_indices = ArrayView<int32_t>(idx);
+  }
 
   // Plan every level. The page ids were validated above and the plans do
   // not depend on them, so the levels are planned without re-scanning them.
@@ -362,15 +407,19 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     p.kv_indices = ArrayView<int32_t>();
     if (l + 1 < levelInputs.size())
       p.qo_tile_size = opt.shared_qo_tile_size;
-    st.pages_read += res.levels[l].kv_indptr.back();
+    st.pages_read +=
+        res.levels[l].kv_indptr[res.levels[l].kv_indptr.size() - 1];
   }
   Status s = makeCascadePlan(levelInputs, res.plan);
-  if (!s.ok())
+  if (!s.ok()) {
+    sc.spare = std::move(res);
     return s;
+  }
   st.num_levels = levelsOut;
   st.shared_levels = levelsOut - 1;
   st.pages_saved = st.pages_in - st.pages_read;
-  out = std::move(res);
+  std::swap(out, res);
+  sc.spare = std::move(res);
   return Status::success();
 }
 

@@ -385,11 +385,14 @@ std::string autoCascadeToJson(const AutoCascade &ac, bool causal) {
     const AutoCascadeLevel &lv = ac.levels[l];
     Json in = Json::object();
     in["mode"] = lv.mode == PlanMode::Decode ? "decode" : "prefill";
-    if (!lv.qo_indptr.empty())
-      in["qo_indptr"] = lv.qo_indptr;
-    in["kv_indptr"] = lv.kv_indptr;
-    in["kv_indices"] = lv.kv_indices;
-    in["kv_last_page_len"] = lv.kv_last_page_len;
+    auto vec = [](ArrayView<int32_t> a) {
+      return std::vector<int32_t>(a.data(), a.data() + a.size());
+    };
+    if (lv.qo_indptr.present())
+      in["qo_indptr"] = vec(lv.qo_indptr);
+    in["kv_indptr"] = vec(lv.kv_indptr);
+    in["kv_indices"] = vec(lv.kv_indices);
+    in["kv_last_page_len"] = vec(lv.kv_last_page_len);
     in["num_page_groups"] = lv.num_page_groups;
     levels[l]["inputs"] = std::move(in);
   }

@@ -47,15 +47,29 @@ struct AutoCascadeOptions {
   double level_row_bytes = -1;
 };
 
-/// The index arrays of one level (the level's PlanInputs point into them).
+/// The index arrays of one level, as the level's PlanInputs take them.
+/// They point into this level's own storage, or, where the level's array
+/// equals the batch's (the last level's qo_indptr and kv_last_page_len; all
+/// of a one-level result), into the caller's arrays: valid while those live.
+/// A level moves (the views stay valid) but does not copy.
 struct AutoCascadeLevel {
   PlanMode mode = PlanMode::Decode;
-  std::vector<int32_t> qo_indptr;        ///< [groups+1]
-  std::vector<int32_t> kv_indptr;        ///< [groups+1]
-  std::vector<int32_t> kv_indices;       ///< [kv_indptr[groups]]
-  std::vector<int32_t> kv_last_page_len; ///< [groups]
+  ArrayView<int32_t> qo_indptr;        ///< [groups+1]; absent in decode
+  ArrayView<int32_t> kv_indptr;        ///< [groups+1]
+  ArrayView<int32_t> kv_indices;       ///< [kv_indptr[groups]]
+  ArrayView<int32_t> kv_last_page_len; ///< [groups]
   /// Groups that read pages (shared levels) / requests (the last level).
   int64_t num_page_groups = 0;
+
+  AutoCascadeLevel() = default;
+  AutoCascadeLevel(AutoCascadeLevel &&) = default;
+  AutoCascadeLevel &operator=(AutoCascadeLevel &&) = default;
+  AutoCascadeLevel(const AutoCascadeLevel &) = delete;
+  AutoCascadeLevel &operator=(const AutoCascadeLevel &) = delete;
+
+  /// Storage of the arrays this level owns.
+  std::vector<int32_t> qoStorage, kvIndptrStorage, kvIndicesStorage,
+      lastStorage;
 };
 
 struct AutoCascadeStats {
@@ -73,7 +87,8 @@ struct AutoCascadeStats {
 /// An automatic cascade: its levels (level 0 = the outermost shared
 /// prefixes, the last level = each request's own pages), their plan, and
 /// statistics. Without worthwhile sharing (and not in graph mode) it has one
-/// level whose inputs are the batch's and whose plan is makePlan's.
+/// level whose inputs are the batch's and whose plan is makePlan's. Movable,
+/// not copyable (its levels view their own storage).
 struct AutoCascade {
   std::vector<AutoCascadeLevel> levels;
   CascadePlan plan;
@@ -85,7 +100,9 @@ struct AutoCascade {
 };
 
 /// Validates `in` like makePlan (same codes and messages; kv_indices is
-/// required here), finds the sharing, and plans the chosen levels.
+/// required here), finds the sharing, and plans the chosen levels. `out` is
+/// replaced only on success; the arrays of the result it replaces are reused
+/// by the next call (per thread), as makePlan does.
 Status makeAutoCascadePlan(const PlanInputs &in,
                            const AutoCascadeOptions &options, AutoCascade &out);
 

@@ -21,6 +21,10 @@ using namespace cascade::runtime::test;
 
 namespace {
 
+std::vector<int32_t> vec(ArrayView<int32_t> a) {
+  return std::vector<int32_t>(a.data(), a.data() + a.size());
+}
+
 /// A batch given by each request's page ids, last-page length and queries.
 struct PageBatch {
   std::vector<std::vector<int32_t>> pages;
@@ -105,13 +109,13 @@ double cascadeError(const PageBatch &pb, const Batch &b, const AutoCascade &ac,
   EXPECT_TRUE(s.ok()) << s.message();
   std::vector<ref::AttentionBatch> levels;
   for (const AutoCascadeLevel &l : ac.levels) {
-    std::vector<int32_t> qo = l.qo_indptr;
+    std::vector<int32_t> qo = vec(l.qo_indptr);
     if (qo.empty()) { // decode: one query per request
       qo.resize(l.kv_indptr.size());
       std::iota(qo.begin(), qo.end(), 0);
     }
-    levels.push_back(
-        refBatch(pb, data, qo, l.kv_indptr, l.kv_indices, l.kv_last_page_len));
+    levels.push_back(refBatch(pb, data, qo, vec(l.kv_indptr), vec(l.kv_indices),
+                              vec(l.kv_last_page_len)));
   }
   s = ref::cascade(levels, opts, v1.data(), s1.data());
   EXPECT_TRUE(s.ok()) << s.message();
@@ -138,14 +142,15 @@ void checkStructure(const Batch &b, const AutoCascade &ac) {
   int64_t read = 0;
   for (size_t l = 0; l < ac.levels.size(); ++l) {
     const AutoCascadeLevel &lv = ac.levels[l];
-    if (!lv.qo_indptr.empty()) {
-      EXPECT_EQ(lv.qo_indptr.back(), rows) << "level " << l;
-      EXPECT_EQ(lv.qo_indptr.size(), lv.kv_indptr.size());
+    const std::vector<int32_t> qo = vec(lv.qo_indptr), kvp = vec(lv.kv_indptr);
+    if (!qo.empty()) {
+      EXPECT_EQ(qo.back(), rows) << "level " << l;
+      EXPECT_EQ(qo.size(), kvp.size());
     }
     EXPECT_EQ(lv.kv_last_page_len.size() + 1, lv.kv_indptr.size());
-    EXPECT_EQ(int64_t(lv.kv_indices.size()), int64_t(lv.kv_indptr.back()));
+    EXPECT_EQ(int64_t(lv.kv_indices.size()), int64_t(kvp.back()));
     EXPECT_EQ(ac.plan.levels[l].num_rows, rows);
-    read += lv.kv_indptr.back();
+    read += kvp.back();
   }
   EXPECT_EQ(ac.stats.num_levels, int64_t(ac.levels.size()));
   EXPECT_EQ(ac.stats.pages_in, int64_t(b.kvIndptr.back()));
@@ -207,8 +212,8 @@ TEST(AutoCascade, GroupsOfRequestsWithTheirOwnPrefix) {
   checkStructure(b, ac);
   ASSERT_EQ(ac.levels.size(), 2u);
   EXPECT_EQ(ac.stats.shared_groups, 3);
-  EXPECT_EQ(ac.levels[0].qo_indptr, (std::vector<int32_t>{0, 4, 8, 12}));
-  EXPECT_EQ(ac.levels[0].kv_indptr, (std::vector<int32_t>{0, 5, 11, 18}));
+  EXPECT_EQ(vec(ac.levels[0].qo_indptr), (std::vector<int32_t>{0, 4, 8, 12}));
+  EXPECT_EQ(vec(ac.levels[0].kv_indptr), (std::vector<int32_t>{0, 5, 11, 18}));
   EXPECT_EQ(ac.levels[0].mode, PlanMode::Prefill);
   EXPECT_EQ(ac.levels[1].mode, PlanMode::Decode);
   EXPECT_EQ(ac.stats.pages_saved, 3 * (5 + 6 + 7));
@@ -235,7 +240,7 @@ TEST(AutoCascade, NoSharingIsThePlainPlan) {
     checkStructure(b, ac);
     ASSERT_EQ(ac.levels.size(), 1u);
     EXPECT_EQ(ac.stats.pages_saved, 0);
-    EXPECT_EQ(ac.levels[0].kv_indices, b.kvIndices);
+    EXPECT_EQ(vec(ac.levels[0].kv_indices), b.kvIndices);
     Plan plain;
     ASSERT_TRUE(makePlan(b.in, plain).ok());
     const Plan &p = ac.plan.levels[0];
@@ -265,9 +270,9 @@ TEST(AutoCascade, EverythingSharedKeepsTheLastPage) {
   ASSERT_TRUE(makeAutoCascadePlan(b.in, eager(), ac).ok());
   checkStructure(b, ac);
   ASSERT_EQ(ac.levels.size(), 2u);
-  EXPECT_EQ(ac.levels[0].qo_indptr, (std::vector<int32_t>{0, 6}));
-  EXPECT_EQ(ac.levels[0].kv_indices, (std::vector<int32_t>{7, 3, 9, 1}));
-  EXPECT_EQ(ac.levels[1].kv_indices, (std::vector<int32_t>(6, 4)));
+  EXPECT_EQ(vec(ac.levels[0].qo_indptr), (std::vector<int32_t>{0, 6}));
+  EXPECT_EQ(vec(ac.levels[0].kv_indices), (std::vector<int32_t>{7, 3, 9, 1}));
+  EXPECT_EQ(vec(ac.levels[1].kv_indices), (std::vector<int32_t>(6, 4)));
   EXPECT_EQ(ac.stats.pages_saved, 5 * 4);
   EXPECT_LT(cascadeError(pb, b, ac, false, 5), 1e-12);
 }
@@ -300,10 +305,10 @@ TEST(AutoCascade, NestedPrefixesMakeNestedLevels) {
   ASSERT_TRUE(makeAutoCascadePlan(b.in, eager(3), ac).ok());
   checkStructure(b, ac);
   ASSERT_EQ(ac.levels.size(), 3u);
-  EXPECT_EQ(ac.levels[0].qo_indptr, (std::vector<int32_t>{0, 8, 9}));
-  EXPECT_EQ(ac.levels[0].kv_indptr, (std::vector<int32_t>{0, 4, 4}));
-  EXPECT_EQ(ac.levels[1].qo_indptr, (std::vector<int32_t>{0, 4, 8, 9}));
-  EXPECT_EQ(ac.levels[1].kv_indptr, (std::vector<int32_t>{0, 3, 5, 5}));
+  EXPECT_EQ(vec(ac.levels[0].qo_indptr), (std::vector<int32_t>{0, 8, 9}));
+  EXPECT_EQ(vec(ac.levels[0].kv_indptr), (std::vector<int32_t>{0, 4, 4}));
+  EXPECT_EQ(vec(ac.levels[1].qo_indptr), (std::vector<int32_t>{0, 4, 8, 9}));
+  EXPECT_EQ(vec(ac.levels[1].kv_indptr), (std::vector<int32_t>{0, 3, 5, 5}));
   EXPECT_EQ(ac.stats.pages_saved, 7 * 4 + 3 * 3 + 3 * 2);
   EXPECT_LT(cascadeError(pb, b, ac, false, 8), 1e-12);
 
@@ -380,9 +385,9 @@ TEST(AutoCascade, CausalPrefillSharesOnlyFullyVisiblePages) {
   ASSERT_TRUE(makeAutoCascadePlan(b.in, eager(), ac).ok());
   checkStructure(b, ac);
   ASSERT_EQ(ac.levels.size(), 3u); // [0,4) share 2 pages; 1-2 share 5
-  EXPECT_EQ(ac.levels[0].kv_indptr, (std::vector<int32_t>{0, 2}));
-  EXPECT_EQ(ac.levels[1].qo_indptr, (std::vector<int32_t>{0, 12, 16, 28}));
-  EXPECT_EQ(ac.levels[1].kv_indptr, (std::vector<int32_t>{0, 0, 3, 3}));
+  EXPECT_EQ(vec(ac.levels[0].kv_indptr), (std::vector<int32_t>{0, 2}));
+  EXPECT_EQ(vec(ac.levels[1].qo_indptr), (std::vector<int32_t>{0, 12, 16, 28}));
+  EXPECT_EQ(vec(ac.levels[1].kv_indptr), (std::vector<int32_t>{0, 0, 3, 3}));
   EXPECT_LT(cascadeError(pb, b, ac, true, 11), 1e-12);
 
   // A non-causal batch may share all 5 pages.
@@ -391,7 +396,7 @@ TEST(AutoCascade, CausalPrefillSharesOnlyFullyVisiblePages) {
   ASSERT_TRUE(makeAutoCascadePlan(b.in, o, ac).ok());
   checkStructure(b, ac);
   ASSERT_EQ(ac.levels.size(), 2u);
-  EXPECT_EQ(ac.levels[0].kv_indptr, (std::vector<int32_t>{0, 5}));
+  EXPECT_EQ(vec(ac.levels[0].kv_indptr), (std::vector<int32_t>{0, 5}));
   EXPECT_LT(cascadeError(pb, b, ac, false, 12), 1e-12);
 }
 
@@ -484,7 +489,7 @@ TEST(AutoCascade, GraphModeHasAFixedStructure) {
     checkStructure(b, acs[k]);
     ASSERT_EQ(acs[k].levels.size(), 3u);
     for (int l = 0; l < 2; ++l)
-      EXPECT_EQ(acs[k].levels[l].kv_last_page_len.size(), 6u);
+      EXPECT_EQ(acs[k].levels[l].kv_last_page_len.size(), 6);
     EXPECT_LT(cascadeError(pbs[k], b, acs[k], false, 20 + k), 1e-12);
   }
   EXPECT_GT(acs[0].stats.pages_saved, 0);
@@ -506,7 +511,7 @@ TEST(AutoCascade, GraphModeHasAFixedStructure) {
   AutoCascade ac;
   ASSERT_TRUE(makeAutoCascadePlan(b.in, o, ac).ok());
   checkStructure(b, ac);
-  EXPECT_EQ(ac.levels[0].kv_last_page_len.size(), 4u);
+  EXPECT_EQ(ac.levels[0].kv_last_page_len.size(), 4);
   EXPECT_GT(ac.stats.shared_groups, 0);
   EXPECT_LT(ac.stats.shared_groups, 8);
   EXPECT_LT(cascadeError(many, b, ac, false, 30), 1e-12);
