@@ -424,10 +424,38 @@ def do_bench(args, K, num_sms, occ):
         t = AB.graph_timed(K.b, ls)
         t_plain = t_plain or t
         pages = sum(len(i["kv_indices"]) for i in inputs)
+        parts = " + ".join(f"{AB.graph_timed(K.b, [x]):.0f}" for x in ls)
         rows.append((f"B128 8 groups x16, prefix 8192 + unique 256: {name}", f"{t:.1f}",
-                     f"{t_plain / t:.2f}x", f"{len(cj['levels'])}", f"{len(ls)}",
-                     f"{pages}", f"{err:.1e}"))
+                     f"{t_plain / t:.2f}x", f"{len(cj['levels'])}",
+                     f"{len(ls)} ({parts} us)", f"{pages}", f"{err:.1e}"))
         print(" | ".join(rows[-1]), flush=True)
+    # FlashInfer 0.5.3 (when importable): plain decode and its
+    # MultiLevelCascadeAttentionWrapper over the hand-built levels.
+    try:
+        import flashinfer
+        t_ = lambda a: torch.as_tensor(np.asarray(a, np.int32), device="cuda")  # noqa: E731
+        ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
+        w.plan(t_(b.kv_indptr), t_(b.kv_indices), t_(b.last), HQ, HKV, D, PS,
+               q_data_type=torch.float16, kv_data_type=torch.float16)
+        err = AB.relerr(w.run(q, cache), ro)
+        t = AB.timed(lambda: w.run(q, cache))
+        rows.append(("B128 8 groups x16: FlashInfer 0.5.3 batch decode", f"{t:.1f}",
+                     f"{t_plain / t:.2f}x", "1", "", f"{len(b.kv_indices)}", f"{err:.1e}"))
+        print(" | ".join(rows[-1]), flush=True)
+        lv = hand_built_levels(b, 8, 16, 8192)
+        wc = flashinfer.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
+        wc.plan([t_(x["qo_indptr"]) for x in lv], [t_(x["kv_indptr"]) for x in lv],
+                [t_(x["kv_indices"]) for x in lv], [t_(x["kv_last_page_len"]) for x in lv],
+                HQ, HKV, D, PS)
+        err = AB.relerr(wc.run(q, cache), ro)
+        t = AB.timed(lambda: wc.run(q, cache))
+        rows.append(("B128 8 groups x16: FlashInfer 0.5.3 cascade (hand-built levels)",
+                     f"{t:.1f}", f"{t_plain / t:.2f}x", "2", "",
+                     f"{sum(len(x['kv_indices']) for x in lv)}", f"{err:.1e}"))
+        print(" | ".join(rows[-1]), flush=True)
+    except Exception as e:  # noqa: BLE001
+        print(f"FlashInfer rows skipped: {e!r}", flush=True)
     del cache
     torch.cuda.empty_cache()
     b = no_sharing(rng, 128, 8448)
