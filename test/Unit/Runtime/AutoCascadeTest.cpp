@@ -8,12 +8,15 @@
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Runtime/AutoCascade.h"
+#include "cascade/Runtime/PlanJson.h"
 #include "cascade/Runtime/Reference.h"
+#include "cascade/Runtime/cascade_runtime.h"
 
 #include "TestUtil.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 using namespace cascade::runtime;
@@ -581,4 +584,112 @@ TEST(AutoCascade, BadInputsGetMakePlansErrors) {
   o.level_overhead_us = NAN;
   EXPECT_EQ(makeAutoCascadePlan(b.in, o, ac).code(),
             ErrorCode::InvalidArgument);
+}
+
+TEST(AutoCascade, CApi) {
+  // 2 groups of 3 requests sharing 8 pages of 16 tokens (8 KV heads,
+  // D=128): eager options are not reachable from C, so the prefixes are
+  // long enough to pay at default costs (3 x 2 x 512 pages).
+  PageBatch pb;
+  pb.pageSize = 16;
+  pb.hqo = 32;
+  pb.hkv = 8;
+  pb.headDim = 128;
+  int32_t next = 0;
+  for (int g = 0; g < 2; ++g) {
+    std::vector<int32_t> prefix = range(next, 512);
+    next += 512;
+    for (int r = 0; r < 3; ++r) {
+      pb.pages.push_back(concat(prefix, range(next, 2)));
+      next += 2;
+      pb.last.push_back(5);
+    }
+  }
+  pb.numPages = next;
+  Batch b = pb.build();
+  cascade_plan_inputs_t in;
+  cascade_plan_inputs_init(&in);
+  in.batch_size = 6;
+  in.kv_indptr = b.kvIndptr.data();
+  in.kv_last_page_len = b.kvLastPageLen.data();
+  in.kv_indices = b.kvIndices.data();
+  in.num_pages = pb.numPages;
+  in.num_qo_heads = 32;
+  in.num_kv_heads = 8;
+  in.head_dim = 128;
+  in.page_size = 16;
+  in.num_sms = 16;
+  in.occupancy = 2;
+  cascade_plan_t plan = nullptr;
+  ASSERT_EQ(cascade_plan_auto_cascade(&in, 0, 128, 0, &plan), CASCADE_OK)
+      << cascade_last_error();
+  ASSERT_EQ(cascade_plan_num_levels(plan), 2);
+  AutoCascadeOptions o;
+  o.shared_qo_tile_size = 128;
+  o.causal = false;
+  AutoCascade ac;
+  ASSERT_TRUE(makeAutoCascadePlan(b.in, o, ac).ok());
+  const char *names[] = {"qo_indptr", "kv_indptr", "kv_indices",
+                         "kv_last_page_len"};
+  for (int l = 0; l < 2; ++l)
+    for (const char *name : names) {
+      const int32_t *data = nullptr;
+      int64_t count = -1;
+      ASSERT_EQ(cascade_plan_level_array(plan, l, name, &data, &count),
+                CASCADE_OK);
+      const AutoCascadeLevel &lv = ac.levels[l];
+      ArrayView<int32_t> want = !std::strcmp(name, "qo_indptr")   ? lv.qo_indptr
+                                : !std::strcmp(name, "kv_indptr") ? lv.kv_indptr
+                                : !std::strcmp(name, "kv_indices")
+                                    ? lv.kv_indices
+                                    : lv.kv_last_page_len;
+      EXPECT_EQ(std::vector<int32_t>(data, data + count), vec(want))
+          << "level " << l << " " << name;
+    }
+  int64_t v = 0;
+  ASSERT_EQ(cascade_plan_get_scalar(plan, 0, "qo_tile_size", &v), CASCADE_OK);
+  EXPECT_EQ(v, 128);
+  char *json = nullptr;
+  ASSERT_EQ(cascade_plan_to_json(plan, &json), CASCADE_OK);
+  EXPECT_EQ(std::string(json), autoCascadeToJson(ac));
+  cascade_free(json);
+  const int32_t *data = nullptr;
+  int64_t count = 0;
+  EXPECT_EQ(cascade_plan_level_array(plan, 2, "kv_indptr", &data, &count),
+            CASCADE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(cascade_plan_level_array(plan, 0, "indices", &data, &count),
+            CASCADE_ERROR_NOT_FOUND);
+  cascade_plan_destroy(plan);
+
+  // The JSON path gives the same plan.
+  std::string desc =
+      R"({"mode": "decode", "page_size": 16, "num_qo_heads": 32,
+          "num_kv_heads": 8, "head_dim": 128, "num_sms": 16, "occupancy": 2,
+          "auto_cascade": {"shared_qo_tile_size": 128}, "kv_indptr": [)";
+  for (size_t i = 0; i < b.kvIndptr.size(); ++i)
+    desc += (i ? "," : "") + std::to_string(b.kvIndptr[i]);
+  desc += R"(], "kv_last_page_len": [5, 5, 5, 5, 5, 5], "kv_indices": [)";
+  for (size_t i = 0; i < b.kvIndices.size(); ++i)
+    desc += (i ? "," : "") + std::to_string(b.kvIndices[i]);
+  desc += "]}";
+  ASSERT_EQ(cascade_plan_create_from_json(desc.data(), desc.size(), &plan),
+            CASCADE_OK)
+      << cascade_last_error();
+  ASSERT_EQ(cascade_plan_to_json(plan, &json), CASCADE_OK);
+  EXPECT_EQ(std::string(json), autoCascadeToJson(ac));
+  cascade_free(json);
+  cascade_plan_destroy(plan);
+
+  // Bad input: makePlan's codes; kv_indices required.
+  in.kv_indices = nullptr;
+  EXPECT_EQ(cascade_plan_auto_cascade(&in, 0, 0, 0, &plan),
+            CASCADE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(cascade_last_error()).find("kv_indices"),
+            std::string::npos);
+  in.kv_indices = b.kvIndices.data();
+  in.num_pages = 3;
+  EXPECT_EQ(cascade_plan_auto_cascade(&in, 0, 0, 0, &plan),
+            CASCADE_ERROR_PAGE_OUT_OF_RANGE);
+  EXPECT_EQ(cascade_plan_auto_cascade(nullptr, 0, 0, 0, &plan),
+            CASCADE_ERROR_INVALID_ARGUMENT);
 }
