@@ -541,6 +541,38 @@ TEST(AutoCascade, BadInputsGetMakePlansErrors) {
   }
   {
     Batch b = pb.build();
+    b.kvIndices[0] = -1; // negative, in a request the search compares
+    same(b.inputs(false));
+  }
+  {
+    Batch b = pb.build();
+    b.in.num_pages = 0; // an empty pool
+    same(b.inputs(false));
+  }
+  {
+    Batch b = pb.build();
+    b.kvIndices.push_back(0); // one id too many
+    same(b.inputs(false));
+  }
+  {
+    // A bad id is reported before bad options, and without the search
+    // (one level) too.
+    Batch b = pb.build();
+    b.kvIndices[5] = 4;
+    b.inputs(false);
+    Plan p;
+    Status want = makePlan(b.in, p);
+    AutoCascade ac;
+    for (int64_t levels : {0, 1, 3}) {
+      AutoCascadeOptions o;
+      o.max_levels = levels;
+      Status got = makeAutoCascadePlan(b.in, o, ac);
+      EXPECT_EQ(got.code(), ErrorCode::PageOutOfRange);
+      EXPECT_EQ(got.message(), want.message());
+    }
+  }
+  {
+    Batch b = pb.build();
     b.kvIndptr[1] = 7; // not monotone
     same(b.inputs(false));
   }
