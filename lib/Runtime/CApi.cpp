@@ -18,6 +18,14 @@ struct cascade_plan {
   CascadePlan plan;
   bool isCascade = false;
   bool causal = false;
+  /// An automatic cascade (cascade_plan_auto_cascade, or "auto_cascade" in
+  /// JSON): its levels' index arrays; `plan` is a copy of auto_.plan. The
+  /// description keeps the JSON path's input arrays alive (the last level
+  /// may view them).
+  bool isAuto = false;
+  AutoCascade autoCascade;
+  BatchDescription description;
+  std::vector<int32_t> inputCopies[4];
 };
 
 struct cascade_bundle {
@@ -64,6 +72,20 @@ static Status planNoThrow(const std::vector<PlanInputs> &levels,
                           CascadePlan &out) {
   try {
     return makeCascadePlan(levels, out);
+  } catch (const std::bad_alloc &) {
+    return Status(ErrorCode::Internal,
+                  "out of memory: the plan's host arrays do not fit");
+  }
+}
+
+/// makeAutoCascadePlan into `p` (levels and a copy of the plan), with a
+/// failed allocation reported as an error.
+static Status autoNoThrow(const PlanInputs &in, const AutoCascadeOptions &opt,
+                          cascade_plan &p) {
+  try {
+    CASCADE_RETURN_IF_ERROR(makeAutoCascadePlan(in, opt, p.autoCascade));
+    p.plan = p.autoCascade.plan;
+    return Status::success();
   } catch (const std::bad_alloc &) {
     return Status(ErrorCode::Internal,
                   "out of memory: the plan's host arrays do not fit");
@@ -132,7 +154,13 @@ cascade_status_t cascade_plan_create_from_json(const char *json, size_t length,
     return fail(ErrorCode::Internal, "out of memory");
   p->isCascade = d.isCascade;
   p->causal = d.causal;
-  s = planNoThrow(d.inputs(), p->plan);
+  if (d.autoCascade) {
+    p->isCascade = p->isAuto = true;
+    p->description = std::move(d);
+    s = autoNoThrow(p->description.inputs()[0], p->description.autoOptions, *p);
+  } else {
+    s = planNoThrow(d.inputs(), p->plan);
+  }
   if (!s.ok()) {
     delete p;
     return fail(s);
@@ -214,8 +242,10 @@ cascade_status_t cascade_plan_to_json(cascade_plan_t plan, char **json) {
   if (!plan || !json)
     return fail(ErrorCode::InvalidArgument,
                 "cascade_plan_to_json: null argument");
-  std::string s = plan->isCascade ? cascadePlanToJson(plan->plan, plan->causal)
-                                  : planToJson(plan->plan.levels[0]);
+  std::string s =
+      plan->isAuto      ? autoCascadeToJson(plan->autoCascade, plan->causal)
+      : plan->isCascade ? cascadePlanToJson(plan->plan, plan->causal)
+                        : planToJson(plan->plan.levels[0]);
   char *out = static_cast<char *>(std::malloc(s.size() + 1));
   if (!out)
     return fail(ErrorCode::Internal, "out of memory");
@@ -225,6 +255,104 @@ cascade_status_t cascade_plan_to_json(cascade_plan_t plan, char **json) {
 }
 
 void cascade_free(void *p) { std::free(p); }
+
+cascade_status_t cascade_plan_auto_cascade(const cascade_plan_inputs_t *c,
+                                           int64_t max_levels,
+                                           int64_t shared_qo_tile_size,
+                                           int32_t causal,
+                                           cascade_plan_t *out) {
+  if (!c || !out)
+    return fail(ErrorCode::InvalidArgument,
+                "cascade_plan_auto_cascade: null argument");
+  if (c->batch_size < 0 || !c->kv_indptr || !c->kv_last_page_len)
+    return fail(ErrorCode::InvalidArgument,
+                "cascade_plan_auto_cascade: batch_size must be >= 0 and "
+                "kv_indptr, kv_last_page_len non-null");
+  const int64_t b = c->batch_size;
+  auto *p = new (std::nothrow) cascade_plan();
+  if (!p)
+    return fail(ErrorCode::Internal, "out of memory");
+  // The plan keeps copies of the input arrays: its last level may view them.
+  Status s;
+  try {
+    PlanInputs in;
+    in.mode =
+        c->mode == CASCADE_PLAN_PREFILL ? PlanMode::Prefill : PlanMode::Decode;
+    p->inputCopies[0].assign(c->kv_indptr, c->kv_indptr + b + 1);
+    p->inputCopies[1].assign(c->kv_last_page_len, c->kv_last_page_len + b);
+    in.kv_indptr = ArrayView<int32_t>(p->inputCopies[0]);
+    in.kv_last_page_len = ArrayView<int32_t>(p->inputCopies[1]);
+    if (c->qo_indptr) {
+      p->inputCopies[2].assign(c->qo_indptr, c->qo_indptr + b + 1);
+      in.qo_indptr = ArrayView<int32_t>(p->inputCopies[2]);
+    }
+    // kv_indptr is checked before kv_indices is sized from it.
+    if (c->kv_indptr[0] != 0 || c->kv_indptr[b] < 0)
+      s = validatePlanInputs(in);
+    if (s.ok() && c->kv_indices) {
+      p->inputCopies[3].assign(c->kv_indices, c->kv_indices + c->kv_indptr[b]);
+      in.kv_indices = ArrayView<int32_t>(p->inputCopies[3]);
+    }
+    in.num_pages = c->num_pages;
+    in.num_qo_heads = c->num_qo_heads;
+    in.num_kv_heads = c->num_kv_heads;
+    in.head_dim = c->head_dim;
+    in.page_size = c->page_size;
+    in.num_sms = c->num_sms;
+    in.occupancy = c->occupancy;
+    in.cuda_graph = c->cuda_graph != 0;
+    in.qo_tile_size = c->qo_tile_size;
+    in.max_num_rows = c->max_num_rows;
+    AutoCascadeOptions opt;
+    if (max_levels > 0)
+      opt.max_levels = max_levels;
+    opt.shared_qo_tile_size = shared_qo_tile_size;
+    opt.causal = causal != 0;
+    if (s.ok())
+      s = autoNoThrow(in, opt, *p);
+  } catch (const std::bad_alloc &) {
+    s = Status(ErrorCode::Internal, "out of memory copying the inputs");
+  }
+  if (!s.ok()) {
+    delete p;
+    return fail(s);
+  }
+  p->isCascade = p->isAuto = true;
+  p->causal = causal != 0;
+  *out = p;
+  return CASCADE_OK;
+}
+
+cascade_status_t cascade_plan_level_array(cascade_plan_t plan, int64_t level,
+                                          const char *name,
+                                          const int32_t **data,
+                                          int64_t *count) {
+  if (!plan || !name || !data || !count)
+    return fail(ErrorCode::InvalidArgument,
+                "cascade_plan_level_array: null argument");
+  if (!plan->isAuto)
+    return fail(ErrorCode::InvalidArgument,
+                "cascade_plan_level_array: not an automatic cascade (the "
+                "caller owns the arrays of other plans)");
+  if (level < 0 ||
+      level >= static_cast<int64_t>(plan->autoCascade.levels.size()))
+    return fail(makeError(ErrorCode::InvalidArgument, "level %lld out of range",
+                          static_cast<long long>(level)));
+  const AutoCascadeLevel &l = plan->autoCascade.levels[level];
+  const std::pair<const char *, ArrayView<int32_t>> arrays[] = {
+      {"qo_indptr", l.qo_indptr},
+      {"kv_indptr", l.kv_indptr},
+      {"kv_indices", l.kv_indices},
+      {"kv_last_page_len", l.kv_last_page_len}};
+  for (const auto &a : arrays)
+    if (!std::strcmp(name, a.first)) {
+      *data = a.second.data();
+      *count = a.second.present() ? a.second.size() : 0;
+      return CASCADE_OK;
+    }
+  return fail(
+      Status(ErrorCode::NotFound, std::string("no level array named ") + name));
+}
 
 cascade_status_t cascade_bundle_load(const char *dir, cascade_bundle_t *out) {
   if (!dir || !out)

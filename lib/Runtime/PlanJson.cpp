@@ -4,6 +4,7 @@
 
 #include "JsonSupport.h"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 
@@ -119,7 +120,55 @@ const char *const kTopKeys[] = {
     "num_kv_heads", "head_dim",     "num_sms",   "occupancy",
     "cuda_graph",   "q_dtype",      "kv_dtype",  "o_dtype",
     "qo_tile_size", "max_num_rows", "levels",    "causal",
-    nullptr};
+    "auto_cascade", nullptr};
+
+const char *const kAutoKeys[] = {
+    "max_levels",          "graph_group_capacity",
+    "shared_qo_tile_size", "level_overhead_us",
+    "group_overhead_us",   "bandwidth_bytes_per_us",
+    "level_row_bytes",     nullptr};
+
+Status getDouble(const Json &obj, const char *key, double &out) {
+  const Json *v = json::find(obj, key);
+  if (!v)
+    return Status::success();
+  if (!v->is_number())
+    return schemaError(std::string("key \"") + key +
+                       "\" must be a number, got " + json::kindName(*v));
+  out = v->get<double>();
+  return Status::success();
+}
+
+/// `"auto_cascade"`: true/false or an object of AutoCascadeOptions.
+Status parseAutoCascade(const Json &root, BatchDescription &d) {
+  const Json *v = json::find(root, "auto_cascade");
+  if (!v)
+    return Status::success();
+  if (v->is_boolean()) {
+    d.autoCascade = v->get<bool>();
+    return Status::success();
+  }
+  if (!v->is_object())
+    return schemaError(std::string("key \"auto_cascade\" must be true, "
+                                   "false or an object of options, got ") +
+                       json::kindName(*v));
+  CASCADE_RETURN_IF_ERROR(checkKeys(*v, kAutoKeys, "\"auto_cascade\""));
+  AutoCascadeOptions &o = d.autoOptions;
+  CASCADE_RETURN_IF_ERROR(getInt(*v, "max_levels", false, o.max_levels));
+  CASCADE_RETURN_IF_ERROR(
+      getInt(*v, "graph_group_capacity", false, o.graph_group_capacity));
+  CASCADE_RETURN_IF_ERROR(
+      getInt(*v, "shared_qo_tile_size", false, o.shared_qo_tile_size));
+  CASCADE_RETURN_IF_ERROR(
+      getDouble(*v, "level_overhead_us", o.level_overhead_us));
+  CASCADE_RETURN_IF_ERROR(
+      getDouble(*v, "group_overhead_us", o.group_overhead_us));
+  CASCADE_RETURN_IF_ERROR(
+      getDouble(*v, "bandwidth_bytes_per_us", o.bandwidth_bytes_per_us));
+  CASCADE_RETURN_IF_ERROR(getDouble(*v, "level_row_bytes", o.level_row_bytes));
+  d.autoCascade = true;
+  return Status::success();
+}
 
 Status parseLevel(const Json &obj, PlanMode defaultMode, bool topLevel,
                   BatchDescription::Level &level) {
@@ -203,8 +252,13 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
   CASCADE_RETURN_IF_ERROR(getDType(root, "q_dtype", c.q_dtype));
   CASCADE_RETURN_IF_ERROR(getDType(root, "kv_dtype", c.kv_dtype));
   CASCADE_RETURN_IF_ERROR(getDType(root, "o_dtype", c.o_dtype));
+  CASCADE_RETURN_IF_ERROR(parseAutoCascade(root, d));
+  d.autoOptions.causal = d.causal;
 
   const Json *levels = json::find(root, "levels");
+  if (levels && d.autoCascade)
+    return schemaError("key \"auto_cascade\" finds the levels itself: give "
+                       "one plain batch, not \"levels\"");
   if (levels) {
     static const char *const arrays[] = {"qo_indptr", "kv_indptr",
                                          "kv_last_page_len", "kv_indices"};
@@ -290,7 +344,7 @@ std::string planToJson(const Plan &plan) {
   return json::format(planJson(plan, 0, 0)) + "\n";
 }
 
-std::string cascadePlanToJson(const CascadePlan &plan, bool causal) {
+static Json cascadeJson(const CascadePlan &plan, bool causal) {
   const int64_t n = static_cast<int64_t>(plan.levels.size());
   Json levels = Json::array(), order = Json::array(), states = Json::array();
   for (int64_t l = 0; l < n; ++l)
@@ -317,6 +371,41 @@ std::string cascadePlanToJson(const CascadePlan &plan, bool causal) {
                 {"order", std::move(order)},
                 {"causal_level", causal ? n - 1 : int64_t(-1)},
                 {"level_states", std::move(states)}};
+  return j;
+}
+
+std::string cascadePlanToJson(const CascadePlan &plan, bool causal) {
+  return json::format(cascadeJson(plan, causal)) + "\n";
+}
+
+std::string autoCascadeToJson(const AutoCascade &ac, bool causal) {
+  Json j = cascadeJson(ac.plan, causal);
+  Json &levels = j["levels"];
+  for (size_t l = 0; l < ac.levels.size(); ++l) {
+    const AutoCascadeLevel &lv = ac.levels[l];
+    Json in = Json::object();
+    in["mode"] = lv.mode == PlanMode::Decode ? "decode" : "prefill";
+    auto vec = [](ArrayView<int32_t> a) {
+      return std::vector<int32_t>(a.data(), a.data() + a.size());
+    };
+    if (lv.qo_indptr.present())
+      in["qo_indptr"] = vec(lv.qo_indptr);
+    in["kv_indptr"] = vec(lv.kv_indptr);
+    in["kv_indices"] = vec(lv.kv_indices);
+    in["kv_last_page_len"] = vec(lv.kv_last_page_len);
+    in["num_page_groups"] = lv.num_page_groups;
+    levels[l]["inputs"] = std::move(in);
+  }
+  const AutoCascadeStats &st = ac.stats;
+  j["auto_cascade"] = {{"num_levels", st.num_levels},
+                       {"shared_levels", st.shared_levels},
+                       {"candidate_groups", st.candidate_groups},
+                       {"shared_groups", st.shared_groups},
+                       {"pages_in", st.pages_in},
+                       {"pages_read", st.pages_read},
+                       {"pages_saved", st.pages_saved},
+                       {"saved_us", std::round(st.saved_us * 1e3) / 1e3},
+                       {"overhead_us", std::round(st.overhead_us * 1e3) / 1e3}};
   return json::format(j) + "\n";
 }
 

@@ -5,12 +5,14 @@
 // Through the C API the arrays always have the lengths its contract states
 // (kv_indptr and qo_indptr B+1, kv_last_page_len B, kv_indices
 // kv_indptr[B] or NULL); through the C++ API (ArrayView carries lengths) any
-// lengths are allowed, and so are cascades of up to three levels. Every
-// call must return a status; a plan must be internally consistent.
+// lengths are allowed, and so are cascades of up to three levels, and the
+// automatic cascade of the first level. Every call must return a status; a
+// plan must be internally consistent.
 //
 //===----------------------------------------------------------------------===//
 
 #include "FuzzCheck.h"
+#include "cascade/Runtime/AutoCascade.h"
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/cascade_runtime.h"
 
@@ -303,6 +305,43 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                cascade.int_bytes);
     for (const Plan &p : cascade.levels)
       checkPlan(p);
+  }
+
+  // The automatic cascade of level 0: makePlan's validation, then levels
+  // that cover the batch's rows and at most its pages.
+  AutoCascadeOptions opt;
+  opt.max_levels = fdp.ConsumeIntegralInRange<int64_t>(0, 5);
+  opt.causal = fdp.ConsumeBool();
+  opt.graph_group_capacity = fdp.ConsumeIntegralInRange<int64_t>(0, 8);
+  if (fdp.ConsumeBool()) {
+    opt.level_overhead_us = 0;
+    opt.group_overhead_us = 0;
+    opt.level_row_bytes = 0;
+  }
+  AutoCascade ac;
+  Status a = makeAutoCascadePlan(inputs[0], opt, ac);
+  Status v = validatePlanInputs(inputs[0]);
+  if (!v.ok())
+    FUZZ_CHECK(a.code() == v.code() && a.message() == v.message());
+  if (a.ok()) {
+    const PlanInputs &p = inputs[0];
+    const int64_t b = p.kv_indptr.size() - 1;
+    FUZZ_CHECK(p.kv_indices.present());
+    FUZZ_CHECK(static_cast<int64_t>(ac.levels.size()) <= opt.max_levels);
+    FUZZ_CHECK(!p.cuda_graph ||
+               static_cast<int64_t>(ac.levels.size()) == opt.max_levels);
+    FUZZ_CHECK(ac.plan.levels.size() == ac.levels.size());
+    int64_t read = 0;
+    for (size_t l = 0; l < ac.levels.size(); ++l) {
+      const AutoCascadeLevel &lv = ac.levels[l];
+      FUZZ_CHECK(lv.kv_indptr.size() == lv.kv_last_page_len.size() + 1);
+      FUZZ_CHECK(lv.kv_indices.size() == lv.kv_indptr[lv.kv_indptr.size() - 1]);
+      FUZZ_CHECK(ac.plan.levels[l].num_rows == ac.plan.num_rows);
+      checkPlan(ac.plan.levels[l]);
+      read += lv.kv_indices.size();
+    }
+    FUZZ_CHECK(ac.levels.back().kv_indptr.size() == b + 1);
+    FUZZ_CHECK(ac.stats.pages_read == read && read <= p.kv_indptr[b]);
   }
   return 0;
 }

@@ -3,7 +3,9 @@
 // libFuzzer target: the input is a JSON batch description, as cascade-plan
 // and cascade_plan_create_from_json read it. Every accepted description must
 // plan or fail with a Status; a plan must print as valid JSON whose sizes
-// agree with the C API's view of the same plan.
+// agree with the C API's view of the same plan. An "auto_cascade" batch is
+// validated like a plain one (same code and message), and its levels cover
+// the batch's rows and pages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,10 +29,36 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   BatchDescription d;
   Status s = parseBatchDescription(text, d);
   bool planned = false;
+  int64_t autoLevels = -1;
   if (s.ok()) {
     FUZZ_CHECK(!d.levels.empty());
     std::string out;
-    if (d.isCascade) {
+    if (d.autoCascade) {
+      FUZZ_CHECK(!d.isCascade && d.levels.size() == 1);
+      const PlanInputs in = d.inputs()[0];
+      AutoCascade ac;
+      Status a = makeAutoCascadePlan(in, d.autoOptions, ac);
+      Status v = validatePlanInputs(in);
+      if (!v.ok())
+        FUZZ_CHECK(a.code() == v.code() && a.message() == v.message());
+      if (a.ok()) {
+        out = autoCascadeToJson(ac, d.causal);
+        autoLevels = static_cast<int64_t>(ac.levels.size());
+        FUZZ_CHECK(ac.plan.levels.size() == ac.levels.size());
+        const int64_t b = in.kv_indptr.size() - 1;
+        int64_t read = 0;
+        for (const AutoCascadeLevel &l : ac.levels) {
+          FUZZ_CHECK(l.kv_indptr.size() == l.kv_last_page_len.size() + 1);
+          FUZZ_CHECK(l.kv_indices.size() ==
+                     l.kv_indptr[l.kv_indptr.size() - 1]);
+          read += l.kv_indices.size();
+        }
+        FUZZ_CHECK(ac.levels.back().kv_indptr.size() == b + 1);
+        FUZZ_CHECK(ac.stats.pages_in == in.kv_indptr[b]);
+        FUZZ_CHECK(ac.stats.pages_read == read && read <= in.kv_indptr[b]);
+        planned = true;
+      }
+    } else if (d.isCascade) {
       CascadePlan plan;
       if (makeCascadePlan(d.inputs(), plan).ok()) {
         out = cascadePlanToJson(plan, d.causal);
@@ -65,7 +93,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   FUZZ_CHECK(s.ok()); // the C API accepts only what parses
   const int64_t levels = cascade_plan_num_levels(plan);
-  FUZZ_CHECK(levels == static_cast<int64_t>(d.levels.size()));
+  FUZZ_CHECK(levels == (d.autoCascade ? autoLevels
+                                      : static_cast<int64_t>(d.levels.size())));
   const void *image = nullptr;
   int64_t bytes = -1;
   FUZZ_CHECK(cascade_plan_int_workspace(plan, &image, &bytes) == CASCADE_OK);

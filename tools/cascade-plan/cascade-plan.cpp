@@ -54,7 +54,13 @@ int main(int argc, char **argv) {
     return fail(s);
   std::string out;
   try {
-    if (d.isCascade) {
+    if (d.autoCascade) {
+      AutoCascade ac;
+      s = makeAutoCascadePlan(d.inputs()[0], d.autoOptions, ac);
+      if (!s.ok())
+        return fail(s);
+      out = autoCascadeToJson(ac, d.causal);
+    } else if (d.isCascade) {
       CascadePlan plan;
       s = makeCascadePlan(d.inputs(), plan);
       if (!s.ok())

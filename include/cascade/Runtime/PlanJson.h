@@ -8,6 +8,7 @@
 #ifndef CASCADE_RUNTIME_PLANJSON_H
 #define CASCADE_RUNTIME_PLANJSON_H
 
+#include "cascade/Runtime/AutoCascade.h"
 #include "cascade/Runtime/Plan.h"
 
 #include <string>
@@ -33,6 +34,10 @@ struct BatchDescription {
   bool isCascade = false;
   /// `causal` of the description (applies to the last level only).
   bool causal = false;
+  /// `"auto_cascade"`: true, or an object of options (docs/plan-schema.md):
+  /// plan the cascade that makeAutoCascadePlan finds in the one level.
+  bool autoCascade = false;
+  AutoCascadeOptions autoOptions;
 
   /// The inputs of every level, pointing into this object.
   std::vector<PlanInputs> inputs() const;
@@ -46,6 +51,9 @@ Status parseBatchDescription(std::string_view json, BatchDescription &out);
 /// The plan / cascade plan as a JSON document (ends with a newline).
 std::string planToJson(const Plan &plan);
 std::string cascadePlanToJson(const CascadePlan &plan, bool causal = false);
+/// An automatic cascade: the cascade plan JSON plus each level's "inputs"
+/// (its index arrays) and the "auto_cascade" statistics.
+std::string autoCascadeToJson(const AutoCascade &ac, bool causal = false);
 
 } // namespace cascade::runtime
 

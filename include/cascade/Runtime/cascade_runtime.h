@@ -115,6 +115,23 @@ CASCADE_RT_EXPORT cascade_status_t cascade_plan_to_json(cascade_plan_t plan,
                                                         char **json);
 CASCADE_RT_EXPORT void cascade_free(void *p);
 
+/** Plans the automatic cascade of one plain batch (docs/auto-cascade.md):
+ *  `inputs` as for cascade_plan_create, kv_indices required (copied);
+ *  `max_levels` <= 0 = the default (3); `shared_qo_tile_size` the query tile
+ *  of the prefill kernel of the shared levels (0 = automatic); `causal`
+ *  nonzero when the batch runs with causal masking. Without sharing worth a
+ *  level the plan has one level, the plain plan. A JSON description with
+ *  "auto_cascade" (cascade_plan_create_from_json) gives the same plan. */
+CASCADE_RT_EXPORT cascade_status_t cascade_plan_auto_cascade(
+    const cascade_plan_inputs_t *inputs, int64_t max_levels,
+    int64_t shared_qo_tile_size, int32_t causal, cascade_plan_t *out);
+/** An index array of level `level` of an automatic cascade: "qo_indptr"
+ *  (NULL, 0 for a decode level without it), "kv_indptr", "kv_indices",
+ *  "kv_last_page_len"; owned by the plan. */
+CASCADE_RT_EXPORT cascade_status_t
+cascade_plan_level_array(cascade_plan_t plan, int64_t level, const char *name,
+                         const int32_t **data, int64_t *count);
+
 /*===------------------------ Kernel bundles ------------------------------===*/
 
 typedef struct cascade_bundle *cascade_bundle_t;

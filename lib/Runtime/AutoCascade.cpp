@@ -1,0 +1,426 @@
+//===- AutoCascade.cpp - Cascades found in the page tables ----------------===//
+//
+// The sharing of a batch is the longest-common-prefix (LCP) interval tree of
+// its requests' page-id sequences in batch order: h[i] = the pages requests
+// i-1 and i have in common at their start (capped so that every request
+// keeps its last page, and under causal masking every page its queries see
+// in full); an interval [lb, rb] of requests with min h = l is a node that
+// shares l pages. One pass compares neighbours (O(page ids)), one stack pass
+// builds the tree (O(B)). Only neighbours are compared because a level's
+// groups are contiguous query rows (docs/semantics.md): requests that share
+// pages but are not adjacent cannot form a group without reordering rows.
+// A selected node is a group of the level below its nearest selected
+// ancestor and reads the pages between the ancestor's prefix and its own;
+// docs/auto-cascade.md describes the cost model that selects.
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Runtime/AutoCascade.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+namespace cascade::runtime {
+
+namespace {
+
+long long ll(int64_t v) { return static_cast<long long>(v); }
+
+/// Common prefix length (in ids) of a[0..n) and b[0..n): memcmp over
+/// blocks of 64 ids, the mismatching block id by id.
+int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
+  constexpr int64_t kBlock = 64;
+  int64_t i = 0;
+  while (i + kBlock <= n &&
+         std::memcmp(a + i, b + i, kBlock * sizeof(int32_t)) == 0)
+    i += kBlock;
+  while (i < n && a[i] == b[i])
+    ++i;
+  return i;
+}
+
+struct Node {
+  int32_t lcp = 0; ///< pages shared by requests lb..rb
+  int32_t lb = 0, rb = 0;
+  int32_t parent = -1; ///< -1 for the root
+};
+
+/// Per-node state of one selection pass.
+struct Selection {
+  std::vector<int32_t> level; ///< 0 = not selected, else shared level + 1
+  std::vector<int32_t> start; ///< pages before this node's segment
+  std::vector<double> benefitUs;
+};
+
+/// Per-thread scratch arrays and the spare result whose arrays the next
+/// call reuses (fresh arrays of a few 100 KB cost page faults on first
+/// touch, more than filling them).
+struct Scratch {
+  std::vector<int32_t> cap, stack, popped, order, consumed;
+  std::vector<Node> nodes;
+  std::vector<uint8_t> forbidden;
+  Selection sel;
+  std::vector<double> levelBenefit;
+  std::vector<int64_t> levelGroups;
+  std::vector<std::vector<int32_t>> levelNodes;
+  AutoCascade spare;
+};
+
+Scratch &scratch() {
+  static thread_local Scratch s;
+  return s;
+}
+
+} // namespace
+
+std::vector<PlanInputs> AutoCascade::inputs(const PlanInputs &common) const {
+  std::vector<PlanInputs> result;
+  result.reserve(levels.size());
+  for (const AutoCascadeLevel &lv : levels) {
+    PlanInputs p = common;
+    p.mode = lv.mode;
+    p.qo_indptr = lv.qo_indptr;
+    p.kv_indptr = lv.kv_indptr;
+    p.kv_indices = lv.kv_indices;
+    p.kv_last_page_len = lv.kv_last_page_len;
+    result.push_back(p);
+  }
+  return result;
+}
+
+Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
+                           AutoCascade &out) {
+  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
+  if (!in.kv_indices.present())
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade needs kv_indices: the sharing is found by "
+                     "comparing page ids");
+  if (opt.max_levels < 1 || opt.max_levels > 16)
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade max_levels must be in [1, 16], got %lld",
+                     ll(opt.max_levels));
+  if (opt.graph_group_capacity < 0 || opt.graph_group_capacity > (1 << 30))
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade graph_group_capacity must be in [0, 2^30] "
+                     "(0 = the batch size), got %lld",
+                     ll(opt.graph_group_capacity));
+  if (opt.shared_qo_tile_size < 0 || opt.shared_qo_tile_size > 4096)
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade shared_qo_tile_size must be in [0, 4096] "
+                     "(0 = automatic), got %lld",
+                     ll(opt.shared_qo_tile_size));
+  if (!(opt.bandwidth_bytes_per_us > 0) || !(opt.level_overhead_us >= 0) ||
+      !(opt.group_overhead_us >= 0) || opt.bandwidth_bytes_per_us > 1e30 ||
+      opt.level_overhead_us > 1e30 || opt.group_overhead_us > 1e30 ||
+      std::isnan(opt.level_row_bytes) || opt.level_row_bytes > 1e30)
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade cost model: bandwidth must be positive and "
+                     "the overheads non-negative (finite)");
+
+  const int64_t b = in.kv_indptr.size() - 1;
+  const bool decode = in.mode == PlanMode::Decode;
+  const int64_t page = in.page_size;
+  const int32_t *ip = in.kv_indptr.data();
+  const int32_t *ids = in.kv_indices.data();
+  auto qoBegin = [&](int64_t i) -> int32_t {
+    return decode ? static_cast<int32_t>(i) : in.qo_indptr[i];
+  };
+  const int64_t rows = qoBegin(b);
+  const bool graph = in.cuda_graph;
+  const int64_t maxShared = opt.max_levels - 1;
+
+  Scratch &sc = scratch();
+  // Per request: the pages it may share.
+  std::vector<int32_t> &cap = sc.cap;
+  cap.resize(static_cast<size_t>(b));
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t pages = int64_t(ip[i + 1]) - ip[i];
+    int64_t c = pages > 0 ? pages - 1 : 0;
+    if (opt.causal && !decode && pages > 0) {
+      const int64_t kvLen = (pages - 1) * page + in.kv_last_page_len[i];
+      const int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
+      const int64_t visible = kvLen - qoLen + 1; // tokens every query sees
+      c = std::min(c, visible > 0 ? visible / page : 0);
+    }
+    cap[i] = static_cast<int32_t>(c);
+  }
+
+  // The LCP interval tree. nodes[0] is the root (lcp 0, every request);
+  // `order` lists the other nodes parents first.
+  std::vector<Node> &nodes = sc.nodes;
+  std::vector<int32_t> &order = sc.order;
+  nodes.clear();
+  order.clear();
+  if (maxShared > 0 && b > 1) {
+    nodes.push_back({0, 0, static_cast<int32_t>(b - 1), -1});
+    std::vector<int32_t> &stack = sc.stack;
+    std::vector<int32_t> &popped = sc.popped;
+    stack.assign(1, 0);
+    popped.clear();
+    for (int64_t i = 1; i <= b; ++i) {
+      int32_t h = 0;
+      if (i < b) {
+        const int64_t m = std::min(cap[i - 1], cap[i]);
+        if (m > 0 && ids[ip[i - 1]] == ids[ip[i]])
+          h = static_cast<int32_t>(
+              commonPrefix(ids + ip[i - 1], ids + ip[i], m));
+      }
+      int32_t lb = static_cast<int32_t>(i - 1);
+      int32_t last = -1;
+      while (h < nodes[stack.back()].lcp) {
+        const int32_t n = stack.back();
+        stack.pop_back();
+        nodes[n].rb = static_cast<int32_t>(i - 1);
+        lb = nodes[n].lb;
+        popped.push_back(n);
+        last = n;
+        if (h <= nodes[stack.back()].lcp) {
+          nodes[n].parent = stack.back();
+          last = -1;
+        }
+      }
+      if (h > nodes[stack.back()].lcp) {
+        nodes.push_back({h, lb, 0, -1});
+        stack.push_back(static_cast<int32_t>(nodes.size() - 1));
+        if (last >= 0)
+          nodes[last].parent = stack.back();
+      }
+    }
+    order.assign(popped.rbegin(), popped.rend());
+  }
+
+  // Cost model (docs/auto-cascade.md).
+  const double pageBytes = 2.0 * double(page) * double(in.num_kv_heads) *
+                           double(in.head_dim) *
+                           double(dtypeBytes(in.kv_dtype));
+  const double stateBytes =
+      double(in.num_qo_heads) *
+      (double(in.head_dim) * double(dtypeBytes(in.o_dtype)) + 4.0);
+  const double rowBytes =
+      opt.level_row_bytes < 0 ? 4.0 * stateBytes : opt.level_row_bytes;
+  const double bw = opt.bandwidth_bytes_per_us;
+  const double levelCostUs =
+      opt.level_overhead_us + double(rows) * rowBytes / bw;
+  const int64_t capacity = opt.graph_group_capacity ? opt.graph_group_capacity
+                                                    : std::max<int64_t>(b, 1);
+
+  // Selection: greedy top-down, then drop whole levels that do not pay (and
+  // in graph mode the smallest groups of a level over its capacity) until
+  // the selection is stable. Every round forbids at least one node.
+  const size_t numNodes = nodes.size();
+  std::vector<uint8_t> &forbidden = sc.forbidden;
+  forbidden.assign(numNodes, 0);
+  Selection &sel = sc.sel;
+  sel.level.assign(numNodes, 0);
+  sel.start.assign(numNodes, 0);
+  sel.benefitUs.assign(numNodes, 0);
+  int64_t numShared = 0;
+  for (;;) {
+    std::vector<double> &levelBenefit = sc.levelBenefit;
+    std::vector<int64_t> &levelGroups = sc.levelGroups;
+    std::vector<std::vector<int32_t>> &levelNodes = sc.levelNodes;
+    levelBenefit.assign(static_cast<size_t>(maxShared + 1), 0);
+    levelGroups.assign(static_cast<size_t>(maxShared + 1), 0);
+    if (levelNodes.size() < static_cast<size_t>(maxShared + 1))
+      levelNodes.resize(static_cast<size_t>(maxShared + 1));
+    for (std::vector<int32_t> &ln : levelNodes)
+      ln.clear();
+    for (int32_t n : order) {
+      const Node &nd = nodes[n];
+      const int32_t p = nd.parent;
+      // Nearest selected ancestor: the parent if selected, else the
+      // parent's own nearest selected ancestor (kept in start/level).
+      int32_t ancLevel, ancEnd;
+      if (p <= 0) {
+        ancLevel = 0;
+        ancEnd = 0;
+      } else if (sel.level[p] > 0) {
+        ancLevel = sel.level[p];
+        ancEnd = nodes[p].lcp;
+      } else {
+        ancLevel = sel.level[p] < 0 ? -sel.level[p] - 1 : 0;
+        ancEnd = sel.start[p];
+      }
+      const int64_t members = int64_t(nd.rb) - nd.lb + 1;
+      const int64_t seg = int64_t(nd.lcp) - ancEnd;
+      const double benefit = double(members - 1) * double(seg) * pageBytes / bw;
+      sel.start[n] = ancEnd;
+      sel.benefitUs[n] = benefit;
+      if (!forbidden[n] && ancLevel < maxShared && seg > 0 &&
+          benefit > opt.group_overhead_us) {
+        sel.level[n] = ancLevel + 1;
+        levelBenefit[ancLevel + 1] += benefit - opt.group_overhead_us;
+        levelNodes[ancLevel + 1].push_back(n);
+      } else {
+        // Not selected: remember the ancestor's level (encoded negative)
+        // and end (in start) for the children.
+        sel.level[n] = -(ancLevel + 1);
+      }
+    }
+    // Groups per level, gaps included.
+    numShared = 0;
+    int64_t worst = -1;
+    double worstRatio = 1.0;
+    for (int64_t l = 1; l <= maxShared; ++l) {
+      std::vector<int32_t> &ln = levelNodes[l];
+      if (ln.empty())
+        break;
+      std::sort(ln.begin(), ln.end(), [&](int32_t x, int32_t y) {
+        return nodes[x].lb < nodes[y].lb;
+      });
+      int64_t groups = 0, cur = 0;
+      for (int32_t n : ln) {
+        groups += (nodes[n].lb > cur) + 1;
+        cur = nodes[n].rb + 1;
+      }
+      groups += cur < b;
+      levelGroups[l] = groups;
+      numShared = l;
+      const double ratio = levelBenefit[l] / levelCostUs;
+      if (ratio < worstRatio) {
+        worstRatio = ratio;
+        worst = l;
+      }
+    }
+    if (worst > 0) {
+      for (int32_t n : levelNodes[worst])
+        forbidden[n] = 1;
+      continue;
+    }
+    bool over = false;
+    for (int64_t l = 1; graph && l <= numShared; ++l) {
+      if (levelGroups[l] <= capacity)
+        continue;
+      std::vector<int32_t> &ln = levelNodes[l];
+      std::sort(ln.begin(), ln.end(), [&](int32_t x, int32_t y) {
+        return sel.benefitUs[x] < sel.benefitUs[y];
+      });
+      const int64_t drop = std::min<int64_t>(
+          int64_t(ln.size()), std::max<int64_t>(1, levelGroups[l] - capacity));
+      for (int64_t k = 0; k < drop; ++k)
+        forbidden[ln[k]] = 1;
+      over = true;
+      break;
+    }
+    if (!over)
+      break;
+  }
+
+  // Emit the levels into the spare result's arrays.
+  AutoCascade res = std::move(sc.spare);
+  res.stats = AutoCascadeStats();
+  AutoCascadeStats &st = res.stats;
+  st.pages_in = ip[b];
+  st.candidate_groups = static_cast<int64_t>(order.size());
+  const int64_t levelsOut = graph ? opt.max_levels : numShared + 1;
+  res.levels.resize(static_cast<size_t>(levelsOut));
+  std::vector<int32_t> &consumed = sc.consumed;
+  consumed.assign(static_cast<size_t>(b), 0);
+  // Selected nodes per shared level (reusing the selection's lists).
+  std::vector<std::vector<int32_t>> &perLevel = sc.levelNodes;
+  if (perLevel.size() < static_cast<size_t>(levelsOut))
+    perLevel.resize(static_cast<size_t>(levelsOut));
+  for (std::vector<int32_t> &ln : perLevel)
+    ln.clear();
+  for (int32_t n : order)
+    if (sel.level[n] > 0) {
+      perLevel[sel.level[n] - 1].push_back(n);
+      std::fill(consumed.begin() + nodes[n].lb,
+                consumed.begin() + nodes[n].rb + 1, nodes[n].lcp);
+      st.saved_us += sel.benefitUs[n];
+      st.overhead_us += opt.group_overhead_us;
+      ++st.shared_groups;
+    }
+  for (int64_t l = 0; l + 1 < levelsOut; ++l) {
+    AutoCascadeLevel &lv = res.levels[l];
+    lv.mode = PlanMode::Prefill;
+    std::vector<int32_t> &ln = perLevel[l];
+    std::sort(ln.begin(), ln.end(),
+              [&](int32_t x, int32_t y) { return nodes[x].lb < nodes[y].lb; });
+    std::vector<int32_t> &qo = lv.qoStorage, &kvp = lv.kvIndptrStorage,
+                         &idx = lv.kvIndicesStorage, &last = lv.lastStorage;
+    qo.assign(1, 0);
+    kvp.assign(1, 0);
+    idx.clear();
+    last.clear();
+    auto gap = [&](int64_t end) {
+      qo.push_back(qoBegin(end));
+      kvp.push_back(kvp.back());
+      last.push_back(static_cast<int32_t>(page));
+    };
+    int64_t cur = 0;
+    for (int32_t n : ln) {
+      const Node &nd = nodes[n];
+      if (nd.lb > cur)
+        gap(nd.lb);
+      const int32_t *src = ids + ip[nd.lb];
+      idx.insert(idx.end(), src + sel.start[n], src + nd.lcp);
+      qo.push_back(qoBegin(int64_t(nd.rb) + 1));
+      kvp.push_back(static_cast<int32_t>(idx.size()));
+      last.push_back(static_cast<int32_t>(page));
+      cur = nd.rb + 1;
+    }
+    if (cur < b || qo.size() == 1)
+      gap(b);
+    if (graph)
+      while (int64_t(last.size()) < capacity)
+        gap(b);
+    lv.num_page_groups = static_cast<int64_t>(ln.size());
+    lv.qo_indptr = ArrayView<int32_t>(qo);
+    lv.kv_indptr = ArrayView<int32_t>(kvp);
+    lv.kv_indices = ArrayView<int32_t>(idx);
+    lv.kv_last_page_len = ArrayView<int32_t>(last);
+    st.overhead_us += levelCostUs;
+  }
+
+  // The last level: every request's own pages. Its qo_indptr and
+  // kv_last_page_len are the batch's; so are its page arrays when nothing is
+  // shared.
+  AutoCascadeLevel &own = res.levels.back();
+  own.mode = in.mode;
+  own.qo_indptr = in.qo_indptr;
+  own.kv_last_page_len = in.kv_last_page_len;
+  own.num_page_groups = b;
+  if (st.shared_groups == 0) {
+    own.kv_indptr = in.kv_indptr;
+    own.kv_indices = in.kv_indices;
+  } else {
+    std::vector<int32_t> &kvp = own.kvIndptrStorage;
+    std::vector<int32_t> &idx = own.kvIndicesStorage;
+    kvp.resize(static_cast<size_t>(b + 1));
+    kvp[0] = 0;
+    idx.clear();
+    for (int64_t i = 0; i < b; ++i) {
+      idx.insert(idx.end(), ids + ip[i] + consumed[i], ids + ip[i + 1]);
+      kvp[i + 1] = static_cast<int32_t>(idx.size());
+    }
+    own.kv_indptr = ArrayView<int32_t>(kvp);
+    own.kv_indices = ArrayView<int32_t>(idx);
+  }
+
+  // Plan every level. The page ids were validated above and the plans do
+  // not depend on them, so the levels are planned without re-scanning them.
+  std::vector<PlanInputs> levelInputs = res.inputs(in);
+  for (size_t l = 0; l < levelInputs.size(); ++l) {
+    PlanInputs &p = levelInputs[l];
+    p.kv_indices = ArrayView<int32_t>();
+    if (l + 1 < levelInputs.size())
+      p.qo_tile_size = opt.shared_qo_tile_size;
+    st.pages_read +=
+        res.levels[l].kv_indptr[res.levels[l].kv_indptr.size() - 1];
+  }
+  Status s = makeCascadePlan(levelInputs, res.plan);
+  if (!s.ok()) {
+    sc.spare = std::move(res);
+    return s;
+  }
+  st.num_levels = levelsOut;
+  st.shared_levels = levelsOut - 1;
+  st.pages_saved = st.pages_in - st.pages_read;
+  std::swap(out, res);
+  sc.spare = std::move(res);
+  return Status::success();
+}
+
+} // namespace cascade::runtime
