@@ -12,6 +12,8 @@ The attention state convention is FlashInfer's: `s` is the log-sum-exp in
 base 2, and the empty state is (0, -inf).
 """
 
+__version__ = "0.1.0"
+
 from . import _runtime as runtime  # noqa: F401
 from . import ir  # noqa: F401
 
