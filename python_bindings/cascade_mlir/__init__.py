@@ -1,12 +1,20 @@
 """Cascade-MLIR: cascade attention for LLM serving, compiled with MLIR.
 
+A drop-in for `flashinfer.cascade` (and the batch decode / prefill wrappers
+serving engines call for non-shared batches): `import cascade_mlir as
+flashinfer` runs FlashInfer's examples on the compiled kernels.
+
 Modules:
-  cascade_mlir.cascade   merge_state / merge_state_in_place / merge_states and
-                         MultiLevelCascadeAttentionWrapper, shaped like
-                         flashinfer.cascade
-  cascade_mlir.ir        cascade IR text for a given attention configuration
-  cascade_mlir.compiler  verify and lower IR (present in compiler builds)
-  cascade_mlir.runtime   plans and the float64 CPU reference (always present)
+  cascade_mlir.cascade   merge_state / merge_state_in_place / merge_states,
+                         MultiLevelCascadeAttentionWrapper and the
+                         (deprecated) shared-prefix wrappers
+  cascade_mlir.decode    BatchDecodeWithPagedKVCacheWrapper
+  cascade_mlir.prefill   BatchPrefillWithPagedKVCacheWrapper
+  cascade_mlir.kernels   kernel bundles: keys, default set, lookup, cache
+  cascade_mlir.aot       `python -m cascade_mlir.aot`: build bundles
+  cascade_mlir.ir        cascade IR for a configuration (compiler builds)
+  cascade_mlir.compiler  verify, lower and compile IR (compiler builds)
+  cascade_mlir.runtime   plans, GPU execution, the float64 CPU reference
 
 The attention state convention is FlashInfer's: `s` is the log-sum-exp in
 base 2, and the empty state is (0, -inf).
@@ -15,7 +23,6 @@ base 2, and the empty state is (0, -inf).
 __version__ = "0.1.0"
 
 from . import _runtime as runtime  # noqa: F401
-from . import ir  # noqa: F401
 
 try:  # the compiler half is optional (runtime-only builds have no MLIR)
     from . import _compiler as compiler  # noqa: F401
@@ -24,17 +31,31 @@ except ImportError as err:  # pragma: no cover - depends on the build
     compiler = None
     compiler_import_error = err
 
-from .cascade import (  # noqa: F401
+from . import ir, kernels  # noqa: F401,E402
+from .cascade import (  # noqa: F401,E402
+    BatchDecodeWithSharedPrefixPagedKVCacheWrapper,
+    BatchPrefillWithSharedPrefixPagedKVCacheWrapper,
     MultiLevelCascadeAttentionWrapper,
+    NotPlannedError,
     merge_state,
     merge_state_in_place,
     merge_states,
 )
+from .decode import BatchDecodeWithPagedKVCacheWrapper  # noqa: F401,E402
+from .kernels import MissingKernelsError  # noqa: F401,E402
+from .prefill import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401,E402
 
 __all__ = [
+    "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithSharedPrefixPagedKVCacheWrapper",
+    "MissingKernelsError",
     "MultiLevelCascadeAttentionWrapper",
+    "NotPlannedError",
     "compiler",
     "ir",
+    "kernels",
     "merge_state",
     "merge_state_in_place",
     "merge_states",

@@ -13,7 +13,7 @@ readable spelling of everything the kernels were specialised on
 Lookup order for a key (first hit wins):
 
 1. the directories of ``$CASCADE_MLIR_KERNEL_PATH`` (``:``-separated);
-2. the bundles shipped in the package (``cascade_mlir/kernels``), built
+2. the bundles shipped in the package (``cascade_mlir/bundles``), built
    ahead of time for the default set below;
 3. the on-disk cache of bundles compiled on first use
    (``$CASCADE_MLIR_CACHE_DIR``, default ``~/.cache/cascade_mlir``, one
@@ -336,7 +336,7 @@ class MissingKernelsError(ValueError):
 
 
 def _package_kernels() -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "kernels")
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundles")
 
 
 def _compiler():
@@ -424,6 +424,7 @@ def build_bundle(key: str, out_root: str, chip: str = "sm_90",
     dest = os.path.join(out_root, chip, key)
     os.makedirs(os.path.dirname(dest), exist_ok=True)
     tmp = tempfile.mkdtemp(prefix=".build-", dir=os.path.dirname(dest))
+    os.chmod(tmp, 0o755)
     try:
         if parsed[0] == "merge":
             comp.compile_merge_bundle(parsed[1], parsed[2], tmp, chip, _features(chip))

@@ -523,7 +523,7 @@ void registerGpu(py::module_ &m) {
       .def("upload", &ProgramHandle::upload)
       .def("prepare", &ProgramHandle::prepare)
       .def("prepared", &ProgramHandle::prepared)
-      .def("run", &ProgramHandle::run, py::arg("q"), py::arg("kv"),
+      .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
            py::arg("out") = py::none(), py::arg("lse") = py::none(),
            py::arg("return_lse") = false, py::arg("kv_shared") = py::none())
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
