@@ -155,11 +155,15 @@ std::string dims(std::initializer_list<int64_t> v) {
 void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
                   ElemType dtype, std::initializer_list<int64_t> shape,
                   const char *what) {
-  if (!a.cuda || a.device != sig.device)
-    throw py::value_error(std::string(name) + " is on " + a.deviceString() +
-                          "; the wrapper runs on cuda:" +
-                          std::to_string(sig.device) +
-                          " (the device of its float_workspace_buffer)");
+  const bool here = sig.device < 0 ? !a.cuda && a.device == -1
+                                   : a.cuda && a.device == sig.device;
+  if (!here)
+    throw py::value_error(
+        std::string(name) + " is on " + a.deviceString() +
+        "; the wrapper runs on " +
+        (sig.device < 0 ? std::string("the host")
+                        : "cuda:" + std::to_string(sig.device)) +
+        " (the device of its float_workspace_buffer)");
   if (a.dtype != dtype)
     throw py::type_error(std::string(name) + " has dtype " +
                          elemTypeName(a.dtype) + ", expected " +
@@ -179,6 +183,105 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
                           " must be contiguous (row-major): the kernels "
                           "address it as one flat buffer");
 }
+
+/// The checks of one call against what was planned (Signature, rows):
+/// ValueError / TypeError naming the argument, before anything is launched.
+struct Checker {
+  const Signature &sig;
+  int64_t rows, cap, maxPageId;
+
+  /// q: [rows, Hqo, D] (or the row capacity of a CUDA-graph plan).
+  TensorArg checkQ(py::handle q, int64_t stream = -1) const {
+    TensorArg tq = probe(q, "q", stream);
+    const int64_t qRows = tq.ndim == 3 ? tq.shape[0] : -1;
+    expectTensor(tq, "q", sig, sig.qType,
+                 {qRows == cap ? cap : rows, sig.numQoHeads, sig.headDim},
+                 "[rows planned, num_qo_heads, head_dim] in the planned "
+                 "q_data_type");
+    return tq;
+  }
+  TensorArg checkOut(py::handle out, const TensorArg &q, int64_t stream) const {
+    TensorArg to = probe(out, "out", stream);
+    expectTensor(to, "out", sig, sig.qType, {q.shape[0], q.shape[1], q.shape[2]},
+                 "the shape and dtype of q");
+    return to;
+  }
+  TensorArg checkLse(py::handle lse, const TensorArg &q, int64_t stream) const {
+    TensorArg tl = probe(lse, "lse", stream);
+    expectTensor(tl, "lse", sig, ElemType::F32, {q.shape[0], q.shape[1]},
+                 "[rows, num_qo_heads] float32");
+    return tl;
+  }
+
+  /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools.
+  bool bindKv(py::handle kv, int slot, int64_t stream,
+              std::array<uint64_t, kNumRoles> &ptrs,
+              std::array<int64_t, kNumRoles> &counts,
+              std::vector<py::object> &alive) const {
+    const int64_t page = sig.pageSize, h = sig.numKvHeads,
+                  d = sig.headDim;
+    const bool pair = py::isinstance<py::tuple>(kv) ||
+                      py::isinstance<py::list>(kv);
+    const char *name = slot ? "k_shared" : "paged_kv_cache";
+    if (!pair) {
+      TensorArg a = probe(kv, name, stream);
+      alive.push_back(a.keepAlive);
+      expectTensor(a, name, sig, sig.kvType,
+                   sig.hnd ? std::initializer_list<int64_t>{-1, 2, h, page, d}
+                            : std::initializer_list<int64_t>{-1, 2, page, h, d},
+                   sig.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
+                              "head_dim] for HND"
+                            : "[max_num_pages, 2, page_size, num_kv_heads, "
+                              "head_dim] for NHD");
+      checkPages(a.shape[0], name);
+      const size_t r = static_cast<size_t>(Role::KV0);
+      ptrs[r] = a.ptr;
+      counts[r] = a.numel();
+      return false;
+    }
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
+    if (py::len(seq) != 2)
+      throw py::value_error(std::string(name) +
+                            " must be one 5-D tensor or a (k_cache, "
+                            "v_cache) pair");
+    TensorArg k = probe(seq[0], "k_cache", stream);
+    TensorArg v = probe(seq[1], "v_cache", stream);
+    alive.push_back(k.keepAlive);
+    alive.push_back(v.keepAlive);
+    const char *what = sig.hnd
+                           ? "[max_num_pages, num_kv_heads, page_size, "
+                             "head_dim] for HND"
+                           : "[max_num_pages, page_size, num_kv_heads, "
+                             "head_dim] for NHD";
+    auto shape = sig.hnd ? std::initializer_list<int64_t>{-1, h, page, d}
+                          : std::initializer_list<int64_t>{-1, page, h, d};
+    const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
+    const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
+    expectTensor(k, kName, sig, sig.kvType, shape, what);
+    expectTensor(v, vName, sig, sig.kvType, shape, what);
+    if (k.shape[0] != v.shape[0])
+      throw py::value_error(std::string(kName) + " and " + vName +
+                            " have different numbers of pages");
+    if (slot == 0)
+      checkPages(k.shape[0], name);
+    const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
+    const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
+    ptrs[kr] = k.ptr;
+    counts[kr] = k.numel();
+    ptrs[vr] = v.ptr;
+    counts[vr] = v.numel();
+    return true;
+  }
+
+  void checkPages(int64_t pages, const char *name) const {
+    if (maxPageId >= pages)
+      throw py::value_error(std::string(name) + " has " +
+                            std::to_string(pages) +
+                            " pages but the plan reads page " +
+                            std::to_string(maxPageId));
+  }
+
+};
 
 class ProgramHandle {
 public:
@@ -302,74 +405,6 @@ public:
     check(program_.prepare(variant, ks, merge));
   }
 
-  /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools.
-  bool bindKv(py::handle kv, int slot, int64_t stream,
-              std::array<uint64_t, kNumRoles> &ptrs,
-              std::array<int64_t, kNumRoles> &counts,
-              std::vector<py::object> &alive) {
-    const int64_t page = sig_.pageSize, h = sig_.numKvHeads,
-                  d = sig_.headDim;
-    const bool pair = py::isinstance<py::tuple>(kv) ||
-                      py::isinstance<py::list>(kv);
-    const char *name = slot ? "k_shared" : "paged_kv_cache";
-    if (!pair) {
-      TensorArg a = probe(kv, name, stream);
-      alive.push_back(a.keepAlive);
-      expectTensor(a, name, sig_, sig_.kvType,
-                   sig_.hnd ? std::initializer_list<int64_t>{-1, 2, h, page, d}
-                            : std::initializer_list<int64_t>{-1, 2, page, h, d},
-                   sig_.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
-                              "head_dim] for HND"
-                            : "[max_num_pages, 2, page_size, num_kv_heads, "
-                              "head_dim] for NHD");
-      checkPages(a.shape[0], name);
-      const size_t r = static_cast<size_t>(Role::KV0);
-      ptrs[r] = a.ptr;
-      counts[r] = a.numel();
-      return false;
-    }
-    py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
-    if (py::len(seq) != 2)
-      throw py::value_error(std::string(name) +
-                            " must be one 5-D tensor or a (k_cache, "
-                            "v_cache) pair");
-    TensorArg k = probe(seq[0], "k_cache", stream);
-    TensorArg v = probe(seq[1], "v_cache", stream);
-    alive.push_back(k.keepAlive);
-    alive.push_back(v.keepAlive);
-    const char *what = sig_.hnd
-                           ? "[max_num_pages, num_kv_heads, page_size, "
-                             "head_dim] for HND"
-                           : "[max_num_pages, page_size, num_kv_heads, "
-                             "head_dim] for NHD";
-    auto shape = sig_.hnd ? std::initializer_list<int64_t>{-1, h, page, d}
-                          : std::initializer_list<int64_t>{-1, page, h, d};
-    const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
-    const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
-    expectTensor(k, kName, sig_, sig_.kvType, shape, what);
-    expectTensor(v, vName, sig_, sig_.kvType, shape, what);
-    if (k.shape[0] != v.shape[0])
-      throw py::value_error(std::string(kName) + " and " + vName +
-                            " have different numbers of pages");
-    if (slot == 0)
-      checkPages(k.shape[0], name);
-    const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
-    const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
-    ptrs[kr] = k.ptr;
-    counts[kr] = k.numel();
-    ptrs[vr] = v.ptr;
-    counts[vr] = v.numel();
-    return true;
-  }
-
-  void checkPages(int64_t pages, const char *name) const {
-    if (program_.maxPageId() >= pages)
-      throw py::value_error(std::string(name) + " has " +
-                            std::to_string(pages) +
-                            " pages but the plan reads page " +
-                            std::to_string(program_.maxPageId()));
-  }
-
   int64_t streamFor(const TensorArg &q, py::handle qObj) {
     if (q.torch)
       return torchCurrentStream(q.device);
@@ -380,16 +415,10 @@ public:
                  bool returnLse, py::handle kvShared) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
+    Checker c{sig_, program_.numRows(), program_.rowCapacity(),
+              program_.maxPageId()};
     std::vector<py::object> alive;
-    TensorArg tq = probe(q, "q");
-    const int64_t rows = program_.numRows(), h = sig_.numQoHeads,
-                  d = sig_.headDim;
-    const int64_t cap = program_.rowCapacity();
-    const int64_t qRows = tq.ndim == 3 ? tq.shape[0] : -1;
-    expectTensor(tq, "q", sig_, sig_.qType,
-                 {qRows == cap ? cap : rows, h, d},
-                 "[rows planned, num_qo_heads, head_dim] in the planned "
-                 "q_data_type");
+    TensorArg tq = c.checkQ(q);
     const int64_t stream = streamFor(tq, q);
     if (!tq.torch)
       alive.push_back(probe(q, "q", stream).keepAlive);
@@ -397,39 +426,31 @@ public:
     std::array<int64_t, kNumRoles> counts{};
     ptrs[static_cast<size_t>(Role::Q)] = tq.ptr;
     counts[static_cast<size_t>(Role::Q)] = tq.numel();
-    int variant = bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
+    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
     if (sig_.sharedSlot) {
       if (kvShared.is_none())
         throw py::value_error("k_shared and v_shared are required");
-      bindKv(kvShared, 1, stream, ptrs, counts, alive);
+      c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
     }
-    // Outputs: the caller's, or new ones from the caller's framework.
-    py::object o, l;
-    if (out.is_none()) {
+    if (!out.is_none())
+      alive.push_back(c.checkOut(out, tq, stream).keepAlive);
+    if (!lse.is_none())
+      alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
+    // Outputs not given: new ones from the caller's framework.
+    py::object o = py::reinterpret_borrow<py::object>(out);
+    if (out.is_none())
       o = tq.torch ? torchEmptyLike(q) : framework_.attr("empty_like")(q);
-    } else {
-      TensorArg to = probe(out, "out", stream);
-      expectTensor(to, "out", sig_, sig_.qType, {qRows, h, d},
-                   "the shape and dtype of q");
-      alive.push_back(to.keepAlive);
-      o = py::reinterpret_borrow<py::object>(out);
-    }
     TensorArg tout = probe(o, "out", stream);
     alive.push_back(tout.keepAlive);
     ptrs[static_cast<size_t>(Role::O)] = tout.ptr;
     counts[static_cast<size_t>(Role::O)] = tout.numel();
-    if (!lse.is_none()) {
-      TensorArg tl = probe(lse, "lse", stream);
-      expectTensor(tl, "lse", sig_, ElemType::F32, {qRows, h},
-                   "[rows, num_qo_heads] float32");
-      alive.push_back(tl.keepAlive);
-      l = py::reinterpret_borrow<py::object>(lse);
-    } else if (returnLse) {
-      py::tuple shape = py::make_tuple(qRows, h);
+    py::object l = py::reinterpret_borrow<py::object>(lse);
+    if (lse.is_none() && returnLse) {
+      py::tuple shape = py::make_tuple(tq.shape[0], tq.shape[1]);
       l = tq.torch ? torchEmptyF32(shape, deviceObject_)
                    : framework_.attr("empty_f32")(q, shape);
     }
-    if (l) {
+    if (!l.is_none()) {
       TensorArg tl = probe(l, "lse", stream);
       alive.push_back(tl.keepAlive);
       ptrs[static_cast<size_t>(Role::LSE)] = tl.ptr;
@@ -469,6 +490,33 @@ private:
              framework_ = py::none();
 };
 
+/// run()'s argument checks against a signature, without a device: device
+/// -1 expects host tensors (numpy), so the checks run in CI.
+void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
+               const std::string &qType, const std::string &kvType,
+               int64_t hqo, int64_t hkv, int64_t d, int64_t page, bool hnd,
+               int64_t rows, int64_t maxPageId, int device) {
+  Signature sig;
+  sig.qType = elemTypeFromManifest(qType);
+  sig.kvType = elemTypeFromManifest(kvType);
+  sig.numQoHeads = hqo;
+  sig.numKvHeads = hkv;
+  sig.headDim = d;
+  sig.pageSize = page;
+  sig.hnd = hnd;
+  sig.device = device;
+  Checker c{sig, rows, rows, maxPageId};
+  TensorArg tq = c.checkQ(q);
+  std::array<uint64_t, kNumRoles> ptrs{};
+  std::array<int64_t, kNumRoles> counts{};
+  std::vector<py::object> alive;
+  c.bindKv(kv, 0, -1, ptrs, counts, alive);
+  if (!out.is_none())
+    c.checkOut(out, tq, -1);
+  if (!lse.is_none())
+    c.checkLse(lse, tq, -1);
+}
+
 /// Probes a tensor the way run() does (for tests and diagnostics).
 py::dict probeForPython(py::handle obj, const std::string &name) {
   TensorArg a = probe(obj, name.c_str());
@@ -490,6 +538,24 @@ py::dict probeForPython(py::handle obj, const std::string &name) {
 void registerGpu(py::module_ &m) {
   m.def("_register_torch", &registerTorch, py::arg("torch"),
         "Called once by the package when torch is importable.");
+  m.def("_check_call", &checkCall, py::arg("q"), py::arg("paged_kv_cache"),
+        py::arg("out"), py::arg("lse"), py::arg("q_dtype"), py::arg("kv_dtype"),
+        py::arg("num_qo_heads"), py::arg("num_kv_heads"), py::arg("head_dim"),
+        py::arg("page_size"), py::arg("hnd"), py::arg("rows"),
+        py::arg("max_page_id"), py::arg("device") = -1,
+        "run()'s argument checks, without a device (for tests).");
+  m.def("load_bundle",
+        [](const std::string &dir) {
+          Bundle b;
+          check(loadBundle(dir, b));
+          std::vector<std::pair<std::string, std::string>> out;
+          for (const KernelSpec &k : b.kernels)
+            out.emplace_back(k.name, k.op);
+          return out;
+        },
+        py::arg("dir"),
+        "Reads a kernel bundle as the launcher does (no GPU): (name, op) of "
+        "every kernel.");
   m.def("_probe", &probeForPython, py::arg("tensor"), py::arg("name") = "x",
         "What run() reads from a tensor (device, dtype, shape, strides).");
   m.def(
