@@ -141,7 +141,7 @@ struct Signature {
   bool sharedSlot = false;
 };
 
-std::string dims(std::initializer_list<int64_t> v) {
+std::string dims(const std::vector<int64_t> &v) {
   std::string s = "[";
   bool first = true;
   for (int64_t x : v) {
@@ -153,7 +153,7 @@ std::string dims(std::initializer_list<int64_t> v) {
 
 /// Checks device, dtype, rank, sizes (-1 = any) and contiguity.
 void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
-                  ElemType dtype, std::initializer_list<int64_t> shape,
+                  ElemType dtype, const std::vector<int64_t> &shape,
                   const char *what) {
   const bool here = sig.device < 0 ? !a.cuda && a.device == -1
                                    : a.cuda && a.device == sig.device;
@@ -227,8 +227,8 @@ struct Checker {
       TensorArg a = probe(kv, name, stream);
       alive.push_back(a.keepAlive);
       expectTensor(a, name, sig, sig.kvType,
-                   sig.hnd ? std::initializer_list<int64_t>{-1, 2, h, page, d}
-                            : std::initializer_list<int64_t>{-1, 2, page, h, d},
+                   sig.hnd ? std::vector<int64_t>{-1, 2, h, page, d}
+                           : std::vector<int64_t>{-1, 2, page, h, d},
                    sig.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
                               "head_dim] for HND"
                             : "[max_num_pages, 2, page_size, num_kv_heads, "
@@ -253,8 +253,9 @@ struct Checker {
                              "head_dim] for HND"
                            : "[max_num_pages, page_size, num_kv_heads, "
                              "head_dim] for NHD";
-    auto shape = sig.hnd ? std::initializer_list<int64_t>{-1, h, page, d}
-                          : std::initializer_list<int64_t>{-1, page, h, d};
+    const std::vector<int64_t> shape =
+        sig.hnd ? std::vector<int64_t>{-1, h, page, d}
+                : std::vector<int64_t>{-1, page, h, d};
     const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
     const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
     expectTensor(k, kName, sig, sig.kvType, shape, what);
