@@ -294,6 +294,9 @@ def _gpu_test_set():
     decode = Group(decode=True)
     keys += _attention_set([(32, 8, 128)], form="pair")
     keys += _attention_set([(32, 8, 128)], layout="hnd")
+    # A middle cascade level (a group shared by some requests) accumulates.
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
+                           groups=(Group(decode=False, accumulate=True),))
     keys += _attention_set([(32, 32, 128)], dtypes=("f16",), form="pair")
     keys += _attention_set([(8, 8, 64), (16, 4, 256)], dtypes=("f16",))
     keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), page_size=1,
