@@ -39,6 +39,9 @@ class _Torch:
     def nbytes(self, x):
         return x.numel() * x.element_size()
 
+    def empty_shaped(self, x, shape):
+        return x.new_empty(tuple(shape))
+
     def empty_f32(self, x, shape):
         return self.torch.empty(tuple(shape), dtype=self.torch.float32, device=x.device)
 
@@ -78,6 +81,10 @@ class _Cupy:
     def nbytes(self, x):
         return x.nbytes
 
+    def empty_shaped(self, x, shape):
+        with x.device:
+            return self.cupy.empty(tuple(shape), dtype=x.dtype)
+
     def empty_f32(self, x, shape):
         with x.device:
             return self.cupy.empty(tuple(shape), dtype=self.cupy.float32)
@@ -87,10 +94,22 @@ class _Cupy:
 
 
 _adapters = {}
+_registered = []
+
+
+def register_framework(adapter) -> None:
+    """Adds the adapter of another array framework (the interface of _Torch:
+    is_tensor, cuda_ordinal, current_stream, stream_for, empty_bytes,
+    empty_like, empty_shaped, empty_f32, nbytes, to_host, device_object).
+    Its arrays must support DLPack."""
+    _registered.insert(0, adapter)
 
 
 def framework_of(x):
     """The adapter of x's framework, or None (numpy, lists, unknown)."""
+    for adapter in _registered:
+        if adapter.is_tensor(x):
+            return adapter
     mod = type(x).__module__.split(".")[0]
     if mod not in ("torch", "cupy", "cupy_backends"):
         return None

@@ -178,11 +178,7 @@ def _gpu_merge_states(v, s):
     if fw is None:
         raise TypeError("merge_states allocates its outputs with torch or cupy; "
                         f"{type(v).__name__} is neither")
-    if fw.name == "torch":
-        vo = v.new_empty((rows, heads, dim))
-    else:
-        with v.device:
-            vo = fw.cupy.empty((rows, heads, dim), dtype=v.dtype)
+    vo = fw.empty_shaped(v, (rows, heads, dim))
     so = fw.empty_f32(v, (rows, heads))
     dev.launch(k["merge_states"], {"v_in": v, "s_in": s, "v": vo, "s": so},
                {"num_tasks": rows * heads, "num_states": n, "num_heads": heads},
