@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <locale>
 #include <set>
 #include <sstream>
 
@@ -262,6 +263,24 @@ const KernelSpec *Bundle::find(const std::string &name) const {
   return nullptr;
 }
 
+/// Static values compare as text, except that two numbers compare by value
+/// ("0" matches the "0.0" a writer may print for a double, "1e-05" matches
+/// "0.00001").
+static bool sameStaticValue(const std::string &have, const std::string &want) {
+  if (have == want)
+    return true;
+  auto number = [](const std::string &t, double &v) {
+    if (t.empty())
+      return false;
+    std::istringstream is(t);
+    is.imbue(std::locale::classic());
+    is >> v;
+    return !is.fail() && is.peek() == std::char_traits<char>::eof();
+  };
+  double a, b;
+  return number(have, a) && number(want, b) && a == b;
+}
+
 const KernelSpec *Bundle::select(
     const std::string &op,
     const std::vector<std::pair<std::string, std::string>> &statics) const {
@@ -270,7 +289,7 @@ const KernelSpec *Bundle::select(
       continue;
     bool match = true;
     for (const auto &kv : statics)
-      match &= k.staticString(kv.first) == kv.second;
+      match &= sameStaticValue(k.staticString(kv.first), kv.second);
     if (match)
       return &k;
   }

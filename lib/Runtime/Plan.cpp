@@ -17,6 +17,12 @@ namespace cascade::runtime {
 namespace {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+/// The most entries a plan's per-item or per-row host array may have
+/// (padded_batch_size, row_capacity): checked before anything is allocated,
+/// so that a small batch description cannot make the planner allocate
+/// gigabytes. 2^26 work items is far beyond any real batch (a million query
+/// rows of GQA group 8 in 16-row tiles are 2^19 tiles).
+constexpr int64_t kMaxPlanEntries = int64_t(1) << 26;
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -372,9 +378,15 @@ Status validatePlanInputs(const PlanInputs &in) {
                      "max_num_rows (%lld) is smaller than the %d query rows "
                      "of this batch",
                      ll(in.max_num_rows), in.qo_indptr[b]);
-  if (in.max_num_rows > kInt32Max)
-    return makeError(ErrorCode::Overflow, "max_num_rows %lld exceeds 2^31 - 1",
+  if (in.max_num_rows > kMaxPlanEntries)
+    return makeError(ErrorCode::Overflow,
+                     "max_num_rows %lld exceeds the plan's bound of 2^26 rows",
                      ll(in.max_num_rows));
+  if (in.mode == PlanMode::Prefill && in.qo_indptr[b] > kMaxPlanEntries)
+    return makeError(ErrorCode::Overflow,
+                     "the batch has %d query rows, more than the plan's bound "
+                     "of 2^26",
+                     in.qo_indptr[b]);
   return Status::success();
 }
 
@@ -461,9 +473,10 @@ Status makePlan(const PlanInputs &in, Plan &out) {
 
   // Work items, o_indptr and merge_indptr.
   const int64_t items = countItems(tiles, pages, chunk);
-  if (items > kInt32Max)
+  if (items > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
-                     "the plan has %lld work items, more than 2^31 - 1",
+                     "the plan has %lld work items, more than its bound of "
+                     "2^26",
                      ll(items));
   int64_t padded = items;
   if (in.cuda_graph) {
@@ -475,9 +488,10 @@ Status makePlan(const PlanInputs &in, Plan &out) {
       padded = std::max(maxItemsIfSplit, tileBound);
     }
   }
-  if (padded > kInt32Max)
+  if (padded > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
-                     "padded_batch_size %lld exceeds 2^31 - 1", ll(padded));
+                     "padded_batch_size %lld exceeds the plan's bound of 2^26",
+                     ll(padded));
   p.num_work_items = items;
   p.padded_batch_size = padded;
 

@@ -72,11 +72,6 @@ def test_config_rejects_unknown_dtype():
         ir.AttentionConfig(8, 8, 64, 16, q_dtype="float64").types()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open bug in lib/Conversion/CascadeToGPU/EmitBundle.cpp: the manifest is "
-    "written with llvm::json, whose numbers follow the process locale (printf "
-    "%g), so sm_scale comes out as 0,0883... under a German LC_NUMERIC; strict: "
-    "this test fails once the writer is fixed, then drop the mark"))
 def test_bundle_manifest_is_valid_json_under_a_german_locale(tmp_path):
     import json
     import locale

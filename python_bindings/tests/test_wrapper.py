@@ -82,10 +82,17 @@ def test_ir_of_planned_wrapper_verifies(rng):
     assert "tensor<2xi32>" in text  # the shared prefix level
     printed = cm.compiler.verify(text)
     assert "cascade.multi_level_attention" in printed
+    # By default the level merge is fused: the second level accumulates
+    # into the first one's state.
     lowered = cm.compiler.run_pipeline(text, "builtin.module(cascade-decompose-levels)")
     assert lowered.count("cascade.paged_attention") == 2
-    # Level 1 merges into level 0's state: fused (accumulate) or a merge op.
-    assert "accumulate" in lowered or "cascade.merge_state_in_place" in lowered
+    assert lowered.count("accumulate") == 1
+    assert "cascade.merge_state_in_place" not in lowered
+    unfused = cm.compiler.run_pipeline(
+        text, "builtin.module(cascade-decompose-levels{fuse-merges=false})")
+    assert unfused.count("cascade.paged_attention") == 2
+    assert "accumulate" not in unfused
+    assert "cascade.merge_state_in_place" in unfused
 
 
 def test_plan_rejects_levels_with_different_rows(rng):

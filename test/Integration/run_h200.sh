@@ -1,23 +1,58 @@
 #!/usr/bin/env bash
-# One GPU-machine session for the runtime side: builds the MLIR-free runtime
-# there, then runs (1) the launcher/graph-capture check against a kernel
-# bundle made here by cascade-opt and (2) the mgpu integration test (host code
-# compiled here from cascade IR, linked there with libcascade_mlir_cuda_runtime).
-#   test/Integration/run_h200.sh BUNDLE_DIR HOST_OBJECT
-# Logs go to $OUT (when set) or to the build directory.
+# Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
+# from the repository root, with the folder test/Integration/prepare_carry.sh
+# made here carried to .carry:
+#   bash test/Integration/run_h200.sh [checks|bench|all]
+# checks: the float64 GPU check of every kernel family (test/Integration/gpu),
+#   compute-sanitizer memcheck + racecheck on its small cases, the MLIR-free
+#   runtime built there and its launcher / CUDA-graph check
+#   (test/Integration/runtime), the mgpu integration test (host code compiled
+#   by cascade-to-ptx + gpu-to-llvm, linked with the runtime's mgpu shim).
+# bench: benchmarks/decode_merge and benchmarks/attention, with FlashInfer
+#   0.5.3 in the same process when `. .fi/env.sh` makes it importable.
+# Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-BUNDLE=$1; HOST_OBJ=$2
-BUILD="${BUILD_DIR:-/tmp/cascade-rt}"
-LOGS="${OUT:-$BUILD}"
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCASCADE_ENABLE_COMPILER=OFF -DCASCADE_ENABLE_TESTS=OFF \
-  -DCASCADE_ENABLE_GPU_CHECKS=ON -DCASCADE_MGPU_HOST_OBJECT="$(realpath "$HOST_OBJ")" >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target cascade-gpu-check cascade-mgpu-test >/dev/null || exit 1
+WHAT=${1:-all}
+C=.carry
+O=${OUT:-out}
+mkdir -p "$O"
+export PYTHONUNBUFFERED=1
+export CMAKE_PREFIX_PATH=$PWD/$C/deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+BUILD=${BUILD_DIR:-/tmp/cascade-rt}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
 rc=0
-echo "== runtime launcher + graph capture against $BUNDLE"
-"$BUILD/test/Integration/runtime/cascade-gpu-check" "$BUNDLE" 2>&1 | tee "$LOGS/gpu-check.log" || rc=1
-echo "== mgpu integration (cascade IR -> host object -> mgpu shim)"
-"$BUILD/test/Integration/mgpu/cascade-mgpu-test" 2>&1 | tee "$LOGS/mgpu.log" || rc=1
+if [[ $WHAT == all || $WHAT == checks ]]; then
+  ( cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCASCADE_ENABLE_COMPILER=OFF -DCASCADE_ENABLE_TESTS=OFF \
+      -DCASCADE_ENABLE_GPU_CHECKS=ON \
+      -DCASCADE_MGPU_HOST_OBJECT="$PWD/$C/mgpu/host.o" &&
+    cmake --build "$BUILD" -j"$(nproc)" --target cascade-gpu-check cascade-mgpu-test
+  ) > "$O/rt-build.log" 2>&1 &
+  build=$!
+  echo "== float64 GPU check (test/Integration/gpu/check.py)"
+  bash test/Integration/gpu/run_all.sh "$C/bundle" check > /dev/null
+  grep -E "^FAIL|cases passed" "$O/check.log" || rc=1
+  grep -q "cases passed" "$O/check.log" && ! grep -q "^FAIL" "$O/check.log" || rc=1
+  if wait $build; then
+    echo "== runtime launcher + CUDA graphs (test/Integration/runtime)"
+    "$BUILD/test/Integration/runtime/cascade-gpu-check" "$C/rt-bundle" > "$O/gpu-check.log" 2>&1 || rc=1
+    grep -E "^(FAIL|SKIP)|PASSED|FAILED" "$O/gpu-check.log"
+    echo "== mgpu integration (test/Integration/mgpu)"
+    "$BUILD/test/Integration/mgpu/cascade-mgpu-test" > "$O/mgpu.log" 2>&1 || rc=1
+    tail -1 "$O/mgpu.log"
+  else
+    echo "runtime build FAILED (see $O/rt-build.log)"; rc=1
+  fi
+  echo "== compute-sanitizer"
+  bash test/Integration/gpu/run_all.sh "$C/bundle" sanitize | grep "^=="
+  grep -q "ERROR SUMMARY: 0 errors" "$O/sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/sanitizer-racecheck.log" || rc=1
+fi
+if [[ $WHAT == all || $WHAT == bench ]]; then
+  echo "== benchmarks"
+  python3 benchmarks/decode_merge/bench.py "$C/bundle" > "$O/bench.log" 2>&1 || rc=1
+  tail -12 "$O/bench.log"
+  python3 benchmarks/attention/bench.py "$C/bundle" > "$O/attention.log" 2>&1 || rc=1
+  grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/attention.log" | cut -c1-220
+fi
 exit $rc

@@ -12,9 +12,10 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "llvm/Support/FileSystem.h"
-#include "llvm/Support/JSON.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <nlohmann/json.hpp>
 
 namespace mlir {
 namespace cascade {
@@ -26,7 +27,11 @@ namespace cascade {
 using namespace mlir;
 using namespace mlir::cascade;
 
-static llvm::json::Value toJson(Attribute a) {
+/// The manifest is written with nlohmann-json, the JSON library the runtime
+/// reads it with: its numbers do not depend on the process locale (printf
+/// would write sm_scale as 0,088... under a German LC_NUMERIC). Object keys
+/// come out sorted.
+static nlohmann::json toJson(Attribute a) {
   if (auto s = dyn_cast<StringAttr>(a))
     return s.getValue().str();
   if (auto b = dyn_cast<BoolAttr>(a))
@@ -36,13 +41,13 @@ static llvm::json::Value toJson(Attribute a) {
   if (auto f = dyn_cast<FloatAttr>(a))
     return f.getValueAsDouble();
   if (auto arr = dyn_cast<ArrayAttr>(a)) {
-    llvm::json::Array out;
+    nlohmann::json out = nlohmann::json::array();
     for (Attribute e : arr)
       out.push_back(toJson(e));
     return out;
   }
   if (auto d = dyn_cast<DictionaryAttr>(a)) {
-    llvm::json::Object o;
+    nlohmann::json o = nlohmann::json::object();
     for (NamedAttribute na : d)
       o[na.getName().str()] = toJson(na.getValue());
     return o;
@@ -102,22 +107,21 @@ struct CascadeEmitBundlePass
       }
       os << ptx;
     }
-    llvm::json::Array kernels;
+    nlohmann::json kernels = nlohmann::json::array();
     if (auto entries = module->getAttrOfType<ArrayAttr>(kBundleAttrName))
       for (Attribute e : entries)
         kernels.push_back(toJson(e));
-    llvm::json::Object root{
-        {"format", "cascade-kernel-bundle"},
-        {"version", 1},
-        {"target", llvm::json::Object{{"chip", chip}, {"features", features}}},
-        {"kernels", std::move(kernels)}};
+    nlohmann::json root = {{"format", "cascade-kernel-bundle"},
+                           {"version", 1},
+                           {"target", {{"chip", chip}, {"features", features}}},
+                           {"kernels", std::move(kernels)}};
     std::error_code ec;
     llvm::raw_fd_ostream os(manPath, ec);
     if (ec) {
       module.emitError("cannot write ") << manPath << ": " << ec.message();
       return signalPassFailure();
     }
-    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+    os << root.dump(2) << "\n";
   }
 };
 } // namespace

@@ -46,6 +46,11 @@ using namespace mlir::cascade;
 
 namespace {
 
+/// How far (log2 units) a tile's row max may exceed the running max before
+/// the running max, and with it O, is rescaled (FlashAttention-4's lazy
+/// rescaling): exponents stay below 2^8.
+constexpr double kRescaleLog2 = 8.0;
+
 /// Builds one mma_sync attention kernel.
 class MmaAttentionGen {
 public:
@@ -286,23 +291,27 @@ Value MmaAttentionGen::kvSourceOffset(Value page, Value token) {
 /// The page ids of the rows this thread copies for KV tile `tile` (0 past
 /// the keys), as i32 to keep the prefetch registers few.
 SmallVector<Value> MmaAttentionGen::lookupPages(Value tile) {
-  SmallVector<Value> pages;
+  // One branch for the tile (is any of its keys real?); inside it, rows past
+  // t1 read the page of key t1 - 1 (in bounds) and are zeroed by a select.
   Value tileStart = k.add(t0, k.mul(tile, k.idx(kvTile)));
+  SmallVector<Type> types(kvCopy.rows.size(), b.getI32Type());
+  auto ifOp = scf::IfOp::create(b, loc, types,
+                                k.cmp(arith::CmpIPredicate::ult, tileStart, t1),
+                                /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  SmallVector<Value> pages;
+  Value lastKey = k.sub(t1, k.idx(1));
   for (Value row : kvCopy.rows) {
     Value t = k.add(tileStart, row);
-    Value valid = k.cmp(arith::CmpIPredicate::ult, t, t1);
-    auto ifOp = scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, valid,
-                                  /*withElse=*/true);
-    {
-      OpBuilder::InsertionGuard g(b);
-      b.setInsertionPointToStart(ifOp.thenBlock());
-      scf::YieldOp::create(b, loc, k.toI32(kvPage(t)));
-      b.setInsertionPointToStart(ifOp.elseBlock());
-      scf::YieldOp::create(b, loc, k.i32(0));
-    }
-    pages.push_back(ifOp.getResult(0));
+    Value page = k.toI32(kvPage(k.minU(t, lastKey)));
+    pages.push_back(
+        k.select(k.cmp(arith::CmpIPredicate::ult, t, t1), page, k.i32(0)));
   }
-  return pages;
+  scf::YieldOp::create(b, loc, pages);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, SmallVector<Value>(types.size(), k.i32(0)));
+  return SmallVector<Value>(ifOp.getResults());
 }
 
 void MmaAttentionGen::issueKV(Value tile, Value stage, ArrayRef<Value> pages) {
@@ -626,6 +635,7 @@ void MmaAttentionGen::body() {
 
         // Online softmax in base 2 on the fragments.
         SmallVector<Value> p(s.size());
+        SmallVector<Value> pA(s.size() / 2);
         SmallVector<RowPair> alphas;
         Value rescale;
         for (int64_t mt = 0; mt < mTiles; ++mt) {
@@ -635,15 +645,30 @@ void MmaAttentionGen::body() {
           RowPair alpha, negMScaled;
           for (int64_t pair = 0; pair < 2; ++pair) {
             int64_t r = mt * 2 + pair;
-            Value mNew = k.fmax(m[r], tileMax[pair]);
+            // The running max m moves only when the tile's max exceeds it by
+            // more than kRescaleLog2 (exp2 units): exponents stay <= 2^8
+            // (exact in f32, and in f16/bf16 P as precise as any value), and
+            // O is rescaled on few tiles instead of on most. With m = -inf
+            // any finite max moves it (+inf > threshold); -inf - -inf = NaN
+            // compares false and keeps it.
+            Value grow =
+                k.fcmp(arith::CmpFPredicate::OGT,
+                       k.fmul(k.fsub(tileMax[pair], m[r]), k.f32(expScale)),
+                       k.f32(kRescaleLog2));
+            Value mNew = k.select(grow, tileMax[pair], m[r]);
             // A row with no visible key yet keeps m = -inf; exponents then
             // use 0 so that no -inf - -inf appears.
             Value mUse = k.select(k.isNegInf(mNew), k.f32(0.0), mNew);
             Value mScaled = k.fmul(mUse, k.f32(expScale));
             alpha[pair] = k.ex2(k.fsub(k.fmul(m[r], k.f32(expScale)), mScaled));
             negMScaled[pair] = k.fsub(k.f32(0.0), mScaled);
+            // O needs rescaling where m moved from a finite value (a row
+            // whose m was -inf has O = 0; where m stays, alpha = 1 exactly).
+            Value moved = andI(grow, k.cmp(arith::CmpIPredicate::eq,
+                                           k.isNegInf(m[r]), i1(false)));
             m[r] = mNew;
             l[r] = k.fmul(l[r], alpha[pair]);
+            rescale = rescale ? orI(rescale, moved) : moved;
           }
           for (int64_t n = 0; n < sTiles; ++n) {
             int64_t idx = mt * sTiles + n;
@@ -656,13 +681,14 @@ void MmaAttentionGen::body() {
           }
           RowPair sum = rowReduceInThread(
               k, ArrayRef<Value>(p).slice(mt * sTiles, sTiles), false);
-          for (int64_t pair = 0; pair < 2; ++pair) {
+          for (int64_t pair = 0; pair < 2; ++pair)
             l[mt * 2 + pair] = k.fadd(l[mt * 2 + pair], sum[pair]);
-            Value moved =
-                k.fcmp(arith::CmpFPredicate::UNE, alpha[pair], k.f32(1.0));
-            rescale = rescale ? orI(rescale, moved) : moved;
-          }
           alphas.push_back(alpha);
+          // P as A operands of P.V right away: half the registers of the
+          // f32 values, which would otherwise live through the rescale.
+          for (int64_t kk = 0; kk < sTiles / 2; ++kk)
+            pA[kk * mTiles + mt] = mma.accumulatorsToA(
+                p[mt * sTiles + 2 * kk], p[mt * sTiles + 2 * kk + 1]);
         }
         // Rescale O only when some row of the warp has a new maximum (after
         // the first tiles, most tiles leave every maximum where it was).
@@ -687,10 +713,7 @@ void MmaAttentionGen::body() {
         Value vb = vBase(stage);
         Value key0 = k.mul(warpKV, k.idx(kvPerWarp));
         for (int64_t kk = 0; kk < sTiles / 2; ++kk) {
-          SmallVector<Value> pa;
-          for (int64_t mt = 0; mt < mTiles; ++mt)
-            pa.push_back(mma.accumulatorsToA(p[mt * sTiles + 2 * kk],
-                                             p[mt * sTiles + 2 * kk + 1]));
+          ArrayRef<Value> pa = ArrayRef<Value>(pA).slice(kk * mTiles, mTiles);
           for (int64_t np = 0; np < oTiles / 2; ++np) {
             auto [b0, b1] = mma.loadBFromKN(
                 smem, vb, kvLayout, k.add(key0, k.idx(kk * 16)), np * 16);

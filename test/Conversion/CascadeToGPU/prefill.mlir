@@ -64,9 +64,12 @@ func.func @prefill_mixed_dtypes(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: gpu.shuffle  xor %{{.*}}, %c1_i32
 // CHECK: gpu.shuffle  xor %{{.*}}, %c2_i32
+// Lazy rescaling: the running max moves only past 2^8 (exp2 units).
+// CHECK: arith.constant 8.000000e+00 : f32
 // CHECK: llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f32"
-// CHECK: nvvm.vote.sync  any
+// P becomes the A operand of P.V before the (rare) rescale of O.
 // CHECK: vector.shuffle {{.*}} [0, 1, 2, 3] : vector<2x2xf16>, vector<2x2xf16>
+// CHECK: nvvm.vote.sync  any
 // CHECK: nvgpu.ldmatrix {{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: gpu.func @cascade_prefill_mma_bf16_bf16_d64_g8_h4_p1_hnd_pair_w4x1_q128_kv64_s2(
 // CHECK: nvvm.mma.sync {{.*}} {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, multiplicandAPtxType = #nvvm.mma_type<bf16>, multiplicandBPtxType = #nvvm.mma_type<bf16>, shape = #nvvm.shape<m = 16, n = 8, k = 16>}

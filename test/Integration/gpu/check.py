@@ -436,7 +436,8 @@ def launch_level(b, name, merge_name, bufs, *, T, G, qo_lens, pages, ps, split, 
 
 
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
-              static=None, split=None, pad=0, accumulate=False, decode=False, label=""):
+              static=None, split=None, pad=0, accumulate=False, decode=False, label="",
+              q_scale=1.0):
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
@@ -457,7 +458,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     paged = make_paged(rng, lens, ps, Hkv, D, dtype)
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = int(qo_indptr[-1])
-    q_s, q64 = to_storage(rng.standard_normal((rows, Hqo, D)), dtype)
+    q_s, q64 = to_storage(q_scale * rng.standard_normal((rows, Hqo, D)), dtype)
     o_ref, lse_ref = attention_ref(q64, Kp, Vp, qo_indptr, indptr, perm, last, ps, opts)
     bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
                 kv_last_page_len=dev(last))
@@ -604,6 +605,17 @@ def mma_cases(b, rng, small=False):
                       opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
     check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
               B=12, max_qo=200, max_len=500, opts=dict(sm_scale=sc(128)), static=none)
+    # Scores spread over ~+-40 (log2 units): row maxima keep growing by more
+    # than the lazy-rescale threshold (2^8) from tile to tile, so both the
+    # rescale and the keep-the-max paths run, with exponents up to 2^8.
+    for dtype in ("f16", "bf16"):
+        check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                  form="pool", B=9, max_qo=200, max_len=900,
+                  opts=dict(sm_scale=sc(128), causal=True), static=none, q_scale=8.0,
+                  label="causal large logits")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12, max_qo=60, max_len=700, opts=dict(sm_scale=sc(128)), static=none,
+              split=8, pad=3, q_scale=8.0, label="large logits")
     check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
               B=4, max_qo=1500, max_len=2000, opts=dict(sm_scale=sc(128), causal=True),
               static=none, label="long causal")

@@ -125,7 +125,7 @@ def alibi_slope(h, n):
 
 
 def decode_plan(pages, page_size, chunk_pages, pad_to=None):
-    """FlashInfer-style split-KV decode plan (semantics.md), for a given chunk
+    """FlashInfer-style split-KV decode plan (docs/semantics.md), for a given chunk
     size in pages. Empty requests get one (empty) chunk."""
     req, tile, o_indptr = [], [], [0]
     for i, n in enumerate(pages):
@@ -148,7 +148,7 @@ def decode_plan(pages, page_size, chunk_pages, pad_to=None):
 
 
 def choose_chunk_pages(pages, page_size, num_kv_heads, max_blocks):
-    """semantics.md's decode plan: no split if B*Hkv fills the grid, else the
+    """The decode plan of docs/semantics.md: no split if B*Hkv fills the grid, else the
     smallest chunk >= max(128/page_size, 1) pages that fits."""
     if len(pages) * num_kv_heads >= max_blocks:
         return None

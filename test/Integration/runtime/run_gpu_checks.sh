@@ -9,6 +9,10 @@
 # supported kernel against the CPU reference on fresh random inputs, eager and
 # under graph capture with a replan, printing the max relative error per case.
 # Full output is also written to $OUT/gpu-check.txt when $OUT is set.
+# The runtime needs nlohmann-json (headers only); on a machine without it set
+# CMAKE_PREFIX_PATH to a prefix that has it (test/Integration/prepare_carry.sh
+# puts one in .carry/deps). test/Integration/run_h200.sh runs this check and
+# every other GPU check in one go.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)"
 BUILD="${BUILD_DIR:-$ROOT/build-rt-gpu}"

@@ -57,6 +57,13 @@ TEST(Manifest, LoadsTheHandwrittenBundle) {
   EXPECT_EQ(b.select("decode_split", {{"head_dim", "128"}, {"layout", "NHD"}}),
             b.find("cascade_decode_split_f16_d128"));
   EXPECT_EQ(b.select("decode_split", {{"layout", "HND"}}), nullptr);
+  // Numbers match by value, whatever their spelling; text does not.
+  EXPECT_EQ(b.select("decode_split", {{"head_dim", "128.0"}}),
+            b.find("cascade_decode_split_f16_d128"));
+  EXPECT_EQ(b.select("decode_split", {{"head_dim", "1.28e2"}}),
+            b.find("cascade_decode_split_f16_d128"));
+  EXPECT_EQ(b.select("decode_split", {{"head_dim", "128x"}}), nullptr);
+  EXPECT_EQ(b.select("decode_split", {{"head_dim", "64"}}), nullptr);
   EXPECT_EQ(b.find("nope"), nullptr);
 }
 

@@ -167,5 +167,10 @@ TEST(Validation, MaxNumRows) {
   Batch b = good();
   b.in.max_num_rows = int64_t(1) << 33;
   expectError(b, true, ErrorCode::Overflow,
-              "max_num_rows 8589934592 exceeds 2^31 - 1");
+              "max_num_rows 8589934592 exceeds the plan's bound of 2^26 rows");
+  // The bound itself is accepted (nothing is allocated for it here: the
+  // batch is not in graph mode).
+  b.in.max_num_rows = int64_t(1) << 26;
+  Plan p;
+  EXPECT_TRUE(makePlan(b.inputs(true), p).ok());
 }

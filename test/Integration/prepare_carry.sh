@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Prepares, here (where LLVM/MLIR is), everything the GPU machine needs for
+# test/Integration/run_h200.sh, in one folder to carry there (default
+# .carry, which .git/info/exclude should list):
+#   bundle/     kernels of the float64 GPU check and the benchmarks
+#               (test/Integration/gpu/kernels.mlir + mma_kernels.mlir), with
+#               an sm_90 cubin so that the driver does not JIT 5 MB of PTX
+#   rt-bundle/  kernels of the launcher check (test/Integration/runtime)
+#   mgpu/host.o host code of the mgpu integration test
+#   deps/       nlohmann-json (headers + CMake package) for the runtime
+#               build there, which has no nlohmann-json
+#   test/Integration/prepare_carry.sh [BUILD_DIR] [OUT]
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${1:-$ROOT/build}
+OUT=${2:-$ROOT/.carry}
+OPT=$BUILD/bin/cascade-opt
+PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+rm -rf "$OUT/bundle" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
+mkdir -p "$OUT"
+cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
+  "$OPT" --cascade-to-ptx="bundle-dir=$OUT/bundle" -o /dev/null
+"$PTXAS" -arch=sm_90 "$OUT/bundle/kernels.ptx" -o "$OUT/bundle/kernels.sm_90.cubin"
+"$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \
+  --cascade-to-ptx="bundle-dir=$OUT/rt-bundle" -o /dev/null
+work=$(mktemp -d)
+bash "$ROOT/test/Integration/mgpu/build_host_object.sh" "$OPT" "$work" >/dev/null
+mkdir -p "$OUT/mgpu" && cp "$work/host.o" "$OUT/mgpu/host.o" && rm -rf "$work"
+inc=$(dirname "$(find /usr/include /usr/local/include -path '*/nlohmann/json.hpp' 2>/dev/null | head -1)")
+cfg=$(dirname "$(find /usr/share/cmake /usr/lib/cmake /usr/local/share/cmake -name nlohmann_jsonConfig.cmake 2>/dev/null | head -1)")
+mkdir -p "$OUT/deps/include" "$OUT/deps/share/cmake"
+cp -r "$inc" "$OUT/deps/include/nlohmann"
+cp -r "$cfg" "$OUT/deps/share/cmake/nlohmann_json"
+du -sh "$OUT"
