@@ -24,6 +24,21 @@ __version__ = "0.1.0"
 
 from . import _runtime as runtime  # noqa: F401
 
+
+def _check_numpy_abi():
+    # pybind11 < 2.12 reads numpy 2's dtype descriptors at numpy 1's offsets:
+    # every array argument would be misread, so refuse to run.
+    import numpy
+    built = tuple(getattr(runtime, "_pybind11_version", (0, 0)))
+    if int(numpy.__version__.split(".")[0]) >= 2 and built < (2, 12):
+        raise ImportError(
+            f"cascade_mlir was built with pybind11 {built[0]}.{built[1]}, which "
+            f"cannot read numpy {numpy.__version__} arrays; rebuild it with "
+            "pybind11 >= 2.12 (pip install . builds with pip's pybind11)")
+
+
+_check_numpy_abi()
+
 try:  # the compiler half is optional (runtime-only builds have no MLIR)
     from . import _compiler as compiler  # noqa: F401
     compiler_import_error = None

@@ -320,6 +320,9 @@ PYBIND11_MODULE(_runtime, m) {
   m.doc() = "Cascade-MLIR runtime: plans, GPU execution and the float64 CPU "
             "reference";
   cascade::python::registerGpu(m);
+  // __init__.py refuses numpy 2 under a pybind11 that predates it.
+  m.attr("_pybind11_version") =
+      py::make_tuple(PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR);
 
   m.def("plan", &plan, py::arg("mode"), py::arg("kv_indptr"),
         py::arg("kv_last_page_len"), py::arg("qo_indptr") = py::none(),

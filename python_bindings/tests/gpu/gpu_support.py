@@ -3,6 +3,7 @@ failure) without a GPU, random paged KV caches, and a float64 torch
 reference of docs/semantics.md written independently of the runtime's."""
 import math
 import os
+import zlib
 
 import pytest
 
@@ -21,15 +22,21 @@ def gpu_unavailable_reason():
     return None
 
 
+#: Fresh random inputs every session; CASCADE_TEST_SEED=N repeats a run
+#: (pytest prints the seed in its header, python_bindings/tests/conftest.py).
+SEED = int(os.environ.get("CASCADE_TEST_SEED") or
+           int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF)
+
+
 @pytest.fixture(autouse=True)
-def gpu():
+def gpu(request):
     """Every test of this directory needs a CUDA device."""
     why = gpu_unavailable_reason()
     if why:
         if os.environ.get("CASCADE_REQUIRE_GPU") == "1":
             pytest.fail(why)
         pytest.skip(why)
-    torch.manual_seed(0)
+    torch.manual_seed(SEED + zlib.crc32(request.node.nodeid.encode()))
     return torch.device("cuda:0")
 
 
