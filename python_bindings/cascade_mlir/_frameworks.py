@@ -68,7 +68,9 @@ class _Cupy:
         with self.cupy.cuda.Device(ordinal):
             return self.cupy.cuda.get_current_stream().ptr
 
-    current_stream = stream_for
+    def current_stream(self, ordinal):
+        with self.cupy.cuda.Device(ordinal):
+            return self.cupy.cuda.get_current_stream().ptr
 
     def empty_bytes(self, nbytes, ordinal):
         with self.cupy.cuda.Device(ordinal):

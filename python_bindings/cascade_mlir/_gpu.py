@@ -94,6 +94,7 @@ class Level:
 
     def as_dict(self):
         return {"mode": "decode" if self.group.decode else "prefill",
+                "kv_slot": self.kv_slot,
                 "qo_indptr": None if self.group.decode else self.qo_indptr,
                 "kv_indptr": self.kv_indptr, "kv_indices": self.kv_indices,
                 "kv_last_page_len": self.kv_last_page_len}

@@ -311,6 +311,10 @@ def _gpu_test_set():
     keys += _attention_set([(64, 8, 128), (64, 16, 128)], dtypes=("f16",),
                            groups=(Group(decode=False),), form="pair")
     keys += _attention_set([(64, 16, 128)], dtypes=("f16",))
+    # ... and in the HND layout (prefix as pair pages, suffixes in the pool).
+    keys += _attention_set([(64, 8, 128)], dtypes=("f16",), groups=(Group(decode=False),),
+                           layout="hnd", form="pair")
+    keys += _attention_set([(64, 8, 128)], dtypes=("f16",), layout="hnd")
     return keys
 
 

@@ -188,7 +188,8 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
 /// ValueError / TypeError naming the argument, before anything is launched.
 struct Checker {
   const Signature &sig;
-  int64_t rows, cap, maxPageId;
+  int64_t rows, cap;
+  std::array<int64_t, 2> maxPageId; ///< per KV slot
 
   /// q: [rows, Hqo, D] (or the row capacity of a CUDA-graph plan).
   TensorArg checkQ(py::handle q, int64_t stream = -1) const {
@@ -233,7 +234,7 @@ struct Checker {
                               "head_dim] for HND"
                             : "[max_num_pages, 2, page_size, num_kv_heads, "
                               "head_dim] for NHD");
-      checkPages(a.shape[0], name);
+      checkPages(a.shape[0], slot, name);
       const size_t r = static_cast<size_t>(Role::KV0);
       ptrs[r] = a.ptr;
       counts[r] = a.numel();
@@ -263,8 +264,7 @@ struct Checker {
     if (k.shape[0] != v.shape[0])
       throw py::value_error(std::string(kName) + " and " + vName +
                             " have different numbers of pages");
-    if (slot == 0)
-      checkPages(k.shape[0], name);
+    checkPages(k.shape[0], slot, slot ? "k_shared" : name);
     const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
     const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
     ptrs[kr] = k.ptr;
@@ -274,12 +274,12 @@ struct Checker {
     return true;
   }
 
-  void checkPages(int64_t pages, const char *name) const {
-    if (maxPageId >= pages)
+  void checkPages(int64_t pages, int slot, const char *name) const {
+    if (maxPageId[slot] >= pages)
       throw py::value_error(std::string(name) + " has " +
                             std::to_string(pages) +
                             " pages but the plan reads page " +
-                            std::to_string(maxPageId));
+                            std::to_string(maxPageId[slot]));
   }
 
 };
@@ -316,6 +316,7 @@ public:
                  const std::vector<std::string> &planKernels, bool cudaGraph,
                  const py::object &indexBuffers) {
     ProgramSpec spec;
+    std::array<int64_t, 2> nextMaxPage{-1, -1};
     spec.planKernels = planKernels;
     spec.cudaGraph = cudaGraph;
     arrays_.clear();
@@ -342,6 +343,13 @@ public:
       if (!parseDType(qType, in.q_dtype) || !parseDType(kvType, in.kv_dtype))
         throw py::value_error("unknown dtype " + qType + " / " + kvType);
       in.o_dtype = in.q_dtype;
+      // The largest page id each KV slot's levels read (run() checks the
+      // caller's caches against them).
+      const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
+      if (slot != 0 && slot != 1)
+        throw py::value_error("kv_slot must be 0 or 1");
+      for (int64_t i = 0; i < in.kv_indices.size(); ++i)
+        nextMaxPage[slot] = std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
       spec.levels.push_back(in);
     }
     if (!indexBuffers.is_none())
@@ -368,7 +376,9 @@ public:
         spec.indexBuffers.push_back(b);
       }
     check(program_.plan(spec));
+    maxPageId_ = nextMaxPage;
     planned_ = false;
+    last_ = LastCall();
     return py::make_tuple(program_.intBytesNeeded(),
                           program_.floatBytesNeeded());
   }
@@ -417,7 +427,7 @@ public:
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
     Checker c{sig_, program_.numRows(), program_.rowCapacity(),
-              program_.maxPageId()};
+              maxPageId_};
     std::vector<py::object> alive;
     TensorArg tq = c.checkQ(q);
     const int64_t stream = streamFor(tq, q);
@@ -463,6 +473,7 @@ public:
         throw py::value_error("no kernels were prepared for this call");
     }
     check(program_.run(variant, ptrs, counts, asStream(stream)));
+    last_ = {variant, ptrs, counts, stream};
     if (returnLse)
       return py::make_tuple(o, l);
     return o;
@@ -481,11 +492,34 @@ public:
   }
   bool prepared(int variant) const { return program_.prepared(variant); }
 
+  /// The launches of the last run() again, same tensors and stream, with
+  /// no argument checks: what the launches alone cost on the host
+  /// (benchmarks/python/host_overhead.py). The caller keeps those tensors
+  /// alive.
+  void relaunch() {
+    if (!last_.valid)
+      throw py::value_error("_relaunch() before run()");
+    check(program_.run(last_.variant, last_.ptrs, last_.counts,
+                       asStream(last_.stream)));
+  }
+
 private:
   std::shared_ptr<Device> device_;
   Program program_;
   Signature sig_;
   bool planned_ = false;
+  std::array<int64_t, 2> maxPageId_{-1, -1}; ///< per KV slot
+  struct LastCall {
+    int variant = 0;
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    int64_t stream = 0;
+    bool valid = false;
+    LastCall() = default;
+    LastCall(int v, const std::array<uint64_t, kNumRoles> &p,
+             const std::array<int64_t, kNumRoles> &c, int64_t s)
+        : variant(v), ptrs(p), counts(c), stream(s), valid(true) {}
+  } last_;
   std::vector<I32Array> arrays_;
   py::object deviceObject_ = py::none(), resolver_ = py::none(),
              framework_ = py::none();
@@ -506,7 +540,7 @@ void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
   sig.pageSize = page;
   sig.hnd = hnd;
   sig.device = device;
-  Checker c{sig, rows, rows, maxPageId};
+  Checker c{sig, rows, rows, {maxPageId, -1}};
   TensorArg tq = c.checkQ(q);
   std::array<uint64_t, kNumRoles> ptrs{};
   std::array<int64_t, kNumRoles> counts{};
@@ -596,7 +630,9 @@ void registerGpu(py::module_ &m) {
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)
-      .def("num_launches", &ProgramHandle::numLaunches);
+      .def("num_launches", &ProgramHandle::numLaunches)
+      .def("_relaunch", &ProgramHandle::relaunch,
+           "The last run()'s launches again, unchecked (for measuring).");
 }
 
 } // namespace cascade::python

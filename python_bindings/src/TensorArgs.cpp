@@ -2,7 +2,7 @@
 
 #include "TensorArgs.h"
 
-#include <sstream>
+#include <string>
 
 namespace cascade::python {
 
@@ -147,8 +147,11 @@ TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
   py::tuple dev = obj.attr("__dlpack_device__")();
   const int devType = dev[0].cast<int>();
   py::object capsule;
+  // DLPack: stream 0 is ambiguous and disallowed; 1 names the legacy
+  // default stream.
   if (devType == kDLCUDA && stream >= 0)
-    capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
+    capsule = obj.attr("__dlpack__")(py::arg("stream") =
+                                         stream == 0 ? int64_t{1} : stream);
   else
     capsule = obj.attr("__dlpack__")();
   auto *m = static_cast<DLManagedTensor *>(
@@ -221,6 +224,8 @@ int64_t TensorArg::numel() const {
 }
 
 bool TensorArg::contiguous() const {
+  if (numel() == 0)
+    return true; // no element to address: any strides will do
   int64_t expect = 1;
   for (int i = ndim - 1; i >= 0; --i) {
     if (shape[i] != 1 && strides[i] != expect)
@@ -231,12 +236,13 @@ bool TensorArg::contiguous() const {
 }
 
 std::string TensorArg::shapeString() const {
-  std::ostringstream os;
-  os << "[";
+  // No iostreams: on the H200 machine (torch 2.11, Python 3.12) building
+  // this message with std::ostringstream segfaulted inside run()'s error
+  // path; std::to_string does not.
+  std::string s = "[";
   for (int i = 0; i < ndim; ++i)
-    os << (i ? ", " : "") << shape[i];
-  os << "]";
-  return os.str();
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
 }
 
 std::string TensorArg::deviceString() const {

@@ -25,9 +25,9 @@ SITE=${SITE:-/tmp/cascade-site}
 mkdir -p "$O"
 export PYTHONUNBUFFERED=1
 rc=0
-nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/env.txt" 2>&1
 python3 -c 'import sys, torch, numpy; print("python", sys.version.split()[0], "torch",
-torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)' | tee "$O/versions.txt"
+torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)' | tee -a "$O/env.txt"
 
 install() {
   [ -f "$SITE/cascade_mlir/__init__.py" ] && return 0
@@ -78,7 +78,7 @@ if [[ $WHAT == all || $WHAT == bench ]]; then
   python3 benchmarks/python/bench.py --results benchmarks/RESULTS.md \
     --plots benchmarks/python/plots 2>&1 | tee "$O/bench.log"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-  cp benchmarks/RESULTS.md "$O/RESULTS.md"
-  mkdir -p "$O/plots" && cp benchmarks/python/plots/*.png "$O/plots/" 2>/dev/null
+  # One archive: the device tool brings back only a few files.
+  tar -czf "$O/bench-artifacts.tgz" benchmarks/RESULTS.md benchmarks/python/plots
 fi
 exit $rc
