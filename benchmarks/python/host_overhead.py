@@ -110,11 +110,17 @@ def main():
     out = torch.empty_like(q)
     lse = torch.empty(B, HQ, device=dev)
     prog = w._engine.program
+    probe = cm.runtime._probe
+    cur_stream = torch._C._cuda_getCurrentRawStream
     n = args.calls
     rows = [
         ("run(q, kv)  (output allocated by torch)", lambda: w.run(q, cache)),
         ("run(q, kv, out=out)", lambda: w.run(q, cache, out=out)),
         ("run(q, kv, out=out, lse=lse)", lambda: w.run(q, cache, out=out, lse=lse)),
+        ("  part: the launches alone (Program._relaunch, no checks)", prog._relaunch),
+        ("  part: probing one torch tensor (_runtime._probe, + its dict)", lambda: probe(q)),
+        ("  part: torch's current stream (_cuda_getCurrentRawStream)",
+         lambda: cur_stream(0)),
         ("  part: torch.empty_like(q)", lambda: torch.empty_like(q)),
         ("  part: a Python call of a no-op", lambda: None),
         ("  reference: one torch launch, torch.add(a, b, out=c)",
@@ -123,6 +129,7 @@ def main():
     print(f"\nhost time per call, median of 7 x {n} back-to-back calls, no sync:")
     results = {}
     for name, fn in rows:
+        w.run(q, cache, out=out)  # _relaunch repeats this call's launches
         for _ in range(20):
             fn()
         results[name] = host_us(fn, n)
@@ -184,6 +191,10 @@ def main():
     e.synchronize()
     print(f"  replay GPU time {s.elapsed_time(e) / n * 1e3:.2f} us; "
           f"graph replay after replan: {'PASS' if ok else 'FAIL'} (worst {worst:.2e})")
+    launch = results["  part: the launches alone (Program._relaunch, no checks)"]
+    print(f"  -> {launches} launches: {launch:.2f} us ({launch / launches:.2f} us per "
+          f"cuLaunchKernel); checks, probing and the stream: "
+          f"{results['run(q, kv, out=out)'] - launch:.2f} us")
     target = results["run(q, kv, out=out)"]
     print(f"\nrun() host overhead (out= given): {target:.2f} us "
           f"(target <= 10 us: {'met' if target <= 10 else 'NOT met'}); "

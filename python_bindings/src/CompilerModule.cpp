@@ -276,8 +276,8 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("name") = "cascade_attention",
         "A module with one tensor-form cascade.multi_level_attention (a "
         "paged_attention for one level).");
-  m.def("compile_attention_bundle", &compileAttentionBundle,
-        py::arg("config"), py::arg("groups"), py::arg("pair"), py::arg("dir"),
+  m.def("compile_attention_bundle", &compileAttentionBundle, py::arg("config"),
+        py::arg("groups"), py::arg("pair"), py::arg("dir"),
         py::arg("chip") = "sm_90", py::arg("features") = "+ptx80",
         "Compiles the unsplit and split kernels of every group into a kernel "
         "bundle in DIR.");

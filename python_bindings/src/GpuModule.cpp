@@ -158,12 +158,12 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
   const bool here = sig.device < 0 ? !a.cuda && a.device == -1
                                    : a.cuda && a.device == sig.device;
   if (!here)
-    throw py::value_error(
-        std::string(name) + " is on " + a.deviceString() +
-        "; the wrapper runs on " +
-        (sig.device < 0 ? std::string("the host")
-                        : "cuda:" + std::to_string(sig.device)) +
-        " (the device of its float_workspace_buffer)");
+    throw py::value_error(std::string(name) + " is on " + a.deviceString() +
+                          "; the wrapper runs on " +
+                          (sig.device < 0
+                               ? std::string("the host")
+                               : "cuda:" + std::to_string(sig.device)) +
+                          " (the device of its float_workspace_buffer)");
   if (a.dtype != dtype)
     throw py::type_error(std::string(name) + " has dtype " +
                          elemTypeName(a.dtype) + ", expected " +
@@ -175,9 +175,8 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
     ++i;
   }
   if (!ok)
-    throw py::value_error(std::string(name) + " has shape " +
-                          a.shapeString() + ", expected " + dims(shape) +
-                          " (" + what + ")");
+    throw py::value_error(std::string(name) + " has shape " + a.shapeString() +
+                          ", expected " + dims(shape) + " (" + what + ")");
   if (!a.contiguous())
     throw py::value_error(std::string(name) +
                           " must be contiguous (row-major): the kernels "
@@ -203,7 +202,8 @@ struct Checker {
   }
   TensorArg checkOut(py::handle out, const TensorArg &q, int64_t stream) const {
     TensorArg to = probe(out, "out", stream);
-    expectTensor(to, "out", sig, sig.qType, {q.shape[0], q.shape[1], q.shape[2]},
+    expectTensor(to, "out", sig, sig.qType,
+                 {q.shape[0], q.shape[1], q.shape[2]},
                  "the shape and dtype of q");
     return to;
   }
@@ -219,10 +219,9 @@ struct Checker {
               std::array<uint64_t, kNumRoles> &ptrs,
               std::array<int64_t, kNumRoles> &counts,
               std::vector<py::object> &alive) const {
-    const int64_t page = sig.pageSize, h = sig.numKvHeads,
-                  d = sig.headDim;
-    const bool pair = py::isinstance<py::tuple>(kv) ||
-                      py::isinstance<py::list>(kv);
+    const int64_t page = sig.pageSize, h = sig.numKvHeads, d = sig.headDim;
+    const bool pair =
+        py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
     const char *name = slot ? "k_shared" : "paged_kv_cache";
     if (!pair) {
       TensorArg a = probe(kv, name, stream);
@@ -231,9 +230,9 @@ struct Checker {
                    sig.hnd ? std::vector<int64_t>{-1, 2, h, page, d}
                            : std::vector<int64_t>{-1, 2, page, h, d},
                    sig.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
-                              "head_dim] for HND"
-                            : "[max_num_pages, 2, page_size, num_kv_heads, "
-                              "head_dim] for NHD");
+                             "head_dim] for HND"
+                           : "[max_num_pages, 2, page_size, num_kv_heads, "
+                             "head_dim] for NHD");
       checkPages(a.shape[0], slot, name);
       const size_t r = static_cast<size_t>(Role::KV0);
       ptrs[r] = a.ptr;
@@ -249,11 +248,10 @@ struct Checker {
     TensorArg v = probe(seq[1], "v_cache", stream);
     alive.push_back(k.keepAlive);
     alive.push_back(v.keepAlive);
-    const char *what = sig.hnd
-                           ? "[max_num_pages, num_kv_heads, page_size, "
-                             "head_dim] for HND"
-                           : "[max_num_pages, page_size, num_kv_heads, "
-                             "head_dim] for NHD";
+    const char *what = sig.hnd ? "[max_num_pages, num_kv_heads, page_size, "
+                                 "head_dim] for HND"
+                               : "[max_num_pages, page_size, num_kv_heads, "
+                                 "head_dim] for NHD";
     const std::vector<int64_t> shape =
         sig.hnd ? std::vector<int64_t>{-1, h, page, d}
                 : std::vector<int64_t>{-1, page, h, d};
@@ -276,12 +274,10 @@ struct Checker {
 
   void checkPages(int64_t pages, int slot, const char *name) const {
     if (maxPageId[slot] >= pages)
-      throw py::value_error(std::string(name) + " has " +
-                            std::to_string(pages) +
-                            " pages but the plan reads page " +
-                            std::to_string(maxPageId[slot]));
+      throw py::value_error(
+          std::string(name) + " has " + std::to_string(pages) +
+          " pages but the plan reads page " + std::to_string(maxPageId[slot]));
   }
-
 };
 
 class ProgramHandle {
@@ -290,8 +286,8 @@ public:
       : device_(std::move(device)), program_(device_->launcher()) {}
 
   void setSignature(const std::string &qType, const std::string &kvType,
-                    int64_t hqo, int64_t hkv, int64_t d, int64_t page,
-                    bool hnd, bool sharedSlot, py::object deviceObject,
+                    int64_t hqo, int64_t hkv, int64_t d, int64_t page, bool hnd,
+                    bool sharedSlot, py::object deviceObject,
                     py::object resolver, py::object framework) {
     sig_.qType = elemTypeFromManifest(qType);
     sig_.kvType = elemTypeFromManifest(kvType);
@@ -349,7 +345,8 @@ public:
       if (slot != 0 && slot != 1)
         throw py::value_error("kv_slot must be 0 or 1");
       for (int64_t i = 0; i < in.kv_indices.size(); ++i)
-        nextMaxPage[slot] = std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
+        nextMaxPage[slot] =
+            std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
       spec.levels.push_back(in);
     }
     if (!indexBuffers.is_none())
@@ -392,9 +389,9 @@ public:
         throw py::value_error("workspace buffers must be contiguous tensors "
                               "on cuda:" +
                               std::to_string(device_->ordinal()));
-    Status s = program_.upload(i.ptr, i.numel() * elemTypeBytes(i.dtype),
-                               f.ptr, f.numel() * elemTypeBytes(f.dtype),
-                               asStream(stream));
+    Status s =
+        program_.upload(i.ptr, i.numel() * elemTypeBytes(i.dtype), f.ptr,
+                        f.numel() * elemTypeBytes(f.dtype), asStream(stream));
     arrays_.clear(); // staged: the host copies are no longer read
     check(s);
     planned_ = true;
@@ -426,8 +423,7 @@ public:
                  bool returnLse, py::handle kvShared) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
-    Checker c{sig_, program_.numRows(), program_.rowCapacity(),
-              maxPageId_};
+    Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
     std::vector<py::object> alive;
     TensorArg tq = c.checkQ(q);
     const int64_t stream = streamFor(tq, q);
@@ -528,9 +524,9 @@ private:
 /// run()'s argument checks against a signature, without a device: device
 /// -1 expects host tensors (numpy), so the checks run in CI.
 void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
-               const std::string &qType, const std::string &kvType,
-               int64_t hqo, int64_t hkv, int64_t d, int64_t page, bool hnd,
-               int64_t rows, int64_t maxPageId, int device) {
+               const std::string &qType, const std::string &kvType, int64_t hqo,
+               int64_t hkv, int64_t d, int64_t page, bool hnd, int64_t rows,
+               int64_t maxPageId, int device) {
   Signature sig;
   sig.qType = elemTypeFromManifest(qType);
   sig.kvType = elemTypeFromManifest(kvType);
@@ -579,18 +575,19 @@ void registerGpu(py::module_ &m) {
         py::arg("page_size"), py::arg("hnd"), py::arg("rows"),
         py::arg("max_page_id"), py::arg("device") = -1,
         "run()'s argument checks, without a device (for tests).");
-  m.def("load_bundle",
-        [](const std::string &dir) {
-          Bundle b;
-          check(loadBundle(dir, b));
-          std::vector<std::pair<std::string, std::string>> out;
-          for (const KernelSpec &k : b.kernels)
-            out.emplace_back(k.name, k.op);
-          return out;
-        },
-        py::arg("dir"),
-        "Reads a kernel bundle as the launcher does (no GPU): (name, op) of "
-        "every kernel.");
+  m.def(
+      "load_bundle",
+      [](const std::string &dir) {
+        Bundle b;
+        check(loadBundle(dir, b));
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const KernelSpec &k : b.kernels)
+          out.emplace_back(k.name, k.op);
+        return out;
+      },
+      py::arg("dir"),
+      "Reads a kernel bundle as the launcher does (no GPU): (name, op) of "
+      "every kernel.");
   m.def("_probe", &probeForPython, py::arg("tensor"), py::arg("name") = "x",
         "What run() reads from a tensor (device, dtype, shape, strides).");
   m.def(
@@ -608,8 +605,8 @@ void registerGpu(py::module_ &m) {
       .def_property_readonly("ordinal", &Device::ordinal)
       .def_property_readonly("num_sms",
                              [](Device &d) { return d.launcher().numSms(); })
-      .def_property_readonly(
-          "chip", [](Device &d) { return d.launcher().chip(); })
+      .def_property_readonly("chip",
+                             [](Device &d) { return d.launcher().chip(); })
       .def("add_bundle", &Device::addBundle, py::arg("dir"), py::arg("key"))
       .def("has_bundle", &Device::hasBundle, py::arg("key"))
       .def("kernel_info", &Device::kernelInfo, py::arg("name"))

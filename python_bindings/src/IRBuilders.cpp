@@ -77,8 +77,7 @@ Options options(Builder &b, const AttentionConfig &c, bool causal) {
   o.ropeScale = b.getF32FloatAttr(static_cast<float>(c.ropeScale));
   o.ropeTheta = b.getF32FloatAttr(static_cast<float>(c.ropeTheta));
   o.pos = PosEncodingAttr::get(ctx, posEncoding(c.posEncoding));
-  o.base =
-      LSEBaseAttr::get(ctx, c.lseBaseE ? LSEBase::BaseE : LSEBase::Base2);
+  o.base = LSEBaseAttr::get(ctx, c.lseBaseE ? LSEBase::BaseE : LSEBase::Base2);
   return o;
 }
 
@@ -147,8 +146,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   if (call.tensors)
     results = {qT, lseT};
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs,
-                                                                 results));
+  auto fn =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
@@ -165,8 +164,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Value o = args[i++], lse = args[i++];
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
-      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last, plan,
-      o, lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last, plan, o,
+      lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
       opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -175,8 +174,7 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
 void addMultiLevelFunc(ModuleOp module, const std::string &name,
                        const AttentionConfig &c, int64_t numLevels,
                        const std::vector<int64_t> &sharedLevels,
-                       const std::vector<bool> &decodeLevels,
-                       bool causal) {
+                       const std::vector<bool> &decodeLevels, bool causal) {
   checkConfig(c);
   if (numLevels < 1)
     throw std::invalid_argument("num_levels must be >= 1");
@@ -205,8 +203,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   }
   inputs.append({qT, lseT});
   b.setInsertionPointToEnd(module.getBody());
-  auto fn = func::FuncOp::create(b, loc, name,
-                                 b.getFunctionType(inputs, {qT, lseT}));
+  auto fn =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {qT, lseT}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
@@ -225,10 +223,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Operation *op;
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
-        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo[0], kvp[0],
-        kvi[0], kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout,
-        opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
-        opt.ropeScale, opt.ropeTheta, opt.base, UnitAttr());
+        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
+        kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
+        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
+        opt.ropeTheta, opt.base, UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {
@@ -244,8 +242,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   func::ReturnOp::create(b, loc, op->getResults());
 }
 
-void addMergeFuncs(ModuleOp module, const std::string &vType,
-                   int64_t headDim) {
+void addMergeFuncs(ModuleOp module, const std::string &vType, int64_t headDim) {
   if (headDim <= 0 || headDim % 8)
     throw std::invalid_argument("merge kernels need head_dim a positive "
                                 "multiple of 8");
@@ -276,9 +273,9 @@ void addMergeFuncs(ModuleOp module, const std::string &vType,
     func::ReturnOp::create(b, loc);
   }
   {
-    auto maskT = MemRefType::get(
-        {kDyn}, b.getI8Type(),
-        StridedLayoutAttr::get(ctx, /*offset=*/0, {kDyn}));
+    auto maskT =
+        MemRefType::get({kDyn}, b.getI8Type(),
+                        StridedLayoutAttr::get(ctx, /*offset=*/0, {kDyn}));
     auto a = makeFunc("merge_state_in_place_mask", {vT, sT, maskT, vT, sT});
     MergeStateInPlaceOp::create(b, loc, TypeRange{}, a[0], a[1], a[2], a[3],
                                 a[4], base);

@@ -33,8 +33,7 @@ struct DLManagedTensor {
   void *manager_ctx;
   void (*deleter)(DLManagedTensor *);
 };
-constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3,
-                  kDLCUDAManaged = 13;
+constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4,
                   kDLBool = 6;
 
@@ -61,7 +60,7 @@ ElemType fromDl(DLDataType t) {
   case kDLBfloat:
     return t.bits == 16 ? ElemType::BF16 : ElemType::Other;
   case kDLInt:
-    return t.bits == 32  ? ElemType::I32
+    return t.bits == 32   ? ElemType::I32
            : t.bits == 64 ? ElemType::I64
            : t.bits == 8  ? ElemType::I8
                           : ElemType::Other;
@@ -137,13 +136,12 @@ TensorArg probeTorch(py::handle obj, const char *name) {
 }
 
 TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
-  if (!py::hasattr(obj, "__dlpack__") ||
-      !py::hasattr(obj, "__dlpack_device__"))
-    throw py::type_error(std::string(name) +
-                         " must be a torch tensor or support DLPack "
-                         "(__dlpack__), got " +
-                         std::string(py::str(py::type::of(obj).attr(
-                             "__name__"))));
+  if (!py::hasattr(obj, "__dlpack__") || !py::hasattr(obj, "__dlpack_device__"))
+    throw py::type_error(
+        std::string(name) +
+        " must be a torch tensor or support DLPack "
+        "(__dlpack__), got " +
+        std::string(py::str(py::type::of(obj).attr("__name__"))));
   py::tuple dev = obj.attr("__dlpack_device__")();
   const int devType = dev[0].cast<int>();
   py::object capsule;
@@ -162,8 +160,8 @@ TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
   TensorArg a;
   a.keepAlive = capsule;
   a.ptr = reinterpret_cast<uint64_t>(t.data) + t.byte_offset;
-  a.cuda = t.device.device_type == kDLCUDA ||
-           t.device.device_type == kDLCUDAManaged;
+  a.cuda =
+      t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged;
   a.device = a.cuda ? t.device.device_id : -1;
   if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
       !a.cuda)

@@ -1,4 +1,5 @@
-//===- TensorArgs.h - Device tensors from Python, without copies -*- C++ -*-===//
+//===- TensorArgs.h - Device tensors from Python, without copies -*- C++
+//-*-===//
 //
 // Reads what the launcher needs from a caller's tensor: its device address,
 // device, dtype, shape and strides. torch tensors are read through their
