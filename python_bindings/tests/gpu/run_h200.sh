@@ -62,7 +62,8 @@ fi
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 
 if [[ $WHAT == all || $WHAT == tests ]]; then
-  echo "== pytest python_bindings/tests (GPU tests required)"
+  export CASCADE_TEST_SEED=${CASCADE_TEST_SEED:-$((RANDOM * 32768 + RANDOM))}
+  echo "== pytest python_bindings/tests (GPU tests required, CASCADE_TEST_SEED=$CASCADE_TEST_SEED)"
   CASCADE_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rfEs \
     python_bindings/tests > "$O/pytest.log" 2>&1 || rc=1
   grep -E "passed|failed|^FAILED|^ERROR" "$O/pytest.log" | tail -25
