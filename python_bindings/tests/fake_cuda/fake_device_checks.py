@@ -324,6 +324,13 @@ def scenario_single_and_merges():
     cm.merge_states(vs, ss)
     rec = launches()
     check(arg(rec[0], "num_states") == 3 and arg(rec[0], "num_heads") == 4, rec)
+    # Zero states per row: the empty inputs (any strides) are accepted and
+    # the merge writes the empty state (found on the H200: an empty tensor
+    # was rejected as non-contiguous).
+    v0, s0 = cm.merge_states(Dev(aligned((9, 0, 4, 128), np.float16)),
+                             Dev(aligned((9, 0, 4), np.float32)))
+    check(tuple(v0.shape) == (9, 4, 128) and tuple(s0.shape) == (9, 4), "zero-state shapes")
+    launches()
 
 
 def scenario_missing_kernels():
