@@ -29,22 +29,93 @@ Status Launcher::create(const Bundle &bundle, int device,
                 api->cuDeviceGetAttribute(
                     &l->numSms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
                 "cuDeviceGetAttribute"));
-  for (const auto &file : l->bundle_.ptx) {
-    char log[8192] = {0};
-    CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                              CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
-    void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
-    CUmodule module = nullptr;
-    CUresult r = api->cuModuleLoadDataEx(&module, file.second.c_str(), 2,
-                                         options, values);
-    if (r != CUDA_SUCCESS) {
-      Status s = checkCuda(*api, r, "cuModuleLoadDataEx");
-      return Status(s.code(), "loading " + file.first + ": " + s.message() +
-                                  (log[0] ? std::string(": ") + log : ""));
-    }
-    l->modules_[file.first] = module;
-  }
+  int major = 0, minor = 0;
+  CASCADE_RETURN_IF_ERROR(checkCuda(
+      *api,
+      api->cuDeviceGetAttribute(
+          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+      "cuDeviceGetAttribute"));
+  CASCADE_RETURN_IF_ERROR(checkCuda(
+      *api,
+      api->cuDeviceGetAttribute(
+          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+      "cuDeviceGetAttribute"));
+  l->chip_ = "sm_" + std::to_string(major) + std::to_string(minor);
+  for (const auto &file : l->bundle_.ptx)
+    CASCADE_RETURN_IF_ERROR(l->loadModule(file.first, file.second, ""));
   out = std::move(l);
+  return Status::success();
+}
+
+Status Launcher::loadModule(const std::string &key, const std::string &ptx,
+                            const std::string &cubinPath) {
+  std::string cubin;
+  const bool useCubin = !cubinPath.empty() && readFile(cubinPath, cubin).ok();
+  char log[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void *values[] = {log, reinterpret_cast<void *>(sizeof(log))};
+  CUmodule module = nullptr;
+  CUresult r = api_->cuModuleLoadDataEx(
+      &module, useCubin ? cubin.data() : ptx.c_str(), 2, options, values);
+  if (r != CUDA_SUCCESS) {
+    Status s = checkCuda(*api_, r, "cuModuleLoadDataEx");
+    return Status(s.code(), "loading " + (useCubin ? cubinPath : key) + ": " +
+                                s.message() +
+                                (log[0] ? std::string(": ") + log : ""));
+  }
+  modules_[key] = module;
+  return Status::success();
+}
+
+Status Launcher::addBundle(const Bundle &bundle, const std::string &prefix) {
+  CASCADE_RETURN_IF_ERROR(makeCurrent());
+  std::map<std::string, std::string> files; // original name -> prefixed
+  for (const KernelSpec &k : bundle.kernels) {
+    if (bundle_.find(k.name))
+      continue;
+    const std::string key = prefix + "/" + k.ptx;
+    if (!modules_.count(key)) {
+      auto text = bundle.ptx.find(k.ptx);
+      if (text == bundle.ptx.end())
+        return Status(ErrorCode::NotFound, "bundle " + bundle.dir +
+                                               ": no PTX text for " + k.ptx);
+      std::string cubin;
+      const std::string suffix = ".ptx";
+      if (!bundle.dir.empty() && k.ptx.size() > suffix.size() &&
+          k.ptx.compare(k.ptx.size() - suffix.size(), suffix.size(),
+                        suffix) == 0)
+        cubin = bundle.dir + "/" +
+                k.ptx.substr(0, k.ptx.size() - suffix.size()) + "." + chip_ +
+                ".cubin";
+      CASCADE_RETURN_IF_ERROR(loadModule(key, text->second, cubin));
+    }
+    KernelSpec spec = k;
+    spec.ptx = key;
+    bundle_.kernels.push_back(std::move(spec));
+  }
+  return Status::success();
+}
+
+Status Launcher::makeCurrent() {
+  CUcontext current = nullptr;
+  if (api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_)
+    return Status::success();
+  CASCADE_CU(cuCtxSetCurrent(context_));
+  return Status::success();
+}
+
+Status Launcher::launchPrepared(const PreparedLaunch &l,
+                                CUstream stream) const {
+  const KernelLaunch &k = l.launch;
+  CUresult r = api_->cuLaunchKernel(
+      l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
+      k.block[2], k.sharedBytes, stream,
+      const_cast<void **>(l.params.data()), nullptr);
+  if (r != CUDA_SUCCESS) {
+    Status s = checkCuda(*api_, r, "cuLaunchKernel");
+    return Status(s.code(), l.kernel + ": " + s.message());
+  }
   return Status::success();
 }
 
@@ -99,6 +170,14 @@ Status Launcher::launch(const std::string &kernel, const ArgumentTable &args,
     return Status::success();
   CUfunction fn;
   CASCADE_RETURN_IF_ERROR(function(kernel, fn));
+  if (recorder_) {
+    PreparedLaunch p;
+    p.kernel = kernel;
+    p.function = fn;
+    p.launch = std::move(l);
+    recorder_->push_back(std::move(p));
+    return Status::success();
+  }
   std::vector<void *> params = l.paramPointers();
   CUresult r = api_->cuLaunchKernel(
       fn, l.grid[0], l.grid[1], l.grid[2], l.block[0], l.block[1], l.block[2],

@@ -1,19 +1,43 @@
 """Cascade-MLIR: cascade attention for LLM serving, compiled with MLIR.
 
+A drop-in for `flashinfer.cascade` (and the batch decode / prefill wrappers
+serving engines call for non-shared batches): `import cascade_mlir as
+flashinfer` runs FlashInfer's examples on the compiled kernels.
+
 Modules:
-  cascade_mlir.cascade   merge_state / merge_state_in_place / merge_states and
-                         MultiLevelCascadeAttentionWrapper, shaped like
-                         flashinfer.cascade
-  cascade_mlir.ir        cascade IR text for a given attention configuration
-  cascade_mlir.compiler  verify and lower IR (present in compiler builds)
-  cascade_mlir.runtime   plans and the float64 CPU reference (always present)
+  cascade_mlir.cascade   merge_state / merge_state_in_place / merge_states,
+                         MultiLevelCascadeAttentionWrapper and the
+                         (deprecated) shared-prefix wrappers
+  cascade_mlir.decode    BatchDecodeWithPagedKVCacheWrapper
+  cascade_mlir.prefill   BatchPrefillWithPagedKVCacheWrapper
+  cascade_mlir.kernels   kernel bundles: keys, default set, lookup, cache
+  cascade_mlir.aot       `python -m cascade_mlir.aot`: build bundles
+  cascade_mlir.ir        cascade IR for a configuration (compiler builds)
+  cascade_mlir.compiler  verify, lower and compile IR (compiler builds)
+  cascade_mlir.runtime   plans, GPU execution, the float64 CPU reference
 
 The attention state convention is FlashInfer's: `s` is the log-sum-exp in
 base 2, and the empty state is (0, -inf).
 """
 
+__version__ = "0.1.0"
+
 from . import _runtime as runtime  # noqa: F401
-from . import ir  # noqa: F401
+
+
+def _check_numpy_abi():
+    # pybind11 < 2.12 reads numpy 2's dtype descriptors at numpy 1's offsets:
+    # every array argument would be misread, so refuse to run.
+    import numpy
+    built = tuple(getattr(runtime, "_pybind11_version", (0, 0)))
+    if int(numpy.__version__.split(".")[0]) >= 2 and built < (2, 12):
+        raise ImportError(
+            f"cascade_mlir was built with pybind11 {built[0]}.{built[1]}, which "
+            f"cannot read numpy {numpy.__version__} arrays; rebuild it with "
+            "pybind11 >= 2.12 (pip install . builds with pip's pybind11)")
+
+
+_check_numpy_abi()
 
 try:  # the compiler half is optional (runtime-only builds have no MLIR)
     from . import _compiler as compiler  # noqa: F401
@@ -22,17 +46,31 @@ except ImportError as err:  # pragma: no cover - depends on the build
     compiler = None
     compiler_import_error = err
 
-from .cascade import (  # noqa: F401
+from . import ir, kernels  # noqa: F401,E402
+from .cascade import (  # noqa: F401,E402
+    BatchDecodeWithSharedPrefixPagedKVCacheWrapper,
+    BatchPrefillWithSharedPrefixPagedKVCacheWrapper,
     MultiLevelCascadeAttentionWrapper,
+    NotPlannedError,
     merge_state,
     merge_state_in_place,
     merge_states,
 )
+from .decode import BatchDecodeWithPagedKVCacheWrapper  # noqa: F401,E402
+from .kernels import MissingKernelsError  # noqa: F401,E402
+from .prefill import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401,E402
 
 __all__ = [
+    "BatchDecodeWithPagedKVCacheWrapper",
+    "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
+    "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithSharedPrefixPagedKVCacheWrapper",
+    "MissingKernelsError",
     "MultiLevelCascadeAttentionWrapper",
+    "NotPlannedError",
     "compiler",
     "ir",
+    "kernels",
     "merge_state",
     "merge_state_in_place",
     "merge_states",

@@ -1,23 +1,30 @@
 //===- CompilerModule.cpp - cascade_mlir._compiler ------------------------===//
 //
 // Python access to the compiler without MLIR's own Python package (which
-// Debian does not ship): parse and verify cascade IR, and run any textual
-// pass pipeline over it, with every diagnostic returned in the error.
+// Debian does not ship): parse and verify cascade IR, run any textual pass
+// pipeline over it, build attention and merge modules through the dialect's
+// C++ builders (IRBuilders.h) and compile them into kernel bundles
+// (docs/kernel-bundle.md), with every diagnostic returned in the error.
 //
 //===----------------------------------------------------------------------===//
 
+#include "IRBuilders.h"
+
+#include "cascade/Conversion/Passes.h"
 #include "cascade/InitAllCascade.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <cstring>
 #include <mutex>
@@ -34,33 +41,61 @@ void registerOnce() {
   std::call_once(flag, [] { mlir::cascade::registerAllCascadePasses(); });
 }
 
+/// A context with every cascade dialect loaded, collecting diagnostics.
+struct Session {
+  mlir::MLIRContext context;
+  std::string diagnostics;
+  llvm::raw_string_ostream diagOs{diagnostics};
+  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
+
+  Session() : context(registry(), mlir::MLIRContext::Threading::DISABLED) {
+    context.loadAllAvailableDialects();
+    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
+        &context, [this](mlir::Diagnostic &d) {
+          diagOs << d.getLocation() << ": "
+                 << (d.getSeverity() == mlir::DiagnosticSeverity::Error
+                         ? "error"
+                         : "note")
+                 << ": " << d << "\n";
+          for (mlir::Diagnostic &note : d.getNotes())
+            diagOs << note.getLocation() << ": note: " << note << "\n";
+          return mlir::success();
+        });
+  }
+  static const mlir::DialectRegistry &registry() {
+    registerOnce();
+    static mlir::DialectRegistry *r = [] {
+      auto *reg = new mlir::DialectRegistry();
+      mlir::cascade::registerAllCascadeDialects(*reg);
+      return reg;
+    }();
+    return *r;
+  }
+};
+
+std::string print(mlir::ModuleOp module) {
+  std::string out;
+  llvm::raw_string_ostream os(out);
+  module->print(os);
+  return out;
+}
+
+void verifyOrThrow(Session &s, mlir::ModuleOp module, const char *what) {
+  if (mlir::failed(mlir::verify(module)))
+    throw py::value_error(std::string(what) + " does not verify:\n" +
+                          s.diagnostics);
+}
+
 /// Parses `source`, runs `pipeline` (an anchored `builtin.module(...)`
 /// string, or empty for verification only) and prints the result.
 std::string runPipeline(const std::string &source,
                         const std::string &pipeline) {
-  registerOnce();
-  mlir::DialectRegistry registry;
-  mlir::cascade::registerAllCascadeDialects(registry);
-  mlir::MLIRContext context(registry, mlir::MLIRContext::Threading::DISABLED);
-  context.loadAllAvailableDialects();
-
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOs(diagnostics);
-  mlir::ScopedDiagnosticHandler handler(&context, [&](mlir::Diagnostic &d) {
-    diagOs << d.getLocation() << ": "
-           << (d.getSeverity() == mlir::DiagnosticSeverity::Error ? "error"
-                                                                  : "note")
-           << ": " << d << "\n";
-    for (mlir::Diagnostic &note : d.getNotes())
-      diagOs << note.getLocation() << ": note: " << note << "\n";
-    return mlir::success();
-  });
-
+  Session s;
   mlir::OwningOpRef<mlir::ModuleOp> module =
-      mlir::parseSourceString<mlir::ModuleOp>(source, &context, "<python>");
+      mlir::parseSourceString<mlir::ModuleOp>(source, &s.context, "<python>");
   if (!module)
     throw py::value_error("cascade IR did not parse or verify:\n" +
-                          diagnostics);
+                          s.diagnostics);
   if (!pipeline.empty()) {
     // parsePassPipeline(text, pm) reads `text` relative to pm's anchor, so an
     // anchored `builtin.module(...)` string would nest a second module pass
@@ -68,19 +103,152 @@ std::string runPipeline(const std::string &source,
     llvm::StringRef text = llvm::StringRef(pipeline).trim();
     if (text.starts_with("builtin.module(") && text.ends_with(")"))
       text = text.drop_front(strlen("builtin.module(")).drop_back().trim();
-    mlir::PassManager pm(&context);
+    mlir::PassManager pm(&s.context);
     std::string err;
     llvm::raw_string_ostream errOs(err);
     if (mlir::failed(mlir::parsePassPipeline(text, pm, errOs)))
       throw py::value_error("bad pass pipeline '" + pipeline + "': " + err);
     if (mlir::failed(pm.run(*module)))
       throw py::value_error("pipeline '" + pipeline + "' failed:\n" +
-                            diagnostics);
+                            s.diagnostics);
   }
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  module->print(os);
-  return out;
+  return print(*module);
+}
+
+/// The attention configuration of a Python dict (cascade_mlir.kernels'
+/// KernelConfig.as_dict()); absent keys keep their defaults.
+cascade::python::AttentionConfig configFrom(const py::dict &d) {
+  cascade::python::AttentionConfig c;
+  auto str = [&](const char *k, std::string &v) {
+    if (d.contains(k))
+      v = py::str(d[k]);
+  };
+  auto i64 = [&](const char *k, int64_t &v) {
+    if (d.contains(k))
+      v = d[k].cast<int64_t>();
+  };
+  auto f64 = [&](const char *k, double &v) {
+    if (d.contains(k) && !d[k].is_none())
+      v = d[k].cast<double>();
+  };
+  str("q_dtype", c.qType);
+  c.kvType = c.qType;
+  str("kv_dtype", c.kvType);
+  i64("head_dim", c.headDim);
+  i64("num_qo_heads", c.numQoHeads);
+  i64("num_kv_heads", c.numKvHeads);
+  i64("page_size", c.pageSize);
+  std::string layout = "nhd";
+  str("kv_layout", layout);
+  if (layout != "nhd" && layout != "hnd")
+    throw py::value_error("kv_layout must be 'nhd' or 'hnd', got '" + layout +
+                          "'");
+  c.hnd = layout == "hnd";
+  if (d.contains("sm_scale") && !d["sm_scale"].is_none())
+    c.smScale = d["sm_scale"].cast<double>();
+  f64("logits_soft_cap", c.logitsSoftCap);
+  f64("rope_scale", c.ropeScale);
+  f64("rope_theta", c.ropeTheta);
+  i64("window_left", c.windowLeft);
+  str("pos_encoding", c.posEncoding);
+  std::string base = "base2";
+  str("lse_base", base);
+  c.lseBaseE = base == "base_e";
+  return c;
+}
+
+template <typename Fn> auto translateErrors(Fn &&fn) -> decltype(fn()) {
+  try {
+    return fn();
+  } catch (const std::invalid_argument &e) {
+    throw py::value_error(e.what());
+  }
+}
+
+std::string attentionIr(const py::dict &config, bool decode, bool causal,
+                        bool accumulate, bool split, bool pair, bool tensors,
+                        const std::string &name) {
+  return translateErrors([&] {
+    Session s;
+    auto module = cascade::python::newModule(s.context);
+    cascade::python::AttentionCall call{decode, causal, accumulate,
+                                        split,  pair,   tensors};
+    cascade::python::addAttentionFunc(*module, name, configFrom(config), call);
+    verifyOrThrow(s, *module, "the attention module");
+    return print(*module);
+  });
+}
+
+std::string multiLevelIr(const py::dict &config, int64_t numLevels,
+                         const std::vector<int64_t> &sharedLevels,
+                         const std::vector<bool> &decodeLevels, bool causal,
+                         const std::string &name) {
+  return translateErrors([&] {
+    Session s;
+    auto module = cascade::python::newModule(s.context);
+    cascade::python::addMultiLevelFunc(*module, name, configFrom(config),
+                                       numLevels, sharedLevels, decodeLevels,
+                                       causal);
+    verifyOrThrow(s, *module, "the cascade module");
+    return print(*module);
+  });
+}
+
+/// Lowers `module` with cascade-to-ptx and writes the bundle to `dir`.
+void lowerToBundle(Session &s, mlir::ModuleOp module, const std::string &dir,
+                   const std::string &chip, const std::string &features) {
+  verifyOrThrow(s, module, "the kernel module");
+  mlir::PassManager pm(&s.context);
+  mlir::cascade::CascadeToPTXOptions options;
+  options.chip = chip;
+  options.features = features;
+  options.bundleDir = dir;
+  mlir::cascade::buildCascadeToPTXPipeline(pm, options);
+  if (mlir::failed(pm.run(module)))
+    throw py::value_error("compiling the kernels failed:\n" + s.diagnostics);
+}
+
+/// groups: dicts {decode, causal, accumulate}; each gets an unsplit and a
+/// split kernel (and the split kernel's merge).
+void compileAttentionBundle(const py::dict &config, const py::list &groups,
+                            bool pair, const std::string &dir,
+                            const std::string &chip,
+                            const std::string &features) {
+  translateErrors([&] {
+    Session s;
+    auto module = cascade::python::newModule(s.context);
+    cascade::python::AttentionConfig c = configFrom(config);
+    int i = 0;
+    for (py::handle h : groups) {
+      py::dict g = py::reinterpret_borrow<py::dict>(h);
+      for (bool split : {false, true}) {
+        cascade::python::AttentionCall call;
+        call.decode = g["decode"].cast<bool>();
+        call.causal = g["causal"].cast<bool>();
+        call.accumulate = g["accumulate"].cast<bool>();
+        call.split = split;
+        call.pair = pair;
+        cascade::python::addAttentionFunc(
+            *module, "group" + std::to_string(i) + (split ? "_split" : ""), c,
+            call);
+      }
+      ++i;
+    }
+    lowerToBundle(s, *module, dir, chip, features);
+    return 0;
+  });
+}
+
+void compileMergeBundle(const std::string &vType, int64_t headDim,
+                        const std::string &dir, const std::string &chip,
+                        const std::string &features) {
+  translateErrors([&] {
+    Session s;
+    auto module = cascade::python::newModule(s.context);
+    cascade::python::addMergeFuncs(*module, vType, headDim);
+    lowerToBundle(s, *module, dir, chip, features);
+    return 0;
+  });
 }
 
 } // namespace
@@ -96,4 +264,26 @@ PYBIND11_MODULE(_compiler, m) {
   m.def("run_pipeline", &runPipeline, py::arg("source"), py::arg("pipeline"),
         "Runs an anchored textual pass pipeline, e.g. "
         "'builtin.module(cascade-decompose-levels)', and returns the IR.");
+  m.def("attention_ir", &attentionIr, py::arg("config"), py::arg("decode"),
+        py::arg("causal") = false, py::arg("accumulate") = false,
+        py::arg("split") = false, py::arg("pair") = false,
+        py::arg("tensors") = true, py::arg("name") = "attention",
+        "A module with one cascade.paged_attention, built with the C++ "
+        "builders (tensor form by default; buffer form with tensors=False).");
+  m.def("multi_level_ir", &multiLevelIr, py::arg("config"),
+        py::arg("num_levels"), py::arg("shared_levels"),
+        py::arg("decode_levels"), py::arg("causal") = false,
+        py::arg("name") = "cascade_attention",
+        "A module with one tensor-form cascade.multi_level_attention (a "
+        "paged_attention for one level).");
+  m.def("compile_attention_bundle", &compileAttentionBundle, py::arg("config"),
+        py::arg("groups"), py::arg("pair"), py::arg("dir"),
+        py::arg("chip") = "sm_90", py::arg("features") = "+ptx80",
+        "Compiles the unsplit and split kernels of every group into a kernel "
+        "bundle in DIR.");
+  m.def("compile_merge_bundle", &compileMergeBundle, py::arg("v_dtype"),
+        py::arg("head_dim"), py::arg("dir"), py::arg("chip") = "sm_90",
+        py::arg("features") = "+ptx80",
+        "Compiles merge_state, merge_state_in_place (plain and masked) and "
+        "merge_states into a kernel bundle in DIR.");
 }

@@ -7,6 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "GpuModule.h"
+
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/Reference.h"
 
@@ -315,7 +317,12 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
 } // namespace
 
 PYBIND11_MODULE(_runtime, m) {
-  m.doc() = "Cascade-MLIR runtime: plans and the float64 CPU reference";
+  m.doc() = "Cascade-MLIR runtime: plans, GPU execution and the float64 CPU "
+            "reference";
+  cascade::python::registerGpu(m);
+  // __init__.py refuses numpy 2 under a pybind11 that predates it.
+  m.attr("_pybind11_version") =
+      py::make_tuple(PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR);
 
   m.def("plan", &plan, py::arg("mode"), py::arg("kv_indptr"),
         py::arg("kv_last_page_len"), py::arg("qo_indptr") = py::none(),

@@ -16,3 +16,17 @@ def random_state(rng, rows, heads, dim, empty_rows=()):
         v[r] = 0
         s[r] = -np.inf
     return v, s
+
+
+def pytest_report_header(config):
+    # The GPU tests draw fresh random inputs each session; the seed repeats one.
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "gpu"))
+    try:
+        import gpu_support
+    except Exception:  # noqa: BLE001 - the header must not fail the session
+        return None
+    finally:
+        sys.path.pop(0)
+    return f"GPU tests: CASCADE_TEST_SEED={gpu_support.SEED}"

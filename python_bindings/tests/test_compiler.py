@@ -39,6 +39,34 @@ def test_bufferize_from_python():
     assert out.count("cascade.paged_attention") == 3
 
 
+def test_ir_is_built_not_formatted_small_scales_parse():
+    # Formatting `sm_scale = 1e-05 : f32` as text does not parse; the C++
+    # builders print it the way MLIR reads it back.
+    for scale in (1e-05, 3e-38, 0.125, 1 / 3):
+        cfg = ir.AttentionConfig(32, 8, 128, 16, sm_scale=scale, logits_soft_cap=1e-06)
+        for text in (ir.decode(cfg), ir.prefill(cfg), ir.multi_level_attention(cfg, 2)):
+            printed = cm.compiler.verify(text)
+            assert "sm_scale" in printed
+            assert cm.compiler.verify(printed) == printed  # round trip
+
+
+def test_multi_level_ir_marks_decode_levels_and_causal():
+    cfg = ir.AttentionConfig(8, 2, 64, 16, causal=True)
+    text = ir.multi_level_attention(cfg, 2, shared_prefix_levels=[0],
+                                    decode_levels=[False, True])
+    assert "decode_levels = array<i1: false, true>" in text and "causal" in text
+    with pytest.raises(ValueError, match="one entry per level"):
+        ir.multi_level_attention(cfg, 2, decode_levels=[True])
+
+
+def test_buffer_form_split_attention_has_plan_operands():
+    cfg = ir.AttentionConfig(32, 8, 128, 16).as_dict()
+    text = cm.compiler.attention_ir(cfg, decode=False, split=True, tensors=False)
+    assert "plan(" in text and "memref<1xi32>" in text and "tensor<" not in text
+    with pytest.raises(ValueError, match="buffer form"):
+        cm.compiler.attention_ir(cfg, decode=True, split=True, tensors=True)
+
+
 def test_config_rejects_unknown_dtype():
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         ir.AttentionConfig(8, 8, 64, 16, q_dtype="float64").types()

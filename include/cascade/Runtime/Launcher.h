@@ -31,6 +31,18 @@ struct LevelKernels {
   std::string merge;
 };
 
+/// A kernel bound once (grid, block, parameter slots) and launched many
+/// times. The owner may rewrite slots between launches (a Program patches
+/// the caller's tensors into them); `params` point into `launch.slots` once
+/// `finalize()` has run, so the object must not be copied afterwards.
+struct PreparedLaunch {
+  std::string kernel;
+  cuda::CUfunction function = nullptr;
+  KernelLaunch launch;
+  std::vector<void *> params;
+  void finalize() { params = launch.paramPointers(); }
+};
+
 /// A captured and instantiated CUDA graph.
 struct CapturedGraph {
   cuda::CUgraph graph = nullptr;
@@ -48,6 +60,25 @@ public:
   Launcher &operator=(const Launcher &) = delete;
 
   const Bundle &bundle() const { return bundle_; }
+  /// Adds the kernels of another bundle and loads its PTX files (or, when
+  /// the bundle directory holds `<file stem>.sm_<major><minor>.cubin` for
+  /// this device, that cubin). Kernels whose name is already known are
+  /// skipped (a kernel name spells out its whole configuration); PTX file
+  /// names are prefixed with `prefix + "/"` to keep bundles apart.
+  Status addBundle(const Bundle &bundle, const std::string &prefix);
+  /// The device's compute capability as `sm_<major><minor>` ("sm_90").
+  const std::string &chip() const { return chip_; }
+  cuda::CUcontext context() const { return context_; }
+  /// Makes the launcher's context (the device's primary context, which CUDA
+  /// runtime users such as torch share) current on the calling thread.
+  Status makeCurrent();
+  /// While a recorder is set, launch() (and so runLevel / runCascade) binds
+  /// each kernel into it instead of launching; nothing is enqueued.
+  void setRecorder(std::vector<PreparedLaunch> *recorder) {
+    recorder_ = recorder;
+  }
+  /// Launches a prepared kernel with its current slots.
+  Status launchPrepared(const PreparedLaunch &l, cuda::CUstream stream) const;
   const cuda::DriverApi &api() const { return *api_; }
   int numSms() const { return numSms_; }
   /// Resident blocks per SM of a kernel (the plan's `occupancy`).
@@ -106,6 +137,9 @@ public:
 private:
   Launcher() = default;
   Status function(const std::string &kernel, cuda::CUfunction &fn);
+  /// Loads one PTX text, or the cubin at `cubinPath` when that file exists.
+  Status loadModule(const std::string &key, const std::string &ptx,
+                    const std::string &cubinPath);
   /// One asynchronous copy of a plan's int-workspace image.
   Status uploadImage(const std::vector<uint8_t> &image, uint64_t intWorkspace,
                      cuda::CUstream stream);
@@ -114,6 +148,8 @@ private:
   const cuda::DriverApi *api_ = nullptr;
   cuda::CUcontext context_ = nullptr;
   int numSms_ = 0;
+  std::string chip_;
+  std::vector<PreparedLaunch> *recorder_ = nullptr;
   std::map<std::string, cuda::CUmodule> modules_; ///< ptx file -> module
   std::map<std::string, cuda::CUfunction> functions_;
 };

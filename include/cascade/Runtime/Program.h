@@ -1,0 +1,144 @@
+//===- Program.h - Planned attention calls with per-call binding -*- C++ -*-===//
+//
+// A Program is what a Python wrapper's plan() produces and its run() replays:
+// the plan of every level (makeCascadePlan), the caller's index arrays and
+// the plan's int arrays uploaded into the int workspace (page-locked staging,
+// asynchronous copies on the caller's stream), and, per KV form, the kernels
+// of the call bound once into PreparedLaunches. run() only writes the
+// caller's tensor addresses into the bound parameter slots and launches, so
+// its host cost is the launches themselves.
+//
+// CUDA-graph mode keeps every device address and launch size of the first
+// plan: a replan with new lengths uploads into the same buffers, so a graph
+// captured from run() replays correctly (docs/plan-schema.md).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_RUNTIME_PROGRAM_H
+#define CASCADE_RUNTIME_PROGRAM_H
+
+#include "cascade/Runtime/Launcher.h"
+
+#include <array>
+
+namespace cascade::runtime {
+
+/// The caller's tensors of one call, by role. Levels bind the KV cache of
+/// their KV slot: slot 0 is the paged cache of run(), slot 1 a second cache
+/// (the contiguous shared prefix of the shared-prefix wrappers).
+enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Count };
+constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
+
+/// Optional caller-owned device buffers for a level's index arrays (the
+/// CUDA-graph buffers of FlashInfer's wrappers); 0 = inside the int
+/// workspace. Capacities are in int32 elements.
+struct IndexBuffers {
+  uint64_t qoIndptr = 0, kvIndptr = 0, kvIndices = 0, kvLastPageLen = 0;
+  int64_t qoIndptrCapacity = 0, kvIndptrCapacity = 0, kvIndicesCapacity = 0,
+          kvLastPageLenCapacity = 0;
+};
+
+/// What plan() needs. `levels[l]` holds host views of the index arrays and
+/// the static sizes (heads, head_dim, page size, dtypes, mode); the program
+/// fills in num_sms, occupancy, qo_tile_size, cuda_graph and max_num_rows.
+struct ProgramSpec {
+  std::vector<PlanInputs> levels;
+  /// Per level: the kernel whose occupancy and `qo_tile_size` static the
+  /// plan uses (the split kernel of the level).
+  std::vector<std::string> planKernels;
+  std::vector<IndexBuffers> indexBuffers; ///< empty or one per level
+  bool cudaGraph = false;
+};
+
+/// The kernels of one level for one KV form.
+struct ProgramLevelKernels {
+  LevelKernels unsplit, split;
+  bool pair = false; ///< (k, v) pair instead of one 5-D pool
+  int kvSlot = 0;    ///< 0 or 1, see Role
+};
+
+class Program {
+public:
+  explicit Program(Launcher &launcher) : launcher_(launcher) {}
+  ~Program();
+  Program(const Program &) = delete;
+  Program &operator=(const Program &) = delete;
+
+  /// Plans every level on the host and lays out the int workspace (plan
+  /// arrays, then the index arrays). Drops the prepared launches. In
+  /// CUDA-graph mode a replan must keep every size of the first plan.
+  Status plan(const ProgramSpec &spec);
+  /// Bytes the int / float workspace must hold for the current plan (the
+  /// float workspace includes an lse scratch for calls that return none).
+  int64_t intBytesNeeded() const { return intBytes_; }
+  int64_t floatBytesNeeded() const { return floatBytes_; }
+  /// Copies the plan and the index arrays into the workspaces on `stream`
+  /// (through page-locked staging; waits only for the previous upload's
+  /// copy). In CUDA-graph mode the workspaces must not move.
+  Status upload(uint64_t intWorkspace, int64_t intBytes,
+                uint64_t floatWorkspace, int64_t floatBytes,
+                cuda::CUstream stream);
+  /// Binds the kernels of `variant` (one entry per level) once; `merge` is
+  /// the merge_state_in_place kernel for levels that do not accumulate
+  /// (may be empty when all do). Requires an upload.
+  Status prepare(int variant, const std::vector<ProgramLevelKernels> &levels,
+                 const std::string &merge);
+  bool prepared(int variant) const;
+  /// Launches the prepared `variant` with the caller's tensors: `ptrs` /
+  /// `counts` (elements) by Role; 0 leaves a role unbound (LSE 0 = the
+  /// scratch in the float workspace).
+  Status run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
+             const std::array<int64_t, kNumRoles> &counts,
+             cuda::CUstream stream);
+
+  const CascadePlan &cascadePlan() const { return plan_; }
+  int64_t numRows() const { return plan_.num_rows; }
+  /// Rows the output buffers are sized for (CUDA graphs: the first plan's).
+  int64_t rowCapacity() const { return rowCapacity_; }
+  /// Largest page id any level reads (-1 without pages): run() checks it
+  /// against the KV cache it is given.
+  int64_t maxPageId() const { return maxPageId_; }
+  int64_t numLaunches(int variant) const;
+
+private:
+  struct Patch {
+    uint32_t slot;
+    uint8_t role;
+    bool count; ///< the memref size slot, not a pointer
+  };
+  struct Variant {
+    std::vector<PreparedLaunch> launches;
+    std::vector<std::vector<Patch>> patches; ///< per launch
+  };
+  /// Where a level's index arrays live on the device.
+  struct LevelArrays {
+    uint64_t qo = 0, kvIndptr = 0, indices = 0, last = 0;
+    int64_t qoOffset = -1, kvIndptrOffset = -1, indicesOffset = -1,
+            lastOffset = -1; ///< bytes into the int workspace, -1 = caller
+    int64_t indicesCapacity = 0;
+  };
+  Status layout(const ProgramSpec &spec);
+  Status stage(uint64_t intWorkspace, cuda::CUstream stream);
+
+  Launcher &launcher_;
+  ProgramSpec spec_;
+  CascadePlan plan_;
+  std::vector<LevelArrays> arrays_;
+  int64_t intBytes_ = 0, floatBytes_ = 0, lseScratchOffset_ = 0;
+  int64_t rowCapacity_ = 0, maxPageId_ = -1;
+  uint64_t intWs_ = 0, floatWs_ = 0;
+  bool uploaded_ = false;
+  /// CUDA-graph mode: the sizes the first plan fixed.
+  bool frozen_ = false;
+  std::vector<int64_t> frozenBatch_;
+  int64_t frozenInt_ = 0, frozenFloat_ = 0;
+  uint64_t frozenIntWs_ = 0, frozenFloatWs_ = 0;
+  std::map<int, Variant> variants_;
+  void *staging_ = nullptr;
+  size_t stagingBytes_ = 0;
+  cuda::CUevent copied_ = nullptr;
+};
+
+} // namespace cascade::runtime
+
+#endif // CASCADE_RUNTIME_PROGRAM_H

@@ -1,0 +1,438 @@
+//===- Program.cpp - Planned attention calls with per-call binding --------===//
+
+#include "cascade/Runtime/Program.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cascade::runtime {
+
+using namespace cuda;
+
+namespace {
+
+int64_t alignTo(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+
+/// Addresses that stand for the caller's tensors while a program is bound:
+/// no device allocation or plan value can take them.
+constexpr uint64_t kSentinelBase = 0xFFFFFF0000000000ull;
+uint64_t sentinel(Role role) {
+  return kSentinelBase | (uint64_t(static_cast<uint8_t>(role)) << 8);
+}
+
+const char *dtypeOf(DType t) { return dtypeName(t); }
+
+} // namespace
+
+Program::~Program() {
+  const DriverApi &api = launcher_.api();
+  if (copied_)
+    api.cuEventDestroy(copied_);
+  if (staging_)
+    api.cuMemFreeHost(staging_);
+}
+
+Status Program::plan(const ProgramSpec &spec) {
+  const size_t n = spec.levels.size();
+  if (n == 0 || spec.planKernels.size() != n ||
+      (!spec.indexBuffers.empty() && spec.indexBuffers.size() != n))
+    return makeError(ErrorCode::InvalidArgument,
+                     "a program needs one plan kernel (and at most one set of "
+                     "index buffers) per level; got %zu levels, %zu kernels",
+                     n, spec.planKernels.size());
+  std::vector<PlanInputs> inputs = spec.levels;
+  for (size_t l = 0; l < n; ++l) {
+    PlanInputs &in = inputs[l];
+    const KernelSpec *k = launcher_.bundle().find(spec.planKernels[l]);
+    if (!k)
+      return Status(ErrorCode::NotFound, "level " + std::to_string(l) +
+                                             ": kernel " + spec.planKernels[l] +
+                                             " is not loaded");
+    int occupancy = 1;
+    CASCADE_RETURN_IF_ERROR(launcher_.occupancy(k->name, occupancy));
+    in.num_sms = launcher_.numSms();
+    in.occupancy = std::max(occupancy, 1);
+    in.cuda_graph = spec.cudaGraph;
+    const std::string tile = k->staticString("qo_tile_size");
+    in.qo_tile_size = tile.empty() ? 0 : std::stoll(tile);
+    const int64_t rows = in.qo_indptr.present() && in.qo_indptr.size() > 0
+                             ? in.qo_indptr[in.qo_indptr.size() - 1]
+                             : in.kv_indptr.size() - 1;
+    in.max_num_rows = spec.cudaGraph && in.mode == PlanMode::Prefill
+                          ? std::max(rows, frozen_ ? rowCapacity_ : rows)
+                          : -1;
+  }
+  CascadePlan next;
+  CASCADE_RETURN_IF_ERROR(makeCascadePlan(inputs, next));
+  if (frozen_) {
+    bool same = next.int_bytes == frozenInt_ &&
+                next.float_bytes <= frozenFloat_ && next.levels.size() == n &&
+                next.num_rows <= rowCapacity_;
+    for (size_t l = 0; same && l < n; ++l)
+      same = next.levels[l].batch_size == frozenBatch_[l];
+    if (!same)
+      return makeError(
+          ErrorCode::InvalidArgument,
+          "CUDA-graph mode: a replan must keep the batch size of every level "
+          "and at most %lld query rows (the first plan's), so that the "
+          "captured launches stay valid; plan a new wrapper for other sizes",
+          static_cast<long long>(rowCapacity_));
+  }
+  spec_ = spec;
+  plan_ = std::move(next);
+  variants_.clear();
+  uploaded_ = false;
+  maxPageId_ = -1;
+  for (const PlanInputs &in : spec.levels)
+    for (int64_t i = 0; i < in.kv_indices.size(); ++i)
+      maxPageId_ = std::max<int64_t>(maxPageId_, in.kv_indices[i]);
+  return layout(spec);
+}
+
+Status Program::layout(const ProgramSpec &spec) {
+  const size_t n = spec.levels.size();
+  const Plan &first = plan_.levels[0];
+  if (!frozen_)
+    rowCapacity_ = plan_.num_rows;
+  std::vector<LevelArrays> arrays(n);
+  // Fixed-size arrays first, right after the plan image; the page lists
+  // last, so that in CUDA-graph mode each keeps a fixed start and capacity.
+  int64_t offset = alignTo(plan_.int_bytes, 16);
+  auto place = [&](int64_t count) {
+    int64_t at = offset;
+    offset = alignTo(offset + 4 * count, 16);
+    return at;
+  };
+  for (size_t l = 0; l < n; ++l) {
+    const PlanInputs &in = spec.levels[l];
+    const IndexBuffers *user =
+        spec.indexBuffers.empty() ? nullptr : &spec.indexBuffers[l];
+    LevelArrays &a = arrays[l];
+    auto need = [&](uint64_t userPtr, int64_t cap, int64_t count,
+                    const char *what, uint64_t &ptr,
+                    int64_t &off) -> Status {
+      if (userPtr) {
+        if (cap < count)
+          return makeError(ErrorCode::SizeMismatch,
+                           "level %zu: the %s buffer holds %lld entries, the "
+                           "plan needs %lld",
+                           l, what, static_cast<long long>(cap),
+                           static_cast<long long>(count));
+        ptr = userPtr;
+        return Status::success();
+      }
+      off = place(count);
+      return Status::success();
+    };
+    const int64_t b = in.kv_indptr.size() - 1;
+    CASCADE_RETURN_IF_ERROR(need(user ? user->qoIndptr : 0,
+                                 user ? user->qoIndptrCapacity : 0, b + 1,
+                                 "qo_indptr", a.qo, a.qoOffset));
+    CASCADE_RETURN_IF_ERROR(need(user ? user->kvIndptr : 0,
+                                 user ? user->kvIndptrCapacity : 0, b + 1,
+                                 "kv_indptr", a.kvIndptr, a.kvIndptrOffset));
+    CASCADE_RETURN_IF_ERROR(need(user ? user->kvLastPageLen : 0,
+                                 user ? user->kvLastPageLenCapacity : 0, b,
+                                 "kv_last_page_len", a.last, a.lastOffset));
+  }
+  for (size_t l = 0; l < n; ++l) {
+    const PlanInputs &in = spec.levels[l];
+    const IndexBuffers *user =
+        spec.indexBuffers.empty() ? nullptr : &spec.indexBuffers[l];
+    LevelArrays &a = arrays[l];
+    const int64_t count = in.kv_indices.size();
+    if (user && user->kvIndices) {
+      if (user->kvIndicesCapacity < count)
+        return makeError(ErrorCode::SizeMismatch,
+                         "level %zu: the kv_indices buffer holds %lld "
+                         "entries, the plan needs %lld",
+                         l, static_cast<long long>(user->kvIndicesCapacity),
+                         static_cast<long long>(count));
+      a.indices = user->kvIndices;
+      a.indicesCapacity = user->kvIndicesCapacity;
+      continue;
+    }
+    // CUDA graphs without caller buffers: the first plan's page list gets
+    // twice its length (at least 64 Ki pages) of room.
+    int64_t cap = count;
+    if (frozen_)
+      cap = arrays_[l].indicesCapacity;
+    else if (spec.cudaGraph)
+      cap = std::max<int64_t>(2 * count, 65536);
+    if (cap < count)
+      return makeError(ErrorCode::SizeMismatch,
+                       "CUDA-graph mode: level %zu reads %lld pages, more "
+                       "than the %lld the first plan reserved; pass "
+                       "paged_kv_indices_buf_arr buffers of the largest size",
+                       l, static_cast<long long>(count),
+                       static_cast<long long>(cap));
+    a.indicesOffset = place(cap);
+    a.indicesCapacity = cap;
+  }
+  intBytes_ = std::max<int64_t>(offset, 16);
+  lseScratchOffset_ = alignTo(frozen_ ? frozenFloat_ : plan_.float_bytes, 256);
+  floatBytes_ = lseScratchOffset_ +
+                alignTo(4 * rowCapacity_ * first.num_qo_heads, 256);
+  arrays_ = std::move(arrays);
+  return Status::success();
+}
+
+Status Program::stage(uint64_t intWorkspace, CUstream stream) {
+  const DriverApi &api = launcher_.api();
+  if (copied_)
+    CASCADE_RETURN_IF_ERROR(checkCuda(api, api.cuEventSynchronize(copied_),
+                                      "cuEventSynchronize"));
+  else
+    CASCADE_RETURN_IF_ERROR(checkCuda(
+        api, api.cuEventCreate(&copied_, CU_EVENT_DISABLE_TIMING),
+        "cuEventCreate"));
+  // Every array the kernels read, with its place: an offset into the int
+  // workspace, or a caller's buffer (staged behind the workspace image).
+  struct Item {
+    const int32_t *data;
+    int64_t count, offset;
+    uint64_t userPtr;
+  };
+  std::vector<Item> items;
+  std::vector<std::vector<int32_t>> aranges;
+  aranges.reserve(arrays_.size());
+  for (size_t l = 0; l < arrays_.size(); ++l) {
+    const PlanInputs &in = spec_.levels[l];
+    const LevelArrays &a = arrays_[l];
+    ArrayView<int32_t> qo = in.qo_indptr;
+    if (!qo.present()) { // decode: one query per request
+      aranges.emplace_back(static_cast<size_t>(in.kv_indptr.size()));
+      for (size_t i = 0; i < aranges.back().size(); ++i)
+        aranges.back()[i] = static_cast<int32_t>(i);
+      qo = ArrayView<int32_t>(aranges.back());
+    }
+    items.push_back({qo.data(), qo.size(), a.qoOffset, a.qo});
+    items.push_back(
+        {in.kv_indptr.data(), in.kv_indptr.size(), a.kvIndptrOffset,
+         a.kvIndptr});
+    items.push_back({in.kv_last_page_len.data(), in.kv_last_page_len.size(),
+                     a.lastOffset, a.last});
+    items.push_back({in.kv_indices.data(), in.kv_indices.size(),
+                     a.indicesOffset, a.indices});
+  }
+  int64_t total = intBytes_;
+  for (const Item &it : items)
+    if (it.offset < 0)
+      total += alignTo(4 * it.count, 16);
+  if (static_cast<int64_t>(stagingBytes_) < total) {
+    if (staging_)
+      api.cuMemFreeHost(staging_);
+    staging_ = nullptr;
+    stagingBytes_ = 0;
+    CASCADE_RETURN_IF_ERROR(checkCuda(
+        api, api.cuMemAllocHost(&staging_, static_cast<size_t>(total)),
+        "cuMemAllocHost"));
+    stagingBytes_ = static_cast<size_t>(total);
+  }
+  auto *img = static_cast<uint8_t *>(staging_);
+  std::memset(img, 0, static_cast<size_t>(intBytes_));
+  std::memcpy(img, plan_.int_image.data(), plan_.int_image.size());
+  struct Copy {
+    uint64_t dst;
+    int64_t src, bytes;
+  };
+  // Outside CUDA-graph mode the workspace part is one copy. In graph mode
+  // the page lists sit in reserved room: the fixed part is one copy and
+  // each page list another (the room behind them is not sent).
+  int64_t fixedEnd = intBytes_;
+  if (spec_.cudaGraph)
+    for (const LevelArrays &a : arrays_)
+      if (a.indicesOffset >= 0)
+        fixedEnd = std::min(fixedEnd, a.indicesOffset);
+  std::vector<Copy> copies = {{intWorkspace, 0, fixedEnd}};
+  int64_t behind = intBytes_;
+  for (const Item &it : items) {
+    const int64_t bytes = 4 * it.count;
+    if (it.offset >= 0) {
+      if (bytes)
+        std::memcpy(img + it.offset, it.data, static_cast<size_t>(bytes));
+      if (it.offset >= fixedEnd)
+        copies.push_back({intWorkspace + it.offset, it.offset, bytes});
+      continue;
+    }
+    if (bytes)
+      std::memcpy(img + behind, it.data, static_cast<size_t>(bytes));
+    copies.push_back({it.userPtr, behind, bytes});
+    behind += alignTo(bytes, 16);
+  }
+  for (const Copy &c : copies)
+    if (c.bytes > 0)
+      CASCADE_RETURN_IF_ERROR(checkCuda(
+          api,
+          api.cuMemcpyHtoDAsync(c.dst, img + c.src,
+                                static_cast<size_t>(c.bytes), stream),
+          "cuMemcpyHtoDAsync"));
+  return checkCuda(api, api.cuEventRecord(copied_, stream), "cuEventRecord");
+}
+
+Status Program::upload(uint64_t intWorkspace, int64_t intBytes,
+                       uint64_t floatWorkspace, int64_t floatBytes,
+                       CUstream stream) {
+  if (plan_.levels.empty())
+    return Status(ErrorCode::InvalidArgument, "upload before plan");
+  if (intBytes < intBytes_ || floatBytes < floatBytes_)
+    return makeError(ErrorCode::SizeMismatch,
+                     "the plan needs %lld bytes of int workspace and %lld of "
+                     "float workspace; got %lld and %lld",
+                     static_cast<long long>(intBytes_),
+                     static_cast<long long>(floatBytes_),
+                     static_cast<long long>(intBytes),
+                     static_cast<long long>(floatBytes));
+  if (intWorkspace % 16 || floatWorkspace % 256)
+    return Status(ErrorCode::InvalidArgument,
+                  "the int workspace must be 16-byte and the float workspace "
+                  "256-byte aligned");
+  if (frozen_ &&
+      (intWorkspace != frozenIntWs_ || floatWorkspace != frozenFloatWs_))
+    return Status(ErrorCode::InvalidArgument,
+                  "CUDA-graph mode: the workspace buffers moved since the "
+                  "first plan");
+  CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
+  for (LevelArrays &a : arrays_) {
+    if (a.qoOffset >= 0)
+      a.qo = intWorkspace + a.qoOffset;
+    if (a.kvIndptrOffset >= 0)
+      a.kvIndptr = intWorkspace + a.kvIndptrOffset;
+    if (a.lastOffset >= 0)
+      a.last = intWorkspace + a.lastOffset;
+    if (a.indicesOffset >= 0)
+      a.indices = intWorkspace + a.indicesOffset;
+  }
+  CASCADE_RETURN_IF_ERROR(stage(intWorkspace, stream));
+  intWs_ = intWorkspace;
+  floatWs_ = floatWorkspace;
+  uploaded_ = true;
+  if (spec_.cudaGraph && !frozen_) {
+    frozen_ = true;
+    frozenInt_ = plan_.int_bytes;
+    frozenFloat_ = plan_.float_bytes;
+    frozenIntWs_ = intWorkspace;
+    frozenFloatWs_ = floatWorkspace;
+    frozenBatch_.clear();
+    for (const Plan &p : plan_.levels)
+      frozenBatch_.push_back(p.batch_size);
+  }
+  return Status::success();
+}
+
+Status Program::prepare(int variant,
+                        const std::vector<ProgramLevelKernels> &levels,
+                        const std::string &merge) {
+  if (!uploaded_)
+    return Status(ErrorCode::InvalidArgument, "prepare before upload");
+  const size_t n = plan_.levels.size();
+  if (levels.size() != n)
+    return makeError(ErrorCode::SizeMismatch,
+                     "%zu levels of kernels for a %zu-level plan",
+                     levels.size(), n);
+  const Plan &first = plan_.levels[0];
+  const char *odt = dtypeOf(first.o_dtype);
+  const int64_t rows = rowCapacity_;
+  const int64_t vCount = rows * first.num_qo_heads * first.head_dim;
+  std::vector<LevelKernels> kernels(n);
+  std::vector<ArgumentTable> args(n);
+  for (size_t l = 0; l < n; ++l) {
+    const Plan &p = plan_.levels[l];
+    const ProgramLevelKernels &k = levels[l];
+    kernels[l] = p.split_kv ? k.split : k.unsplit;
+    const KernelSpec *spec = launcher_.bundle().find(kernels[l].attention);
+    if (!spec)
+      return Status(ErrorCode::NotFound,
+                    "kernel " + kernels[l].attention + " is not loaded");
+    const std::string kvt = spec->staticString("kv_dtype");
+    const std::string qt = spec->staticString("q_dtype");
+    ArgumentTable &t = args[l];
+    const int slot = k.kvSlot ? 1 : 0;
+    const Role kvRole = slot ? Role::KV1 : Role::KV0;
+    const Role kRole = slot ? Role::K1 : Role::K0;
+    const Role vRole = slot ? Role::V1 : Role::V0;
+    t.setBuffer("q", sentinel(Role::Q), vCount, qt);
+    if (k.pair) {
+      t.setBuffer("k_cache", sentinel(kRole), 0, kvt);
+      t.setBuffer("v_cache", sentinel(vRole), 0, kvt);
+    } else {
+      t.setBuffer("kv_cache", sentinel(kvRole), 0, kvt);
+    }
+    const LevelArrays &a = arrays_[l];
+    const int64_t b = p.batch_size;
+    t.setBuffer("qo_indptr", a.qo, b + 1, "i32");
+    t.setBuffer("kv_indptr", a.kvIndptr, b + 1, "i32");
+    t.setBuffer("kv_indices", a.indices, a.indicesCapacity, "i32");
+    t.setBuffer("kv_last_page_len", a.last, b, "i32");
+    t.setBuffer("o", sentinel(Role::O), vCount, odt);
+    t.setBuffer("lse", sentinel(Role::LSE), rows * first.num_qo_heads, "f32");
+  }
+  Variant v;
+  launcher_.setRecorder(&v.launches);
+  Status s = launcher_.runCascade(plan_, intWs_, floatWs_, kernels, args,
+                                  merge, nullptr);
+  launcher_.setRecorder(nullptr);
+  CASCADE_RETURN_IF_ERROR(s);
+  for (PreparedLaunch &pl : v.launches) {
+    pl.finalize();
+    std::vector<Patch> patches;
+    const std::vector<uint64_t> &slots = pl.launch.slots;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      if ((slots[i] & 0xFFFFFF00000000FFull) != kSentinelBase)
+        continue;
+      const auto role = static_cast<uint8_t>((slots[i] >> 8) & 0xFF);
+      if (role >= kNumRoles)
+        continue;
+      patches.push_back({static_cast<uint32_t>(i), role, false});
+      // A memref descriptor: allocated, aligned, offset, size, stride; the
+      // size follows the aligned pointer.
+      const std::string &name = pl.launch.slotNames[i];
+      if (name.size() > 8 &&
+          name.compare(name.size() - 8, 8, ".aligned") == 0 &&
+          i + 2 < slots.size())
+        patches.push_back({static_cast<uint32_t>(i + 2), role, true});
+    }
+    v.patches.push_back(std::move(patches));
+  }
+  variants_[variant] = std::move(v);
+  return Status::success();
+}
+
+bool Program::prepared(int variant) const {
+  return variants_.count(variant) != 0;
+}
+
+int64_t Program::numLaunches(int variant) const {
+  auto it = variants_.find(variant);
+  return it == variants_.end()
+             ? -1
+             : static_cast<int64_t>(it->second.launches.size());
+}
+
+Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
+                    const std::array<int64_t, kNumRoles> &counts,
+                    CUstream stream) {
+  auto it = variants_.find(variant);
+  if (it == variants_.end())
+    return makeError(ErrorCode::InvalidArgument,
+                     "variant %d of this program is not prepared", variant);
+  std::array<uint64_t, kNumRoles> p = ptrs;
+  std::array<int64_t, kNumRoles> c = counts;
+  const size_t lse = static_cast<size_t>(Role::LSE);
+  if (!p[lse]) {
+    p[lse] = floatWs_ + static_cast<uint64_t>(lseScratchOffset_);
+    c[lse] = rowCapacity_ * plan_.levels[0].num_qo_heads;
+  }
+  CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
+  Variant &v = it->second;
+  for (size_t i = 0; i < v.launches.size(); ++i) {
+    PreparedLaunch &pl = v.launches[i];
+    for (const Patch &patch : v.patches[i])
+      pl.launch.slots[patch.slot] =
+          patch.count ? static_cast<uint64_t>(c[patch.role]) : p[patch.role];
+    CASCADE_RETURN_IF_ERROR(launcher_.launchPrepared(pl, stream));
+  }
+  return Status::success();
+}
+
+} // namespace cascade::runtime

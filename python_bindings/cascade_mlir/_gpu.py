@@ -1,0 +1,245 @@
+"""GPU execution shared by the wrappers: devices, kernel loading and the
+plan/run engine over the runtime's Program (python_bindings/src/GpuModule.cpp).
+
+plan() runs on the host: index arrays are copied to the host (if they were
+on the GPU), the runtime plans every level, and the plan plus the index
+arrays go to the int workspace through page-locked staging on the caller's
+current stream. run() does no host work beyond checking its arguments and
+launching the kernels bound at plan time.
+"""
+
+import json
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from . import _runtime, kernels
+from ._frameworks import framework_of, host_int32
+from .kernels import Group, KernelConfig
+
+_devices: Dict[int, "_runtime.Device"] = {}
+_groups: Dict[Tuple[int, str], Dict[str, str]] = {}
+
+#: Bytes of the int workspace (plan arrays and index arrays), as FlashInfer.
+INT_WORKSPACE_BYTES = 8 << 20
+
+
+class NotPlannedError(ValueError, RuntimeError):
+    """run() / forward() before plan() / begin_forward()."""
+
+
+def device(ordinal: int):
+    dev = _devices.get(ordinal)
+    if dev is None:
+        dev = _devices[ordinal] = _runtime.Device(ordinal)
+    return dev
+
+
+def load_bundle(dev, key: str) -> Dict[str, str]:
+    """Loads bundle `key` into `dev` (finding or compiling it first) and
+    returns its kernels by role: unsplit / split / merge for attention
+    groups, the op names for merge bundles."""
+    cached = _groups.get((dev.ordinal, key))
+    if cached is not None:
+        return cached
+    path = kernels.ensure_bundle(key, dev.chip)
+    dev.add_bundle(path, key)
+    with open(os.path.join(path, "manifest.json")) as f:
+        manifest = json.load(f)
+    roles = {}
+    for k in manifest["kernels"]:
+        op = k["op"]
+        if op in ("decode", "prefill"):
+            roles["unsplit"] = k["name"]
+        elif op in ("decode_split", "prefill_split"):
+            roles["split"] = k["name"]
+        elif op == "merge_states_indptr":
+            roles["merge"] = k["name"]
+        elif op == "merge_state_in_place":
+            mask = k["static"].get("mask", "none")
+            roles["merge_state_in_place" + ("" if mask == "none" else "_mask")] = k["name"]
+        else:
+            roles[op] = k["name"]
+    _groups[(dev.ordinal, key)] = roles
+    return roles
+
+
+def current_stream(x) -> int:
+    fw = framework_of(x)
+    return fw.current_stream(fw.cuda_ordinal(x)) if fw is not None else 0
+
+
+def workspace_device(buf) -> Optional[int]:
+    """The CUDA ordinal of a workspace buffer, None for a host buffer."""
+    if buf is None:
+        return None
+    fw = framework_of(buf)
+    if fw is None:
+        if isinstance(buf, np.ndarray):
+            return None
+        raise TypeError("float_workspace_buffer must be a torch tensor or cupy "
+                        f"array, got {type(buf).__name__}")
+    return fw.cuda_ordinal(buf)
+
+
+class Level:
+    """One level of a plan: host index arrays and its kernel group."""
+
+    def __init__(self, qo_indptr, kv_indptr, kv_indices, kv_last_page_len,
+                 group: Group, kv_slot: int = 0):
+        self.qo_indptr, self.kv_indptr = qo_indptr, kv_indptr
+        self.kv_indices, self.kv_last_page_len = kv_indices, kv_last_page_len
+        self.group, self.kv_slot = group, kv_slot
+
+    def as_dict(self):
+        return {"mode": "decode" if self.group.decode else "prefill",
+                "kv_slot": self.kv_slot,
+                "qo_indptr": None if self.group.decode else self.qo_indptr,
+                "kv_indptr": self.kv_indptr, "kv_indices": self.kv_indices,
+                "kv_last_page_len": self.kv_last_page_len}
+
+
+def check_csr(qo, kv_indptr, kv_indices, last, what: str, decode: bool):
+    """Shape checks with argument names (the runtime's plan checks values)."""
+    b = kv_indptr.size - 1
+    if b < 0:
+        raise ValueError(f"{what}: kv_indptr must have batch_size + 1 >= 1 entries")
+    if last.size != b:
+        raise ValueError(f"{what}: kv_last_page_len has {last.size} entries, "
+                         f"expected batch_size = {b}")
+    if qo is not None and qo.size != b + 1:
+        raise ValueError(f"{what}: qo_indptr has {qo.size} entries, kv_indptr "
+                         f"{kv_indptr.size}: they must agree (batch_size + 1)")
+    if kv_indptr.size and kv_indices.size < kv_indptr[-1]:
+        raise ValueError(f"{what}: kv_indices has {kv_indices.size} entries but "
+                         f"kv_indptr[-1] = {kv_indptr[-1]}")
+    if decode and qo is not None and not np.array_equal(qo, np.arange(b + 1)):
+        raise ValueError(f"{what}: a decode level has one query per request "
+                         "(qo_indptr must be arange(batch_size + 1))")
+
+
+class Engine:
+    """plan/run over one CUDA device for one wrapper."""
+
+    def __init__(self, float_workspace_buffer, use_cuda_graph: bool = False):
+        fw = framework_of(float_workspace_buffer)
+        ordinal = workspace_device(float_workspace_buffer)
+        if fw is None or ordinal is None:
+            raise ValueError("float_workspace_buffer must be a CUDA tensor for GPU "
+                             "execution")
+        self.fw = fw
+        self.ordinal = ordinal
+        self.dev = device(ordinal)
+        self.float_ws = float_workspace_buffer
+        self.int_ws = None
+        self.use_cuda_graph = bool(use_cuda_graph)
+        self.program = None
+        self.cfg: Optional[KernelConfig] = None
+        self.levels: List[Level] = []
+        self._planned_form = None
+
+    def reset_workspace_buffer(self, float_workspace_buffer, int_workspace_buffer=None):
+        if self.use_cuda_graph and self.program is not None:
+            raise ValueError("CUDA-graph mode: the workspace buffers are part of the "
+                             "captured launches and cannot be replaced")
+        if workspace_device(float_workspace_buffer) != self.ordinal:
+            raise ValueError("float_workspace_buffer must stay on cuda:"
+                             f"{self.ordinal}")
+        self.float_ws = float_workspace_buffer
+        if int_workspace_buffer is not None:
+            self.int_ws = int_workspace_buffer
+        self.program = None  # replan
+
+    def _keys(self, form_slot0: str) -> List[str]:
+        keys = []
+        for lv in self.levels:
+            form = "pair" if lv.kv_slot == 1 else form_slot0
+            keys.append(kernels.attention_key(self.cfg.with_form(form), lv.group))
+        return keys
+
+    def _plan_form(self) -> str:
+        """The KV form whose kernels the plan is computed with: the pool,
+        unless only pair bundles exist and nothing can be compiled."""
+        for form in ("pool", "pair"):
+            if all(kernels.find_bundle(k, self.dev.chip) for k in self._keys(form)):
+                return form
+        return "pool"
+
+    def plan(self, cfg: KernelConfig, levels: List[Level], index_buffers=None):
+        self.cfg, self.levels = cfg, levels
+        form = self._plan_form()
+        roles = [load_bundle(self.dev, k) for k in self._keys(form)]
+        if self.program is None:
+            self.program = _runtime.Program(self.dev)
+        self.program.set_signature(
+            cfg.q_dtype, cfg.kv_dtype, cfg.num_qo_heads, cfg.num_kv_heads,
+            cfg.head_dim, cfg.page_size, cfg.kv_layout == "hnd",
+            any(lv.kv_slot == 1 for lv in levels), self.fw.device_object(self.ordinal),
+            self._prepare, self.fw)
+        need_int, need_float = self.program.plan(
+            [lv.as_dict() for lv in levels], cfg.num_qo_heads, cfg.num_kv_heads,
+            cfg.head_dim, cfg.page_size, cfg.q_dtype, cfg.kv_dtype,
+            [r["split"] for r in roles], self.use_cuda_graph, index_buffers)
+        float_bytes = self.fw.nbytes(self.float_ws)
+        if need_float > float_bytes:
+            raise ValueError(f"float_workspace_buffer holds {float_bytes} bytes; this "
+                             f"plan needs {need_float} (FlashInfer recommends 128 MB)")
+        if self.int_ws is None or need_int > self.fw.nbytes(self.int_ws):
+            if self.int_ws is not None and self.use_cuda_graph:
+                raise ValueError("CUDA-graph mode: the plan needs a larger int "
+                                 "workspace than the first plan")
+            self.int_ws = self.fw.empty_bytes(max(INT_WORKSPACE_BYTES, need_int),
+                                              self.ordinal)
+        self.program.upload(self.int_ws, self.float_ws,
+                            self.fw.current_stream(self.ordinal))
+        self._prepare(1 if form == "pair" else 0)
+
+    def _prepare(self, variant: int):
+        """Binds the kernels of one KV form (variant 0: a 5-D pool, 1: a
+        (k, v) pair); run() calls it the first time it sees the form."""
+        form = "pair" if variant == 1 else "pool"
+        spec = []
+        for lv, key in zip(self.levels, self._keys(form)):
+            r = load_bundle(self.dev, key)
+            spec.append((r["unsplit"], r.get("merge", ""), r["split"], r.get("merge", ""),
+                         form == "pair" or lv.kv_slot == 1, lv.kv_slot))
+        self.program.prepare(variant, spec, "")
+
+    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
+            kv_shared=None):
+        if self.program is None:
+            raise NotPlannedError("run() before plan(): call plan() first")
+        return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared)
+
+
+def levels_from_arrays(qo_arr: Sequence, kv_indptr_arr: Sequence, kv_indices_arr: Sequence,
+                       last_arr: Sequence, num_levels: int, causal: bool,
+                       names=("qo_indptr_arr", "paged_kv_indptr_arr",
+                              "paged_kv_indices_arr", "paged_kv_last_page_len")):
+    """Host copies and groups of the levels of a multi-level cascade."""
+    for name, arr in zip(names, (qo_arr, kv_indptr_arr, kv_indices_arr, last_arr)):
+        if isinstance(arr, (str, bytes)) or not hasattr(arr, "__len__"):
+            raise TypeError(f"{name} must be a list with one array per level")
+        if len(arr) != num_levels:
+            raise ValueError(f"{name} has {len(arr)} entries, expected one per level "
+                             f"({num_levels})")
+    levels, rows = [], None
+    for lvl in range(num_levels):
+        qo = host_int32(qo_arr[lvl], f"{names[0]}[{lvl}]")
+        kp = host_int32(kv_indptr_arr[lvl], f"{names[1]}[{lvl}]")
+        ki = host_int32(kv_indices_arr[lvl], f"{names[2]}[{lvl}]")
+        kl = host_int32(last_arr[lvl], f"{names[3]}[{lvl}]")
+        if qo.size < 2:
+            raise ValueError(f"level {lvl}: qo_indptr must have batch_size + 1 >= 2 entries")
+        check_csr(qo, kp, ki, kl, f"level {lvl}", decode=False)
+        if rows is None:
+            rows = int(qo[-1])
+        elif int(qo[-1]) != rows:
+            raise ValueError(f"level {lvl} covers {int(qo[-1])} query rows but level 0 "
+                             f"covers {rows}: every level must cover the same rows")
+        decode = np.array_equal(qo, np.arange(qo.size))
+        group = Group(decode=decode, causal=bool(causal) and not decode and
+                      lvl == num_levels - 1, accumulate=lvl > 0)
+        levels.append(Level(qo, kp, ki, kl, group))
+    return levels

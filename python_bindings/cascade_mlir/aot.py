@@ -1,0 +1,52 @@
+"""Builds kernel bundles ahead of time (docs/python.md, "Kernels").
+
+    python -m cascade_mlir.aot --set default --out DIR      # a named set
+    python -m cascade_mlir.aot --key decode.f16-f16.d128.h32x8.p16.nhd.pool --out DIR
+    python -m cascade_mlir.aot --list default               # keys of a set
+
+Needs the package's compiler (a build with LLVM/MLIR 22). DIR gets one
+directory per chip and key (DIR/sm_90/<key>/manifest.json, kernels.ptx and,
+where ptxas is found, kernels.sm_90.cubin); point CASCADE_MLIR_KERNEL_PATH at
+DIR, or build the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR.
+"""
+
+import argparse
+import os
+import sys
+
+from . import kernels
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m cascade_mlir.aot",
+                                 description=__doc__.split("\n\n")[0])
+    ap.add_argument("--set", action="append", default=[],
+                    help="a named set: default, minimal, gpu-tests (repeatable)")
+    ap.add_argument("--key", action="append", default=[],
+                    help="one bundle key (repeatable)")
+    ap.add_argument("--out", help="output directory")
+    ap.add_argument("--chip", default="sm_90")
+    ap.add_argument("--jobs", type=int, default=1)
+    ap.add_argument("--list", metavar="SET", help="print the keys of a set")
+    args = ap.parse_args(argv)
+    if args.list:
+        print("\n".join(kernels.kernel_set(args.list)))
+        return 0
+    keys = [k for s in args.set for k in kernels.kernel_set(s)]
+    for k in args.key:
+        kernels.parse_key(k)  # ValueError for a malformed key
+        keys.append(k)
+    if not keys or not args.out:
+        ap.error("give --out and at least one --set or --key")
+
+    def progress(i, n, result):
+        print(f"[{i}/{n}] {result[0]} ({result[1]:.1f} s)", flush=True)
+
+    done = kernels.build_keys(keys, args.out, args.chip, args.jobs, progress)
+    print(f"{len(done)} bundle(s) built, {len(set(keys)) - len(done)} already "
+          f"present, in {os.path.join(args.out, args.chip)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,57 @@
+"""`flashinfer.decode`'s batch decode wrapper over Cascade-MLIR: one query
+per request over a paged KV cache (see cascade.py for the conventions)."""
+
+from typing import Optional
+
+from ._single import SingleLevelWrapper, reject
+
+__all__ = ["BatchDecodeWithPagedKVCacheWrapper"]
+
+
+class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
+    """Batch decode over a paged KV cache: plan() once per step, run() per
+    layer. Tensor-core use, backends and JIT arguments are chosen by the
+    compiler (`use_tensor_cores`, `backend`, `jit_args` are accepted and
+    ignored)."""
+
+    _decode = True
+
+    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, use_tensor_cores: bool = False,
+                 paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None,
+                 paged_kv_last_page_len_buffer=None, backend: str = "auto",
+                 jit_args=None):
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
+                         {"kv_indptr": paged_kv_indptr_buffer,
+                          "kv_indices": paged_kv_indices_buffer,
+                          "kv_last_page_len": paged_kv_last_page_len_buffer})
+
+    def plan(self, indptr, indices, last_page_len, num_qo_heads: int, num_kv_heads: int,
+             head_dim: int, page_size: int, pos_encoding_mode: str = "NONE",
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             q_data_type="float16", kv_data_type=None, data_type=None,
+             sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
+             rope_theta: Optional[float] = None, non_blocking: bool = True,
+             block_tables=None, seq_lens=None, fixed_split_size=None,
+             disable_split_kv: bool = False) -> None:
+        reject("block_tables", block_tables)
+        reject("seq_lens", seq_lens)
+        reject("fixed_split_size", fixed_split_size)
+        reject("disable_split_kv", disable_split_kv, False)
+        if data_type is not None:
+            q_data_type = kv_data_type = data_type
+        self._plan(None, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
+                   head_dim, page_size, False, pos_encoding_mode, sm_scale, window_left,
+                   logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type)
+
+    begin_forward = plan
+
+    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None,
+            out=None, lse=None, return_lse: bool = False, enable_pdl=None,
+            window_left=None, sinks=None, q_len_per_req: Optional[int] = 1):
+        reject("q_len_per_req", q_len_per_req, 1)
+        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
+                                 window_left, q_scale=q_scale, k_scale=k_scale,
+                                 v_scale=v_scale, sinks=sinks)
+
+    forward = run

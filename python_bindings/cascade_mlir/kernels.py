@@ -1,0 +1,517 @@
+"""Where the GPU kernels come from: kernel bundles, their keys and the cache.
+
+A kernel bundle (docs/kernel-bundle.md) holds the kernels of one *group* of
+one attention configuration: the unsplit and the split-KV kernel of one
+kind of level (decode or prefill, causal or not, writing or accumulating)
+plus the merge of the split kernel's partial states; or, for the state
+merges, merge_state / merge_state_in_place / merge_states of one dtype and
+head_dim. Each bundle lives in a directory named by its *key*, a stable,
+readable spelling of everything the kernels were specialised on
+(``decode.f16-f16.d128.h32x8.p16.nhd.pool``), under a chip directory
+(``sm_90``).
+
+Lookup order for a key (first hit wins):
+
+1. the directories of ``$CASCADE_MLIR_KERNEL_PATH`` (``:``-separated);
+2. the bundles shipped in the package (``cascade_mlir/bundles``), built
+   ahead of time for the default set below;
+3. the on-disk cache of bundles compiled on first use
+   (``$CASCADE_MLIR_CACHE_DIR``, default ``~/.cache/cascade_mlir``, one
+   sub-directory per compiler build).
+
+When none has it and the package was built with the compiler, the bundle is
+compiled in-process into the cache; otherwise the error names the
+configuration and the command that builds its bundle elsewhere.
+"""
+
+import hashlib
+import os
+import shutil
+import struct
+import tempfile
+from dataclasses import dataclass, replace
+from typing import Iterable, List, Optional, Tuple
+
+__all__ = [
+    "KernelConfig",
+    "Group",
+    "MissingKernelsError",
+    "attention_key",
+    "merge_key",
+    "parse_key",
+    "search_roots",
+    "find_bundle",
+    "ensure_bundle",
+    "build_bundle",
+    "cache_dir",
+    "DEFAULT_MODELS",
+    "kernel_set",
+]
+
+_DTYPE_NAMES = {
+    "float16": "f16", "half": "f16", "f16": "f16", "torch.float16": "f16",
+    "bfloat16": "bf16", "bf16": "bf16", "torch.bfloat16": "bf16",
+    "float32": "f32", "f32": "f32", "torch.float32": "f32", "float": "f32",
+}
+_POS = {"NONE": "none", "ROPE_LLAMA": "rope_llama", "ALIBI": "alibi",
+        "none": "none", "rope_llama": "rope_llama", "alibi": "alibi"}
+
+
+def dtype_code(dtype, name: str = "dtype", allow_f32: bool = False) -> str:
+    """'float16' / torch.float16 / 'f16' -> 'f16' (and bf16, f32 for
+    merges); ValueError naming the argument otherwise."""
+    code = _DTYPE_NAMES.get(str(dtype))
+    if code is None or (code == "f32" and not allow_f32):
+        allowed = "float16, bfloat16" + (" or float32" if allow_f32 else "")
+        raise ValueError(f"{name} must be {allowed}, got {dtype!r}")
+    return code
+
+
+def _f32_bits(x: float) -> str:
+    return struct.pack(">f", float(x)).hex()
+
+
+def _f32(x: float) -> float:
+    return struct.unpack(">f", struct.pack(">f", float(x)))[0]
+
+
+@dataclass(frozen=True)
+class KernelConfig:
+    """The static configuration attention kernels are specialised on."""
+
+    q_dtype: str = "f16"
+    kv_dtype: str = "f16"
+    head_dim: int = 128
+    num_qo_heads: int = 32
+    num_kv_heads: int = 8
+    page_size: int = 16
+    kv_layout: str = "nhd"
+    kv_form: str = "pool"
+    sm_scale: Optional[float] = None
+    logits_soft_cap: float = 0.0
+    window_left: int = -1
+    pos_encoding: str = "none"
+    rope_scale: float = 1.0
+    rope_theta: float = 1e4
+
+    @staticmethod
+    def make(*, q_dtype="float16", kv_dtype=None, head_dim, num_qo_heads,
+             num_kv_heads, page_size, kv_layout="NHD", kv_form="pool",
+             sm_scale=None, logits_soft_cap=None, window_left=-1,
+             pos_encoding_mode="NONE", rope_scale=None, rope_theta=None):
+        """From FlashInfer's plan() arguments, normalised so that equal
+        kernels get equal configurations (and keys)."""
+        q = dtype_code(q_dtype, "q_data_type")
+        kv = dtype_code(kv_dtype if kv_dtype is not None else q_dtype,
+                        "kv_data_type")
+        layout = str(kv_layout).lower()
+        if layout not in ("nhd", "hnd"):
+            raise ValueError(f"kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
+        if pos_encoding_mode not in _POS:
+            raise ValueError("pos_encoding_mode must be NONE, ROPE_LLAMA or ALIBI, "
+                             f"got {pos_encoding_mode!r}")
+        for name, v in (("head_dim", head_dim), ("num_qo_heads", num_qo_heads),
+                        ("num_kv_heads", num_kv_heads), ("page_size", page_size)):
+            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if num_qo_heads % num_kv_heads:
+            raise ValueError(f"num_qo_heads ({num_qo_heads}) must be a multiple of "
+                             f"num_kv_heads ({num_kv_heads})")
+        if head_dim % 8:
+            raise ValueError(f"head_dim must be a multiple of 8, got {head_dim}")
+        pos = _POS[pos_encoding_mode]
+        scale = None
+        if sm_scale is not None:
+            scale = _f32(sm_scale)
+            if scale == _f32(head_dim ** -0.5):
+                scale = None  # the default: one kernel, one key
+        cap = _f32(logits_soft_cap or 0.0)
+        if cap < 0:
+            raise ValueError(f"logits_soft_cap must be >= 0, got {logits_soft_cap}")
+        window = int(window_left)
+        if window < -1:
+            raise ValueError(f"window_left must be >= -1, got {window_left}")
+        rs = _f32(rope_scale if rope_scale is not None else 1.0)
+        rt = _f32(rope_theta if rope_theta is not None else 1e4)
+        if pos != "rope_llama":
+            rs, rt = 1.0, 1e4
+        return KernelConfig(q, kv, head_dim, num_qo_heads, num_kv_heads, page_size,
+                            layout, kv_form, scale, cap, window, pos, rs, rt)
+
+    def with_form(self, form: str) -> "KernelConfig":
+        return replace(self, kv_form=form)
+
+    def as_dict(self) -> dict:
+        """What cascade_mlir.compiler's builders take."""
+        return {
+            "q_dtype": self.q_dtype, "kv_dtype": self.kv_dtype,
+            "head_dim": self.head_dim, "num_qo_heads": self.num_qo_heads,
+            "num_kv_heads": self.num_kv_heads, "page_size": self.page_size,
+            "kv_layout": self.kv_layout, "sm_scale": self.sm_scale,
+            "logits_soft_cap": self.logits_soft_cap,
+            "window_left": self.window_left, "pos_encoding": self.pos_encoding,
+            "rope_scale": self.rope_scale, "rope_theta": self.rope_theta,
+        }
+
+    def describe(self) -> str:
+        parts = [f"q={self.q_dtype}", f"kv={self.kv_dtype}",
+                 f"head_dim={self.head_dim}",
+                 f"heads={self.num_qo_heads}/{self.num_kv_heads}",
+                 f"page_size={self.page_size}", f"layout={self.kv_layout.upper()}",
+                 f"kv_form={self.kv_form}"]
+        if self.sm_scale is not None:
+            parts.append(f"sm_scale={self.sm_scale!r}")
+        if self.logits_soft_cap:
+            parts.append(f"logits_soft_cap={self.logits_soft_cap!r}")
+        if self.window_left >= 0:
+            parts.append(f"window_left={self.window_left}")
+        if self.pos_encoding != "none":
+            parts.append(f"pos_encoding={self.pos_encoding}")
+        if self.pos_encoding == "rope_llama":
+            parts.append(f"rope_scale={self.rope_scale!r} rope_theta={self.rope_theta!r}")
+        return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Group:
+    """One kind of attention level: decode (one query per request) or
+    prefill, causal or not, writing its output or accumulating into it (a
+    cascade level after the first)."""
+
+    decode: bool
+    causal: bool = False
+    accumulate: bool = False
+
+    @property
+    def name(self) -> str:
+        return ("decode" if self.decode else "prefill") + \
+            ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "")
+
+    def as_dict(self) -> dict:
+        return {"decode": self.decode, "causal": self.causal,
+                "accumulate": self.accumulate}
+
+
+def attention_key(cfg: KernelConfig, group: Group) -> str:
+    parts = [group.name, f"{cfg.q_dtype}-{cfg.kv_dtype}", f"d{cfg.head_dim}",
+             f"h{cfg.num_qo_heads}x{cfg.num_kv_heads}", f"p{cfg.page_size}",
+             cfg.kv_layout, cfg.kv_form]
+    if cfg.sm_scale is not None:
+        parts.append("sm" + _f32_bits(cfg.sm_scale))
+    if cfg.logits_soft_cap:
+        parts.append("cap" + _f32_bits(cfg.logits_soft_cap))
+    if cfg.window_left >= 0:
+        parts.append(f"win{cfg.window_left}")
+    if cfg.pos_encoding == "rope_llama":
+        parts.append(f"rope{_f32_bits(cfg.rope_scale)}x{_f32_bits(cfg.rope_theta)}")
+    if cfg.pos_encoding == "alibi":
+        parts.append("alibi")
+    return ".".join(parts)
+
+
+def merge_key(v_dtype: str, head_dim: int) -> str:
+    return f"merge.{v_dtype}.d{head_dim}"
+
+
+def parse_key(key: str):
+    """The inverse of attention_key / merge_key: (KernelConfig, Group) or
+    ('merge', v_dtype, head_dim). ValueError for anything else."""
+    parts = key.split(".")
+    try:
+        if parts[0] == "merge" and len(parts) == 3 and parts[2].startswith("d"):
+            return ("merge", dtype_code(parts[1], "key", allow_f32=True), int(parts[2][1:]))
+        kind = parts[0].split("-")
+        group = Group(decode=kind[0] == "decode", causal="causal" in kind,
+                      accumulate="acc" in kind)
+        if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
+            raise ValueError
+        q, kv = parts[1].split("-")
+        hq, hkv = parts[3][1:].split("x")
+        fields = dict(q_dtype=dtype_code(q), kv_dtype=dtype_code(kv),
+                      head_dim=int(parts[2][1:]), num_qo_heads=int(hq),
+                      num_kv_heads=int(hkv), page_size=int(parts[4][1:]),
+                      kv_layout=parts[5], kv_form=parts[6])
+        if fields["kv_layout"] not in ("nhd", "hnd") or \
+                fields["kv_form"] not in ("pool", "pair"):
+            raise ValueError
+        unpack = lambda h: struct.unpack(">f", bytes.fromhex(h))[0]  # noqa: E731
+        for p in parts[7:]:
+            if p.startswith("sm"):
+                fields["sm_scale"] = unpack(p[2:])
+            elif p.startswith("cap"):
+                fields["logits_soft_cap"] = unpack(p[3:])
+            elif p.startswith("win"):
+                fields["window_left"] = int(p[3:])
+            elif p.startswith("rope"):
+                s, t = p[4:].split("x")
+                fields.update(pos_encoding="rope_llama", rope_scale=unpack(s),
+                              rope_theta=unpack(t))
+            elif p == "alibi":
+                fields["pos_encoding"] = "alibi"
+            else:
+                raise ValueError
+        cfg = KernelConfig(**fields)
+        if attention_key(cfg, group) != key:
+            raise ValueError
+        return cfg, group
+    except (ValueError, IndexError, TypeError):
+        raise ValueError(f"{key!r} is not a kernel bundle key (e.g. "
+                         "'decode.f16-f16.d128.h32x8.p16.nhd.pool' or 'merge.f16.d128')")
+
+
+# --- the default set ------------------------------------------------------------
+
+#: (num_qo_heads, num_kv_heads, head_dim) of common open models (full
+#: attention heads, no tensor parallelism), page size 16, NHD, 5-D pool.
+DEFAULT_MODELS = {
+    "llama-3-8b, mistral-7b, qwen2.5-32b-ish (32/8, D128)": (32, 8, 128),
+    "llama-2-7b (32/32, D128)": (32, 32, 128),
+    "llama-3-70b (64/8, D128)": (64, 8, 128),
+    "qwen2.5-7b (28/4, D128)": (28, 4, 128),
+    "llama-3.2-1b (32/8, D64)": (32, 8, 64),
+}
+#: The groups a serving engine uses: plain decode, causal prefill, the
+#: shared-prefix level of a cascade, and the accumulating suffix levels.
+DEFAULT_GROUPS = (Group(decode=True), Group(decode=False, causal=True),
+                  Group(decode=False), Group(decode=True, accumulate=True),
+                  Group(decode=False, causal=True, accumulate=True))
+
+
+def _attention_set(models, dtypes=("f16", "bf16"), groups=DEFAULT_GROUPS,
+                   page_size=16, layout="nhd", form="pool", **options):
+    keys = []
+    for hq, hkv, d in models:
+        for dt in dtypes:
+            cfg = KernelConfig(dt, dt, d, hq, hkv, page_size, layout, form, **options)
+            keys += [attention_key(cfg, g) for g in groups]
+    return keys
+
+
+def _gpu_test_set():
+    """What python_bindings/tests/gpu, examples/python and
+    benchmarks/python run (the GPU machine has no compiler)."""
+    keys = []
+    decode = Group(decode=True)
+    keys += _attention_set([(32, 8, 128)], form="pair")
+    keys += _attention_set([(32, 8, 128)], layout="hnd")
+    # A middle cascade level (a group shared by some requests) accumulates.
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
+                           groups=(Group(decode=False, accumulate=True),))
+    keys += _attention_set([(32, 32, 128)], dtypes=("f16",), form="pair")
+    keys += _attention_set([(8, 8, 64), (16, 4, 256)], dtypes=("f16",))
+    keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), page_size=1,
+                           layout="hnd", form="pair")
+    for opts in (dict(logits_soft_cap=30.0, window_left=40),
+                 dict(pos_encoding="rope_llama"), dict(pos_encoding="alibi"),
+                 dict(sm_scale=_f32(0.1))):
+        keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
+                               groups=(decode, Group(decode=False, causal=True)),
+                               **opts)
+    # Shared-prefix wrappers: the contiguous prefix is a pair-form level.
+    keys += _attention_set([(64, 8, 128), (64, 16, 128)], dtypes=("f16",),
+                           groups=(Group(decode=False),), form="pair")
+    keys += _attention_set([(64, 16, 128)], dtypes=("f16",))
+    # ... and in the HND layout (prefix as pair pages, suffixes in the pool).
+    keys += _attention_set([(64, 8, 128)], dtypes=("f16",), groups=(Group(decode=False),),
+                           layout="hnd", form="pair")
+    keys += _attention_set([(64, 8, 128)], dtypes=("f16",), layout="hnd")
+    return keys
+
+
+def _merge_set(dtypes=("f16", "bf16", "f32"), dims=(64, 128, 256)):
+    return [merge_key(dt, d) for dt in dtypes for d in dims]
+
+
+def kernel_set(name: str) -> List[str]:
+    """Bundle keys of a named set: 'default' (shipped in the package),
+    'minimal' (one model, quick to build), 'gpu-tests' (everything the GPU
+    tests, the example and the benchmarks use)."""
+    if name == "default":
+        return _attention_set(DEFAULT_MODELS.values()) + _merge_set()
+    if name == "minimal":
+        return _attention_set([(32, 8, 128)], dtypes=("f16",)) + \
+            _merge_set(("f16",), (128,))
+    if name == "gpu-tests":
+        return list(dict.fromkeys(kernel_set("default") + _gpu_test_set()))
+    raise ValueError(f"unknown kernel set {name!r}: default, minimal or gpu-tests")
+
+
+# --- finding and building bundles ----------------------------------------------
+
+class MissingKernelsError(ValueError):
+    """No bundle for a configuration, and no compiler to build it here."""
+
+
+def _package_kernels() -> str:
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundles")
+
+
+def _compiler():
+    try:
+        from . import _compiler
+        return _compiler
+    except ImportError:
+        return None
+
+
+def compiler_id() -> str:
+    """Identifies the compiler build (version + the module file), so that a
+    rebuilt compiler does not reuse kernels of another."""
+    from . import __version__
+    comp = _compiler()
+    if comp is None:
+        return f"{__version__}-runtime"
+    st = os.stat(comp.__file__)
+    h = hashlib.sha1(f"{__version__}:{st.st_size}:{st.st_mtime_ns}".encode())
+    return f"{__version__}-{h.hexdigest()[:12]}"
+
+
+def cache_dir() -> str:
+    root = os.environ.get("CASCADE_MLIR_CACHE_DIR")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
+            os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "cascade_mlir")
+    return os.path.join(root, compiler_id())
+
+
+def search_roots() -> List[str]:
+    roots = [p for p in os.environ.get("CASCADE_MLIR_KERNEL_PATH", "").split(os.pathsep) if p]
+    return roots + [_package_kernels(), cache_dir()]
+
+
+def _chips_for(chip: str) -> List[str]:
+    """The chip's own bundles first, then older chips' PTX (the driver
+    compiles PTX for newer GPUs)."""
+    try:
+        cc = int(chip.split("_")[1].rstrip("a"))
+    except (IndexError, ValueError):
+        return [chip]
+    return [chip] + [f"sm_{c}" for c in (90, 89, 86, 80) if c < cc]
+
+
+def find_bundle(key: str, chip: str = "sm_90") -> Optional[str]:
+    for root in search_roots():
+        for c in _chips_for(chip):
+            d = os.path.join(root, c, key)
+            if os.path.isfile(os.path.join(d, "manifest.json")):
+                return d
+    return None
+
+
+def _features(chip: str) -> str:
+    try:
+        cc = int(chip.split("_")[1].rstrip("a"))
+    except (IndexError, ValueError):
+        cc = 90
+    return "+ptx86" if cc >= 100 else "+ptx80"
+
+
+def _ptxas() -> Optional[str]:
+    for cand in (os.environ.get("CASCADE_PTXAS"),
+                 os.path.join(os.environ.get("CUDA_HOME", "/usr/local/cuda"), "bin", "ptxas"),
+                 shutil.which("ptxas")):
+        if cand and os.path.isfile(cand) and os.access(cand, os.X_OK):
+            return cand
+    return None
+
+
+def build_bundle(key: str, out_root: str, chip: str = "sm_90",
+                 cubin: bool = True) -> str:
+    """Compiles bundle `key` into OUT_ROOT/CHIP/KEY with the in-process
+    compiler (and, with ptxas available, a cubin next to the PTX so the
+    driver need not JIT it). Written to a temporary directory first and
+    renamed, so concurrent builders never see half a bundle."""
+    comp = _compiler()
+    if comp is None:
+        raise MissingKernelsError(
+            f"cannot build kernel bundle {key}: this cascade_mlir was built "
+            "without the compiler (runtime only)")
+    parsed = parse_key(key)
+    dest = os.path.join(out_root, chip, key)
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".build-", dir=os.path.dirname(dest))
+    os.chmod(tmp, 0o755)
+    try:
+        if parsed[0] == "merge":
+            comp.compile_merge_bundle(parsed[1], parsed[2], tmp, chip, _features(chip))
+        else:
+            cfg, group = parsed
+            comp.compile_attention_bundle(cfg.as_dict(), [group.as_dict()],
+                                          cfg.kv_form == "pair", tmp, chip,
+                                          _features(chip))
+        ptxas = _ptxas() if cubin else None
+        if ptxas:
+            import subprocess
+            subprocess.run([ptxas, f"-arch={chip}", os.path.join(tmp, "kernels.ptx"),
+                            "-o", os.path.join(tmp, f"kernels.{chip}.cubin")],
+                           check=True, capture_output=True)
+        try:
+            os.rename(tmp, dest)
+        except OSError:  # another process won the race, or a stale copy
+            if not os.path.isfile(os.path.join(dest, "manifest.json")):
+                shutil.rmtree(dest, ignore_errors=True)
+                os.rename(tmp, dest)
+    finally:
+        if os.path.isdir(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
+    return dest
+
+
+def describe_key(key: str) -> str:
+    parsed = parse_key(key)
+    if parsed[0] == "merge":
+        return f"state merges of {parsed[1]} states with head_dim={parsed[2]}"
+    cfg, group = parsed
+    return f"{group.name} attention, {cfg.describe()}"
+
+
+def ensure_bundle(key: str, chip: str = "sm_90") -> str:
+    """The directory of bundle `key`: found, or compiled into the cache."""
+    found = find_bundle(key, chip)
+    if found:
+        return found
+    if _compiler() is None or os.environ.get("CASCADE_MLIR_NO_JIT") == "1":
+        why = ("this cascade_mlir was built without the compiler (no LLVM/MLIR "
+               "where it was built)" if _compiler() is None else
+               "CASCADE_MLIR_NO_JIT=1")
+        raise MissingKernelsError(
+            f"no GPU kernels for {describe_key(key)} (bundle key {key}, {chip}).\n"
+            f"Searched: {', '.join(search_roots())}.\n"
+            f"They cannot be compiled here: {why}.\n"
+            "Build the bundle on a machine where cascade_mlir has its compiler:\n"
+            f"    python -m cascade_mlir.aot --key {key} --chip {chip} --out DIR\n"
+            "then copy DIR here and set CASCADE_MLIR_KERNEL_PATH=DIR (or rebuild "
+            "the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR).")
+    return build_bundle(key, cache_dir(), chip)
+
+
+def build_keys(keys: Iterable[str], out_root: str, chip: str = "sm_90",
+               jobs: int = 1, progress=None) -> List[Tuple[str, float]]:
+    """Builds every key missing under OUT_ROOT; returns (key, seconds)."""
+    todo = [(k, out_root, chip) for k in dict.fromkeys(keys)
+            if not os.path.isfile(os.path.join(out_root, chip, k, "manifest.json"))]
+    done = []
+    if jobs > 1 and len(todo) > 1:
+        from concurrent.futures import ProcessPoolExecutor
+        pool = ProcessPoolExecutor(jobs)
+        results = pool.map(_build_one, todo)
+    else:
+        pool, results = None, map(_build_one, todo)
+    try:
+        for r in results:
+            done.append(r)
+            if progress:
+                progress(len(done), len(todo), r)
+    finally:
+        if pool:
+            pool.shutdown()
+    return done
+
+
+def _build_one(args):
+    import time
+    key, root, chip = args
+    t = time.time()
+    build_bundle(key, root, chip)
+    return key, time.time() - t

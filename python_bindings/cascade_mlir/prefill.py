@@ -1,0 +1,61 @@
+"""`flashinfer.prefill`'s batch prefill/append wrapper over Cascade-MLIR:
+ragged queries over a paged KV cache (see cascade.py for the conventions)."""
+
+from typing import Optional
+
+from ._single import SingleLevelWrapper, reject
+
+__all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
+
+
+class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
+    """Batch prefill/append attention over a paged KV cache: plan() once per
+    step, run() per layer. Custom masks are not supported; `backend` and the
+    JIT arguments are accepted and ignored (the compiler picks the kernel)."""
+
+    _decode = False
+
+    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf=None,
+                 paged_kv_indptr_buf=None, paged_kv_indices_buf=None,
+                 paged_kv_last_page_len_buf=None, custom_mask_buf=None,
+                 mask_indptr_buf=None, backend: str = "auto", jit_args=None,
+                 jit_kwargs=None):
+        reject("custom_mask_buf", custom_mask_buf)
+        reject("mask_indptr_buf", mask_indptr_buf)
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
+                         {"qo_indptr": qo_indptr_buf, "kv_indptr": paged_kv_indptr_buf,
+                          "kv_indices": paged_kv_indices_buf,
+                          "kv_last_page_len": paged_kv_last_page_len_buf})
+
+    def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
+             num_qo_heads: int, num_kv_heads: int, head_dim_qk: int, page_size: int,
+             head_dim_vo: Optional[int] = None, custom_mask=None, packed_custom_mask=None,
+             causal: bool = False, pos_encoding_mode: str = "NONE",
+             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
+             window_left: int = -1, logits_soft_cap: Optional[float] = None,
+             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             q_data_type="float16", kv_data_type=None, non_blocking: bool = True,
+             **unsupported) -> None:
+        reject("custom_mask", custom_mask)
+        reject("packed_custom_mask", packed_custom_mask)
+        if head_dim_vo is not None and head_dim_vo != head_dim_qk:
+            raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
+                             f"{head_dim_qk}")
+        for name, value in unsupported.items():
+            reject(name, value)
+        self._plan(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
+                   num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
+                   pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
+                   rope_theta, q_data_type, kv_data_type)
+
+    begin_forward = plan
+
+    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None,
+            out=None, lse=None, return_lse: bool = False, enable_pdl=None,
+            window_left=None, sinks=None):
+        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
+                                 window_left, q_scale=q_scale, k_scale=k_scale,
+                                 v_scale=v_scale, sinks=sinks)
+
+    forward = run

@@ -1,0 +1,635 @@
+//===- GpuModule.cpp - GPU execution for cascade_mlir._runtime ------------===//
+//
+// Device (one CUDA device: the launcher and the kernel bundles loaded into
+// it) and Program (one wrapper's plan, uploaded, with its launches bound
+// once; run() checks the caller's tensors, writes their addresses into the
+// bound launches and launches on the caller's current stream). Checks raise
+// ValueError / TypeError naming the argument before anything is launched.
+//
+//===----------------------------------------------------------------------===//
+
+#include "GpuModule.h"
+#include "TensorArgs.h"
+
+#include "cascade/Runtime/Program.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <memory>
+#include <set>
+
+namespace py = pybind11;
+using namespace cascade::runtime;
+
+namespace cascade::python {
+
+namespace {
+
+using I32Array =
+    py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+[[noreturn]] void fail(const Status &s) {
+  std::string msg = std::string(errorCodeName(s.code())) + ": " + s.message();
+  if (s.code() == ErrorCode::Driver || s.code() == ErrorCode::Internal)
+    throw std::runtime_error(msg);
+  throw py::value_error(msg);
+}
+void check(const Status &s) {
+  if (!s.ok())
+    fail(s);
+}
+
+cuda::CUstream asStream(int64_t s) {
+  return reinterpret_cast<cuda::CUstream>(static_cast<uintptr_t>(s));
+}
+
+class Device {
+public:
+  explicit Device(int ordinal) : ordinal_(ordinal) {
+    check(Launcher::create(Bundle(), ordinal, launcher_));
+  }
+  Launcher &launcher() { return *launcher_; }
+  int ordinal() const { return ordinal_; }
+
+  /// Loads DIR as bundle `key` (once per key).
+  void addBundle(const std::string &dir, const std::string &key) {
+    if (!loaded_.insert(key).second)
+      return;
+    Bundle b;
+    Status s = loadBundle(dir, b);
+    if (s.ok())
+      s = launcher_->addBundle(b, key);
+    if (!s.ok()) {
+      loaded_.erase(key);
+      fail(s);
+    }
+  }
+  bool hasBundle(const std::string &key) const { return loaded_.count(key); }
+
+  py::dict kernelInfo(const std::string &name) const {
+    const KernelSpec *k = launcher_->bundle().find(name);
+    if (!k)
+      throw py::key_error("no kernel named " + name + " is loaded");
+    py::dict statics;
+    for (const auto &kv : k->statics)
+      statics[py::str(kv.first)] = kv.second;
+    py::dict d;
+    d["name"] = k->name;
+    d["op"] = k->op;
+    d["static"] = statics;
+    std::vector<std::string> params;
+    for (const ParamSpec &p : k->params)
+      params.push_back(p.name);
+    d["params"] = params;
+    return d;
+  }
+
+  int occupancy(const std::string &name) {
+    int o = 0;
+    check(launcher_->occupancy(name, o));
+    return o;
+  }
+
+  /// Launches one kernel: `buffers` maps parameter names to tensors (or to
+  /// (tensor, element count) pairs), `ints` to integers.
+  void launch(const std::string &kernel, const py::dict &buffers,
+              const py::dict &ints, int64_t stream) {
+    ArgumentTable t;
+    std::vector<py::object> alive;
+    for (auto item : buffers) {
+      const std::string name = py::str(item.first);
+      py::handle value = item.second;
+      int64_t count = -1;
+      if (py::isinstance<py::tuple>(value)) {
+        py::tuple pair = py::reinterpret_borrow<py::tuple>(value);
+        value = pair[0];
+        count = pair[1].cast<int64_t>();
+      }
+      TensorArg a = probe(value, name.c_str(), stream);
+      if (!a.cuda || a.device != ordinal_)
+        throw py::value_error(name + " is on " + a.deviceString() +
+                              ", expected cuda:" + std::to_string(ordinal_));
+      alive.push_back(a.keepAlive);
+      t.setBuffer(name, a.ptr, count >= 0 ? count : a.numel());
+    }
+    for (auto item : ints)
+      t.setInt(py::str(item.first), item.second.cast<int64_t>());
+    check(launcher_->makeCurrent());
+    check(launcher_->launch(kernel, t, asStream(stream)));
+  }
+
+  void synchronize() {
+    check(launcher_->makeCurrent());
+    check(launcher_->synchronize(nullptr));
+  }
+
+private:
+  int ordinal_;
+  std::unique_ptr<Launcher> launcher_;
+  std::set<std::string> loaded_;
+};
+
+/// What run() accepts: the static configuration the kernels were built for.
+struct Signature {
+  ElemType qType = ElemType::F16, kvType = ElemType::F16;
+  int64_t numQoHeads = 0, numKvHeads = 0, headDim = 0, pageSize = 0;
+  bool hnd = false;
+  int device = 0;
+  /// The contiguous shared prefix of slot 1 (shared-prefix wrappers):
+  /// [len, Hkv, D] (NHD) or [Hkv, len, D] (HND) pair, tokens in pages.
+  bool sharedSlot = false;
+};
+
+std::string dims(const std::vector<int64_t> &v) {
+  std::string s = "[";
+  bool first = true;
+  for (int64_t x : v) {
+    s += (first ? "" : ", ") + (x < 0 ? std::string("*") : std::to_string(x));
+    first = false;
+  }
+  return s + "]";
+}
+
+/// Checks device, dtype, rank, sizes (-1 = any) and contiguity.
+void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
+                  ElemType dtype, const std::vector<int64_t> &shape,
+                  const char *what) {
+  const bool here = sig.device < 0 ? !a.cuda && a.device == -1
+                                   : a.cuda && a.device == sig.device;
+  if (!here)
+    throw py::value_error(std::string(name) + " is on " + a.deviceString() +
+                          "; the wrapper runs on " +
+                          (sig.device < 0
+                               ? std::string("the host")
+                               : "cuda:" + std::to_string(sig.device)) +
+                          " (the device of its float_workspace_buffer)");
+  if (a.dtype != dtype)
+    throw py::type_error(std::string(name) + " has dtype " +
+                         elemTypeName(a.dtype) + ", expected " +
+                         elemTypeName(dtype) + " (" + what + ")");
+  bool ok = a.ndim == static_cast<int>(shape.size());
+  int i = 0;
+  for (int64_t d : shape) {
+    ok = ok && (d < 0 || a.shape[i] == d);
+    ++i;
+  }
+  if (!ok)
+    throw py::value_error(std::string(name) + " has shape " + a.shapeString() +
+                          ", expected " + dims(shape) + " (" + what + ")");
+  if (!a.contiguous())
+    throw py::value_error(std::string(name) +
+                          " must be contiguous (row-major): the kernels "
+                          "address it as one flat buffer");
+}
+
+/// The checks of one call against what was planned (Signature, rows):
+/// ValueError / TypeError naming the argument, before anything is launched.
+struct Checker {
+  const Signature &sig;
+  int64_t rows, cap;
+  std::array<int64_t, 2> maxPageId; ///< per KV slot
+
+  /// q: [rows, Hqo, D] (or the row capacity of a CUDA-graph plan).
+  TensorArg checkQ(py::handle q, int64_t stream = -1) const {
+    TensorArg tq = probe(q, "q", stream);
+    const int64_t qRows = tq.ndim == 3 ? tq.shape[0] : -1;
+    expectTensor(tq, "q", sig, sig.qType,
+                 {qRows == cap ? cap : rows, sig.numQoHeads, sig.headDim},
+                 "[rows planned, num_qo_heads, head_dim] in the planned "
+                 "q_data_type");
+    return tq;
+  }
+  TensorArg checkOut(py::handle out, const TensorArg &q, int64_t stream) const {
+    TensorArg to = probe(out, "out", stream);
+    expectTensor(to, "out", sig, sig.qType,
+                 {q.shape[0], q.shape[1], q.shape[2]},
+                 "the shape and dtype of q");
+    return to;
+  }
+  TensorArg checkLse(py::handle lse, const TensorArg &q, int64_t stream) const {
+    TensorArg tl = probe(lse, "lse", stream);
+    expectTensor(tl, "lse", sig, ElemType::F32, {q.shape[0], q.shape[1]},
+                 "[rows, num_qo_heads] float32");
+    return tl;
+  }
+
+  /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools.
+  bool bindKv(py::handle kv, int slot, int64_t stream,
+              std::array<uint64_t, kNumRoles> &ptrs,
+              std::array<int64_t, kNumRoles> &counts,
+              std::vector<py::object> &alive) const {
+    const int64_t page = sig.pageSize, h = sig.numKvHeads, d = sig.headDim;
+    const bool pair =
+        py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
+    const char *name = slot ? "k_shared" : "paged_kv_cache";
+    if (!pair) {
+      TensorArg a = probe(kv, name, stream);
+      alive.push_back(a.keepAlive);
+      expectTensor(a, name, sig, sig.kvType,
+                   sig.hnd ? std::vector<int64_t>{-1, 2, h, page, d}
+                           : std::vector<int64_t>{-1, 2, page, h, d},
+                   sig.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
+                             "head_dim] for HND"
+                           : "[max_num_pages, 2, page_size, num_kv_heads, "
+                             "head_dim] for NHD");
+      checkPages(a.shape[0], slot, name);
+      const size_t r = static_cast<size_t>(Role::KV0);
+      ptrs[r] = a.ptr;
+      counts[r] = a.numel();
+      return false;
+    }
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
+    if (py::len(seq) != 2)
+      throw py::value_error(std::string(name) +
+                            " must be one 5-D tensor or a (k_cache, "
+                            "v_cache) pair");
+    TensorArg k = probe(seq[0], "k_cache", stream);
+    TensorArg v = probe(seq[1], "v_cache", stream);
+    alive.push_back(k.keepAlive);
+    alive.push_back(v.keepAlive);
+    const char *what = sig.hnd ? "[max_num_pages, num_kv_heads, page_size, "
+                                 "head_dim] for HND"
+                               : "[max_num_pages, page_size, num_kv_heads, "
+                                 "head_dim] for NHD";
+    const std::vector<int64_t> shape =
+        sig.hnd ? std::vector<int64_t>{-1, h, page, d}
+                : std::vector<int64_t>{-1, page, h, d};
+    const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
+    const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
+    expectTensor(k, kName, sig, sig.kvType, shape, what);
+    expectTensor(v, vName, sig, sig.kvType, shape, what);
+    if (k.shape[0] != v.shape[0])
+      throw py::value_error(std::string(kName) + " and " + vName +
+                            " have different numbers of pages");
+    checkPages(k.shape[0], slot, slot ? "k_shared" : name);
+    const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
+    const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
+    ptrs[kr] = k.ptr;
+    counts[kr] = k.numel();
+    ptrs[vr] = v.ptr;
+    counts[vr] = v.numel();
+    return true;
+  }
+
+  void checkPages(int64_t pages, int slot, const char *name) const {
+    if (maxPageId[slot] >= pages)
+      throw py::value_error(
+          std::string(name) + " has " + std::to_string(pages) +
+          " pages but the plan reads page " + std::to_string(maxPageId[slot]));
+  }
+};
+
+class ProgramHandle {
+public:
+  explicit ProgramHandle(std::shared_ptr<Device> device)
+      : device_(std::move(device)), program_(device_->launcher()) {}
+
+  void setSignature(const std::string &qType, const std::string &kvType,
+                    int64_t hqo, int64_t hkv, int64_t d, int64_t page, bool hnd,
+                    bool sharedSlot, py::object deviceObject,
+                    py::object resolver, py::object framework) {
+    sig_.qType = elemTypeFromManifest(qType);
+    sig_.kvType = elemTypeFromManifest(kvType);
+    sig_.numQoHeads = hqo;
+    sig_.numKvHeads = hkv;
+    sig_.headDim = d;
+    sig_.pageSize = page;
+    sig_.hnd = hnd;
+    sig_.sharedSlot = sharedSlot;
+    sig_.device = device_->ordinal();
+    deviceObject_ = std::move(deviceObject);
+    resolver_ = std::move(resolver);
+    framework_ = std::move(framework);
+  }
+
+  /// levels: dicts with mode ("decode"/"prefill"), qo_indptr (None in
+  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays).
+  /// Returns (int workspace bytes, float workspace bytes) needed.
+  py::tuple plan(const py::list &levels, int64_t hqo, int64_t hkv,
+                 int64_t headDim, int64_t pageSize, const std::string &qType,
+                 const std::string &kvType,
+                 const std::vector<std::string> &planKernels, bool cudaGraph,
+                 const py::object &indexBuffers) {
+    ProgramSpec spec;
+    std::array<int64_t, 2> nextMaxPage{-1, -1};
+    spec.planKernels = planKernels;
+    spec.cudaGraph = cudaGraph;
+    arrays_.clear();
+    for (py::handle h : levels) {
+      py::dict lv = py::reinterpret_borrow<py::dict>(h);
+      PlanInputs in;
+      const std::string mode = py::str(lv["mode"]);
+      in.mode = mode == "decode" ? PlanMode::Decode : PlanMode::Prefill;
+      auto keep = [&](const char *key) -> ArrayView<int32_t> {
+        if (!lv.contains(key) || lv[key].is_none())
+          return ArrayView<int32_t>();
+        I32Array a = lv[key].cast<I32Array>();
+        arrays_.push_back(a);
+        return ArrayView<int32_t>(a.data(), a.size());
+      };
+      in.qo_indptr = keep("qo_indptr");
+      in.kv_indptr = keep("kv_indptr");
+      in.kv_indices = keep("kv_indices");
+      in.kv_last_page_len = keep("kv_last_page_len");
+      in.num_qo_heads = hqo;
+      in.num_kv_heads = hkv;
+      in.head_dim = headDim;
+      in.page_size = pageSize;
+      if (!parseDType(qType, in.q_dtype) || !parseDType(kvType, in.kv_dtype))
+        throw py::value_error("unknown dtype " + qType + " / " + kvType);
+      in.o_dtype = in.q_dtype;
+      // The largest page id each KV slot's levels read (run() checks the
+      // caller's caches against them).
+      const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
+      if (slot != 0 && slot != 1)
+        throw py::value_error("kv_slot must be 0 or 1");
+      for (int64_t i = 0; i < in.kv_indices.size(); ++i)
+        nextMaxPage[slot] =
+            std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
+      spec.levels.push_back(in);
+    }
+    if (!indexBuffers.is_none())
+      for (py::handle h : indexBuffers) {
+        py::dict d = py::reinterpret_borrow<py::dict>(h);
+        IndexBuffers b;
+        auto get = [&](const char *name, uint64_t &ptr, int64_t &cap) {
+          if (!d.contains(name) || d[name].is_none())
+            return;
+          TensorArg a = probe(d[name], name);
+          if (!a.cuda || a.device != device_->ordinal() ||
+              a.dtype != ElemType::I32 || a.ndim != 1 || !a.contiguous())
+            throw py::value_error(std::string(name) +
+                                  " buffer must be a contiguous 1-D int32 "
+                                  "tensor on cuda:" +
+                                  std::to_string(device_->ordinal()));
+          ptr = a.ptr;
+          cap = a.shape[0];
+        };
+        get("qo_indptr", b.qoIndptr, b.qoIndptrCapacity);
+        get("kv_indptr", b.kvIndptr, b.kvIndptrCapacity);
+        get("kv_indices", b.kvIndices, b.kvIndicesCapacity);
+        get("kv_last_page_len", b.kvLastPageLen, b.kvLastPageLenCapacity);
+        spec.indexBuffers.push_back(b);
+      }
+    check(program_.plan(spec));
+    maxPageId_ = nextMaxPage;
+    planned_ = false;
+    last_ = LastCall();
+    return py::make_tuple(program_.intBytesNeeded(),
+                          program_.floatBytesNeeded());
+  }
+
+  void upload(py::handle intWorkspace, py::handle floatWorkspace,
+              int64_t stream) {
+    TensorArg i = probe(intWorkspace, "int workspace", stream);
+    TensorArg f = probe(floatWorkspace, "float_workspace_buffer", stream);
+    for (const TensorArg *a : {&i, &f})
+      if (!a->cuda || a->device != device_->ordinal() || !a->contiguous())
+        throw py::value_error("workspace buffers must be contiguous tensors "
+                              "on cuda:" +
+                              std::to_string(device_->ordinal()));
+    Status s =
+        program_.upload(i.ptr, i.numel() * elemTypeBytes(i.dtype), f.ptr,
+                        f.numel() * elemTypeBytes(f.dtype), asStream(stream));
+    arrays_.clear(); // staged: the host copies are no longer read
+    check(s);
+    planned_ = true;
+  }
+
+  /// levels: (unsplit attention, unsplit merge, split attention, split
+  /// merge, pair, kv slot) per level.
+  void prepare(int variant, const py::list &levels, const std::string &merge) {
+    std::vector<ProgramLevelKernels> ks;
+    for (py::handle h : levels) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+      ProgramLevelKernels k;
+      k.unsplit = {t[0].cast<std::string>(), t[1].cast<std::string>()};
+      k.split = {t[2].cast<std::string>(), t[3].cast<std::string>()};
+      k.pair = t[4].cast<bool>();
+      k.kvSlot = t[5].cast<int>();
+      ks.push_back(k);
+    }
+    check(program_.prepare(variant, ks, merge));
+  }
+
+  int64_t streamFor(const TensorArg &q, py::handle qObj) {
+    if (q.torch)
+      return torchCurrentStream(q.device);
+    return framework_.attr("stream_for")(qObj, q.device).cast<int64_t>();
+  }
+
+  py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
+                 bool returnLse, py::handle kvShared) {
+    if (!planned_)
+      throw py::value_error("run() before plan(): call plan() first");
+    Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+    std::vector<py::object> alive;
+    TensorArg tq = c.checkQ(q);
+    const int64_t stream = streamFor(tq, q);
+    if (!tq.torch)
+      alive.push_back(probe(q, "q", stream).keepAlive);
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    ptrs[static_cast<size_t>(Role::Q)] = tq.ptr;
+    counts[static_cast<size_t>(Role::Q)] = tq.numel();
+    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
+    if (sig_.sharedSlot) {
+      if (kvShared.is_none())
+        throw py::value_error("k_shared and v_shared are required");
+      c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
+    }
+    if (!out.is_none())
+      alive.push_back(c.checkOut(out, tq, stream).keepAlive);
+    if (!lse.is_none())
+      alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
+    // Outputs not given: new ones from the caller's framework.
+    py::object o = py::reinterpret_borrow<py::object>(out);
+    if (out.is_none())
+      o = tq.torch ? torchEmptyLike(q) : framework_.attr("empty_like")(q);
+    TensorArg tout = probe(o, "out", stream);
+    alive.push_back(tout.keepAlive);
+    ptrs[static_cast<size_t>(Role::O)] = tout.ptr;
+    counts[static_cast<size_t>(Role::O)] = tout.numel();
+    py::object l = py::reinterpret_borrow<py::object>(lse);
+    if (lse.is_none() && returnLse) {
+      py::tuple shape = py::make_tuple(tq.shape[0], tq.shape[1]);
+      l = tq.torch ? torchEmptyF32(shape, deviceObject_)
+                   : framework_.attr("empty_f32")(q, shape);
+    }
+    if (!l.is_none()) {
+      TensorArg tl = probe(l, "lse", stream);
+      alive.push_back(tl.keepAlive);
+      ptrs[static_cast<size_t>(Role::LSE)] = tl.ptr;
+      counts[static_cast<size_t>(Role::LSE)] = tl.numel();
+    }
+    if (!program_.prepared(variant)) {
+      resolver_(variant);
+      if (!program_.prepared(variant))
+        throw py::value_error("no kernels were prepared for this call");
+    }
+    check(program_.run(variant, ptrs, counts, asStream(stream)));
+    last_ = {variant, ptrs, counts, stream};
+    if (returnLse)
+      return py::make_tuple(o, l);
+    return o;
+  }
+
+  int64_t numRows() const { return program_.numRows(); }
+  int64_t rowCapacity() const { return program_.rowCapacity(); }
+  int64_t numLaunches(int variant) const {
+    return program_.numLaunches(variant);
+  }
+  std::vector<bool> splitKv() const {
+    std::vector<bool> v;
+    for (const Plan &p : program_.cascadePlan().levels)
+      v.push_back(p.split_kv);
+    return v;
+  }
+  bool prepared(int variant) const { return program_.prepared(variant); }
+
+  /// The launches of the last run() again, same tensors and stream, with
+  /// no argument checks: what the launches alone cost on the host
+  /// (benchmarks/python/host_overhead.py). The caller keeps those tensors
+  /// alive.
+  void relaunch() {
+    if (!last_.valid)
+      throw py::value_error("_relaunch() before run()");
+    check(program_.run(last_.variant, last_.ptrs, last_.counts,
+                       asStream(last_.stream)));
+  }
+
+private:
+  std::shared_ptr<Device> device_;
+  Program program_;
+  Signature sig_;
+  bool planned_ = false;
+  std::array<int64_t, 2> maxPageId_{-1, -1}; ///< per KV slot
+  struct LastCall {
+    int variant = 0;
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    int64_t stream = 0;
+    bool valid = false;
+    LastCall() = default;
+    LastCall(int v, const std::array<uint64_t, kNumRoles> &p,
+             const std::array<int64_t, kNumRoles> &c, int64_t s)
+        : variant(v), ptrs(p), counts(c), stream(s), valid(true) {}
+  } last_;
+  std::vector<I32Array> arrays_;
+  py::object deviceObject_ = py::none(), resolver_ = py::none(),
+             framework_ = py::none();
+};
+
+/// run()'s argument checks against a signature, without a device: device
+/// -1 expects host tensors (numpy), so the checks run in CI.
+void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
+               const std::string &qType, const std::string &kvType, int64_t hqo,
+               int64_t hkv, int64_t d, int64_t page, bool hnd, int64_t rows,
+               int64_t maxPageId, int device) {
+  Signature sig;
+  sig.qType = elemTypeFromManifest(qType);
+  sig.kvType = elemTypeFromManifest(kvType);
+  sig.numQoHeads = hqo;
+  sig.numKvHeads = hkv;
+  sig.headDim = d;
+  sig.pageSize = page;
+  sig.hnd = hnd;
+  sig.device = device;
+  Checker c{sig, rows, rows, {maxPageId, -1}};
+  TensorArg tq = c.checkQ(q);
+  std::array<uint64_t, kNumRoles> ptrs{};
+  std::array<int64_t, kNumRoles> counts{};
+  std::vector<py::object> alive;
+  c.bindKv(kv, 0, -1, ptrs, counts, alive);
+  if (!out.is_none())
+    c.checkOut(out, tq, -1);
+  if (!lse.is_none())
+    c.checkLse(lse, tq, -1);
+}
+
+/// Probes a tensor the way run() does (for tests and diagnostics).
+py::dict probeForPython(py::handle obj, const std::string &name) {
+  TensorArg a = probe(obj, name.c_str());
+  py::dict d;
+  d["ptr"] = a.ptr;
+  d["device"] = a.deviceString();
+  d["dtype"] = elemTypeName(a.dtype);
+  std::vector<int64_t> shape(a.shape, a.shape + a.ndim);
+  std::vector<int64_t> strides(a.strides, a.strides + a.ndim);
+  d["shape"] = shape;
+  d["strides"] = strides;
+  d["contiguous"] = a.contiguous();
+  d["torch"] = a.torch;
+  return d;
+}
+
+} // namespace
+
+void registerGpu(py::module_ &m) {
+  m.def("_register_torch", &registerTorch, py::arg("torch"),
+        "Called once by the package when torch is importable.");
+  m.def("_check_call", &checkCall, py::arg("q"), py::arg("paged_kv_cache"),
+        py::arg("out"), py::arg("lse"), py::arg("q_dtype"), py::arg("kv_dtype"),
+        py::arg("num_qo_heads"), py::arg("num_kv_heads"), py::arg("head_dim"),
+        py::arg("page_size"), py::arg("hnd"), py::arg("rows"),
+        py::arg("max_page_id"), py::arg("device") = -1,
+        "run()'s argument checks, without a device (for tests).");
+  m.def(
+      "load_bundle",
+      [](const std::string &dir) {
+        Bundle b;
+        check(loadBundle(dir, b));
+        std::vector<std::pair<std::string, std::string>> out;
+        for (const KernelSpec &k : b.kernels)
+          out.emplace_back(k.name, k.op);
+        return out;
+      },
+      py::arg("dir"),
+      "Reads a kernel bundle as the launcher does (no GPU): (name, op) of "
+      "every kernel.");
+  m.def("_probe", &probeForPython, py::arg("tensor"), py::arg("name") = "x",
+        "What run() reads from a tensor (device, dtype, shape, strides).");
+  m.def(
+      "device_count",
+      []() {
+        const cuda::DriverApi *api = nullptr;
+        if (!cuda::getDriver(api).ok())
+          return 0;
+        int n = 0;
+        return api->cuDeviceGetCount(&n) == cuda::CUDA_SUCCESS ? n : 0;
+      },
+      "CUDA devices the driver sees (0 without a driver).");
+  py::class_<Device, std::shared_ptr<Device>>(m, "Device")
+      .def(py::init<int>(), py::arg("ordinal"))
+      .def_property_readonly("ordinal", &Device::ordinal)
+      .def_property_readonly("num_sms",
+                             [](Device &d) { return d.launcher().numSms(); })
+      .def_property_readonly("chip",
+                             [](Device &d) { return d.launcher().chip(); })
+      .def("add_bundle", &Device::addBundle, py::arg("dir"), py::arg("key"))
+      .def("has_bundle", &Device::hasBundle, py::arg("key"))
+      .def("kernel_info", &Device::kernelInfo, py::arg("name"))
+      .def("occupancy", &Device::occupancy, py::arg("name"))
+      .def("launch", &Device::launch, py::arg("kernel"), py::arg("buffers"),
+           py::arg("ints"), py::arg("stream"))
+      .def("synchronize", &Device::synchronize);
+  py::class_<ProgramHandle>(m, "Program")
+      .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
+      .def("set_signature", &ProgramHandle::setSignature)
+      .def("plan", &ProgramHandle::plan)
+      .def("upload", &ProgramHandle::upload)
+      .def("prepare", &ProgramHandle::prepare)
+      .def("prepared", &ProgramHandle::prepared)
+      .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
+           py::arg("out") = py::none(), py::arg("lse") = py::none(),
+           py::arg("return_lse") = false, py::arg("kv_shared") = py::none())
+      .def_property_readonly("num_rows", &ProgramHandle::numRows)
+      .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
+      .def_property_readonly("split_kv", &ProgramHandle::splitKv)
+      .def("num_launches", &ProgramHandle::numLaunches)
+      .def("_relaunch", &ProgramHandle::relaunch,
+           "The last run()'s launches again, unchecked (for measuring).");
+}
+
+} // namespace cascade::python

@@ -1,0 +1,293 @@
+//===- IRBuilders.cpp - Cascade IR built through the C++ API --------------===//
+
+#include "IRBuilders.h"
+
+#include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace cascade::python {
+
+namespace {
+
+constexpr int64_t kDyn = ShapedType::kDynamic;
+
+Type elementType(MLIRContext *ctx, const std::string &name) {
+  if (name == "f16")
+    return Float16Type::get(ctx);
+  if (name == "bf16")
+    return BFloat16Type::get(ctx);
+  if (name == "f32")
+    return Float32Type::get(ctx);
+  throw std::invalid_argument("unsupported dtype '" + name +
+                              "' (f16, bf16 or f32)");
+}
+
+/// Builds memrefs or tensors of one shape.
+struct Shaper {
+  bool tensors;
+  Type operator()(ArrayRef<int64_t> shape, Type elem) const {
+    if (tensors)
+      return RankedTensorType::get(shape, elem);
+    return MemRefType::get(shape, elem);
+  }
+};
+
+PosEncoding posEncoding(const std::string &name) {
+  if (name == "none")
+    return PosEncoding::None;
+  if (name == "rope_llama")
+    return PosEncoding::RopeLlama;
+  if (name == "alibi")
+    return PosEncoding::ALiBi;
+  throw std::invalid_argument("pos_encoding must be none, rope_llama or "
+                              "alibi, got '" +
+                              name + "'");
+}
+
+/// The attributes both attention ops share.
+struct Options {
+  IntegerAttr pageSize, windowLeft;
+  KVLayoutAttr layout;
+  UnitAttr causal;
+  FloatAttr smScale, softCap, ropeScale, ropeTheta;
+  PosEncodingAttr pos;
+  LSEBaseAttr base;
+};
+
+Options options(Builder &b, const AttentionConfig &c, bool causal) {
+  MLIRContext *ctx = b.getContext();
+  Options o;
+  o.pageSize = b.getI64IntegerAttr(c.pageSize);
+  o.windowLeft = b.getI64IntegerAttr(c.windowLeft);
+  o.layout = KVLayoutAttr::get(ctx, c.hnd ? KVLayout::HND : KVLayout::NHD);
+  o.causal = causal ? b.getUnitAttr() : UnitAttr();
+  if (c.smScale)
+    o.smScale = b.getF32FloatAttr(static_cast<float>(*c.smScale));
+  o.softCap = b.getF32FloatAttr(static_cast<float>(c.logitsSoftCap));
+  o.ropeScale = b.getF32FloatAttr(static_cast<float>(c.ropeScale));
+  o.ropeTheta = b.getF32FloatAttr(static_cast<float>(c.ropeTheta));
+  o.pos = PosEncodingAttr::get(ctx, posEncoding(c.posEncoding));
+  o.base = LSEBaseAttr::get(ctx, c.lseBaseE ? LSEBase::BaseE : LSEBase::Base2);
+  return o;
+}
+
+/// KV cache types: one 5-D pool or a (k, v) pair of 4-D pools.
+SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem, bool pair,
+                          const Shaper &shaped) {
+  SmallVector<int64_t> page =
+      c.hnd ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, c.headDim}
+            : SmallVector<int64_t>{c.pageSize, c.numKvHeads, c.headDim};
+  SmallVector<int64_t> shape = {kDyn};
+  if (!pair)
+    shape.push_back(2);
+  shape.append(page.begin(), page.end());
+  Type t = shaped(shape, kvElem);
+  return pair ? SmallVector<Type>{t, t} : SmallVector<Type>{t};
+}
+
+void checkConfig(const AttentionConfig &c) {
+  if (c.headDim <= 0 || c.numQoHeads <= 0 || c.numKvHeads <= 0 ||
+      c.pageSize <= 0)
+    throw std::invalid_argument("head_dim, heads and page_size must be "
+                                "positive");
+}
+
+} // namespace
+
+OwningOpRef<ModuleOp> newModule(MLIRContext &context) {
+  return ModuleOp::create(UnknownLoc::get(&context));
+}
+
+void addAttentionFunc(ModuleOp module, const std::string &name,
+                      const AttentionConfig &c, const AttentionCall &call) {
+  checkConfig(c);
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  Shaper shaped{call.tensors};
+  Type qElem = elementType(ctx, c.qType), kvElem = elementType(ctx, c.kvType);
+  Type f32 = b.getF32Type(), i32 = b.getI32Type();
+  Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
+  Type lseT = shaped({kDyn, c.numQoHeads}, f32);
+  Type idxT = shaped({kDyn}, i32);
+  SmallVector<Type> kvT = kvTypes(c, kvElem, call.pair, shaped);
+  SmallVector<Type> inputs = {qT};
+  inputs.append(kvT);
+  if (!call.decode)
+    inputs.push_back(idxT); // qo_indptr
+  inputs.append({idxT, idxT, idxT});
+  SmallVector<Type> planT;
+  if (call.split) {
+    if (call.tensors)
+      throw std::invalid_argument("plan operands exist in buffer form only");
+    planT = {idxT,
+             idxT,
+             idxT,
+             MemRefType::get({kDyn}, b.getI8Type()),
+             MemRefType::get({1}, i32),
+             MemRefType::get({kDyn, c.numQoHeads, c.headDim}, f32),
+             MemRefType::get({kDyn, c.numQoHeads}, f32)};
+    if (!call.decode)
+      planT.append({idxT, idxT}); // qo_tile_indices, merge_indptr
+  }
+  inputs.append(planT);
+  inputs.append({qT, lseT});
+  SmallVector<Type> results;
+  if (call.tensors)
+    results = {qT, lseT};
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  size_t i = 0;
+  Value q = args[i++];
+  SmallVector<Value> kv;
+  for (size_t k = 0; k < kvT.size(); ++k)
+    kv.push_back(args[i++]);
+  Value qo = call.decode ? Value() : args[i++];
+  Value kvIndptr = args[i++], kvIndices = args[i++], last = args[i++];
+  SmallVector<Value> plan;
+  for (size_t k = 0; k < planT.size(); ++k)
+    plan.push_back(args[i++]);
+  Value o = args[i++], lse = args[i++];
+  Options opt = options(b, c, call.causal);
+  auto op = PagedAttentionOp::create(
+      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last, plan, o,
+      lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+      opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+      call.accumulate ? b.getUnitAttr() : UnitAttr());
+  func::ReturnOp::create(b, loc, op->getResults());
+}
+
+void addMultiLevelFunc(ModuleOp module, const std::string &name,
+                       const AttentionConfig &c, int64_t numLevels,
+                       const std::vector<int64_t> &sharedLevels,
+                       const std::vector<bool> &decodeLevels, bool causal) {
+  checkConfig(c);
+  if (numLevels < 1)
+    throw std::invalid_argument("num_levels must be >= 1");
+  if (!decodeLevels.empty() &&
+      static_cast<int64_t>(decodeLevels.size()) != numLevels)
+    throw std::invalid_argument("decode_levels needs one entry per level");
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  Shaper shaped{true};
+  Type qElem = elementType(ctx, c.qType), kvElem = elementType(ctx, c.kvType);
+  Type i32 = b.getI32Type();
+  Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
+  Type lseT = shaped({kDyn, c.numQoHeads}, b.getF32Type());
+  Type poolT = kvTypes(c, kvElem, false, shaped)[0];
+  auto isShared = [&](int64_t l) {
+    return std::find(sharedLevels.begin(), sharedLevels.end(), l) !=
+           sharedLevels.end();
+  };
+  // Per level: qo_indptr, kv_indptr, kv_indices, kv_last_page_len.
+  SmallVector<Type> inputs = {qT, poolT};
+  for (int64_t l = 0; l < numLevels; ++l) {
+    Type dyn = shaped({kDyn}, i32);
+    Type two = isShared(l) ? shaped({2}, i32) : dyn;
+    inputs.append({two, two, dyn, isShared(l) ? shaped({1}, i32) : dyn});
+  }
+  inputs.append({qT, lseT});
+  b.setInsertionPointToEnd(module.getBody());
+  auto fn =
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {qT, lseT}));
+  Block *entry = fn.addEntryBlock();
+  b.setInsertionPointToStart(entry);
+  auto args = entry->getArguments();
+  SmallVector<Value> qo, kvp, kvi, kvl;
+  for (int64_t l = 0; l < numLevels; ++l) {
+    qo.push_back(args[2 + 4 * l]);
+    kvp.push_back(args[3 + 4 * l]);
+    kvi.push_back(args[4 + 4 * l]);
+    kvl.push_back(args[5 + 4 * l]);
+  }
+  Value q = args[0], pool = args[1];
+  Value o = args[args.size() - 2], lse = args[args.size() - 1];
+  // The causal mask applies to the last level only; it is an attribute of
+  // the whole op, as in FlashInfer's plan().
+  Options opt = options(b, c, causal);
+  Operation *op;
+  if (numLevels == 1) {
+    op = PagedAttentionOp::create(
+        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
+        kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
+        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
+        opt.ropeTheta, opt.base, UnitAttr());
+  } else {
+    DenseBoolArrayAttr levels;
+    if (!decodeLevels.empty()) {
+      SmallVector<bool> flags(decodeLevels.begin(), decodeLevels.end());
+      levels = b.getDenseBoolArrayAttr(flags);
+    }
+    op = MultiLevelAttentionOp::create(
+        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl, o,
+        lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+        levels);
+  }
+  func::ReturnOp::create(b, loc, op->getResults());
+}
+
+void addMergeFuncs(ModuleOp module, const std::string &vType, int64_t headDim) {
+  if (headDim <= 0 || headDim % 8)
+    throw std::invalid_argument("merge kernels need head_dim a positive "
+                                "multiple of 8");
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Location loc = b.getUnknownLoc();
+  Type v = elementType(ctx, vType), f32 = b.getF32Type();
+  auto vT = MemRefType::get({kDyn, kDyn, headDim}, v);
+  auto sT = MemRefType::get({kDyn, kDyn}, f32);
+  auto base = LSEBaseAttr::get(ctx, LSEBase::Base2);
+  auto makeFunc = [&](const std::string &name, ArrayRef<Type> inputs) {
+    b.setInsertionPointToEnd(module.getBody());
+    auto fn = func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {}));
+    Block *entry = fn.addEntryBlock();
+    b.setInsertionPointToStart(entry);
+    return entry->getArguments();
+  };
+  {
+    auto a = makeFunc("merge_state", {vT, sT, vT, sT, vT, sT});
+    MergeStateOp::create(b, loc, TypeRange{}, a[0], a[1], a[2], a[3], a[4],
+                         a[5], base);
+    func::ReturnOp::create(b, loc);
+  }
+  {
+    auto a = makeFunc("merge_state_in_place", {vT, sT, vT, sT});
+    MergeStateInPlaceOp::create(b, loc, TypeRange{}, a[0], a[1], Value(), a[2],
+                                a[3], base);
+    func::ReturnOp::create(b, loc);
+  }
+  {
+    auto maskT =
+        MemRefType::get({kDyn}, b.getI8Type(),
+                        StridedLayoutAttr::get(ctx, /*offset=*/0, {kDyn}));
+    auto a = makeFunc("merge_state_in_place_mask", {vT, sT, maskT, vT, sT});
+    MergeStateInPlaceOp::create(b, loc, TypeRange{}, a[0], a[1], a[2], a[3],
+                                a[4], base);
+    func::ReturnOp::create(b, loc);
+  }
+  {
+    auto vsT = MemRefType::get({kDyn, kDyn, kDyn, headDim}, v);
+    auto ssT = MemRefType::get({kDyn, kDyn, kDyn}, f32);
+    auto a = makeFunc("merge_states", {vsT, ssT, vT, sT});
+    MergeStatesOp::create(b, loc, TypeRange{}, a[0], a[1], a[2], a[3], base);
+    func::ReturnOp::create(b, loc);
+  }
+}
+
+} // namespace cascade::python

@@ -1,0 +1,306 @@
+//===- TensorArgs.cpp - Device tensors from Python, without copies --------===//
+
+#include "TensorArgs.h"
+
+#include <string>
+
+namespace cascade::python {
+
+namespace {
+
+// The DLPack ABI (dlpack.h, version 0.x "dltensor" capsules), declared here
+// so that the bindings need no header of any framework.
+struct DLDevice {
+  int32_t device_type;
+  int32_t device_id;
+};
+struct DLDataType {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+};
+struct DLTensor {
+  void *data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t *shape;
+  int64_t *strides;
+  uint64_t byte_offset;
+};
+struct DLManagedTensor {
+  DLTensor dl_tensor;
+  void *manager_ctx;
+  void (*deleter)(DLManagedTensor *);
+};
+constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
+constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4,
+                  kDLBool = 6;
+
+struct Torch {
+  PyObject *tensorType = nullptr;
+  PyObject *dtypes[static_cast<int>(ElemType::Other)] = {nullptr};
+  py::object emptyLike, empty, currentStream, float32;
+  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda;
+};
+Torch &torch() {
+  static Torch *t = new Torch(); // never destroyed: outlives the interpreter
+  return *t;
+}
+
+ElemType fromDl(DLDataType t) {
+  if (t.lanes != 1)
+    return ElemType::Other;
+  switch (t.code) {
+  case kDLFloat:
+    return t.bits == 16   ? ElemType::F16
+           : t.bits == 32 ? ElemType::F32
+           : t.bits == 64 ? ElemType::F64
+                          : ElemType::Other;
+  case kDLBfloat:
+    return t.bits == 16 ? ElemType::BF16 : ElemType::Other;
+  case kDLInt:
+    return t.bits == 32   ? ElemType::I32
+           : t.bits == 64 ? ElemType::I64
+           : t.bits == 8  ? ElemType::I8
+                          : ElemType::Other;
+  case kDLUInt:
+    return t.bits == 8 ? ElemType::U8 : ElemType::Other;
+  case kDLBool:
+    return ElemType::Bool;
+  default:
+    return ElemType::Other;
+  }
+}
+
+int64_t toInt(PyObject *o, const char *name) {
+  long long v = PyLong_AsLongLong(o);
+  if (v == -1 && PyErr_Occurred())
+    throw py::error_already_set();
+  (void)name;
+  return v;
+}
+
+void readTuple(PyObject *tuple, int64_t *out, int &ndim, const char *name) {
+  if (!PyTuple_Check(tuple))
+    throw py::type_error(std::string(name) + ": shape is not a tuple");
+  Py_ssize_t n = PyTuple_GET_SIZE(tuple);
+  if (n > 8)
+    throw py::value_error(std::string(name) + " has more than 8 dimensions");
+  ndim = static_cast<int>(n);
+  for (Py_ssize_t i = 0; i < n; ++i)
+    out[i] = toInt(PyTuple_GET_ITEM(tuple, i), name);
+}
+
+TensorArg probeTorch(py::handle obj, const char *name) {
+  Torch &t = torch();
+  TensorArg a;
+  a.torch = true;
+  PyObject *o = obj.ptr();
+  py::object ptr = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodNoArgs(o, t.sDataPtr.ptr()));
+  if (!ptr)
+    throw py::error_already_set();
+  a.ptr = static_cast<uint64_t>(PyLong_AsUnsignedLongLongMask(ptr.ptr()));
+  py::object dtype =
+      py::reinterpret_steal<py::object>(PyObject_GetAttr(o, t.sDtype.ptr()));
+  if (!dtype)
+    throw py::error_already_set();
+  for (int i = 0; i < static_cast<int>(ElemType::Other); ++i)
+    if (dtype.ptr() == t.dtypes[i])
+      a.dtype = static_cast<ElemType>(i);
+  py::object cuda =
+      py::reinterpret_steal<py::object>(PyObject_GetAttr(o, t.sIsCuda.ptr()));
+  if (!cuda)
+    throw py::error_already_set();
+  a.cuda = cuda.ptr() == Py_True;
+  if (a.cuda) {
+    py::object dev = py::reinterpret_steal<py::object>(
+        PyObject_CallMethodNoArgs(o, t.sGetDevice.ptr()));
+    if (!dev)
+      throw py::error_already_set();
+    a.device = static_cast<int>(toInt(dev.ptr(), name));
+  }
+  py::object shape =
+      py::reinterpret_steal<py::object>(PyObject_GetAttr(o, t.sShape.ptr()));
+  if (!shape)
+    throw py::error_already_set();
+  readTuple(shape.ptr(), a.shape, a.ndim, name);
+  py::object stride = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodNoArgs(o, t.sStride.ptr()));
+  if (!stride)
+    throw py::error_already_set();
+  int sdim = 0;
+  readTuple(stride.ptr(), a.strides, sdim, name);
+  return a;
+}
+
+TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
+  if (!py::hasattr(obj, "__dlpack__") || !py::hasattr(obj, "__dlpack_device__"))
+    throw py::type_error(
+        std::string(name) +
+        " must be a torch tensor or support DLPack "
+        "(__dlpack__), got " +
+        std::string(py::str(py::type::of(obj).attr("__name__"))));
+  py::tuple dev = obj.attr("__dlpack_device__")();
+  const int devType = dev[0].cast<int>();
+  py::object capsule;
+  // TODO: DLPack disallows stream 0 (ambiguous) and names the legacy
+  // default stream 1; cupy warns about the 0 passed here. Mapping 0 to 1 is
+  // the fix, not yet run on a GPU.
+  if (devType == kDLCUDA && stream >= 0)
+    capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
+  else
+    capsule = obj.attr("__dlpack__")();
+  auto *m = static_cast<DLManagedTensor *>(
+      PyCapsule_GetPointer(capsule.ptr(), "dltensor"));
+  if (!m)
+    throw py::error_already_set();
+  const DLTensor &t = m->dl_tensor;
+  TensorArg a;
+  a.keepAlive = capsule;
+  a.ptr = reinterpret_cast<uint64_t>(t.data) + t.byte_offset;
+  a.cuda =
+      t.device.device_type == kDLCUDA || t.device.device_type == kDLCUDAManaged;
+  a.device = a.cuda ? t.device.device_id : -1;
+  if (t.device.device_type != kDLCPU && t.device.device_type != kDLCUDAHost &&
+      !a.cuda)
+    a.device = -2; // another accelerator
+  a.dtype = fromDl(t.dtype);
+  if (t.ndim > 8)
+    throw py::value_error(std::string(name) + " has more than 8 dimensions");
+  a.ndim = t.ndim;
+  int64_t expect = 1;
+  for (int i = t.ndim - 1; i >= 0; --i) {
+    a.shape[i] = t.shape[i];
+    a.strides[i] = t.strides ? t.strides[i] : expect;
+    expect *= t.shape[i];
+  }
+  return a;
+}
+
+} // namespace
+
+const char *elemTypeName(ElemType t) {
+  static const char *names[] = {"float16", "bfloat16", "float32", "float64",
+                                "int32",   "int64",    "uint8",   "int8",
+                                "bool",    "other"};
+  return names[static_cast<int>(t)];
+}
+
+ElemType elemTypeFromManifest(const std::string &name) {
+  if (name == "f16")
+    return ElemType::F16;
+  if (name == "bf16")
+    return ElemType::BF16;
+  if (name == "f32")
+    return ElemType::F32;
+  return ElemType::Other;
+}
+
+int64_t elemTypeBytes(ElemType t) {
+  switch (t) {
+  case ElemType::F16:
+  case ElemType::BF16:
+    return 2;
+  case ElemType::F32:
+  case ElemType::I32:
+    return 4;
+  case ElemType::F64:
+  case ElemType::I64:
+    return 8;
+  default:
+    return 1;
+  }
+}
+
+int64_t TensorArg::numel() const {
+  int64_t n = 1;
+  for (int i = 0; i < ndim; ++i)
+    n *= shape[i];
+  return n;
+}
+
+bool TensorArg::contiguous() const {
+  if (numel() == 0)
+    return true; // no element to address: any strides will do
+  int64_t expect = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    if (shape[i] != 1 && strides[i] != expect)
+      return false;
+    expect *= shape[i];
+  }
+  return true;
+}
+
+std::string TensorArg::shapeString() const {
+  // No iostreams: on the H200 machine (torch 2.11, Python 3.12) building
+  // this message with std::ostringstream segfaulted inside run()'s error
+  // path; std::to_string does not.
+  std::string s = "[";
+  for (int i = 0; i < ndim; ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+std::string TensorArg::deviceString() const {
+  if (cuda)
+    return "cuda:" + std::to_string(device);
+  return device == -2 ? "a non-CUDA accelerator" : "cpu";
+}
+
+void registerTorch(py::handle torchModule) {
+  Torch &t = torch();
+  if (t.tensorType)
+    return;
+  py::module_ tm = py::reinterpret_borrow<py::module_>(torchModule);
+  const char *names[] = {"float16", "bfloat16", "float32", "float64", "int32",
+                         "int64",   "uint8",    "int8",    "bool"};
+  for (int i = 0; i < static_cast<int>(ElemType::Other); ++i)
+    t.dtypes[i] = py::object(tm.attr(names[i])).release().ptr();
+  t.emptyLike = tm.attr("empty_like");
+  t.empty = tm.attr("empty");
+  t.float32 = tm.attr("float32");
+  py::object c = tm.attr("_C");
+  if (py::hasattr(c, "_cuda_getCurrentRawStream"))
+    t.currentStream = c.attr("_cuda_getCurrentRawStream");
+  t.sDataPtr = py::str("data_ptr");
+  t.sDtype = py::str("dtype");
+  t.sShape = py::str("shape");
+  t.sStride = py::str("stride");
+  t.sGetDevice = py::str("get_device");
+  t.sIsCuda = py::str("is_cuda");
+  t.tensorType = py::object(tm.attr("Tensor")).release().ptr();
+}
+
+bool torchRegistered() { return torch().tensorType != nullptr; }
+
+bool isTorchTensor(py::handle obj) {
+  PyObject *type = torch().tensorType;
+  return type &&
+         PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject *>(type));
+}
+
+TensorArg probe(py::handle obj, const char *name, int64_t stream) {
+  if (isTorchTensor(obj))
+    return probeTorch(obj, name);
+  return probeDlpack(obj, name, stream);
+}
+
+int64_t torchCurrentStream(int device) {
+  Torch &t = torch();
+  if (!t.currentStream)
+    throw py::value_error("this torch has no CUDA support "
+                          "(torch._C._cuda_getCurrentRawStream is missing)");
+  return t.currentStream(device).cast<int64_t>();
+}
+
+py::object torchEmptyLike(py::handle obj) { return torch().emptyLike(obj); }
+
+py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject) {
+  Torch &t = torch();
+  return t.empty(shapeTuple, py::arg("dtype") = t.float32,
+                 py::arg("device") = deviceObject);
+}
+
+} // namespace cascade::python

@@ -1,0 +1,79 @@
+//===- TensorArgs.h - Device tensors from Python, without copies -*- C++
+//-*-===//
+//
+// Reads what the launcher needs from a caller's tensor: its device address,
+// device, dtype, shape and strides. torch tensors are read through their
+// attributes (no DLPack capsule per call: this is run()'s hot path); any
+// other object through the DLPack protocol (`__dlpack_device__` /
+// `__dlpack__`, e.g. cupy and numpy). Nothing is copied or synchronised.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_PYTHON_TENSORARGS_H
+#define CASCADE_PYTHON_TENSORARGS_H
+
+#include <pybind11/pybind11.h>
+
+#include <cstdint>
+#include <string>
+
+namespace cascade::python {
+
+namespace py = pybind11;
+
+/// Element types the kernels and checks know.
+enum class ElemType : uint8_t {
+  F16,
+  BF16,
+  F32,
+  F64,
+  I32,
+  I64,
+  U8,
+  I8,
+  Bool,
+  Other
+};
+const char *elemTypeName(ElemType t);
+/// "f16" / "bf16" / "f32" (the manifest's names) -> ElemType.
+ElemType elemTypeFromManifest(const std::string &name);
+int64_t elemTypeBytes(ElemType t);
+
+struct TensorArg {
+  uint64_t ptr = 0;
+  bool cuda = false;
+  int device = -1; ///< CUDA ordinal, -1 for host memory
+  ElemType dtype = ElemType::Other;
+  int ndim = 0;
+  int64_t shape[8] = {0};
+  int64_t strides[8] = {0}; ///< elements
+  bool torch = false;
+  py::object keepAlive; ///< a DLPack capsule
+
+  int64_t numel() const;
+  /// Row-major contiguous (size-1 dimensions may have any stride).
+  bool contiguous() const;
+  std::string shapeString() const;
+  std::string deviceString() const;
+};
+
+/// Remembers torch's Tensor type, dtypes and the callables run() uses
+/// (torch.empty_like, torch.empty, torch._C._cuda_getCurrentRawStream).
+void registerTorch(py::handle torchModule);
+bool torchRegistered();
+bool isTorchTensor(py::handle obj);
+
+/// Reads `obj` (a torch tensor or a DLPack producer); TypeError naming
+/// `name` if it is neither. `stream` is passed to `__dlpack__` of CUDA
+/// producers (-1: none).
+TensorArg probe(py::handle obj, const char *name, int64_t stream = -1);
+
+/// torch's current raw stream of a device.
+int64_t torchCurrentStream(int device);
+/// torch.empty_like(obj) and torch.empty(shape, dtype=float32, device=dev).
+py::object torchEmptyLike(py::handle obj);
+py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject);
+
+} // namespace cascade::python
+
+#endif // CASCADE_PYTHON_TENSORARGS_H

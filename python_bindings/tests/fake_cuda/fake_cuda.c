@@ -1,0 +1,151 @@
+/* A stand-in for libcuda.so.1 that runs on any machine, for the tests of the
+ * GPU path without a GPU (python_bindings/tests/test_fake_device.py): the
+ * runtime loads it through $CASCADE_CUDA_DRIVER. "Device memory" is host
+ * memory, copies are memcpy, memsets fill bytes, and a kernel launch runs
+ * nothing but is recorded (kernel name, grid, block, shared bytes and its
+ * parameter values, counted from the PTX .entry), so a test can check what
+ * would have been launched with which arguments. One device: 132 SMs, sm_90. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef unsigned long long CUdeviceptr;
+
+#define MAX_LAUNCHES 4096
+#define MAX_PARAMS 256
+
+struct fn {
+  char name[256];
+  int nparams;
+};
+struct launch {
+  char name[256];
+  unsigned grid[3], block[3], shared;
+  int nparams;
+  uint64_t params[MAX_PARAMS];
+};
+static struct launch launches[MAX_LAUNCHES];
+static int nlaunches;
+static int ctx_token = 1;
+static void *current;
+
+/* Number of .param entries of `.entry name(` in the PTX text. */
+static int count_params(const char *ptx, const char *name) {
+  char pat[300];
+  snprintf(pat, sizeof pat, ".entry %s(", name);
+  const char *p = strstr(ptx, pat);
+  if (!p)
+    return -1;
+  const char *end = strchr(p, ')');
+  int n = 0;
+  for (const char *q = strstr(p, ".param"); q && q < end; q = strstr(q + 6, ".param"))
+    ++n;
+  return n;
+}
+
+CUresult cuInit(unsigned f) { (void)f; return 0; }
+CUresult cuGetErrorName(CUresult r, const char **s) { (void)r; *s = "CUDA_ERROR_FAKE"; return 0; }
+CUresult cuGetErrorString(CUresult r, const char **s) { (void)r; *s = "fake driver"; return 0; }
+CUresult cuDeviceGet(int *d, int i) { *d = i; return i == 0 ? 0 : 101; }
+CUresult cuDeviceGetCount(int *n) { *n = 1; return 0; }
+CUresult cuDeviceGetAttribute(int *v, int attr, int d) {
+  (void)d;
+  *v = attr == 16 ? 132 : attr == 75 ? 9 : attr == 76 ? 0 : 1;
+  return 0;
+}
+CUresult cuDevicePrimaryCtxRetain(void **c, int d) { (void)d; *c = &ctx_token; return 0; }
+CUresult cuCtxSetCurrent(void *c) { current = c; return 0; }
+CUresult cuCtxGetCurrent(void **c) { *c = current; return 0; }
+CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuModuleLoadData(void **m, const void *image) { *m = strdup((const char *)image); return 0; }
+CUresult cuModuleLoadDataEx(void **m, const void *image, unsigned n, int *o, void **v) {
+  (void)n; (void)o; (void)v;
+  return cuModuleLoadData(m, image);
+}
+CUresult cuModuleUnload(void *m) { free(m); return 0; }
+CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
+  int n = count_params((const char *)m, name);
+  if (n < 0)
+    return 500; /* CUDA_ERROR_NOT_FOUND */
+  struct fn *fn = calloc(1, sizeof *fn);
+  snprintf(fn->name, sizeof fn->name, "%s", name);
+  fn->nparams = n;
+  *f = fn;
+  return 0;
+}
+CUresult cuFuncSetAttribute(void *f, int a, int v) { (void)f; (void)a; (void)v; return 0; }
+CUresult cuOccupancyMaxActiveBlocksPerMultiprocessor(int *n, void *f, int t, size_t s) {
+  (void)f; (void)t; (void)s;
+  *n = 2;
+  return 0;
+}
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                        unsigned by, unsigned bz, unsigned shared, void *stream,
+                        void **params, void **extra) {
+  (void)stream; (void)extra;
+  struct fn *fn = f;
+  if (nlaunches == MAX_LAUNCHES)
+    return 1;
+  struct launch *l = &launches[nlaunches++];
+  snprintf(l->name, sizeof l->name, "%s", fn->name);
+  l->grid[0] = gx; l->grid[1] = gy; l->grid[2] = gz;
+  l->block[0] = bx; l->block[1] = by; l->block[2] = bz;
+  l->shared = shared;
+  l->nparams = fn->nparams < MAX_PARAMS ? fn->nparams : MAX_PARAMS;
+  for (int i = 0; i < l->nparams; ++i)
+    memcpy(&l->params[i], params[i], 8);
+  return 0;
+}
+CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return 0; }
+CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
+CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return 0; }
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
+CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
+CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return 0; }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { *p = (CUdeviceptr)calloc(1, n ? n : 1); return 0; }
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)p); return 0; }
+CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) { (void)f; return cuMemAlloc_v2(p, n); }
+CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n ? n : 1); return 0; }
+CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { memcpy((void *)d, (void *)s, n); return 0; }
+CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) { (void)st; return cuMemcpy(d, s, n); }
+CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
+  (void)st;
+  memcpy((void *)d, s, n);
+  return 0;
+}
+CUresult cuMemcpyDtoHAsync_v2(void *d, CUdeviceptr s, size_t n, void *st) {
+  (void)st;
+  memcpy(d, (void *)s, n);
+  return 0;
+}
+CUresult cuMemsetD8Async(CUdeviceptr d, unsigned char v, size_t n, void *s) { (void)s; memset((void *)d, v, n); return 0; }
+CUresult cuMemsetD16Async(CUdeviceptr d, unsigned short v, size_t n, void *s) {
+  (void)s;
+  for (size_t i = 0; i < n; ++i) ((unsigned short *)d)[i] = v;
+  return 0;
+}
+CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
+  (void)s;
+  for (size_t i = 0; i < n; ++i) ((unsigned *)d)[i] = v;
+  return 0;
+}
+CUresult cuStreamBeginCapture_v2(void *s, int m) { (void)s; (void)m; return 0; }
+CUresult cuStreamEndCapture(void *s, void **g) { (void)s; *g = malloc(1); return 0; }
+CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { (void)g; (void)f; *e = malloc(1); return 0; }
+CUresult cuGraphLaunch(void *e, void *s) { (void)e; (void)s; return 0; }
+CUresult cuGraphExecDestroy(void *e) { free(e); return 0; }
+CUresult cuGraphDestroy(void *g) { free(g); return 0; }
+
+/* For the tests (ctypes). */
+int fake_cuda_num_launches(void) { return nlaunches; }
+void fake_cuda_reset(void) { nlaunches = 0; }
+const char *fake_cuda_launch_name(int i) { return launches[i].name; }
+int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
+uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }
+unsigned fake_cuda_launch_grid(int i, int d) { return launches[i].grid[d]; }

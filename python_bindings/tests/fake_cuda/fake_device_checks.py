@@ -1,0 +1,349 @@
+"""The GPU path of cascade_mlir on a stand-in CUDA driver (fake_cuda.c):
+plan, upload, kernel binding and run() go through the real runtime and
+bindings; "device memory" is host memory, so the test reads back what was
+uploaded, and every launch is recorded with its parameters, so the test
+checks which kernels would run with which addresses and sizes.
+
+Run by test_fake_device.py as `python fake_device_checks.py SCENARIO` with
+CASCADE_CUDA_DRIVER pointing at the compiled stand-in (the driver is loaded
+once per process) and CASCADE_MLIR_KERNEL_PATH at PTX-only bundles.
+"""
+import ctypes
+import json
+import os
+import sys
+
+import numpy as np
+
+import cascade_mlir as cm
+from cascade_mlir import _frameworks, _gpu, kernels
+
+FAKE = ctypes.CDLL(os.environ["CASCADE_CUDA_DRIVER"])
+FAKE.fake_cuda_launch_name.restype = ctypes.c_char_p
+FAKE.fake_cuda_launch_param.restype = ctypes.c_uint64
+
+
+# --- a DLPack producer whose arrays claim to live on cuda:0 --------------------
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
+                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
+
+
+class DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_CODES = {"f": 2, "i": 0, "u": 1, "b": 6}
+
+
+def aligned(shape, dtype, fill=0):
+    """A numpy array whose data is 256-byte aligned (like device memory)."""
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    raw = np.zeros(n + 256, np.uint8)
+    off = (-raw.ctypes.data) % 256
+    a = raw[off:off + n].view(dtype).reshape(shape)
+    a[...] = fill
+    return a
+
+
+class Dev:
+    """An array "on cuda:0" (host memory the stand-in driver uses as device
+    memory), exported through DLPack."""
+
+    def __init__(self, a):
+        self.a = a
+        self.shape = a.shape
+        self.dtype = a.dtype
+
+    @property
+    def ptr(self):
+        return self.a.ctypes.data
+
+    def __getitem__(self, i):
+        return Dev(self.a[i])
+
+    def __dlpack_device__(self):
+        return (2, 0)
+
+    def __dlpack__(self, stream=None):
+        a = self.a
+        code = 4 if a.dtype.name == "bfloat16" else _CODES[a.dtype.kind]
+        shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
+        strides = (ctypes.c_int64 * max(a.ndim, 1))(*(s // a.itemsize for s in a.strides))
+        m = DLManagedTensor()
+        m.dl_tensor = DLTensor(a.ctypes.data, DLDevice(2, 0), a.ndim,
+                               DLDataType(code, a.itemsize * 8, 1), shape, strides, 0)
+        self._keep = (m, shape, strides)
+        return _capsule_new(ctypes.addressof(m), b"dltensor", None)
+
+
+class DevFramework:
+    name = "fake"
+
+    def is_tensor(self, x):
+        return isinstance(x, Dev)
+
+    def cuda_ordinal(self, x):
+        return 0
+
+    def device_object(self, ordinal):
+        return None
+
+    def current_stream(self, ordinal):
+        return 0
+
+    def stream_for(self, x, ordinal):
+        return 0
+
+    def empty_bytes(self, nbytes, ordinal):
+        return Dev(aligned((int(nbytes),), np.uint8))
+
+    def empty_like(self, x):
+        return Dev(aligned(x.shape, x.dtype, np.nan if x.dtype.kind == "f" else 0))
+
+    def empty_f32(self, x, shape):
+        return Dev(aligned(tuple(shape), np.float32, np.nan))
+
+    def empty_shaped(self, x, shape):
+        return Dev(aligned(tuple(shape), x.dtype, np.nan))
+
+    def nbytes(self, x):
+        return x.a.nbytes
+
+    def to_host(self, x):
+        return x.a.copy()
+
+
+_frameworks.register_framework(DevFramework())
+
+
+# --- reading the record of launches -------------------------------------------
+
+def launches():
+    out = []
+    for i in range(FAKE.fake_cuda_num_launches()):
+        out.append({"name": FAKE.fake_cuda_launch_name(i).decode(),
+                    "grid": [FAKE.fake_cuda_launch_grid(i, d) for d in range(3)],
+                    "params": [FAKE.fake_cuda_launch_param(i, p)
+                               for p in range(FAKE.fake_cuda_launch_nparams(i))]})
+    FAKE.fake_cuda_reset()
+    return out
+
+
+def manifest_params(name):
+    """Parameter name -> first PTX slot of a kernel (from its bundle)."""
+    for root in os.environ["CASCADE_MLIR_KERNEL_PATH"].split(os.pathsep):
+        for chip in os.listdir(root):
+            for key in os.listdir(os.path.join(root, chip)):
+                with open(os.path.join(root, chip, key, "manifest.json")) as f:
+                    for k in json.load(f)["kernels"]:
+                        if k["name"] == name:
+                            slots, i = {}, 0
+                            for p in k["params"]:
+                                slots[p["name"]] = i
+                                i += 5 if p["kind"] == "memref" else 1
+                            return slots, k
+    raise KeyError(name)
+
+
+def arg(launch, name):
+    """(pointer, element count) of a memref parameter, or a scalar."""
+    slots, k = manifest_params(launch["name"])
+    i = slots[name]
+    kind = next(p["kind"] for p in k["params"] if p["name"] == name)
+    if kind == "memref":
+        assert launch["params"][i] == launch["params"][i + 1], "allocated != aligned"
+        return launch["params"][i + 1], launch["params"][i + 3]
+    return launch["params"][i]
+
+
+def read_i32(ptr, n):
+    return np.frombuffer(ctypes.string_at(ptr, 4 * n), np.int32)
+
+
+def check(cond, what):
+    if not cond:
+        raise AssertionError(what)
+
+
+# --- scenarios ----------------------------------------------------------------
+
+def seed_levels(batch=7, shared=512, unique=(17, 12, 15, 4, 18, 34, 28),
+                last=(1, 7, 14, 4, 3, 1, 16)):
+    u = np.concatenate([[0], np.cumsum(unique)]).astype(np.int32)
+    total = shared + int(u[-1])
+    return total, ([np.array([0, batch], np.int32), np.arange(batch + 1, dtype=np.int32)],
+                   [np.array([0, shared], np.int32), u],
+                   [np.arange(shared, dtype=np.int32), np.arange(shared, total, dtype=np.int32)],
+                   [np.array([16], np.int32), np.array(last, np.int32)])
+
+
+def scenario_cascade():
+    total, levels = seed_levels()
+    ws = Dev(aligned((128 << 20,), np.uint8))
+    w = cm.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
+    check(w.is_cuda, "a CUDA workspace makes a GPU wrapper")
+    w.plan(*levels, 64, 8, 128, 16)
+    launches()  # none yet: plan only uploads
+    q = Dev(aligned((7, 64, 128), np.float16))
+    cache = Dev(aligned((total, 2, 16, 8, 128), np.float16))
+    o = w.run(q, cache)
+    rec = launches()
+    names = [r["name"] for r in rec]
+    check(len(rec) in (2, 3, 4), f"2 to 4 launches for a fused 2-level cascade: {names}")
+    check(names[0].startswith("cascade_prefill_split_mma"), f"level 0 split prefill: {names}")
+    check("merge_states_indptr" in names[1] and "byrow" in names[1], names)
+    check(all("_acc" in n for n in names[2:]), f"level 1 accumulates: {names}")
+    check(isinstance(o, Dev) and o.shape == (7, 64, 128), "o from the caller's framework")
+    for r in rec:
+        slots, k = manifest_params(r["name"])
+        if "q" in slots:
+            check(arg(r, "q") == (q.ptr, q.a.size), f"{r['name']}: q bound")
+        if "kv_cache" in slots:
+            check(arg(r, "kv_cache") == (cache.ptr, cache.a.size), f"{r['name']}: kv_cache")
+        check(arg(r, "o")[0] == o.ptr, f"{r['name']}: o is the output")
+    # The index arrays the kernels read are the plan's, uploaded.
+    for lvl, r in ((0, rec[0]), (1, rec[-1] if "decode" in rec[-1]["name"] else rec[-2])):
+        if "kv_indptr" not in manifest_params(r["name"])[0]:
+            continue
+        for name, host in (("kv_indptr", levels[1][lvl]), ("kv_indices", levels[2][lvl]),
+                           ("kv_last_page_len", levels[3][lvl])):
+            ptr, _ = arg(r, name)
+            check(np.array_equal(read_i32(ptr, host.size), host), f"level {lvl} {name} uploaded")
+    # The lse scratch lives in the float workspace; the caller's lse replaces it.
+    lse_ptr = arg(rec[1], "lse")[0]
+    check(ws.ptr <= lse_ptr < ws.ptr + ws.a.size, "lse scratch inside the float workspace")
+    out = Dev(aligned((7, 64, 128), np.float16))
+    lse = Dev(aligned((7, 64), np.float32))
+    res = w.run(q, cache, out=out, lse=lse, return_lse=True)
+    rec2 = launches()
+    check(res[0] is out and res[1] is lse, "out= and lse= are returned")
+    check(arg(rec2[1], "lse")[0] == lse.ptr and arg(rec2[1], "o")[0] == out.ptr, "out/lse bound")
+    check([r["name"] for r in rec2] == names, "the same launches every run")
+    # A (k, v) pair binds the pair kernels (compiled or found on first use).
+    k_cache = Dev(aligned((total, 16, 8, 128), np.float16))
+    v_cache = Dev(aligned((total, 16, 8, 128), np.float16))
+    w.run(q, (k_cache, v_cache))
+    rec3 = launches()
+    check(all("pair" in r["name"] for r in rec3 if "merge" not in r["name"]), "pair kernels")
+    check(arg(rec3[0], "k_cache") == (k_cache.ptr, k_cache.a.size), "k_cache bound")
+    check(arg(rec3[0], "v_cache") == (v_cache.ptr, v_cache.a.size), "v_cache bound")
+    # Bad input: nothing launched.
+    for bad in (lambda: w.run(Dev(aligned((7, 32, 128), np.float16)), cache),
+                lambda: w.run(q.a, cache),
+                lambda: w.run(q, Dev(aligned((100, 2, 16, 8, 128), np.float16)))):
+        try:
+            bad()
+            check(False, "bad input accepted")
+        except (ValueError, TypeError):
+            pass
+    check(FAKE.fake_cuda_num_launches() == 0, "no launch for bad input")
+
+
+def scenario_graph():
+    total, levels = seed_levels()
+    ws = Dev(aligned((128 << 20,), np.uint8))
+    bufs = dict(paged_kv_indices_buf_arr=[Dev(aligned((600,), np.int32)),
+                                          Dev(aligned((400,), np.int32))])
+    w = cm.MultiLevelCascadeAttentionWrapper(2, ws, "NHD", use_cuda_graph=True, **bufs)
+    w.plan(*levels, 64, 8, 128, 16)
+    q = Dev(aligned((7, 64, 128), np.float16))
+    cache = Dev(aligned((total, 2, 16, 8, 128), np.float16))
+    w.run(q, cache)
+    first = launches()
+    # Replan with other lengths: same launches, same addresses; the new page
+    # lists are in the caller's buffers.
+    _, levels2 = seed_levels(shared=300, unique=(1, 2, 30, 4, 5, 6, 7))
+    w.plan(*levels2, 64, 8, 128, 16)
+    w.run(q, cache)
+    second = launches()
+    check([r["name"] for r in first] == [r["name"] for r in second], "same kernels")
+    check([r["grid"] for r in first] == [r["grid"] for r in second], "same grids")
+    ptr, cap = arg(second[0], "kv_indices")
+    check(ptr == bufs["paged_kv_indices_buf_arr"][0].ptr and cap == 600, "level-0 buffer bound")
+    check(np.array_equal(bufs["paged_kv_indices_buf_arr"][1].a[:levels2[2][1].size],
+                         levels2[2][1]), "level-1 page list copied into the caller's buffer")
+    for a, b in zip(first, second):
+        for name in ("q", "o", "tmp_v", "request_indices", "kv_indptr"):
+            if name in manifest_params(a["name"])[0]:
+                check(arg(a, name)[0] == arg(b, name)[0], f"{name} did not move")
+    try:
+        _, bad = seed_levels(batch=6, unique=(1, 2, 3, 4, 5, 6), last=(1,) * 6)
+        w.plan(*bad, 64, 8, 128, 16)
+        check(False, "a replan with another batch size must fail in graph mode")
+    except ValueError as e:
+        check("CUDA-graph mode" in str(e), str(e))
+
+
+def scenario_single_and_merges():
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    d = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    d.plan(indptr, np.arange(10, dtype=np.int32), np.array([5, 1, 16], np.int32),
+           32, 8, 128, 16)
+    q = Dev(aligned((3, 32, 128), np.float16))
+    cache = Dev(aligned((10, 2, 16, 8, 128), np.float16))
+    o, lse = d.run(q, cache, return_lse=True)
+    rec = launches()
+    check(rec and "decode" in rec[0]["name"] and "_acc" not in rec[0]["name"], rec)
+    check(arg(rec[-1], "lse")[0] == lse.ptr, "returned lse is the one written")
+    p = cm.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")
+    qo = np.array([0, 5, 6, 40], np.int32)
+    p.plan(qo, indptr, np.arange(10, dtype=np.int32), np.array([5, 1, 16], np.int32),
+           32, 8, 128, 16, causal=True)
+    p.run(Dev(aligned((40, 32, 128), np.float16)), cache)
+    rec = launches()
+    check("prefill" in rec[0]["name"] and "causal" in rec[0]["name"], rec)
+    va, vb = (Dev(aligned((9, 4, 128), np.float16)) for _ in range(2))
+    sa, sb = (Dev(aligned((9, 4), np.float32)) for _ in range(2))
+    v, s = cm.merge_state(va, sa, vb, sb)
+    rec = launches()
+    check(len(rec) == 1 and "merge_state_f16_d128" in rec[0]["name"], rec)
+    check(arg(rec[0], "num_tasks") == 36 and arg(rec[0], "v")[0] == v.ptr, "merge args")
+    mask_backing = Dev(aligned((18,), np.uint8, 1))
+    cm.merge_state_in_place(va, sa, vb, sb, mask=mask_backing[::2])
+    rec = launches()
+    check("mask" in rec[0]["name"] and arg(rec[0], "mask_stride") == 2, rec)
+    vs = Dev(aligned((9, 3, 4, 128), np.float16))
+    ss = Dev(aligned((9, 3, 4), np.float32))
+    cm.merge_states(vs, ss)
+    rec = launches()
+    check(arg(rec[0], "num_states") == 3 and arg(rec[0], "num_heads") == 4, rec)
+    # Zero states per row: the empty inputs (any strides) are accepted and
+    # the merge writes the empty state (found on the H200: an empty tensor
+    # was rejected as non-contiguous).
+    v0, s0 = cm.merge_states(Dev(aligned((9, 0, 4, 128), np.float16)),
+                             Dev(aligned((9, 0, 4), np.float32)))
+    check(tuple(v0.shape) == (9, 4, 128) and tuple(s0.shape) == (9, 4), "zero-state shapes")
+    launches()
+
+
+def scenario_missing_kernels():
+    os.environ["CASCADE_MLIR_NO_JIT"] = "1"
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    d = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+    try:
+        d.plan(np.array([0, 1]), np.array([0]), np.array([1]), 24, 8, 64, 4)
+        check(False, "a configuration without a bundle must fail")
+    except kernels.MissingKernelsError as e:
+        check("heads=24/8" in str(e) and "python -m cascade_mlir.aot --key" in str(e), str(e))
+
+
+if __name__ == "__main__":
+    globals()["scenario_" + sys.argv[1]]()
+    print("OK", sys.argv[1])

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# The Python package's GPU session, on the GPU machine (CUDA, cmake, torch,
+# pybind11, scikit-build-core; no LLVM/MLIR), from the repository root:
+#   bash python_bindings/tests/gpu/run_h200.sh [tests|bench|all]
+# Needs the folder python_bindings/tests/gpu/prepare_carry.sh made here
+# (where the compiler is), next to the checkout at .carry/python (or CARRY):
+# the compiled kernel bundles and nlohmann-json for the runtime build.
+#   install  `pip install .` runtime-only (CASCADE_ENABLE_COMPILER=OFF) with
+#            the prebuilt bundles, into a --target directory (SITE); if pip
+#            or scikit-build-core is missing there, the CMake route instead
+#            (the build tree's python_packages)
+#   tests    pytest python_bindings/tests (GPU tests required to run:
+#            CASCADE_REQUIRE_GPU=1), examples/python/multi_level_cascade.py,
+#            benchmarks/python/host_overhead.py (run() host time, CUDA-graph
+#            replay after replans)
+#   bench    benchmarks/python/bench.py with FlashInfer when `. .fi/env.sh`
+#            made it importable: appends to benchmarks/RESULTS.md, plots in
+#            benchmarks/python/plots (both copied to OUT)
+# Logs go to $OUT (or ./out). Exit status: non-zero if anything failed.
+set -uo pipefail
+WHAT=${1:-all}
+C=${CARRY:-.carry/python}
+O=${OUT:-out}
+SITE=${SITE:-/tmp/cascade-site}
+mkdir -p "$O"
+export PYTHONUNBUFFERED=1
+rc=0
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/env.txt" 2>&1
+python3 -c 'import sys, torch, numpy; print("python", sys.version.split()[0], "torch",
+torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)' | tee -a "$O/env.txt"
+
+install() {
+  [ -f "$SITE/cascade_mlir/__init__.py" ] && return 0
+  local k=/tmp/cascade-kernels
+  rm -rf "$k" && mkdir -p "$k" && tar -C "$k" -xJf "$C/kernels.tar.xz" || return 1
+  echo "== pip install . (runtime only, $(ls "$k/kernels/sm_90" | wc -l) prebuilt bundles)"
+  local t0=$SECONDS
+  if python3 -c 'import pip, scikit_build_core, pybind11' 2>/dev/null &&
+     python3 -m pip install --no-build-isolation --no-deps --target "$SITE" \
+       -C cmake.define.CASCADE_ENABLE_COMPILER=OFF \
+       -C cmake.define.CASCADE_PYTHON_PREBUILT_KERNELS="$k/kernels" \
+       -C cmake.define.CMAKE_PREFIX_PATH="$PWD/$C/deps" \
+       -C build-dir=/tmp/cascade-pip-build . > "$O/pip-install.log" 2>&1; then
+    echo "installed into $SITE in $((SECONDS - t0)) s"; tail -1 "$O/pip-install.log"
+    return 0
+  fi
+  echo "pip install failed or unavailable (see $O/pip-install.log): CMake route"
+  local b=/tmp/cascade-rt-py
+  cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCASCADE_ENABLE_COMPILER=OFF \
+    -DCASCADE_ENABLE_TESTS=OFF -DCASCADE_ENABLE_PYTHON=ON \
+    -DCASCADE_PYTHON_PREBUILT_KERNELS="$k/kernels" \
+    -DCMAKE_PREFIX_PATH="$PWD/$C/deps" > "$O/cmake-build.log" 2>&1 &&
+    cmake --build "$b" -j"$(nproc)" >> "$O/cmake-build.log" 2>&1 || return 1
+  rm -rf "$SITE" && cp -r "$b/python_packages" "$SITE"
+  echo "built with CMake in $((SECONDS - t0)) s"
+}
+
+if ! install; then
+  echo "install FAILED"; tail -30 "$O/pip-install.log" "$O/cmake-build.log" 2>/dev/null
+  exit 1
+fi
+export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
+
+if [[ $WHAT == all || $WHAT == tests ]]; then
+  export CASCADE_TEST_SEED=${CASCADE_TEST_SEED:-$((RANDOM * 32768 + RANDOM))}
+  echo "== pytest python_bindings/tests (GPU tests required, CASCADE_TEST_SEED=$CASCADE_TEST_SEED)"
+  CASCADE_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rfEs \
+    python_bindings/tests > "$O/pytest.log" 2>&1 || rc=1
+  grep -E "passed|failed|^FAILED|^ERROR" "$O/pytest.log" | tail -25
+  echo "== examples/python/multi_level_cascade.py"
+  python3 examples/python/multi_level_cascade.py 2>&1 | tee "$O/example.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  echo "== benchmarks/python/host_overhead.py"
+  python3 benchmarks/python/host_overhead.py --flashinfer 2>&1 | tee "$O/host_overhead.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+fi
+if [[ $WHAT == all || $WHAT == bench ]]; then
+  echo "== benchmarks/python/bench.py"
+  python3 benchmarks/python/bench.py --results benchmarks/RESULTS.md \
+    --plots benchmarks/python/plots 2>&1 | tee "$O/bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  # One archive: the device tool brings back only a few files.
+  tar -czf "$O/bench-artifacts.tgz" benchmarks/RESULTS.md benchmarks/python/plots
+fi
+exit $rc

@@ -1,0 +1,122 @@
+"""Bad input raises ValueError / TypeError naming the argument, before
+anything runs: run()'s tensor checks (the same code as on the GPU, run here
+against host arrays), plan() arguments, and the merges' checks."""
+import numpy as np
+import pytest
+
+import cascade_mlir as cm
+from cascade_mlir import cascade as cc
+
+SIG = dict(q_dtype="f16", kv_dtype="f16", num_qo_heads=32, num_kv_heads=8, head_dim=128,
+           page_size=16, hnd=False, rows=7, max_page_id=9)
+
+
+def call(q, kv, out=None, lse=None, **over):
+    sig = dict(SIG)
+    sig.update(over)
+    cm.runtime._check_call(q, kv, out, lse, **sig)
+
+
+@pytest.fixture
+def good():
+    return (np.zeros((7, 32, 128), np.float16), np.zeros((10, 2, 16, 8, 128), np.float16))
+
+
+def test_good_call_passes(good):
+    q, kv = good
+    call(q, kv, out=np.zeros_like(q), lse=np.zeros((7, 32), np.float32))
+    call(q, (kv[:, 0].copy(), kv[:, 1].copy()))
+    call(q, np.zeros((10, 2, 8, 16, 128), np.float16), hnd=True)
+
+
+@pytest.mark.parametrize("mutate,exc,match", [
+    (lambda q, kv: (q.astype(np.float32), kv), TypeError, "q has dtype float32"),
+    (lambda q, kv: (q[:, :16], kv), ValueError, r"q has shape \[7, 16, 128\]"),
+    (lambda q, kv: (q[:6], kv), ValueError, "q has shape"),
+    (lambda q, kv: (q.transpose(1, 0, 2).copy().transpose(1, 0, 2), kv), ValueError,
+     "q must be contiguous"),
+    (lambda q, kv: (q, kv.astype(np.float32)), TypeError, "paged_kv_cache has dtype"),
+    (lambda q, kv: (q, kv[:, :, :, :4]), ValueError, "paged_kv_cache has shape"),
+    (lambda q, kv: (q, kv[:9]), ValueError, "plan reads page 9"),
+    (lambda q, kv: (q, (kv[:, 0], kv[:, 1])), ValueError, r"paged_kv_cache\[0\] must be "
+     "contiguous"),
+    (lambda q, kv: (q, (kv[:, 0].copy(), kv[:5, 1].copy())), ValueError,
+     "different numbers of pages"),
+    (lambda q, kv: (q, (kv[:, 0].copy(),)), ValueError, "one 5-D tensor or a"),
+    (lambda q, kv: (q.tolist(), kv), TypeError, "q must be a torch tensor or support DLPack"),
+])
+def test_bad_tensors_name_the_argument(good, mutate, exc, match):
+    q, kv = mutate(*good)
+    with pytest.raises(exc, match=match):
+        call(q, kv)
+
+
+def test_outputs_are_checked(good):
+    q, kv = good
+    with pytest.raises(TypeError, match="out has dtype float32"):
+        call(q, kv, out=np.zeros((7, 32, 128), np.float32))
+    with pytest.raises(ValueError, match="lse has shape"):
+        call(q, kv, lse=np.zeros((7, 8), np.float32))
+    with pytest.raises(TypeError, match="lse has dtype float16"):
+        call(q, kv, lse=np.zeros((7, 32), np.float16))
+
+
+def test_host_tensors_for_a_gpu_wrapper_name_the_device(good):
+    q, kv = good
+    with pytest.raises(ValueError, match="q is on cpu; the wrapper runs on cuda:0"):
+        call(q, kv, device=0)
+
+
+def test_checked_merge_arguments():
+    v = np.zeros((4, 2, 16), np.float16)
+    with pytest.raises(ValueError, match="v_a is on cpu, expected cuda:0"):
+        cc._Checked(v, "v_a").expect("cuda:0", cc._V_DTYPES, [4, 2, 16])
+    with pytest.raises(TypeError, match="s_a has dtype float16, expected float32"):
+        cc._Checked(v[:, :, 0], "s_a").expect("cpu", ("float32",), [4, 2])
+    with pytest.raises(ValueError, match=r"v_b has shape \[4, 2, 16\], expected \[4, 3, \*\]"):
+        cc._Checked(v, "v_b").expect("cpu", cc._V_DTYPES, [4, 3, None])
+
+
+def test_plan_argument_errors():
+    w = cm.MultiLevelCascadeAttentionWrapper(2)
+    qo = [np.array([0, 2]), np.arange(3)]
+    kp = [np.array([0, 1]), np.array([0, 1, 2])]
+    ki = [np.array([0]), np.array([1, 2])]
+    kl = [np.array([4]), np.array([1, 1])]
+    with pytest.raises(ValueError, match="num_qo_heads .* multiple of num_kv_heads"):
+        w.plan(qo, kp, ki, kl, 6, 4, 8, 4)
+    with pytest.raises(TypeError, match=r"paged_kv_indices_arr\[1\] must hold integers"):
+        w.plan(qo, kp, [ki[0], np.array([1.5, 2.0])], kl, 4, 4, 8, 4)
+    with pytest.raises(ValueError, match=r"level 1: kv_last_page_len has 1 entries"):
+        w.plan(qo, kp, ki, [kl[0], np.array([1])], 4, 4, 8, 4)
+    with pytest.raises(TypeError, match="one array per level"):
+        w.plan(qo, kp, ki, 5, 4, 4, 8, 4)
+    with pytest.raises(ValueError, match="num_levels"):
+        cm.MultiLevelCascadeAttentionWrapper(0)
+    with pytest.raises(ValueError, match="use_cuda_graph needs a CUDA"):
+        cm.MultiLevelCascadeAttentionWrapper(2, use_cuda_graph=True)
+
+
+def test_flashinfer_arguments_not_supported_are_rejected():
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+    with pytest.raises(ValueError, match="block_tables"):
+        w.plan(np.array([0, 1]), np.array([0]), np.array([1]), 4, 4, 8, 4,
+               block_tables=np.zeros((1, 1)))
+    w.plan(np.array([0, 1]), np.array([0]), np.array([1]), 4, 4, 8, 4)
+    q = np.zeros((1, 4, 8), np.float32)
+    kv = np.zeros((1, 2, 4, 4, 8), np.float32)
+    with pytest.raises(ValueError, match="k_scale"):
+        w.run(q, kv, k_scale=0.5)
+    with pytest.raises(ValueError, match="window_left=3 differs"):
+        w.run(q, kv, window_left=3)
+    with pytest.raises(TypeError, match="by keyword"):
+        w.run(q, kv, None)
+
+
+def test_run_before_plan_is_a_value_error_and_a_runtime_error():
+    for w in (cm.MultiLevelCascadeAttentionWrapper(2), cm.BatchDecodeWithPagedKVCacheWrapper(None),
+              cm.BatchPrefillWithPagedKVCacheWrapper(None)):
+        with pytest.raises(ValueError, match="plan"):
+            w.run(np.zeros((1, 4, 8), np.float32), np.zeros((1, 2, 4, 4, 8), np.float32))
+        with pytest.raises(RuntimeError):
+            w.run(np.zeros((1, 4, 8), np.float32), np.zeros((1, 2, 4, 4, 8), np.float32))
