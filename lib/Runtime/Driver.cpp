@@ -84,6 +84,20 @@ Status loadDriverLibrary(const char *path, DriverApi &out) {
   CASCADE_RESOLVE(cuGraphExecDestroy, "cuGraphExecDestroy");
   CASCADE_RESOLVE(cuGraphDestroy, "cuGraphDestroy");
 #undef CASCADE_RESOLVE
+  // Optional: without them a Program launches its kernels one by one.
+  std::string optionalMissing;
+  if (!resolve(handle, "cuGraphCreate", api.cuGraphCreate, optionalMissing) ||
+      !resolve(handle, "cuGraphAddKernelNode_v2", api.cuGraphAddKernelNode,
+               optionalMissing) ||
+      !resolve(handle, "cuGraphExecKernelNodeSetParams_v2",
+               api.cuGraphExecKernelNodeSetParams, optionalMissing) ||
+      !resolve(handle, "cuStreamIsCapturing", api.cuStreamIsCapturing,
+               optionalMissing)) {
+    api.cuGraphCreate = nullptr;
+    api.cuGraphAddKernelNode = nullptr;
+    api.cuGraphExecKernelNodeSetParams = nullptr;
+    api.cuStreamIsCapturing = nullptr;
+  }
   if (!missing.empty()) {
     dlclose(handle);
     return makeError(ErrorCode::DriverUnavailable,

@@ -425,14 +425,104 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
   }
   CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
   Variant &v = it->second;
+  const DriverApi &api = launcher_.api();
+  bool graph = graphLaunch_ && api.canBuildGraphs() &&
+               !(v.graph && v.graph->failed);
+  if (graph) {
+    // Kernels launched into a stream under capture become nodes of the
+    // caller's graph; a graph launch there is not what the caller records.
+    int capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    graph = api.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
+            capture == CU_STREAM_CAPTURE_STATUS_NONE;
+  }
+  if (!v.graph && graph) {
+    v.graph = std::make_unique<LaunchGraph>();
+    v.graph->api = &api;
+    v.graph->dirty.assign(v.launches.size(), 1);
+  }
   for (size_t i = 0; i < v.launches.size(); ++i) {
     PreparedLaunch &pl = v.launches[i];
-    for (const Patch &patch : v.patches[i])
-      pl.launch.slots[patch.slot] =
+    for (const Patch &patch : v.patches[i]) {
+      const uint64_t value =
           patch.count ? static_cast<uint64_t>(c[patch.role]) : p[patch.role];
-    CASCADE_RETURN_IF_ERROR(launcher_.launchPrepared(pl, stream));
+      if (pl.launch.slots[patch.slot] != value) {
+        pl.launch.slots[patch.slot] = value;
+        if (v.graph)
+          v.graph->dirty[i] = 1;
+      }
+    }
   }
+  lastRunUsedGraph_ = graph && launchGraph(v, stream);
+  if (lastRunUsedGraph_)
+    return Status::success();
+  for (PreparedLaunch &pl : v.launches)
+    CASCADE_RETURN_IF_ERROR(launcher_.launchPrepared(pl, stream));
   return Status::success();
+}
+
+Program::LaunchGraph::~LaunchGraph() {
+  if (exec)
+    api->cuGraphExecDestroy(exec);
+  if (graph)
+    api->cuGraphDestroy(graph);
+}
+
+bool Program::launchGraph(Variant &v, CUstream stream) {
+  LaunchGraph &g = *v.graph;
+  const DriverApi &api = *g.api;
+  auto nodeParams = [](const PreparedLaunch &pl) {
+    const KernelLaunch &k = pl.launch;
+    CudaKernelNodeParams np{};
+    np.func = pl.function;
+    np.gridDimX = static_cast<unsigned>(k.grid[0]);
+    np.gridDimY = static_cast<unsigned>(k.grid[1]);
+    np.gridDimZ = static_cast<unsigned>(k.grid[2]);
+    np.blockDimX = static_cast<unsigned>(k.block[0]);
+    np.blockDimY = static_cast<unsigned>(k.block[1]);
+    np.blockDimZ = static_cast<unsigned>(k.block[2]);
+    np.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
+    np.kernelParams = const_cast<void **>(pl.params.data());
+    return np;
+  };
+  auto fail = [&] {
+    // Drop the graph; later runs launch kernel by kernel.
+    if (g.exec)
+      api.cuGraphExecDestroy(g.exec);
+    if (g.graph)
+      api.cuGraphDestroy(g.graph);
+    g.exec = nullptr;
+    g.graph = nullptr;
+    g.nodes.clear();
+    g.failed = true;
+    return false;
+  };
+  if (!g.exec) {
+    if (api.cuGraphCreate(&g.graph, 0) != CUDA_SUCCESS)
+      return fail();
+    g.nodes.assign(v.launches.size(), nullptr);
+    for (size_t i = 0; i < v.launches.size(); ++i) {
+      const CudaKernelNodeParams np = nodeParams(v.launches[i]);
+      if (api.cuGraphAddKernelNode(&g.nodes[i], g.graph,
+                                   i ? &g.nodes[i - 1] : nullptr, i ? 1 : 0,
+                                   &np) != CUDA_SUCCESS)
+        return fail();
+    }
+    if (api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0) != CUDA_SUCCESS)
+      return fail();
+  } else {
+    for (size_t i = 0; i < v.launches.size(); ++i) {
+      if (!g.dirty[i])
+        continue;
+      const CudaKernelNodeParams np = nodeParams(v.launches[i]);
+      if (api.cuGraphExecKernelNodeSetParams(g.exec, g.nodes[i], &np) !=
+          CUDA_SUCCESS)
+        return fail();
+    }
+  }
+  std::fill(g.dirty.begin(), g.dirty.end(), 0);
+  if (api.cuGraphLaunch(g.exec, stream) != CUDA_SUCCESS)
+    return fail();
+  return true;
 }
 
 } // namespace cascade::runtime

@@ -487,6 +487,7 @@ public:
     return v;
   }
   bool prepared(int variant) const { return program_.prepared(variant); }
+  Program &program() { return program_; }
 
   /// The launches of the last run() again, same tensors and stream, with
   /// no argument checks: what the launches alone cost on the host
@@ -629,7 +630,17 @@ void registerGpu(py::module_ &m) {
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)
       .def("num_launches", &ProgramHandle::numLaunches)
       .def("_relaunch", &ProgramHandle::relaunch,
-           "The last run()'s launches again, unchecked (for measuring).");
+           "The last run()'s launches again, unchecked (for measuring).")
+      .def_property(
+          "graph_launch",
+          [](ProgramHandle &h) { return h.program().graphLaunch(); },
+          [](ProgramHandle &h, bool on) { h.program().setGraphLaunch(on); },
+          "run() launches the kernels of a call as one CUDA graph (default "
+          "where the driver can build graphs; nodes updated in place) or "
+          "one by one.")
+      .def_property_readonly(
+          "last_run_used_graph",
+          [](ProgramHandle &h) { return h.program().lastRunUsedGraph(); });
 }
 
 } // namespace cascade::python

@@ -27,6 +27,7 @@ struct CUstream_st;
 struct CUevent_st;
 struct CUgraph_st;
 struct CUgraphExec_st;
+struct CUgraphNode_st;
 using CUcontext = CUctx_st *;
 using CUmodule = CUmod_st *;
 using CUfunction = CUfunc_st *;
@@ -34,6 +35,7 @@ using CUstream = CUstream_st *;
 using CUevent = CUevent_st *;
 using CUgraph = CUgraph_st *;
 using CUgraphExec = CUgraphExec_st *;
+using CUgraphNode = CUgraphNode_st *;
 using CUjit_option = int;
 
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -47,11 +49,24 @@ constexpr unsigned CU_EVENT_DEFAULT = 0;
 constexpr unsigned CU_EVENT_DISABLE_TIMING = 2;
 constexpr int CU_STREAM_CAPTURE_MODE_GLOBAL = 0;
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+constexpr int CU_STREAM_CAPTURE_STATUS_NONE = 0;
 constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER = 3;
 constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 constexpr CUjit_option CU_JIT_OPTIMIZATION_LEVEL = 7;
+
+/// A kernel node of a graph (cuda.h's CUDA_KERNEL_NODE_PARAMS_v2).
+struct CudaKernelNodeParams {
+  CUfunction func;
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  void **kernelParams;
+  void **extra;
+  void *kern; ///< CUkernel, unused (func is set)
+  CUcontext ctx;
+};
 
 /// The driver entry points the runtime uses (versioned symbols resolved).
 struct DriverApi {
@@ -104,6 +119,20 @@ struct DriverApi {
   CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
   CUresult (*cuGraphExecDestroy)(CUgraphExec);
   CUresult (*cuGraphDestroy)(CUgraph);
+
+  // Optional (null when the driver lacks them): graphs built node by node,
+  // whose kernel parameters are updated in place between launches.
+  CUresult (*cuGraphCreate)(CUgraph *, unsigned);
+  CUresult (*cuGraphAddKernelNode)(CUgraphNode *, CUgraph, const CUgraphNode *,
+                                   size_t, const CudaKernelNodeParams *);
+  CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
+                                             const CudaKernelNodeParams *);
+  CUresult (*cuStreamIsCapturing)(CUstream, int *);
+  /// Whether the optional graph-building entry points were found.
+  bool canBuildGraphs() const {
+    return cuGraphCreate && cuGraphAddKernelNode &&
+           cuGraphExecKernelNodeSetParams && cuStreamIsCapturing;
+  }
 };
 
 /// The process-wide driver: loaded and cuInit'ed once. Fails with

@@ -6,7 +6,10 @@
 // asynchronous copies on the caller's stream), and, per KV form, the kernels
 // of the call bound once into PreparedLaunches. run() only writes the
 // caller's tensor addresses into the bound parameter slots and launches, so
-// its host cost is the launches themselves.
+// its host cost is the launches themselves. Where the driver allows, the
+// launches of a variant are one CUDA graph built once: run() updates only the
+// kernel nodes whose slots changed and launches the graph (one driver launch
+// instead of one per kernel; docs/runtime.md).
 //
 // CUDA-graph mode keeps every device address and launch size of the first
 // plan: a replan with new lengths uploads into the same buffers, so a graph
@@ -20,6 +23,8 @@
 #include "cascade/Runtime/Launcher.h"
 
 #include <array>
+#include <map>
+#include <memory>
 
 namespace cascade::runtime {
 
@@ -99,6 +104,15 @@ public:
   /// against the KV cache it is given.
   int64_t maxPageId() const { return maxPageId_; }
   int64_t numLaunches(int variant) const;
+  /// Whether run() launches a variant as one graph (the default where the
+  /// driver can build graphs) or kernel by kernel. Either way the same
+  /// kernels run with the same arguments. A stream that is being captured
+  /// always gets the kernels one by one (they become nodes of the caller's
+  /// graph).
+  void setGraphLaunch(bool on) { graphLaunch_ = on; }
+  bool graphLaunch() const { return graphLaunch_; }
+  /// Whether the last run() went through the variant's graph.
+  bool lastRunUsedGraph() const { return lastRunUsedGraph_; }
 
 private:
   struct Patch {
@@ -106,10 +120,26 @@ private:
     uint8_t role;
     bool count; ///< the memref size slot, not a pointer
   };
+  /// The launches of a variant as one instantiated graph, a kernel node per
+  /// launch in order; `dirty[i]`: launch i's slots changed since its node
+  /// was last written.
+  struct LaunchGraph {
+    const cuda::DriverApi *api = nullptr;
+    cuda::CUgraph graph = nullptr;
+    cuda::CUgraphExec exec = nullptr;
+    std::vector<cuda::CUgraphNode> nodes;
+    std::vector<uint8_t> dirty;
+    bool failed = false; ///< building or updating failed: launch one by one
+    ~LaunchGraph();
+  };
   struct Variant {
     std::vector<PreparedLaunch> launches;
     std::vector<std::vector<Patch>> patches; ///< per launch
+    std::unique_ptr<LaunchGraph> graph;
   };
+  /// Launches `v` through its graph (built on first use); false (nothing
+  /// launched) when the graph cannot be built, updated or launched.
+  bool launchGraph(Variant &v, cuda::CUstream stream);
   /// Where a level's index arrays live on the device.
   struct LevelArrays {
     uint64_t qo = 0, kvIndptr = 0, indices = 0, last = 0;
@@ -134,6 +164,7 @@ private:
   int64_t frozenInt_ = 0, frozenFloat_ = 0;
   uint64_t frozenIntWs_ = 0, frozenFloatWs_ = 0;
   std::map<int, Variant> variants_;
+  bool graphLaunch_ = true, lastRunUsedGraph_ = false;
   void *staging_ = nullptr;
   size_t stagingBytes_ = 0;
   cuda::CUevent copied_ = nullptr;

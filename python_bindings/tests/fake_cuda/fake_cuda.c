@@ -4,7 +4,9 @@
  * memory, copies are memcpy, memsets fill bytes, and a kernel launch runs
  * nothing but is recorded (kernel name, grid, block, shared bytes and its
  * parameter values, counted from the PTX .entry), so a test can check what
- * would have been launched with which arguments. One device: 132 SMs, sm_90. */
+ * would have been launched with which arguments. Graphs built node by node
+ * keep a copy of each kernel node's launch; launching the graph records its
+ * nodes in order, as if they ran. One device: 132 SMs, sm_90. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -135,16 +137,89 @@ CUresult cuMemsetD32Async(CUdeviceptr d, unsigned v, size_t n, void *s) {
   for (size_t i = 0; i < n; ++i) ((unsigned *)d)[i] = v;
   return 0;
 }
-CUresult cuStreamBeginCapture_v2(void *s, int m) { (void)s; (void)m; return 0; }
-CUresult cuStreamEndCapture(void *s, void **g) { (void)s; *g = malloc(1); return 0; }
-CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) { (void)g; (void)f; *e = malloc(1); return 0; }
-CUresult cuGraphLaunch(void *e, void *s) { (void)e; (void)s; return 0; }
+/* Streams under capture (the runtime asks before launching a graph). */
+static void *capturing;
+CUresult cuStreamBeginCapture_v2(void *s, int m) { (void)m; capturing = s; return 0; }
+CUresult cuStreamIsCapturing(void *s, int *status) {
+  *status = capturing && capturing == s;
+  return 0;
+}
+
+#define MAX_NODES 64
+struct graph {
+  int nnodes;
+  struct launch nodes[MAX_NODES];
+};
+static int ngraph_launches;
+struct kernel_node_params {
+  void *func;
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void **params;
+  void **extra;
+  void *kern, *ctx;
+};
+static void record(struct launch *l, const struct kernel_node_params *p) {
+  struct fn *fn = p->func;
+  snprintf(l->name, sizeof l->name, "%s", fn->name);
+  l->grid[0] = p->gx; l->grid[1] = p->gy; l->grid[2] = p->gz;
+  l->block[0] = p->bx; l->block[1] = p->by; l->block[2] = p->bz;
+  l->shared = p->shared;
+  l->nparams = fn->nparams < MAX_PARAMS ? fn->nparams : MAX_PARAMS;
+  for (int i = 0; i < l->nparams; ++i)
+    memcpy(&l->params[i], p->params[i], 8);
+}
+CUresult cuStreamEndCapture(void *s, void **g) {
+  (void)s;
+  capturing = NULL;
+  *g = calloc(1, sizeof(struct graph));
+  return 0;
+}
+CUresult cuGraphCreate(void **g, unsigned f) { (void)f; *g = calloc(1, sizeof(struct graph)); return 0; }
+CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps,
+                                 const struct kernel_node_params *p) {
+  (void)deps; (void)ndeps;
+  struct graph *gr = g;
+  if (gr->nnodes == MAX_NODES)
+    return 1;
+  record(&gr->nodes[gr->nnodes], p);
+  *node = (void *)(intptr_t)(gr->nnodes + 1);
+  ++gr->nnodes;
+  return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
+  (void)f;
+  struct graph *exec = malloc(sizeof *exec);
+  memcpy(exec, g, sizeof *exec);
+  *e = exec;
+  return 0;
+}
+CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *node,
+                                           const struct kernel_node_params *p) {
+  struct graph *exec = e;
+  intptr_t i = (intptr_t)node - 1;
+  if (i < 0 || i >= exec->nnodes)
+    return 1;
+  record(&exec->nodes[i], p);
+  return 0;
+}
+CUresult cuGraphLaunch(void *e, void *s) {
+  (void)s;
+  struct graph *exec = e;
+  for (int i = 0; i < exec->nnodes; ++i) {
+    if (nlaunches == MAX_LAUNCHES)
+      return 1;
+    launches[nlaunches++] = exec->nodes[i];
+  }
+  ++ngraph_launches;
+  return 0;
+}
 CUresult cuGraphExecDestroy(void *e) { free(e); return 0; }
 CUresult cuGraphDestroy(void *g) { free(g); return 0; }
 
 /* For the tests (ctypes). */
 int fake_cuda_num_launches(void) { return nlaunches; }
-void fake_cuda_reset(void) { nlaunches = 0; }
+void fake_cuda_reset(void) { nlaunches = 0; ngraph_launches = 0; }
+int fake_cuda_num_graph_launches(void) { return ngraph_launches; }
 const char *fake_cuda_launch_name(int i) { return launches[i].name; }
 int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
 uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }

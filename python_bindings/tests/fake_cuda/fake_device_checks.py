@@ -203,6 +203,8 @@ def scenario_cascade():
     q = Dev(aligned((7, 64, 128), np.float16))
     cache = Dev(aligned((total, 2, 16, 8, 128), np.float16))
     o = w.run(q, cache)
+    check(FAKE.fake_cuda_num_graph_launches() == 1, "run() is one graph launch")
+    check(w._engine.program.last_run_used_graph, "the program reports its graph launch")
     rec = launches()
     names = [r["name"] for r in rec]
     check(len(rec) in (2, 3, 4), f"2 to 4 launches for a fused 2-level cascade: {names}")
@@ -235,6 +237,15 @@ def scenario_cascade():
     check(res[0] is out and res[1] is lse, "out= and lse= are returned")
     check(arg(rec2[1], "lse")[0] == lse.ptr and arg(rec2[1], "o")[0] == out.ptr, "out/lse bound")
     check([r["name"] for r in rec2] == names, "the same launches every run")
+    # Kernel by kernel, the same kernels get the same arguments as the
+    # graph's nodes (whose parameters followed out= and lse= above).
+    w._engine.program.graph_launch = False
+    w.run(q, cache, out=out, lse=lse, return_lse=True)
+    check(FAKE.fake_cuda_num_graph_launches() == 0, "no graph launch when turned off")
+    check(launches() == rec2, "graph nodes == direct launches (names, grids, arguments)")
+    w._engine.program.graph_launch = True
+    w.run(q, cache, out=out, lse=lse, return_lse=True)
+    check(launches() == rec2, "graph launch again, same arguments")
     # A (k, v) pair binds the pair kernels (compiled or found on first use).
     k_cache = Dev(aligned((total, 16, 8, 128), np.float16))
     v_cache = Dev(aligned((total, 16, 8, 128), np.float16))
