@@ -1,5 +1,7 @@
-"""The plain (non-cascade) wrappers' shared machinery: one attention level,
-FlashInfer's plan()/run() arguments, GPU kernels or the CPU reference."""
+"""The batch decode / prefill wrappers' shared machinery: FlashInfer's
+plan()/run() arguments, one attention level (or, with plan(...,
+auto_cascade=True), the levels of the cascade the runtime finds in the page
+tables, docs/auto-cascade.md), GPU kernels or the CPU reference."""
 
 from typing import Optional
 
@@ -132,7 +134,7 @@ class SingleLevelWrapper:
         self._config = AttentionConfig(
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
             page_size=page_size, q_dtype=q_data_type, kv_dtype=kv_data_type,
-            kv_layout=self._kv_layout, causal=bool(causal) and not self._decode,
+            kv_layout=self._kv_layout, causal=causal,
             pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
             window_left=window_left, logits_soft_cap=logits_soft_cap,
             rope_scale=rope_scale, rope_theta=rope_theta)
