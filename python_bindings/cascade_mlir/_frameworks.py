@@ -33,6 +33,10 @@ class _Torch:
         return self.torch.empty(int(nbytes), dtype=self.torch.uint8,
                                 device=self.device_object(ordinal))
 
+    def empty_i32(self, n, ordinal):
+        return self.torch.empty(int(n), dtype=self.torch.int32,
+                                device=self.device_object(ordinal))
+
     def empty_like(self, x):
         return self.torch.empty_like(x)
 
@@ -75,6 +79,10 @@ class _Cupy:
     def empty_bytes(self, nbytes, ordinal):
         with self.cupy.cuda.Device(ordinal):
             return self.cupy.empty(int(nbytes), dtype=self.cupy.uint8)
+
+    def empty_i32(self, n, ordinal):
+        with self.cupy.cuda.Device(ordinal):
+            return self.cupy.empty(int(n), dtype=self.cupy.int32)
 
     def empty_like(self, x):
         with x.device:

@@ -1,5 +1,9 @@
-"""The plain (non-cascade) wrappers' shared machinery: one attention level,
-FlashInfer's plan()/run() arguments, GPU kernels or the CPU reference."""
+"""The batch decode / prefill wrappers' shared machinery: FlashInfer's
+plan()/run() arguments, one attention level (or, with plan(...,
+auto_cascade=True), the levels of the cascade the runtime finds in the page
+tables, docs/auto-cascade.md), GPU kernels or the CPU reference."""
+
+from typing import Optional
 
 import numpy as np
 
@@ -18,6 +22,39 @@ def reject(name: str, value, default=None):
                          f"(only {default!r})")
 
 
+#: What `plan(..., auto_cascade={...})` may set (AutoCascadeOptions,
+#: docs/auto-cascade.md); `causal` comes from plan()'s own argument.
+AUTO_CASCADE_OPTIONS = ("max_levels", "graph_group_capacity", "shared_qo_tile_size",
+                        "bandwidth_bytes_per_us", "level_overhead_us",
+                        "group_overhead_us", "level_row_bytes")
+
+
+def auto_cascade_options(auto_cascade) -> Optional[dict]:
+    """plan()'s `auto_cascade` argument: False (off), True (the runtime's
+    defaults) or a dict of AutoCascadeOptions fields; None when off."""
+    if auto_cascade is False or auto_cascade is None:
+        return None
+    if auto_cascade is True:
+        return {}
+    if not isinstance(auto_cascade, dict):
+        raise TypeError("auto_cascade must be True, False or a dict of options "
+                        f"({', '.join(AUTO_CASCADE_OPTIONS)}), got "
+                        f"{type(auto_cascade).__name__}")
+    for key, value in auto_cascade.items():
+        if key not in AUTO_CASCADE_OPTIONS:
+            raise ValueError(f"auto_cascade: unknown option {key!r} (known: "
+                             f"{', '.join(AUTO_CASCADE_OPTIONS)}; causal is plan()'s "
+                             "own argument)")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"auto_cascade[{key!r}] must be a number, got {value!r}")
+        if key in ("max_levels", "graph_group_capacity", "shared_qo_tile_size") \
+                and not float(value).is_integer():
+            raise TypeError(f"auto_cascade[{key!r}] must be an int, got {value!r}")
+    return {k: (int(v) if k in ("max_levels", "graph_group_capacity",
+                                "shared_qo_tile_size") else float(v))
+            for k, v in auto_cascade.items()}
+
+
 class SingleLevelWrapper:
     _decode = True
 
@@ -34,8 +71,10 @@ class SingleLevelWrapper:
             self._engine = _gpu.Engine(float_workspace_buffer, use_cuda_graph)
         elif use_cuda_graph:
             raise ValueError("use_cuda_graph needs a CUDA float_workspace_buffer")
-        self._level = None
+        self._levels = None
         self._config = None
+        self._auto = None
+        self._auto_buffers = None
 
     @property
     def is_cuda(self) -> bool:
@@ -48,10 +87,31 @@ class SingleLevelWrapper:
         self.__dict__.pop("run", None)
         self.__dict__.pop("forward", None)
 
+    @property
+    def auto_cascade_stats(self) -> Optional[dict]:
+        """What the last plan(..., auto_cascade=...) found (a copy):
+        num_levels, shared_levels, candidate_groups, shared_groups, pages_in,
+        pages_read, pages_saved, saved_us, overhead_us (docs/auto-cascade.md);
+        None when the last plan() did not ask for an automatic cascade."""
+        return None if self._auto is None else dict(self._auto["stats"])
+
+    @property
+    def auto_cascade_levels(self) -> Optional[list]:
+        """The levels of the last automatic cascade (copies of their index
+        arrays: mode, qo_indptr (None in decode), kv_indptr, kv_indices,
+        kv_last_page_len, num_page_groups); None without one."""
+        if self._auto is None:
+            return None
+        keys = ("mode", "qo_indptr", "kv_indptr", "kv_indices", "kv_last_page_len",
+                "num_page_groups")
+        return [{k: (v.copy() if isinstance(v, np.ndarray) else v)
+                 for k, v in lv.items() if k in keys} for lv in self._auto["levels"]]
+
     def _plan(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads,
               num_kv_heads, head_dim, page_size, causal, pos_encoding_mode, sm_scale,
               window_left, logits_soft_cap, rope_scale, rope_theta, q_data_type,
-              kv_data_type):
+              kv_data_type, auto_cascade=False):
+        auto = auto_cascade_options(auto_cascade)
         cfg = KernelConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
@@ -65,23 +125,77 @@ class SingleLevelWrapper:
         qo = np.arange(kp.size, dtype=np.int32) if qo_indptr is None \
             else host_int32(qo_indptr, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "plan()", decode=self._decode)
-        level = _gpu.Level(qo, kp, ki, kl, Group(decode=self._decode,
-                                                 causal=bool(causal) and not self._decode))
+        causal = bool(causal) and not self._decode
+        if auto is not None and (pos_encoding_mode not in ("NONE", "none")
+                                 or window_left >= 0):
+            raise ValueError("auto_cascade needs pos_encoding_mode='NONE' and "
+                             "window_left=-1: a cascade level does not see absolute "
+                             "positions (apply RoPE before the call)")
         self._config = AttentionConfig(
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
             page_size=page_size, q_dtype=q_data_type, kv_dtype=kv_data_type,
-            kv_layout=self._kv_layout, causal=bool(causal) and not self._decode,
+            kv_layout=self._kv_layout, causal=causal,
             pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
             window_left=window_left, logits_soft_cap=logits_soft_cap,
             rope_scale=rope_scale, rope_theta=rope_theta)
+        if auto is not None:
+            levels, buffers = self._auto_levels(cfg, qo, kp, ki, kl, causal, auto)
+        else:
+            self._auto = None
+            levels = [_gpu.Level(qo, kp, ki, kl, Group(decode=self._decode, causal=causal))]
+            buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
-            self._engine.plan(cfg, [level], [self._buffers] if self._buffers else None)
+            self._engine.plan(cfg, levels, buffers)
             self.__dict__.pop("run", None)
             return
-        _runtime.plan("prefill", kp, kl, qo_indptr=qo, kv_indices=ki,
-                      num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                      head_dim=head_dim, page_size=page_size, num_sms=1)
-        self._level = _runtime.Level(qo, kp, ki, kl)
+        if auto is None:
+            _runtime.plan("prefill", kp, kl, qo_indptr=qo, kv_indices=ki,
+                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                          head_dim=head_dim, page_size=page_size, num_sms=1)
+        self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,
+                                       lv.kv_last_page_len) for lv in levels]
+
+    def _auto_levels(self, cfg, qo, kp, ki, kl, causal, options):
+        """The levels of an automatic cascade: the runtime's
+        makeAutoCascadePlan over the batch (shared levels are non-causal
+        prefill levels, the last keeps the batch's mode and mask); one level,
+        the plain batch, when no sharing pays."""
+        graph = self._use_cuda_graph
+        res = _runtime.auto_cascade(
+            "decode" if self._decode else "prefill", kp, kl,
+            qo_indptr=None if self._decode else qo, kv_indices=ki,
+            num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
+            head_dim=cfg.head_dim, page_size=cfg.page_size, num_sms=1,
+            cuda_graph=int(graph), q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype,
+            causal=causal, **options)
+        self._auto = res
+        n = len(res["levels"])
+        levels = []
+        for i, lv in enumerate(res["levels"]):
+            last = i == n - 1
+            group = Group(decode=self._decode and last, causal=causal and last,
+                          accumulate=i > 0)
+            lqo = lv["qo_indptr"] if lv["qo_indptr"] is not None else qo
+            levels.append(_gpu.Level(lqo, lv["kv_indptr"], lv["kv_indices"],
+                                     lv["kv_last_page_len"], group))
+        if n == 1:  # the plain batch: the caller's buffers, as without auto
+            return levels, [self._buffers] if self._buffers else None
+        if not graph or self._engine is None:
+            return levels, None
+        # CUDA-graph mode: the levels' sizes are fixed (B, the group
+        # capacity); their page lists get buffers that hold every page of a
+        # batch as large as the caller's buffer (or twice the first), so a
+        # replan may move pages between levels freely.
+        last = {k: v for k, v in (self._buffers or {}).items() if v is not None}
+        if self._auto_buffers is None or len(self._auto_buffers) != n - 1:
+            empty_i32 = getattr(self._engine.fw, "empty_i32", None)
+            if empty_i32 is None:  # a framework adapter without int32 tensors
+                return levels, [{} for _ in range(n - 1)] + [last]
+            user = last.get("kv_indices")
+            cap = int(user.shape[0]) if user is not None else max(2 * int(kp[-1]), 65536)
+            self._auto_buffers = [{"kv_indices": empty_i32(cap, self._engine.ordinal)}
+                                  for _ in range(n - 1)]
+        return levels, self._auto_buffers + [last]
 
     def _run(self, q, paged_kv_cache, out, lse, return_lse, window_left):
         if self._config is None:
@@ -93,7 +207,7 @@ class SingleLevelWrapper:
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
         from .cascade import _like, _lse_out, _reference_run
-        o, l = _reference_run(self._config, [self._level], q, paged_kv_cache)
+        o, l = _reference_run(self._config, self._levels, q, paged_kv_cache)
         o, l = _like(o, q), _lse_out(l, q)
         if out is not None:
             out[...] = o

@@ -1,7 +1,7 @@
 """`flashinfer.decode`'s batch decode wrapper over Cascade-MLIR: one query
 per request over a paged KV cache (see cascade.py for the conventions)."""
 
-from typing import Optional
+from typing import Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 
@@ -33,7 +33,13 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
              sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
              rope_theta: Optional[float] = None, non_blocking: bool = True,
              block_tables=None, seq_lens=None, fixed_split_size=None,
-             disable_split_kv: bool = False) -> None:
+             disable_split_kv: bool = False, *,
+             auto_cascade: Union[bool, dict] = False) -> None:
+        """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
+        of cost-model options, docs/auto-cascade.md) finds the page prefixes
+        that adjacent requests share and runs them as the shared levels of a
+        cascade; without worthwhile sharing the plan is the plain one.
+        `auto_cascade_stats` reports what was found."""
         reject("block_tables", block_tables)
         reject("seq_lens", seq_lens)
         reject("fixed_split_size", fixed_split_size)
@@ -42,7 +48,8 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
             q_data_type = kv_data_type = data_type
         self._plan(None, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
                    head_dim, page_size, False, pos_encoding_mode, sm_scale, window_left,
-                   logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type)
+                   logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type,
+                   auto_cascade)
 
     begin_forward = plan
 

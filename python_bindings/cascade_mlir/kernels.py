@@ -271,10 +271,13 @@ DEFAULT_MODELS = {
     "llama-3.2-1b (32/8, D64)": (32, 8, 64),
 }
 #: The groups a serving engine uses: plain decode, causal prefill, the
-#: shared-prefix level of a cascade, and the accumulating suffix levels.
+#: shared-prefix level of a cascade, the accumulating suffix levels, and a
+#: middle shared level (a prefix nested in another: automatic cascades with
+#: three levels, and every CUDA-graph auto cascade, run it).
 DEFAULT_GROUPS = (Group(decode=True), Group(decode=False, causal=True),
                   Group(decode=False), Group(decode=True, accumulate=True),
-                  Group(decode=False, causal=True, accumulate=True))
+                  Group(decode=False, causal=True, accumulate=True),
+                  Group(decode=False, accumulate=True))
 
 
 def _attention_set(models, dtypes=("f16", "bf16"), groups=DEFAULT_GROUPS,
@@ -294,9 +297,6 @@ def _gpu_test_set():
     decode = Group(decode=True)
     keys += _attention_set([(32, 8, 128)], form="pair")
     keys += _attention_set([(32, 8, 128)], layout="hnd")
-    # A middle cascade level (a group shared by some requests) accumulates.
-    keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
-                           groups=(Group(decode=False, accumulate=True),))
     keys += _attention_set([(32, 32, 128)], dtypes=("f16",), form="pair")
     keys += _attention_set([(8, 8, 64), (16, 4, 256)], dtypes=("f16",))
     keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), page_size=1,

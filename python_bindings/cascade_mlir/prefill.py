@@ -1,7 +1,7 @@
 """`flashinfer.prefill`'s batch prefill/append wrapper over Cascade-MLIR:
 ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 
-from typing import Optional
+from typing import Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 
@@ -35,8 +35,15 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
              use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type="float16", kv_data_type=None, non_blocking: bool = True,
-             **unsupported) -> None:
+             q_data_type="float16", kv_data_type=None, non_blocking: bool = True, *,
+             auto_cascade: Union[bool, dict] = False, **unsupported) -> None:
+        """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
+        of cost-model options, docs/auto-cascade.md) finds the page prefixes
+        that adjacent requests share and runs them as the shared levels of a
+        cascade (non-causal; `causal` masks the last level, and only pages
+        that every query of a request sees are shared); without worthwhile
+        sharing the plan is the plain one. `auto_cascade_stats` reports what
+        was found."""
         reject("custom_mask", custom_mask)
         reject("packed_custom_mask", packed_custom_mask)
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
@@ -47,7 +54,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         self._plan(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
                    num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
                    pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
-                   rope_theta, q_data_type, kv_data_type)
+                   rope_theta, q_data_type, kv_data_type, auto_cascade)
 
     begin_forward = plan
 

@@ -9,6 +9,7 @@
 
 #include "GpuModule.h"
 
+#include "cascade/Runtime/AutoCascade.h"
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/Reference.h"
 
@@ -81,6 +82,20 @@ PlanInputs makeInputs(const LevelArrays &arrays, bool hasQo, bool hasIndices,
   in.cuda_graph = get("cuda_graph", 0) != 0;
   in.qo_tile_size = get("qo_tile_size", 0);
   in.max_num_rows = get("max_num_rows", -1);
+  auto dtype = [&](const char *key, DType &out) {
+    if (!opts.contains(key) || opts[key].is_none())
+      return;
+    const std::string name = py::str(opts[key]);
+    if (!parseDType(name, out))
+      throw py::value_error(std::string(key) +
+                            " must be f16, bf16 or f32, "
+                            "got '" +
+                            name + "'");
+  };
+  dtype("q_dtype", in.q_dtype);
+  in.kv_dtype = in.q_dtype;
+  dtype("kv_dtype", in.kv_dtype);
+  in.o_dtype = in.q_dtype;
   return in;
 }
 
@@ -124,6 +139,116 @@ py::dict plan(const std::string &mode, const I32Array &kvIndptr,
   Plan out;
   check(makePlan(in, out));
   return planToDict(out);
+}
+
+/// The option keys of auto_cascade() that are AutoCascadeOptions; the other
+/// keyword options are makeInputs's.
+const char *const kAutoOptionKeys[] = {"causal",
+                                       "max_levels",
+                                       "graph_group_capacity",
+                                       "shared_qo_tile_size",
+                                       "bandwidth_bytes_per_us",
+                                       "level_overhead_us",
+                                       "group_overhead_us",
+                                       "level_row_bytes"};
+
+/// auto_cascade(mode, kv_indptr, kv_last_page_len, qo_indptr=None,
+///              kv_indices=None, **options) -> dict
+/// makeAutoCascadePlan over one plain batch: the levels (index arrays, the
+/// level's plan) and the statistics. Options: AutoCascadeOptions's fields
+/// and plan()'s keyword options.
+py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
+                     const I32Array &kvLastPageLen,
+                     std::optional<I32Array> qoIndptr,
+                     std::optional<I32Array> kvIndices,
+                     const py::kwargs &opts) {
+  static const char *const kPlanKeys[] = {
+      "num_pages",    "num_qo_heads", "num_kv_heads", "head_dim",
+      "page_size",    "num_sms",      "occupancy",    "cuda_graph",
+      "qo_tile_size", "max_num_rows", "q_dtype",      "kv_dtype"};
+  for (auto item : opts) {
+    const std::string key = py::str(item.first);
+    bool known = false;
+    for (const char *k : kAutoOptionKeys)
+      known = known || key == k;
+    for (const char *k : kPlanKeys)
+      known = known || key == k;
+    if (!known)
+      throw py::type_error("auto_cascade() got an unexpected keyword "
+                           "argument '" +
+                           key + "'");
+  }
+  LevelArrays arrays;
+  arrays.kvIndptr = toVector<int32_t>(kvIndptr);
+  arrays.kvLastPageLen = toVector<int32_t>(kvLastPageLen);
+  if (qoIndptr)
+    arrays.qoIndptr = toVector<int32_t>(*qoIndptr);
+  if (kvIndices)
+    arrays.kvIndices = toVector<int32_t>(*kvIndices);
+  PlanInputs in = makeInputs(arrays, qoIndptr.has_value(),
+                             kvIndices.has_value(), mode, opts);
+  if (!opts.contains("num_sms")) // the levels' plans are informative here
+    in.num_sms = 1;
+  AutoCascadeOptions o;
+  auto has = [&](const char *key) {
+    return opts.contains(key) && !opts[key].is_none();
+  };
+  if (has("causal"))
+    o.causal = opts["causal"].cast<bool>();
+  if (has("max_levels"))
+    o.max_levels = opts["max_levels"].cast<int64_t>();
+  if (has("graph_group_capacity"))
+    o.graph_group_capacity = opts["graph_group_capacity"].cast<int64_t>();
+  if (has("shared_qo_tile_size"))
+    o.shared_qo_tile_size = opts["shared_qo_tile_size"].cast<int64_t>();
+  if (has("bandwidth_bytes_per_us"))
+    o.bandwidth_bytes_per_us = opts["bandwidth_bytes_per_us"].cast<double>();
+  if (has("level_overhead_us"))
+    o.level_overhead_us = opts["level_overhead_us"].cast<double>();
+  if (has("group_overhead_us"))
+    o.group_overhead_us = opts["group_overhead_us"].cast<double>();
+  if (has("level_row_bytes"))
+    o.level_row_bytes = opts["level_row_bytes"].cast<double>();
+  AutoCascade res;
+  check(makeAutoCascadePlan(in, o, res));
+  // Copies out of the result (whose views may point into `arrays`).
+  auto copy = [](ArrayView<int32_t> v) -> py::object {
+    if (!v.present())
+      return py::none();
+    py::array_t<int32_t> out(static_cast<py::ssize_t>(v.size()));
+    std::copy(v.data(), v.data() + v.size(), out.mutable_data());
+    return std::move(out);
+  };
+  py::list levels;
+  for (size_t l = 0; l < res.levels.size(); ++l) {
+    const AutoCascadeLevel &lv = res.levels[l];
+    py::dict d;
+    d["mode"] = lv.mode == PlanMode::Decode ? "decode" : "prefill";
+    d["qo_indptr"] = copy(lv.qo_indptr);
+    d["kv_indptr"] = copy(lv.kv_indptr);
+    d["kv_indices"] = copy(lv.kv_indices);
+    d["kv_last_page_len"] = copy(lv.kv_last_page_len);
+    d["num_page_groups"] = lv.num_page_groups;
+    d["plan"] = planToDict(res.plan.levels[l]);
+    levels.append(d);
+  }
+  const AutoCascadeStats &st = res.stats;
+  py::dict stats;
+  stats["num_levels"] = st.num_levels;
+  stats["shared_levels"] = st.shared_levels;
+  stats["candidate_groups"] = st.candidate_groups;
+  stats["shared_groups"] = st.shared_groups;
+  stats["pages_in"] = st.pages_in;
+  stats["pages_read"] = st.pages_read;
+  stats["pages_saved"] = st.pages_saved;
+  stats["saved_us"] = st.saved_us;
+  stats["overhead_us"] = st.overhead_us;
+  py::dict result;
+  result["levels"] = levels;
+  result["stats"] = stats;
+  result["int_workspace_bytes"] = res.plan.int_bytes;
+  result["float_workspace_bytes"] = res.plan.float_bytes;
+  return result;
 }
 
 //===----------------------------------------------------------------------===//
@@ -330,6 +455,17 @@ PYBIND11_MODULE(_runtime, m) {
         "Plan one attention level (see docs/plan-schema.md). Keyword options: "
         "num_qo_heads, num_kv_heads, head_dim, page_size, num_sms, "
         "occupancy, cuda_graph, num_pages, qo_tile_size, max_num_rows.");
+
+  m.def("auto_cascade", &autoCascade, py::arg("mode"), py::arg("kv_indptr"),
+        py::arg("kv_last_page_len"), py::arg("qo_indptr") = py::none(),
+        py::arg("kv_indices") = py::none(),
+        "Automatic cascade of one plain batch (docs/auto-cascade.md): "
+        "returns {'levels': [{mode, qo_indptr, kv_indptr, kv_indices, "
+        "kv_last_page_len, num_page_groups, plan}], 'stats': {...}}. Keyword "
+        "options: causal, max_levels, graph_group_capacity, "
+        "shared_qo_tile_size, bandwidth_bytes_per_us, level_overhead_us, "
+        "group_overhead_us, level_row_bytes, and plan()'s (num_qo_heads, "
+        "..., cuda_graph, q_dtype, kv_dtype; num_sms defaults to 1).");
 
   py::class_<Level>(m, "Level")
       .def(py::init<I32Array, I32Array, I32Array, I32Array>(),

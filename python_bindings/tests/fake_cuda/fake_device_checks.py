@@ -113,6 +113,9 @@ class DevFramework:
     def empty_bytes(self, nbytes, ordinal):
         return Dev(aligned((int(nbytes),), np.uint8))
 
+    def empty_i32(self, n, ordinal):
+        return Dev(aligned((int(n),), np.int32, -7))
+
     def empty_like(self, x):
         return Dev(aligned(x.shape, x.dtype, np.nan if x.dtype.kind == "f" else 0))
 
@@ -342,6 +345,97 @@ def scenario_single_and_merges():
                              Dev(aligned((9, 0, 4), np.float32)))
     check(tuple(v0.shape) == (9, 4, 128) and tuple(s0.shape) == (9, 4), "zero-state shapes")
     launches()
+
+
+def grouped_decode_batch(groups, own=2):
+    """Requests in groups sharing `shared` leading pages, `own` pages each
+    after them; page ids in order of first use."""
+    ids, indptr, nxt = [], [0], 0
+    for members, shared in groups:
+        prefix = list(range(nxt, nxt + shared))
+        nxt += shared
+        for _ in range(members):
+            ids += prefix + list(range(nxt, nxt + own))
+            nxt += own
+            indptr.append(len(ids))
+    b = len(indptr) - 1
+    return (np.array(indptr, np.int32), np.array(ids, np.int32),
+            np.full(b, 9, np.int32), nxt)
+
+
+def scenario_auto():
+    """plan(..., auto_cascade=...) of the decode wrapper: the runtime's
+    levels are the launches' index arrays; without sharing, the launches of
+    the plain plan; in CUDA-graph mode, fixed levels that replay after
+    replans with other sharing."""
+    ws = Dev(aligned((128 << 20,), np.uint8))
+    eager = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0}
+    kp, ki, kl, npages = grouped_decode_batch([(3, 40), (1, 0), (4, 25)])
+    q = Dev(aligned((kp.size - 1, 32, 128), np.float16))
+    cache = Dev(aligned((npages, 2, 16, 8, 128), np.float16))
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+    w.plan(kp, ki, kl, 32, 8, 128, 16, auto_cascade=eager)
+    st = w.auto_cascade_stats
+    check(st["num_levels"] == 2 and st["pages_saved"] == 2 * 40 + 3 * 25, st)
+    w.run(q, cache)
+    rec = launches()
+    names = [r["name"] for r in rec]
+    check(names[0].startswith("cascade_prefill") and "causal" not in names[0],
+          f"shared level: non-causal prefill: {names}")
+    check("decode" in names[-1] and "_acc" in names[-1] or
+          "merge" in names[-1], f"the requests' level accumulates: {names}")
+    levels = w.auto_cascade_levels
+    first_att = rec[0]
+    last_att = next(r for r in reversed(rec) if "decode" in r["name"])
+    for lvl, r in ((0, first_att), (1, last_att)):
+        for name in ("kv_indptr", "kv_indices", "kv_last_page_len"):
+            ptr, _ = arg(r, name)
+            host = levels[lvl][name]
+            check(np.array_equal(read_i32(ptr, host.size), host), f"level {lvl} {name}")
+    # No sharing that pays (defaults): one level, the plain plan's launches.
+    kp2, ki2, kl2, n2 = grouped_decode_batch([(1, 3)] * 6)
+    q2 = Dev(aligned((6, 32, 128), np.float16))
+    cache2 = Dev(aligned((n2, 2, 16, 8, 128), np.float16))
+    w.plan(kp2, ki2, kl2, 32, 8, 128, 16, auto_cascade=True)
+    check(w.auto_cascade_stats["num_levels"] == 1, w.auto_cascade_stats)
+    w.run(q2, cache2)
+    auto = launches()
+    w.plan(kp2, ki2, kl2, 32, 8, 128, 16)
+    w.run(q2, cache2)
+    plain = launches()
+    check([(r["name"], r["grid"]) for r in auto] == [(r["name"], r["grid"]) for r in plain],
+          f"no sharing: the plain launches ({[r['name'] for r in auto]})")
+    # CUDA-graph mode: always max_levels levels of fixed sizes.
+    g = cm.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True)
+    g.plan(kp, ki, kl, 32, 8, 128, 16, auto_cascade=eager)
+    check(g.auto_cascade_stats["num_levels"] == 3, g.auto_cascade_stats)
+    g.run(q, cache)
+    first = launches()
+    for groups in ([(8, 3)], [(1, 0)] * 8, [(2, 5), (2, 6), (4, 1)]):
+        kp3, ki3, kl3, n3 = grouped_decode_batch(groups)
+        g.plan(kp3, ki3, kl3, 32, 8, 128, 16, auto_cascade=eager)
+        g.run(q, cache if n3 <= npages else Dev(aligned((n3, 2, 16, 8, 128), np.float16)))
+        again = launches()
+        check([(r["name"], r["grid"]) for r in first] ==
+              [(r["name"], r["grid"]) for r in again], f"graph mode: same launches {groups}")
+        for a, b in zip(first, again):
+            for name in ("q", "o", "kv_indptr", "kv_indices", "request_indices"):
+                if name in manifest_params(a["name"])[0]:
+                    check(arg(a, name)[0] == arg(b, name)[0], f"{name} did not move")
+        lv = g.auto_cascade_levels
+        att = [r for r in again if "merge" not in r["name"]]
+        check(len(att) >= 3, [r["name"] for r in again])
+        # Level 0's page list is in the wrapper's own buffer, refilled.
+        ptr, cap = arg(att[0], "kv_indices")
+        check(cap >= 65536, f"level-0 page list room: {cap}")
+        got = read_i32(ptr, lv[0]["kv_indices"].size)
+        check(np.array_equal(got, lv[0]["kv_indices"]), "level-0 page list uploaded")
+    try:
+        kp4, ki4, kl4, _ = grouped_decode_batch([(3, 2)])
+        g.plan(kp4, ki4, kl4, 32, 8, 128, 16, auto_cascade=eager)
+        check(False, "a replan with another batch size must fail in graph mode")
+    except ValueError as e:
+        check("CUDA-graph mode" in str(e), str(e))
 
 
 def scenario_missing_kernels():
