@@ -145,11 +145,11 @@ TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
   py::tuple dev = obj.attr("__dlpack_device__")();
   const int devType = dev[0].cast<int>();
   py::object capsule;
-  // TODO: DLPack disallows stream 0 (ambiguous) and names the legacy
-  // default stream 1; cupy warns about the 0 passed here. Mapping 0 to 1 is
-  // the fix, not yet run on a GPU.
+  // DLPack disallows stream 0 (ambiguous) and names the legacy default
+  // stream 1 (CUDA's handle 0 for it, CU_STREAM_LEGACY = 1 as well).
   if (devType == kDLCUDA && stream >= 0)
-    capsule = obj.attr("__dlpack__")(py::arg("stream") = stream);
+    capsule =
+        obj.attr("__dlpack__")(py::arg("stream") = stream == 0 ? 1 : stream);
   else
     capsule = obj.attr("__dlpack__")();
   auto *m = static_cast<DLManagedTensor *>(

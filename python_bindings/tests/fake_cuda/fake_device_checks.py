@@ -81,6 +81,9 @@ class Dev:
         return (2, 0)
 
     def __dlpack__(self, stream=None):
+        # DLPack: stream 0 is ambiguous and not allowed (1 = legacy default).
+        if stream == 0:
+            raise ValueError("__dlpack__(stream=0) violates the DLPack protocol")
         a = self.a
         code = 4 if a.dtype.name == "bfloat16" else _CODES[a.dtype.kind]
         shape = (ctypes.c_int64 * max(a.ndim, 1))(*a.shape)
