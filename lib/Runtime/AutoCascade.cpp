@@ -17,6 +17,8 @@
 
 #include "cascade/Runtime/AutoCascade.h"
 
+#include "PlanInternal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -64,6 +66,7 @@ struct Scratch {
   std::vector<double> levelBenefit;
   std::vector<int64_t> levelGroups;
   std::vector<std::vector<int32_t>> levelNodes;
+  std::vector<PlanInputs> levelInputs;
   AutoCascade spare;
 };
 
@@ -89,13 +92,11 @@ std::vector<PlanInputs> AutoCascade::inputs(const PlanInputs &common) const {
   return result;
 }
 
-Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
-                           AutoCascade &out) {
-  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
-  if (!in.kv_indices.present())
-    return makeError(ErrorCode::InvalidArgument,
-                     "auto cascade needs kv_indices: the sharing is found by "
-                     "comparing page ids");
+namespace {
+
+/// The options' own checks (after the batch's: a bad batch is reported
+/// first, as by makePlan).
+Status checkOptions(const AutoCascadeOptions &opt) {
   if (opt.max_levels < 1 || opt.max_levels > 16)
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade max_levels must be in [1, 16], got %lld",
@@ -117,6 +118,33 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade cost model: bandwidth must be positive and "
                      "the overheads non-negative (finite)");
+  return Status::success();
+}
+
+} // namespace
+
+Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
+                           AutoCascade &out) {
+  // validatePlanInputs, in its order (so with its errors), except that the
+  // page ids are range-checked during the search below, where a request's
+  // prefix that equals its neighbour's (already checked) is not scanned
+  // again. Whenever an error is returned before or instead of that scan, the
+  // full check runs first: a bad page id is always the error reported.
+  CASCADE_RETURN_IF_ERROR(detail::validateBeforePageIds(in));
+  Status rest = detail::validateAfterPageIds(in);
+  if (!rest.ok()) {
+    CASCADE_RETURN_IF_ERROR(detail::checkPageIds(in));
+    return rest;
+  }
+  if (!in.kv_indices.present())
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade needs kv_indices: the sharing is found by "
+                     "comparing page ids");
+  Status badOptions = checkOptions(opt);
+  if (!badOptions.ok()) {
+    CASCADE_RETURN_IF_ERROR(detail::checkPageIds(in));
+    return badOptions;
+  }
 
   const int64_t b = in.kv_indptr.size() - 1;
   const bool decode = in.mode == PlanMode::Decode;
@@ -399,18 +427,42 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     own.kv_indices = ArrayView<int32_t>(idx);
   }
 
-  // Plan every level. The page ids were validated above and the plans do
-  // not depend on them, so the levels are planned without re-scanning them.
-  std::vector<PlanInputs> levelInputs = res.inputs(in);
+  // The page-id range check. Every id of request i is in some level's
+  // kv_indices (its ancestors' segments, then its own pages: that is what
+  // makes the cascade exact), so scanning the levels' arrays, contiguous and
+  // just written, checks every id of the batch while reading each shared id
+  // once instead of once per request. Nothing above depends on the values
+  // being in range. On failure the batch is scanned again in order for
+  // makePlan's message (the first bad id).
+  for (const AutoCascadeLevel &lv : res.levels)
+    if (!detail::pageIdsInRange(lv.kv_indices.data(), lv.kv_indices.size(),
+                                in.num_pages)) {
+      sc.spare = std::move(res);
+      return detail::checkPageIds(in);
+    }
+
+  // Plan every level, in place into the spare result's plan. The levels
+  // are valid by construction (sub-ranges of requests that passed the
+  // checks above, groups of whole pages, the batch's rows and scalars, a
+  // query tile checked with the options), so they are not validated again;
+  // the plans do not depend on the page ids.
+  std::vector<PlanInputs> &levelInputs = sc.levelInputs;
+  levelInputs.resize(res.levels.size());
   for (size_t l = 0; l < levelInputs.size(); ++l) {
+    const AutoCascadeLevel &lv = res.levels[l];
     PlanInputs &p = levelInputs[l];
+    p = in;
+    p.mode = lv.mode;
+    p.qo_indptr = lv.qo_indptr;
+    p.kv_indptr = lv.kv_indptr;
     p.kv_indices = ArrayView<int32_t>();
+    p.kv_last_page_len = lv.kv_last_page_len;
     if (l + 1 < levelInputs.size())
       p.qo_tile_size = opt.shared_qo_tile_size;
-    st.pages_read +=
-        res.levels[l].kv_indptr[res.levels[l].kv_indptr.size() - 1];
+    st.pages_read += lv.kv_indptr[lv.kv_indptr.size() - 1];
   }
-  Status s = makeCascadePlan(levelInputs, res.plan);
+  Status s = detail::cascadePlanValidated(levelInputs.data(),
+                                          levelInputs.size(), res.plan);
   if (!s.ok()) {
     sc.spare = std::move(res);
     return s;
