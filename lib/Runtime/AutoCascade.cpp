@@ -23,23 +23,82 @@
 #include <cmath>
 #include <cstring>
 
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
+
 namespace cascade::runtime {
 
 namespace {
 
 long long ll(int64_t v) { return static_cast<long long>(v); }
 
-/// Common prefix length (in ids) of a[0..n) and b[0..n): memcmp over
-/// blocks of 64 ids, the mismatching block id by id.
-int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
-  constexpr int64_t kBlock = 64;
+/// Common prefix length (in ids) of a[0..n) and b[0..n), portable: 64-bit
+/// words (two ids) compared at a time.
+int64_t commonPrefixGeneric(const int32_t *a, const int32_t *b, int64_t n) {
   int64_t i = 0;
-  while (i + kBlock <= n &&
-         std::memcmp(a + i, b + i, kBlock * sizeof(int32_t)) == 0)
-    i += kBlock;
+  for (; i + 2 <= n; i += 2) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y)
+      break;
+  }
   while (i < n && a[i] == b[i])
     ++i;
   return i;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__))
+#define CASCADE_AUTO_AVX2_PREFIX 1
+/// The same with AVX2: 16 ids per step (two 8-id compares, one mask test),
+/// the first mismatch found from the compare masks; no call per block.
+__attribute__((target("avx2"))) int64_t
+commonPrefixAvx2(const int32_t *a, const int32_t *b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256i b0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i));
+    const __m256i a1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i + 8));
+    const __m256i b1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i + 8));
+    const uint32_t m0 = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, b0))));
+    const uint32_t m1 = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a1, b1))));
+    const uint32_t eq = m0 | (m1 << 8); // bit k: id i + k equal
+    if (eq != 0xffffu)
+      return i + __builtin_ctz(~eq);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256i a0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256i b0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i));
+    const uint32_t eq = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, b0))));
+    if (eq != 0xffu)
+      return i + __builtin_ctz(~eq);
+  }
+  while (i < n && a[i] == b[i])
+    ++i;
+  return i;
+}
+#endif
+
+/// Common prefix length (in ids) of a[0..n) and b[0..n).
+int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
+#ifdef CASCADE_AUTO_AVX2_PREFIX
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2)
+    return commonPrefixAvx2(a, b, n);
+#endif
+  return commonPrefixGeneric(a, b, n);
 }
 
 struct Node {
@@ -417,12 +476,19 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     std::vector<int32_t> &kvp = own.kvIndptrStorage;
     std::vector<int32_t> &idx = own.kvIndicesStorage;
     kvp.resize(static_cast<size_t>(b + 1));
-    kvp[0] = 0;
-    idx.clear();
-    for (int64_t i = 0; i < b; ++i) {
-      idx.insert(idx.end(), ids + ip[i] + consumed[i], ids + ip[i + 1]);
-      kvp[i + 1] = static_cast<int32_t>(idx.size());
-    }
+    int32_t *const kvpOut = kvp.data();
+    kvpOut[0] = 0;
+    for (int64_t i = 0; i < b; ++i)
+      kvpOut[i + 1] = kvpOut[i] + (ip[i + 1] - ip[i] - consumed[i]);
+    // Sized first, then every id written once (resize keeps the reused
+    // array's old contents instead of clearing it).
+    idx.resize(static_cast<size_t>(kvpOut[b]));
+    int32_t *const idxOut = idx.data();
+    for (int64_t i = 0; i < b; ++i)
+      if (kvpOut[i + 1] > kvpOut[i])
+        std::memcpy(idxOut + kvpOut[i], ids + ip[i] + consumed[i],
+                    sizeof(int32_t) *
+                        static_cast<size_t>(kvpOut[i + 1] - kvpOut[i]));
     own.kv_indptr = ArrayView<int32_t>(kvp);
     own.kv_indices = ArrayView<int32_t>(idx);
   }

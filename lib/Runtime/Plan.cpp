@@ -150,15 +150,37 @@ int64_t searchChunkPages(const std::vector<int64_t> &tiles,
   return low;
 }
 
-void copySection(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
-                 const char *name, const void *data, size_t bytes) {
-  const WorkspaceSection *s = layout.find(name);
-  if (bytes)
-    std::memcpy(image.data() + s->offset, data, bytes);
+/// Bytes of one section of an image, in section order.
+struct SectionData {
+  const void *data;
+  size_t bytes;
+};
+
+/// Writes `image` (resized to layout.bytes) as sections[k] = data[k], every
+/// other byte (alignment gaps, the tail) zero: each byte is written once, so
+/// the old contents of a reused image need not be cleared first.
+void writeImage(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
+                const SectionData *data) {
+  image.resize(static_cast<size_t>(layout.bytes));
+  uint8_t *const out = image.data();
+  size_t pos = 0;
+  for (size_t k = 0; k < layout.sections.size(); ++k) {
+    const size_t offset = static_cast<size_t>(layout.sections[k].offset);
+    if (offset > pos)
+      std::memset(out + pos, 0, offset - pos);
+    if (data[k].bytes)
+      std::memcpy(out + offset, data[k].data, data[k].bytes);
+    pos = offset + data[k].bytes;
+  }
+  if (image.size() > pos)
+    std::memset(out + pos, 0, image.size() - pos);
 }
 
 /// Empties `p` (every scalar back to its default) but keeps the capacity of
-/// its arrays, so that planning into it again does not allocate.
+/// its arrays, so that planning into it again does not allocate. o_indptr,
+/// merge_indptr and int_image keep their contents too: planning resizes and
+/// then writes every element of them, so clearing them first (a memset of
+/// up to the number of query rows) would only be a second pass.
 void recycle(Plan &p) {
   Plan fresh;
   auto take = [](auto &dst, auto &src) {
@@ -168,10 +190,10 @@ void recycle(Plan &p) {
   take(fresh.request_indices, p.request_indices);
   take(fresh.kv_tile_indices, p.kv_tile_indices);
   take(fresh.qo_tile_indices, p.qo_tile_indices);
-  take(fresh.o_indptr, p.o_indptr);
-  take(fresh.merge_indptr, p.merge_indptr);
+  fresh.o_indptr = std::move(p.o_indptr);
+  fresh.merge_indptr = std::move(p.merge_indptr);
   take(fresh.block_valid_mask, p.block_valid_mask);
-  take(fresh.int_image, p.int_image);
+  fresh.int_image = std::move(p.int_image);
   take(fresh.int_workspace.sections, p.int_workspace.sections);
   take(fresh.float_workspace.sections, p.float_workspace.sections);
   p = std::move(fresh);
@@ -515,9 +537,19 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
       tile = chooseQoTileSize(avg, in.head_dim);
     }
     p.qo_tile_size = tile;
-    for (int64_t i = 0; i < b; ++i) {
-      int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
-      tiles[i] = ceilDiv(qoLen * g, tile);
+    const int32_t *qo = in.qo_indptr.data();
+    int64_t *const tilesOut = tiles.data();
+    if ((tile & (tile - 1)) == 0) { // a power of two: no division
+      const int shift = __builtin_ctzll(static_cast<unsigned long long>(tile));
+      for (int64_t i = 0; i < b; ++i) {
+        int64_t qoLen = int64_t(qo[i + 1]) - qo[i];
+        tilesOut[i] = (qoLen * g + tile - 1) >> shift;
+      }
+    } else {
+      for (int64_t i = 0; i < b; ++i) {
+        int64_t qoLen = int64_t(qo[i + 1]) - qo[i];
+        tilesOut[i] = ceilDiv(qoLen * g, tile);
+      }
     }
   }
 
@@ -620,12 +652,20 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
       return makeError(ErrorCode::Overflow,
                        "the plan has more than 2^31 - 1 partial-state rows");
     oIndptr[i + 1] = static_cast<int32_t>(oAcc);
-    for (int64_t j = 0; j < qoLen; ++j, ++row)
-      mergeIndptr[row + 1] =
-          static_cast<int32_t>(mergeBase + (j + 1) * nChunks);
+    // merge_indptr[row + 1] = mergeBase + (j + 1) * nChunks for the request's
+    // queries j, as a running int32 sum (<= oAcc, checked above) that
+    // vectorizes with additions only.
+    const int32_t step = static_cast<int32_t>(nChunks);
+    int32_t m = static_cast<int32_t>(mergeBase);
+    int32_t *const dst = mergeIndptr + row + 1;
+    for (int64_t j = 0; j < qoLen; ++j) {
+      m += step;
+      dst[j] = m;
+    }
+    row += qoLen;
   }
-  for (int64_t r = row; r < p.row_capacity; ++r)
-    mergeIndptr[r + 1] = mergeIndptr[r];
+  std::fill(mergeIndptr + row + 1, mergeIndptr + p.row_capacity + 1,
+            mergeIndptr[row]);
 
   p.num_partial_rows = split ? oAcc : 0;
   if (!split)
@@ -661,23 +701,20 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
                      ll(p.partial_rows_capacity), ll(in.num_qo_heads),
                      ll(in.head_dim));
 
-  p.int_image.assign(static_cast<size_t>(iw.bytes), 0);
-  copySection(p.int_image, iw, "request_indices", p.request_indices.data(),
-              4 * p.request_indices.size());
-  copySection(p.int_image, iw, "kv_tile_indices", p.kv_tile_indices.data(),
-              4 * p.kv_tile_indices.size());
-  copySection(p.int_image, iw, "qo_tile_indices", p.qo_tile_indices.data(),
-              4 * p.qo_tile_indices.size());
-  copySection(p.int_image, iw, "o_indptr", p.o_indptr.data(),
-              4 * p.o_indptr.size());
-  copySection(p.int_image, iw, "merge_indptr", p.merge_indptr.data(),
-              4 * p.merge_indptr.size());
-  copySection(p.int_image, iw, "block_valid_mask", p.block_valid_mask.data(),
-              p.block_valid_mask.size());
   const int32_t chunkTokens = static_cast<int32_t>(p.kv_chunk_size);
   const int32_t rows = static_cast<int32_t>(p.num_rows);
-  copySection(p.int_image, iw, "kv_chunk_size", &chunkTokens, 4);
-  copySection(p.int_image, iw, "num_rows", &rows, 4);
+  // In the order of the sections added above.
+  const SectionData data[] = {
+      {p.request_indices.data(), 4 * p.request_indices.size()},
+      {p.kv_tile_indices.data(), 4 * p.kv_tile_indices.size()},
+      {p.qo_tile_indices.data(), 4 * p.qo_tile_indices.size()},
+      {p.o_indptr.data(), 4 * p.o_indptr.size()},
+      {p.merge_indptr.data(), 4 * p.merge_indptr.size()},
+      {p.block_valid_mask.data(), p.block_valid_mask.size()},
+      {&chunkTokens, 4},
+      {&rows, 4}};
+  static_assert(sizeof(data) / sizeof(data[0]) == 8, "one per int section");
+  writeImage(p.int_image, iw, data);
 
   return Status::success();
 }
@@ -762,11 +799,21 @@ Status cascadeInto(const PlanInputs *levels, size_t n, bool validate,
   }
   c.int_bytes = intBytes;
   c.float_bytes = floatBytes;
-  c.int_image.assign(static_cast<size_t>(intBytes), 0);
-  for (size_t l = 0; l < c.levels.size(); ++l)
-    if (!c.levels[l].int_image.empty())
-      std::memcpy(c.int_image.data() + c.int_base[l],
-                  c.levels[l].int_image.data(), c.levels[l].int_image.size());
+  // Every byte written once (the levels' images, zero gaps): a reused
+  // image needs no clearing first.
+  c.int_image.resize(static_cast<size_t>(intBytes));
+  size_t pos = 0;
+  for (size_t l = 0; l < c.levels.size(); ++l) {
+    const std::vector<uint8_t> &img = c.levels[l].int_image;
+    const size_t base = static_cast<size_t>(c.int_base[l]);
+    if (base > pos)
+      std::memset(c.int_image.data() + pos, 0, base - pos);
+    if (!img.empty())
+      std::memcpy(c.int_image.data() + base, img.data(), img.size());
+    pos = base + img.size();
+  }
+  if (c.int_image.size() > pos)
+    std::memset(c.int_image.data() + pos, 0, c.int_image.size() - pos);
   return Status::success();
 }
 
