@@ -655,6 +655,10 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
     // merge_indptr[row + 1] = mergeBase + (j + 1) * nChunks for the request's
     // queries j, as a running int32 sum (<= oAcc, checked above) that
     // vectorizes with additions only.
+    if (qoLen == 1) { // decode: no loop (its set-up costs more than this)
+      mergeIndptr[++row] = static_cast<int32_t>(oAcc);
+      continue;
+    }
     const int32_t step = static_cast<int32_t>(nChunks);
     int32_t m = static_cast<int32_t>(mergeBase);
     int32_t *const dst = mergeIndptr + row + 1;
