@@ -260,6 +260,12 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // Per request: the pages it may share.
   std::vector<int32_t> &cap = sc.cap;
   cap.resize(static_cast<size_t>(b));
+  // Pages of `visible` tokens by a shift where the page size is a power of
+  // two (it nearly always is), not a division per request.
+  const int pageShift =
+      (page & (page - 1)) == 0
+          ? __builtin_ctzll(static_cast<unsigned long long>(page))
+          : -1;
   for (int64_t i = 0; i < b; ++i) {
     const int64_t pages = int64_t(ip[i + 1]) - ip[i];
     int64_t c = pages > 0 ? pages - 1 : 0;
@@ -267,7 +273,9 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
       const int64_t kvLen = (pages - 1) * page + in.kv_last_page_len[i];
       const int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
       const int64_t visible = kvLen - qoLen + 1; // tokens every query sees
-      c = std::min(c, visible > 0 ? visible / page : 0);
+      c = std::min(c, visible <= 0     ? 0
+                      : pageShift >= 0 ? visible >> pageShift
+                                       : visible / page);
     }
     cap[i] = static_cast<int32_t>(c);
   }
