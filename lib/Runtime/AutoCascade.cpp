@@ -108,25 +108,39 @@ void copyOwnIdsGeneric(const int32_t *ids, const int32_t *ip,
 /// the last one of a request spilling up to 7 ids past its end, which the
 /// next request's ids then overwrite (`dst` has 8 ids of room after the
 /// last request). A request whose source vector would read past the batch's
-/// ids (`numIds`), the last ones, is copied exactly.
-__attribute__((target("avx2"))) void
+/// ids (`numIds`), the last ones, is copied exactly. Returns the largest id
+/// copied, as unsigned (a negative id is >= 2^31), for the range check; the
+/// spilled ids are ids of the batch too, so a bad one is a bad batch.
+__attribute__((target("avx2"))) uint32_t
 copyOwnIdsAvx2(const int32_t *ids, const int32_t *ip, const int32_t *skip,
                const int32_t *outIndptr, int32_t *dst, int64_t b,
                int64_t numIds) {
+  __m256i vmax = _mm256_setzero_si256();
+  uint32_t smax = 0;
   for (int64_t i = 0; i < b; ++i) {
     const int64_t n = int64_t(outIndptr[i + 1]) - outIndptr[i];
     const int32_t *src = ids + ip[i] + skip[i];
     int32_t *out = dst + outIndptr[i];
     if (int64_t(ip[i + 1]) + 8 <= numIds) {
-      for (int64_t k = 0; k < n; k += 8)
-        _mm256_storeu_si256(
-            reinterpret_cast<__m256i *>(out + k),
-            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + k)));
+      for (int64_t k = 0; k < n; k += 8) {
+        const __m256i v =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + k), v);
+        vmax = _mm256_max_epu32(vmax, v);
+      }
     } else {
-      for (int64_t k = 0; k < n; ++k)
+      for (int64_t k = 0; k < n; ++k) {
         out[k] = src[k];
+        const uint32_t x = static_cast<uint32_t>(src[k]);
+        smax = x > smax ? x : smax;
+      }
     }
   }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), vmax);
+  for (uint32_t x : lanes)
+    smax = x > smax ? x : smax;
+  return smax;
 }
 #endif
 
@@ -511,6 +525,7 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // The last level: every request's own pages. Its qo_indptr and
   // kv_last_page_len are the batch's; so are its page arrays when nothing is
   // shared.
+  bool ownIdsChecked = false, ownIdsOk = false;
   AutoCascadeLevel &own = res.levels.back();
   own.mode = in.mode;
   own.qo_indptr = in.qo_indptr;
@@ -534,9 +549,14 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     idx.resize(static_cast<size_t>(total + 8));
 #ifdef CASCADE_AUTO_AVX2_PREFIX
     static const bool avx2 = __builtin_cpu_supports("avx2");
-    if (avx2)
-      copyOwnIdsAvx2(ids, ip, consumed.data(), kvpOut, idx.data(), b, ip[b]);
-    else
+    if (avx2) {
+      const uint32_t maxId = copyOwnIdsAvx2(ids, ip, consumed.data(), kvpOut,
+                                            idx.data(), b, ip[b]);
+      // In range iff the largest is (one id of that value stands for all).
+      const int32_t probe = static_cast<int32_t>(maxId);
+      ownIdsChecked = true;
+      ownIdsOk = total == 0 || detail::pageIdsInRange(&probe, 1, in.num_pages);
+    } else
 #endif
       copyOwnIdsGeneric(ids, ip, consumed.data(), kvpOut, idx.data(), b);
     idx.resize(static_cast<size_t>(total));
@@ -551,12 +571,18 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // once instead of once per request. Nothing above depends on the values
   // being in range. On failure the batch is scanned again in order for
   // makePlan's message (the first bad id).
-  for (const AutoCascadeLevel &lv : res.levels)
-    if (!detail::pageIdsInRange(lv.kv_indices.data(), lv.kv_indices.size(),
-                                in.num_pages)) {
-      sc.spare = std::move(res);
-      return detail::checkPageIds(in);
-    }
+  // (The last level's own ids were checked while they were copied, where
+  // that copy is vectorized.)
+  bool idsOk = !ownIdsChecked || ownIdsOk;
+  for (size_t l = 0; idsOk && l < res.levels.size(); ++l)
+    if (l + 1 < res.levels.size() || !ownIdsChecked)
+      idsOk =
+          detail::pageIdsInRange(res.levels[l].kv_indices.data(),
+                                 res.levels[l].kv_indices.size(), in.num_pages);
+  if (!idsOk) {
+    sc.spare = std::move(res);
+    return detail::checkPageIds(in);
+  }
 
   // Plan every level, in place into the spare result's plan. The levels
   // are valid by construction (sub-ranges of requests that passed the
