@@ -51,7 +51,8 @@ int64_t commonPrefixGeneric(const int32_t *a, const int32_t *b, int64_t n) {
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) &&                              \
-    (defined(__GNUC__) || defined(__clang__))
+    (defined(__GNUC__) || defined(__clang__)) &&                               \
+    !defined(CASCADE_NO_AVX2_DISPATCH)
 #define CASCADE_AUTO_AVX2_PREFIX 1
 /// The same with AVX2: 16 ids per step (two 8-id compares, one mask test),
 /// the first mismatch found from the compare masks; no call per block.

@@ -81,7 +81,8 @@ __attribute__((noinline)) bool anyIdAboveGeneric(const int32_t *ids, int64_t n,
 }
 
 #if (defined(__x86_64__) || defined(__i386__)) &&                              \
-    (defined(__GNUC__) || defined(__clang__))
+    (defined(__GNUC__) || defined(__clang__)) &&                               \
+    !defined(CASCADE_NO_AVX2_DISPATCH)
 #define CASCADE_PLAN_AVX2_SCAN 1
 /// The same with AVX2: the unsigned maximum of the ids (a negative id is
 /// >= 2^31 as unsigned), one vpmaxud per 8 ids.

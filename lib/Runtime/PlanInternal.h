@@ -33,7 +33,9 @@ Status validateAfterPageIds(const PlanInputs &in);
 
 /// True if every id of ids[0, n) is in [0, numPages) (numPages < 0: the
 /// pool size is unknown and ids need only be >= 0). Vectorized; uses AVX2
-/// where the CPU has it.
+/// where the CPU has it (chosen at run time; building with
+/// -DCASCADE_NO_AVX2_DISPATCH leaves only the portable code, here and in
+/// AutoCascade.cpp, so that tests can cover it on AVX2 machines).
 bool pageIdsInRange(const int32_t *ids, int64_t n, int64_t numPages);
 
 /// makePlan for inputs that passed validatePlanInputs (kv_indices is not
