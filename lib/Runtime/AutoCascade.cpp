@@ -239,10 +239,11 @@ Status checkOptions(const AutoCascadeOptions &opt) {
 Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
                            AutoCascade &out) {
   // validatePlanInputs, in its order (so with its errors), except that the
-  // page ids are range-checked during the search below, where a request's
-  // prefix that equals its neighbour's (already checked) is not scanned
-  // again. Whenever an error is returned before or instead of that scan, the
-  // full check runs first: a bad page id is always the error reported.
+  // page ids are range-checked on the levels' arrays once they are built
+  // (each shared id once, not once per request; see below). Whenever an
+  // error that makePlan reports after the page ids (or a bad option) is
+  // returned instead, the full id check runs first, so that a bad page id
+  // is reported as makePlan reports it.
   CASCADE_RETURN_IF_ERROR(detail::validateBeforePageIds(in));
   Status rest = detail::validateAfterPageIds(in);
   if (!rest.ok()) {
