@@ -9,6 +9,10 @@
 // unique tokens per request) and without sharing. Prints the median of 15
 // repetitions, each the mean over enough iterations to run for ~20 ms.
 //
+// Usage: cascade-plan-bench [plain|auto] [ROW...]: `plain` / `auto` runs one
+// table only; ROW words (decode, prefill, grouped, none) keep the auto rows
+// whose label has all of them (for profiling one row; also graph, eager).
+//
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Runtime/AutoCascade.h"
@@ -18,6 +22,7 @@
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 using namespace cascade::runtime;
@@ -147,7 +152,16 @@ PlanInputs inputsOf(const Batch &x, bool prefill, bool graph) {
   return in;
 }
 
-int autoCascadeRows(std::mt19937_64 &rng) {
+/// True if every word of `filter` occurs in `label`.
+bool matches(const std::vector<std::string> &filter, const std::string &label) {
+  for (const std::string &w : filter)
+    if (label.find(w) == std::string::npos)
+      return false;
+  return true;
+}
+
+int autoCascadeRows(std::mt19937_64 &rng,
+                    const std::vector<std::string> &filter) {
   std::printf("\nauto cascade, B = 1024 (64 groups of 16, prefix 2048, unique "
               "100-1000 tokens; or nothing shared)\n");
   std::printf("%-8s %-8s %-6s %10s %10s %7s %7s %12s\n", "mode", "sharing",
@@ -157,6 +171,11 @@ int autoCascadeRows(std::mt19937_64 &rng) {
     for (bool shared : {true, false})
       for (bool graph : {false, true}) {
         Batch x = makeGroupedBatch(shared, prefill, rng);
+        const std::string label =
+            std::string(prefill ? "prefill " : "decode ") +
+            (shared ? "grouped " : "none ") + (graph ? "graph" : "eager");
+        if (!matches(filter, label))
+          continue;
         PlanInputs in = inputsOf(x, prefill, graph);
         AutoCascadeOptions opt;
         opt.max_levels = graph ? 2 : 3;
@@ -182,14 +201,28 @@ int autoCascadeRows(std::mt19937_64 &rng) {
 
 } // namespace
 
-int main() {
+int main(int argc, char **argv) {
+  bool plain = true, autoRows = true;
+  std::vector<std::string> filter;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "plain")
+      autoRows = false;
+    else if (arg == "auto")
+      plain = false;
+    else
+      filter.push_back(arg);
+  }
   std::mt19937_64 rng(42);
-  std::printf("%-8s %-6s %-6s %12s %14s %8s %8s\n", "mode", "B", "graph",
-              "us/plan", "us(no ids)", "split", "padded");
+  if (plain)
+    std::printf("%-8s %-6s %-6s %12s %14s %8s %8s\n", "mode", "B", "graph",
+                "us/plan", "us(no ids)", "split", "padded");
   for (bool prefill : {false, true})
     for (int64_t b : {1, 64, 1024})
       for (bool graph : {false, true}) {
         Batch x = makeBatch(b, prefill, rng);
+        if (!plain)
+          continue;
         PlanInputs in;
         in.mode = prefill ? PlanMode::Prefill : PlanMode::Decode;
         in.qo_indptr =
@@ -222,5 +255,5 @@ int main() {
                     p.split_kv ? "yes" : "no",
                     static_cast<long long>(p.padded_batch_size));
       }
-  return autoCascadeRows(rng);
+  return autoRows ? autoCascadeRows(rng, filter) : 0;
 }

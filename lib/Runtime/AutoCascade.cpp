@@ -17,9 +17,16 @@
 
 #include "cascade/Runtime/AutoCascade.h"
 
+#include "PlanInternal.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#endif
 
 namespace cascade::runtime {
 
@@ -27,17 +34,125 @@ namespace {
 
 long long ll(int64_t v) { return static_cast<long long>(v); }
 
-/// Common prefix length (in ids) of a[0..n) and b[0..n): memcmp over
-/// blocks of 64 ids, the mismatching block id by id.
-int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
-  constexpr int64_t kBlock = 64;
+/// Common prefix length (in ids) of a[0..n) and b[0..n), portable: 64-bit
+/// words (two ids) compared at a time.
+int64_t commonPrefixGeneric(const int32_t *a, const int32_t *b, int64_t n) {
   int64_t i = 0;
-  while (i + kBlock <= n &&
-         std::memcmp(a + i, b + i, kBlock * sizeof(int32_t)) == 0)
-    i += kBlock;
+  for (; i + 2 <= n; i += 2) {
+    uint64_t x, y;
+    std::memcpy(&x, a + i, 8);
+    std::memcpy(&y, b + i, 8);
+    if (x != y)
+      break;
+  }
   while (i < n && a[i] == b[i])
     ++i;
   return i;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__)) &&                               \
+    !defined(CASCADE_NO_AVX2_DISPATCH)
+#define CASCADE_AUTO_AVX2_PREFIX 1
+/// The same with AVX2: 16 ids per step (two 8-id compares, one mask test),
+/// the first mismatch found from the compare masks; no call per block.
+__attribute__((target("avx2"))) int64_t
+commonPrefixAvx2(const int32_t *a, const int32_t *b, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256i a0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256i b0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i));
+    const __m256i a1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i + 8));
+    const __m256i b1 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i + 8));
+    const uint32_t m0 = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, b0))));
+    const uint32_t m1 = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a1, b1))));
+    const uint32_t eq = m0 | (m1 << 8); // bit k: id i + k equal
+    if (eq != 0xffffu)
+      return i + __builtin_ctz(~eq);
+  }
+  for (; i + 8 <= n; i += 8) {
+    const __m256i a0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(a + i));
+    const __m256i b0 =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i *>(b + i));
+    const uint32_t eq = static_cast<uint32_t>(
+        _mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(a0, b0))));
+    if (eq != 0xffu)
+      return i + __builtin_ctz(~eq);
+  }
+  while (i < n && a[i] == b[i])
+    ++i;
+  return i;
+}
+#endif
+
+/// The last level's page ids: request i's ids from `skip[i]` on, at
+/// dst + outIndptr[i] (portable: one memcpy per request).
+void copyOwnIdsGeneric(const int32_t *ids, const int32_t *ip,
+                       const int32_t *skip, const int32_t *outIndptr,
+                       int32_t *dst, int64_t b) {
+  for (int64_t i = 0; i < b; ++i)
+    if (outIndptr[i + 1] > outIndptr[i])
+      std::memcpy(dst + outIndptr[i], ids + ip[i] + skip[i],
+                  sizeof(int32_t) *
+                      static_cast<size_t>(outIndptr[i + 1] - outIndptr[i]));
+}
+
+#ifdef CASCADE_AUTO_AVX2_PREFIX
+/// The same with AVX2, without a call per request: whole 8-id vectors,
+/// the last one of a request spilling up to 7 ids past its end, which the
+/// next request's ids then overwrite (`dst` has 8 ids of room after the
+/// last request). A request whose source vector would read past the batch's
+/// ids (`numIds`), the last ones, is copied exactly. Returns the largest id
+/// copied, as unsigned (a negative id is >= 2^31), for the range check; the
+/// spilled ids are ids of the batch too, so a bad one is a bad batch.
+__attribute__((target("avx2"))) uint32_t
+copyOwnIdsAvx2(const int32_t *ids, const int32_t *ip, const int32_t *skip,
+               const int32_t *outIndptr, int32_t *dst, int64_t b,
+               int64_t numIds) {
+  __m256i vmax = _mm256_setzero_si256();
+  uint32_t smax = 0;
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t n = int64_t(outIndptr[i + 1]) - outIndptr[i];
+    const int32_t *src = ids + ip[i] + skip[i];
+    int32_t *out = dst + outIndptr[i];
+    if (int64_t(ip[i + 1]) + 8 <= numIds) {
+      for (int64_t k = 0; k < n; k += 8) {
+        const __m256i v =
+            _mm256_loadu_si256(reinterpret_cast<const __m256i *>(src + k));
+        _mm256_storeu_si256(reinterpret_cast<__m256i *>(out + k), v);
+        vmax = _mm256_max_epu32(vmax, v);
+      }
+    } else {
+      for (int64_t k = 0; k < n; ++k) {
+        out[k] = src[k];
+        const uint32_t x = static_cast<uint32_t>(src[k]);
+        smax = x > smax ? x : smax;
+      }
+    }
+  }
+  alignas(32) uint32_t lanes[8];
+  _mm256_store_si256(reinterpret_cast<__m256i *>(lanes), vmax);
+  for (uint32_t x : lanes)
+    smax = x > smax ? x : smax;
+  return smax;
+}
+#endif
+
+/// Common prefix length (in ids) of a[0..n) and b[0..n).
+int64_t commonPrefix(const int32_t *a, const int32_t *b, int64_t n) {
+#ifdef CASCADE_AUTO_AVX2_PREFIX
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2)
+    return commonPrefixAvx2(a, b, n);
+#endif
+  return commonPrefixGeneric(a, b, n);
 }
 
 struct Node {
@@ -64,6 +179,7 @@ struct Scratch {
   std::vector<double> levelBenefit;
   std::vector<int64_t> levelGroups;
   std::vector<std::vector<int32_t>> levelNodes;
+  std::vector<PlanInputs> levelInputs;
   AutoCascade spare;
 };
 
@@ -89,13 +205,11 @@ std::vector<PlanInputs> AutoCascade::inputs(const PlanInputs &common) const {
   return result;
 }
 
-Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
-                           AutoCascade &out) {
-  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
-  if (!in.kv_indices.present())
-    return makeError(ErrorCode::InvalidArgument,
-                     "auto cascade needs kv_indices: the sharing is found by "
-                     "comparing page ids");
+namespace {
+
+/// The options' own checks (after the batch's: a bad batch is reported
+/// first, as by makePlan).
+Status checkOptions(const AutoCascadeOptions &opt) {
   if (opt.max_levels < 1 || opt.max_levels > 16)
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade max_levels must be in [1, 16], got %lld",
@@ -117,6 +231,34 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade cost model: bandwidth must be positive and "
                      "the overheads non-negative (finite)");
+  return Status::success();
+}
+
+} // namespace
+
+Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
+                           AutoCascade &out) {
+  // validatePlanInputs, in its order (so with its errors), except that the
+  // page ids are range-checked on the levels' arrays once they are built
+  // (each shared id once, not once per request; see below). Whenever an
+  // error that makePlan reports after the page ids (or a bad option) is
+  // returned instead, the full id check runs first, so that a bad page id
+  // is reported as makePlan reports it.
+  CASCADE_RETURN_IF_ERROR(detail::validateBeforePageIds(in));
+  Status rest = detail::validateAfterPageIds(in);
+  if (!rest.ok()) {
+    CASCADE_RETURN_IF_ERROR(detail::checkPageIds(in));
+    return rest;
+  }
+  if (!in.kv_indices.present())
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade needs kv_indices: the sharing is found by "
+                     "comparing page ids");
+  Status badOptions = checkOptions(opt);
+  if (!badOptions.ok()) {
+    CASCADE_RETURN_IF_ERROR(detail::checkPageIds(in));
+    return badOptions;
+  }
 
   const int64_t b = in.kv_indptr.size() - 1;
   const bool decode = in.mode == PlanMode::Decode;
@@ -134,6 +276,12 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // Per request: the pages it may share.
   std::vector<int32_t> &cap = sc.cap;
   cap.resize(static_cast<size_t>(b));
+  // Pages of `visible` tokens by a shift where the page size is a power of
+  // two (it nearly always is), not a division per request.
+  const int pageShift =
+      (page & (page - 1)) == 0
+          ? __builtin_ctzll(static_cast<unsigned long long>(page))
+          : -1;
   for (int64_t i = 0; i < b; ++i) {
     const int64_t pages = int64_t(ip[i + 1]) - ip[i];
     int64_t c = pages > 0 ? pages - 1 : 0;
@@ -141,7 +289,9 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
       const int64_t kvLen = (pages - 1) * page + in.kv_last_page_len[i];
       const int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
       const int64_t visible = kvLen - qoLen + 1; // tokens every query sees
-      c = std::min(c, visible > 0 ? visible / page : 0);
+      c = std::min(c, visible <= 0     ? 0
+                      : pageShift >= 0 ? visible >> pageShift
+                                       : visible / page);
     }
     cap[i] = static_cast<int32_t>(c);
   }
@@ -377,6 +527,7 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   // The last level: every request's own pages. Its qo_indptr and
   // kv_last_page_len are the batch's; so are its page arrays when nothing is
   // shared.
+  bool ownIdsChecked = false, ownIdsOk = false;
   AutoCascadeLevel &own = res.levels.back();
   own.mode = in.mode;
   own.qo_indptr = in.qo_indptr;
@@ -389,28 +540,74 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
     std::vector<int32_t> &kvp = own.kvIndptrStorage;
     std::vector<int32_t> &idx = own.kvIndicesStorage;
     kvp.resize(static_cast<size_t>(b + 1));
-    kvp[0] = 0;
-    idx.clear();
-    for (int64_t i = 0; i < b; ++i) {
-      idx.insert(idx.end(), ids + ip[i] + consumed[i], ids + ip[i + 1]);
-      kvp[i + 1] = static_cast<int32_t>(idx.size());
-    }
+    int32_t *const kvpOut = kvp.data();
+    kvpOut[0] = 0;
+    for (int64_t i = 0; i < b; ++i)
+      kvpOut[i + 1] = kvpOut[i] + (ip[i + 1] - ip[i] - consumed[i]);
+    // Sized first (8 ids of room for the vector copy), then every id
+    // written once: resize keeps the reused array's old contents instead of
+    // clearing it.
+    const int64_t total = kvpOut[b];
+    idx.resize(static_cast<size_t>(total + 8));
+#ifdef CASCADE_AUTO_AVX2_PREFIX
+    static const bool avx2 = __builtin_cpu_supports("avx2");
+    if (avx2) {
+      const uint32_t maxId = copyOwnIdsAvx2(ids, ip, consumed.data(), kvpOut,
+                                            idx.data(), b, ip[b]);
+      // In range iff the largest is (one id of that value stands for all).
+      const int32_t probe = static_cast<int32_t>(maxId);
+      ownIdsChecked = true;
+      ownIdsOk = total == 0 || detail::pageIdsInRange(&probe, 1, in.num_pages);
+    } else
+#endif
+      copyOwnIdsGeneric(ids, ip, consumed.data(), kvpOut, idx.data(), b);
+    idx.resize(static_cast<size_t>(total));
     own.kv_indptr = ArrayView<int32_t>(kvp);
     own.kv_indices = ArrayView<int32_t>(idx);
   }
 
-  // Plan every level. The page ids were validated above and the plans do
-  // not depend on them, so the levels are planned without re-scanning them.
-  std::vector<PlanInputs> levelInputs = res.inputs(in);
+  // The page-id range check. Every id of request i is in some level's
+  // kv_indices (its ancestors' segments, then its own pages: that is what
+  // makes the cascade exact), so scanning the levels' arrays, contiguous and
+  // just written, checks every id of the batch while reading each shared id
+  // once instead of once per request. Nothing above depends on the values
+  // being in range. On failure the batch is scanned again in order for
+  // makePlan's message (the first bad id).
+  // (The last level's own ids were checked while they were copied, where
+  // that copy is vectorized.)
+  bool idsOk = !ownIdsChecked || ownIdsOk;
+  for (size_t l = 0; idsOk && l < res.levels.size(); ++l)
+    if (l + 1 < res.levels.size() || !ownIdsChecked)
+      idsOk =
+          detail::pageIdsInRange(res.levels[l].kv_indices.data(),
+                                 res.levels[l].kv_indices.size(), in.num_pages);
+  if (!idsOk) {
+    sc.spare = std::move(res);
+    return detail::checkPageIds(in);
+  }
+
+  // Plan every level, in place into the spare result's plan. The levels
+  // are valid by construction (sub-ranges of requests that passed the
+  // checks above, groups of whole pages, the batch's rows and scalars, a
+  // query tile checked with the options), so they are not validated again;
+  // the plans do not depend on the page ids.
+  std::vector<PlanInputs> &levelInputs = sc.levelInputs;
+  levelInputs.resize(res.levels.size());
   for (size_t l = 0; l < levelInputs.size(); ++l) {
+    const AutoCascadeLevel &lv = res.levels[l];
     PlanInputs &p = levelInputs[l];
+    p = in;
+    p.mode = lv.mode;
+    p.qo_indptr = lv.qo_indptr;
+    p.kv_indptr = lv.kv_indptr;
     p.kv_indices = ArrayView<int32_t>();
+    p.kv_last_page_len = lv.kv_last_page_len;
     if (l + 1 < levelInputs.size())
       p.qo_tile_size = opt.shared_qo_tile_size;
-    st.pages_read +=
-        res.levels[l].kv_indptr[res.levels[l].kv_indptr.size() - 1];
+    st.pages_read += lv.kv_indptr[lv.kv_indptr.size() - 1];
   }
-  Status s = makeCascadePlan(levelInputs, res.plan);
+  Status s = detail::cascadePlanValidated(levelInputs.data(),
+                                          levelInputs.size(), res.plan);
   if (!s.ok()) {
     sc.spare = std::move(res);
     return s;

@@ -8,6 +8,8 @@
 
 #include "cascade/Runtime/Plan.h"
 
+#include "PlanInternal.h"
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
@@ -54,16 +56,65 @@ Status checkIndptr(const char *name, ArrayView<int32_t> p) {
   return Status::success();
 }
 
-/// OR over x | (maxId - x) of every id: bit 31 is set iff an id is negative
-/// or above maxId (maxId < 2^31). Kept small so that it vectorizes.
-__attribute__((noinline)) uint32_t scanPageIds(const int32_t *ids, int64_t n,
-                                               uint32_t maxId) {
-  uint32_t acc = 0;
-  for (int64_t i = 0; i < n; ++i) {
+/// True if some id is negative or above maxId (< 2^31), without AVX2: bit
+/// 31 of x | (maxId - x) is set iff x is, and OR/SUB vectorize on baseline
+/// x86-64 (SSE2 has no unsigned max). Independent accumulators so that the
+/// loop is not one long dependency chain.
+__attribute__((noinline)) bool anyIdAboveGeneric(const int32_t *ids, int64_t n,
+                                                 uint32_t maxId) {
+  constexpr int kLanes = 16;
+  uint32_t acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const uint32_t x = static_cast<uint32_t>(ids[i + k]);
+      acc[k] |= x | (maxId - x);
+    }
+  uint32_t all = 0;
+  for (int k = 0; k < kLanes; ++k)
+    all |= acc[k];
+  for (; i < n; ++i) {
     const uint32_t x = static_cast<uint32_t>(ids[i]);
-    acc |= x | (maxId - x);
+    all |= x | (maxId - x);
   }
-  return acc;
+  return (all >> 31) != 0;
+}
+
+#if (defined(__x86_64__) || defined(__i386__)) &&                              \
+    (defined(__GNUC__) || defined(__clang__)) &&                               \
+    !defined(CASCADE_NO_AVX2_DISPATCH)
+#define CASCADE_PLAN_AVX2_SCAN 1
+/// The same with AVX2: the unsigned maximum of the ids (a negative id is
+/// >= 2^31 as unsigned), one vpmaxud per 8 ids.
+__attribute__((target("avx2"), noinline)) bool
+anyIdAboveAvx2(const int32_t *ids, int64_t n, uint32_t maxId) {
+  constexpr int kLanes = 32;
+  uint32_t acc[kLanes] = {};
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) {
+      const uint32_t x = static_cast<uint32_t>(ids[i + k]);
+      acc[k] = acc[k] > x ? acc[k] : x;
+    }
+  uint32_t all = 0;
+  for (int k = 0; k < kLanes; ++k)
+    all = all > acc[k] ? all : acc[k];
+  for (; i < n; ++i) {
+    const uint32_t x = static_cast<uint32_t>(ids[i]);
+    all = all > x ? all : x;
+  }
+  return all > maxId;
+}
+#endif
+
+/// True if some id is negative or above maxId (< 2^31).
+bool anyIdAbove(const int32_t *ids, int64_t n, uint32_t maxId) {
+#ifdef CASCADE_PLAN_AVX2_SCAN
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+  if (avx2)
+    return anyIdAboveAvx2(ids, n, maxId);
+#endif
+  return anyIdAboveGeneric(ids, n, maxId);
 }
 
 /// Work items of the whole batch with KV chunks of `chunk` pages.
@@ -100,34 +151,64 @@ int64_t searchChunkPages(const std::vector<int64_t> &tiles,
   return low;
 }
 
-void copySection(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
-                 const char *name, const void *data, size_t bytes) {
-  const WorkspaceSection *s = layout.find(name);
-  if (bytes)
-    std::memcpy(image.data() + s->offset, data, bytes);
+/// Bytes of one section of an image, in section order.
+struct SectionData {
+  const void *data;
+  size_t bytes;
+};
+
+/// Writes `image` (resized to layout.bytes) as sections[k] = data[k], every
+/// other byte (alignment gaps, the tail) zero: each byte is written once, so
+/// the old contents of a reused image need not be cleared first.
+void writeImage(std::vector<uint8_t> &image, const WorkspaceLayout &layout,
+                const SectionData *data) {
+  image.resize(static_cast<size_t>(layout.bytes));
+  uint8_t *const out = image.data();
+  size_t pos = 0;
+  for (size_t k = 0; k < layout.sections.size(); ++k) {
+    const size_t offset = static_cast<size_t>(layout.sections[k].offset);
+    if (offset > pos)
+      std::memset(out + pos, 0, offset - pos);
+    if (data[k].bytes)
+      std::memcpy(out + offset, data[k].data, data[k].bytes);
+    pos = offset + data[k].bytes;
+  }
+  if (image.size() > pos)
+    std::memset(out + pos, 0, image.size() - pos);
+}
+
+/// Empties `p` (every scalar back to its default) but keeps the capacity of
+/// its arrays, so that planning into it again does not allocate. o_indptr,
+/// merge_indptr and int_image keep their contents too: planning resizes and
+/// then writes every element of them, so clearing them first (a memset of
+/// up to the number of query rows) would only be a second pass.
+void recycle(Plan &p) {
+  Plan fresh;
+  auto take = [](auto &dst, auto &src) {
+    dst = std::move(src);
+    dst.clear();
+  };
+  take(fresh.request_indices, p.request_indices);
+  take(fresh.kv_tile_indices, p.kv_tile_indices);
+  take(fresh.qo_tile_indices, p.qo_tile_indices);
+  fresh.o_indptr = std::move(p.o_indptr);
+  fresh.merge_indptr = std::move(p.merge_indptr);
+  take(fresh.block_valid_mask, p.block_valid_mask);
+  fresh.int_image = std::move(p.int_image);
+  take(fresh.int_workspace.sections, p.int_workspace.sections);
+  take(fresh.float_workspace.sections, p.float_workspace.sections);
+  p = std::move(fresh);
 }
 
 /// Planning runs once per serving step with similar sizes: the arrays of the
 /// plan a call replaces are kept (per thread) and their capacity reused by
 /// the next call, instead of fresh allocations whose first touch page-faults.
-/// `out` is only replaced on success.
+/// `out` is only replaced on success. The same for cascades, and the
+/// per-request scratch arrays of the chunk search.
 struct PlanBuffers {
   Plan spare;
-
-  /// Moves the spare arrays into `p` (empty, capacity kept).
-  void lend(Plan &p) {
-    auto take = [](auto &dst, auto &src) {
-      dst = std::move(src);
-      dst.clear();
-    };
-    take(p.request_indices, spare.request_indices);
-    take(p.kv_tile_indices, spare.kv_tile_indices);
-    take(p.qo_tile_indices, spare.qo_tile_indices);
-    take(p.o_indptr, spare.o_indptr);
-    take(p.merge_indptr, spare.merge_indptr);
-    take(p.block_valid_mask, spare.block_valid_mask);
-    take(p.int_image, spare.int_image);
-  }
+  CascadePlan spareCascade;
+  std::vector<int64_t> pages, tiles;
 };
 
 PlanBuffers &planBuffers() {
@@ -249,7 +330,7 @@ bool Plan::scalar(std::string_view name, int64_t &value) const {
 // Validation
 //===----------------------------------------------------------------------===//
 
-Status validatePlanInputs(const PlanInputs &in) {
+Status detail::validateBeforePageIds(const PlanInputs &in) {
   if (in.page_size <= 0)
     return makeError(ErrorCode::InvalidPageSize,
                      "page_size must be positive, got %lld", ll(in.page_size));
@@ -332,30 +413,44 @@ Status validatePlanInputs(const PlanInputs &in) {
     return makeError(ErrorCode::SizeMismatch,
                      "kv_indices has %lld entries but kv_indptr[%lld] = %lld",
                      ll(in.kv_indices.size()), ll(b), ll(totalPages));
-  if (in.kv_indices.present()) {
-    // Branch-free scan first, with only OR/SUB so that it vectorizes on
-    // baseline x86-64: bit 31 of `acc` ends up set iff some id is negative
-    // or greater than num_pages - 1. The culprit is located only on error.
-    const int32_t *ids = in.kv_indices.data();
-    const uint32_t acc =
-        in.num_pages >= 1 && in.num_pages <= kInt32Max
-            ? scanPageIds(ids, totalPages,
-                          static_cast<uint32_t>(in.num_pages - 1))
-            : scanPageIds(ids, totalPages, 0x7fffffffu);
-    const bool bad = (acc >> 31) != 0 || (in.num_pages == 0 && totalPages > 0);
-    for (int64_t i = 0; bad && i < totalPages; ++i) {
-      int32_t id = in.kv_indices[i];
-      if (id < 0 || (in.num_pages >= 0 && id >= in.num_pages)) {
-        if (in.num_pages >= 0)
-          return makeError(ErrorCode::PageOutOfRange,
-                           "kv_indices[%lld] = %d is outside the page pool "
-                           "[0, %lld)",
-                           ll(i), id, ll(in.num_pages));
+  return Status::success();
+}
+
+bool detail::pageIdsInRange(const int32_t *ids, int64_t n, int64_t numPages) {
+  if (n <= 0)
+    return true;
+  if (numPages == 0)
+    return false;
+  const uint32_t maxId = numPages >= 1 && numPages <= kInt32Max
+                             ? static_cast<uint32_t>(numPages - 1)
+                             : 0x7fffffffu;
+  return !anyIdAbove(ids, n, maxId);
+}
+
+Status detail::checkPageIds(const PlanInputs &in) {
+  if (!in.kv_indices.present())
+    return Status::success();
+  // Branch-free scan first; the culprit is located only on error.
+  const int64_t totalPages = in.kv_indices.size();
+  if (pageIdsInRange(in.kv_indices.data(), totalPages, in.num_pages))
+    return Status::success();
+  for (int64_t i = 0; i < totalPages; ++i) {
+    int32_t id = in.kv_indices[i];
+    if (id < 0 || (in.num_pages >= 0 && id >= in.num_pages)) {
+      if (in.num_pages >= 0)
         return makeError(ErrorCode::PageOutOfRange,
-                         "kv_indices[%lld] = %d is negative", ll(i), id);
-      }
+                         "kv_indices[%lld] = %d is outside the page pool "
+                         "[0, %lld)",
+                         ll(i), id, ll(in.num_pages));
+      return makeError(ErrorCode::PageOutOfRange,
+                       "kv_indices[%lld] = %d is negative", ll(i), id);
     }
   }
+  return Status::success();
+}
+
+Status detail::validateAfterPageIds(const PlanInputs &in) {
+  const int64_t b = in.kv_indptr.size() - 1;
   for (int64_t i = 0; i < b; ++i) {
     int64_t pages = int64_t(in.kv_indptr[i + 1]) - in.kv_indptr[i];
     if (pages == 0)
@@ -390,15 +485,18 @@ Status validatePlanInputs(const PlanInputs &in) {
   return Status::success();
 }
 
+Status validatePlanInputs(const PlanInputs &in) {
+  CASCADE_RETURN_IF_ERROR(detail::validateBeforePageIds(in));
+  CASCADE_RETURN_IF_ERROR(detail::checkPageIds(in));
+  return detail::validateAfterPageIds(in);
+}
+
 //===----------------------------------------------------------------------===//
 // Planning
 //===----------------------------------------------------------------------===//
 
-Status makePlan(const PlanInputs &in, Plan &out) {
-  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
-
-  Plan p;
-  planBuffers().lend(p);
+Status detail::planValidated(const PlanInputs &in, Plan &p) {
+  recycle(p);
   const int64_t b = in.kv_indptr.size() - 1;
   const bool decode = in.mode == PlanMode::Decode;
   p.mode = in.mode;
@@ -420,8 +518,10 @@ Status makePlan(const PlanInputs &in, Plan &out) {
     p.row_capacity = in.max_num_rows;
 
   // Per request: pages and query tiles.
-  std::vector<int64_t> pages(static_cast<size_t>(b));
-  std::vector<int64_t> tiles(static_cast<size_t>(b));
+  std::vector<int64_t> &pages = planBuffers().pages;
+  std::vector<int64_t> &tiles = planBuffers().tiles;
+  pages.resize(static_cast<size_t>(b));
+  tiles.resize(static_cast<size_t>(b));
   int64_t maxPages = 0;
   for (int64_t i = 0; i < b; ++i) {
     pages[i] = int64_t(in.kv_indptr[i + 1]) - in.kv_indptr[i];
@@ -438,9 +538,19 @@ Status makePlan(const PlanInputs &in, Plan &out) {
       tile = chooseQoTileSize(avg, in.head_dim);
     }
     p.qo_tile_size = tile;
-    for (int64_t i = 0; i < b; ++i) {
-      int64_t qoLen = int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
-      tiles[i] = ceilDiv(qoLen * g, tile);
+    const int32_t *qo = in.qo_indptr.data();
+    int64_t *const tilesOut = tiles.data();
+    if ((tile & (tile - 1)) == 0) { // a power of two: no division
+      const int shift = __builtin_ctzll(static_cast<unsigned long long>(tile));
+      for (int64_t i = 0; i < b; ++i) {
+        int64_t qoLen = int64_t(qo[i + 1]) - qo[i];
+        tilesOut[i] = (qoLen * g + tile - 1) >> shift;
+      }
+    } else {
+      for (int64_t i = 0; i < b; ++i) {
+        int64_t qoLen = int64_t(qo[i + 1]) - qo[i];
+        tilesOut[i] = ceilDiv(qoLen * g, tile);
+      }
     }
   }
 
@@ -501,33 +611,66 @@ Status makePlan(const PlanInputs &in, Plan &out) {
   p.block_valid_mask.assign(static_cast<size_t>(padded), 0);
   p.o_indptr.resize(static_cast<size_t>(b + 1));
   p.merge_indptr.resize(static_cast<size_t>(p.row_capacity + 1));
-  p.o_indptr[0] = 0;
-  p.merge_indptr[0] = 0;
+  // Raw pointers: the byte stores into block_valid_mask may alias anything
+  // reached through memory, which would reload every vector's data pointer
+  // (and the thread-local scratch) once per work item.
+  int32_t *const requestIndices = p.request_indices.data();
+  int32_t *const qoTileIndices = p.qo_tile_indices.data();
+  int32_t *const kvTileIndices = p.kv_tile_indices.data();
+  uint8_t *const validMask = p.block_valid_mask.data();
+  int32_t *const oIndptr = p.o_indptr.data();
+  int32_t *const mergeIndptr = p.merge_indptr.data();
+  const int64_t *const pagesOf = pages.data();
+  const int64_t *const tilesOf = tiles.data();
+  const int32_t *const qoIndptr = decode ? nullptr : in.qo_indptr.data();
+  oIndptr[0] = 0;
+  mergeIndptr[0] = 0;
   int64_t w = 0, oAcc = 0, row = 0;
   for (int64_t i = 0; i < b; ++i) {
-    const int64_t qoLen =
-        decode ? 1 : int64_t(in.qo_indptr[i + 1]) - in.qo_indptr[i];
+    const int64_t qoLen = decode ? 1 : int64_t(qoIndptr[i + 1]) - qoIndptr[i];
+    const int64_t numTiles = tilesOf[i];
     const int64_t nChunks =
-        tiles[i] == 0 ? 0 : (pages[i] > chunk ? ceilDiv(pages[i], chunk) : 1);
-    for (int64_t t = 0; t < tiles[i]; ++t)
-      for (int64_t k = 0; k < nChunks; ++k, ++w) {
-        p.request_indices[w] = static_cast<int32_t>(i);
-        p.qo_tile_indices[w] = static_cast<int32_t>(t);
-        p.kv_tile_indices[w] = static_cast<int32_t>(k);
-        p.block_valid_mask[w] = 1;
-      }
+        numTiles == 0 ? 0
+                      : (pagesOf[i] > chunk ? ceilDiv(pagesOf[i], chunk) : 1);
+    if (numTiles == 1 && nChunks == 1) { // the common case, without loops
+      requestIndices[w] = static_cast<int32_t>(i);
+      qoTileIndices[w] = 0;
+      kvTileIndices[w] = 0;
+      validMask[w] = 1;
+      ++w;
+    } else {
+      for (int64_t t = 0; t < numTiles; ++t)
+        for (int64_t k = 0; k < nChunks; ++k, ++w) {
+          requestIndices[w] = static_cast<int32_t>(i);
+          qoTileIndices[w] = static_cast<int32_t>(t);
+          kvTileIndices[w] = static_cast<int32_t>(k);
+          validMask[w] = 1;
+        }
+    }
     const int64_t mergeBase = oAcc;
     oAcc += qoLen * nChunks;
     if (oAcc > kInt32Max)
       return makeError(ErrorCode::Overflow,
                        "the plan has more than 2^31 - 1 partial-state rows");
-    p.o_indptr[i + 1] = static_cast<int32_t>(oAcc);
-    for (int64_t j = 0; j < qoLen; ++j, ++row)
-      p.merge_indptr[row + 1] =
-          static_cast<int32_t>(mergeBase + (j + 1) * nChunks);
+    oIndptr[i + 1] = static_cast<int32_t>(oAcc);
+    // merge_indptr[row + 1] = mergeBase + (j + 1) * nChunks for the request's
+    // queries j, as a running int32 sum (<= oAcc, checked above) that
+    // vectorizes with additions only.
+    if (qoLen == 1) { // decode: no loop (its set-up costs more than this)
+      mergeIndptr[++row] = static_cast<int32_t>(oAcc);
+      continue;
+    }
+    const int32_t step = static_cast<int32_t>(nChunks);
+    int32_t m = static_cast<int32_t>(mergeBase);
+    int32_t *const dst = mergeIndptr + row + 1;
+    for (int64_t j = 0; j < qoLen; ++j) {
+      m += step;
+      dst[j] = m;
+    }
+    row += qoLen;
   }
-  for (int64_t r = row; r < p.row_capacity; ++r)
-    p.merge_indptr[r + 1] = p.merge_indptr[r];
+  std::fill(mergeIndptr + row + 1, mergeIndptr + p.row_capacity + 1,
+            mergeIndptr[row]);
 
   p.num_partial_rows = split ? oAcc : 0;
   if (!split)
@@ -563,45 +706,57 @@ Status makePlan(const PlanInputs &in, Plan &out) {
                      ll(p.partial_rows_capacity), ll(in.num_qo_heads),
                      ll(in.head_dim));
 
-  p.int_image.assign(static_cast<size_t>(iw.bytes), 0);
-  copySection(p.int_image, iw, "request_indices", p.request_indices.data(),
-              4 * p.request_indices.size());
-  copySection(p.int_image, iw, "kv_tile_indices", p.kv_tile_indices.data(),
-              4 * p.kv_tile_indices.size());
-  copySection(p.int_image, iw, "qo_tile_indices", p.qo_tile_indices.data(),
-              4 * p.qo_tile_indices.size());
-  copySection(p.int_image, iw, "o_indptr", p.o_indptr.data(),
-              4 * p.o_indptr.size());
-  copySection(p.int_image, iw, "merge_indptr", p.merge_indptr.data(),
-              4 * p.merge_indptr.size());
-  copySection(p.int_image, iw, "block_valid_mask", p.block_valid_mask.data(),
-              p.block_valid_mask.size());
   const int32_t chunkTokens = static_cast<int32_t>(p.kv_chunk_size);
   const int32_t rows = static_cast<int32_t>(p.num_rows);
-  copySection(p.int_image, iw, "kv_chunk_size", &chunkTokens, 4);
-  copySection(p.int_image, iw, "num_rows", &rows, 4);
+  // In the order of the sections added above.
+  const SectionData data[] = {
+      {p.request_indices.data(), 4 * p.request_indices.size()},
+      {p.kv_tile_indices.data(), 4 * p.kv_tile_indices.size()},
+      {p.qo_tile_indices.data(), 4 * p.qo_tile_indices.size()},
+      {p.o_indptr.data(), 4 * p.o_indptr.size()},
+      {p.merge_indptr.data(), 4 * p.merge_indptr.size()},
+      {p.block_valid_mask.data(), p.block_valid_mask.size()},
+      {&chunkTokens, 4},
+      {&rows, 4}};
+  static_assert(sizeof(data) / sizeof(data[0]) == 8, "one per int section");
+  writeImage(p.int_image, iw, data);
 
-  // The replaced plan's arrays become the next call's spare buffers.
-  std::swap(out, p);
-  planBuffers().spare = std::move(p);
   return Status::success();
 }
 
-Status makeCascadePlan(const std::vector<PlanInputs> &levels,
-                       CascadePlan &out) {
-  if (levels.empty())
+Status makePlan(const PlanInputs &in, Plan &out) {
+  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
+  PlanBuffers &buffers = planBuffers();
+  Plan p = std::move(buffers.spare);
+  Status s = detail::planValidated(in, p);
+  if (s.ok())
+    std::swap(out, p);
+  // The replaced plan's arrays (or on error this call's) become the next
+  // call's spare buffers.
+  buffers.spare = std::move(p);
+  return s;
+}
+
+namespace {
+
+/// makeCascadePlan into `c` in place, validating each level first if
+/// `validate`.
+Status cascadeInto(const PlanInputs *levels, size_t n, bool validate,
+                   CascadePlan &c) {
+  if (n == 0)
     return makeError(ErrorCode::InvalidArgument,
                      "a cascade needs at least one level");
-  CascadePlan c;
-  c.levels.resize(levels.size());
-  for (size_t l = 0; l < levels.size(); ++l) {
-    Status s = makePlan(levels[l], c.levels[l]);
+  c.levels.resize(n);
+  for (size_t l = 0; l < n; ++l) {
+    Status s = validate ? validatePlanInputs(levels[l]) : Status::success();
+    if (s.ok())
+      s = detail::planValidated(levels[l], c.levels[l]);
     if (!s.ok())
       return Status(s.code(),
                     "level " + std::to_string(l) + ": " + s.message());
   }
   const Plan &first = c.levels[0];
-  for (size_t l = 1; l < levels.size(); ++l) {
+  for (size_t l = 1; l < n; ++l) {
     const Plan &p = c.levels[l];
     if (p.num_rows != first.num_rows)
       return makeError(ErrorCode::LevelMismatch,
@@ -617,6 +772,10 @@ Status makeCascadePlan(const std::vector<PlanInputs> &levels,
                        l);
   }
   c.num_rows = first.num_rows;
+  c.int_base.clear();
+  c.float_base.clear();
+  c.level_v_offset.clear();
+  c.level_s_offset.clear();
   int64_t intBytes = 0, floatBytes = 0;
   for (const Plan &p : c.levels) {
     c.int_base.push_back(intBytes);
@@ -632,7 +791,7 @@ Status makeCascadePlan(const std::vector<PlanInputs> &levels,
                      "cascade level states overflow int64");
   c.level_v_bytes = vBytes;
   c.level_s_bytes = sCount * 4;
-  for (size_t l = 0; l < levels.size(); ++l) {
+  for (size_t l = 0; l < n; ++l) {
     if (l == 0) {
       c.level_v_offset.push_back(-1);
       c.level_s_offset.push_back(-1);
@@ -645,13 +804,42 @@ Status makeCascadePlan(const std::vector<PlanInputs> &levels,
   }
   c.int_bytes = intBytes;
   c.float_bytes = floatBytes;
-  c.int_image.assign(static_cast<size_t>(intBytes), 0);
-  for (size_t l = 0; l < c.levels.size(); ++l)
-    if (!c.levels[l].int_image.empty())
-      std::memcpy(c.int_image.data() + c.int_base[l],
-                  c.levels[l].int_image.data(), c.levels[l].int_image.size());
-  out = std::move(c);
+  // Every byte written once (the levels' images, zero gaps): a reused
+  // image needs no clearing first.
+  c.int_image.resize(static_cast<size_t>(intBytes));
+  size_t pos = 0;
+  for (size_t l = 0; l < c.levels.size(); ++l) {
+    const std::vector<uint8_t> &img = c.levels[l].int_image;
+    const size_t base = static_cast<size_t>(c.int_base[l]);
+    if (base > pos)
+      std::memset(c.int_image.data() + pos, 0, base - pos);
+    if (!img.empty())
+      std::memcpy(c.int_image.data() + base, img.data(), img.size());
+    pos = base + img.size();
+  }
+  if (c.int_image.size() > pos)
+    std::memset(c.int_image.data() + pos, 0, c.int_image.size() - pos);
   return Status::success();
+}
+
+} // namespace
+
+Status detail::cascadePlanValidated(const PlanInputs *levels, size_t n,
+                                    CascadePlan &out) {
+  return cascadeInto(levels, n, /*validate=*/false, out);
+}
+
+Status makeCascadePlan(const std::vector<PlanInputs> &levels,
+                       CascadePlan &out) {
+  PlanBuffers &buffers = planBuffers();
+  CascadePlan c = std::move(buffers.spareCascade);
+  Status s = cascadeInto(levels.data(), levels.size(), /*validate=*/true, c);
+  if (s.ok())
+    std::swap(out, c);
+  // The replaced cascade's arrays (or on error this call's) are reused by
+  // the next call.
+  buffers.spareCascade = std::move(c);
+  return s;
 }
 
 } // namespace cascade::runtime

@@ -18,6 +18,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <thread>
 
 using namespace cascade::runtime;
 using namespace cascade::runtime::test;
@@ -168,6 +169,51 @@ void checkStructure(const Batch &b, const AutoCascade &ac) {
       EXPECT_EQ(own.kv_indices[own.kv_indptr[i + 1] - 1],
                 b.kvIndices[b.kvIndptr[i + 1] - 1]);
     }
+}
+
+/// Each level's plan is makePlan's for the level's inputs (shared levels
+/// with the options' query tile), and the cascade is makeCascadePlan's.
+void checkPlansAreMakePlans(const PlanInputs &in, const AutoCascadeOptions &o,
+                            const AutoCascade &ac) {
+  std::vector<PlanInputs> levels = ac.inputs(in);
+  for (size_t l = 0; l + 1 < levels.size(); ++l)
+    levels[l].qo_tile_size = o.shared_qo_tile_size;
+  CascadePlan want;
+  Status s = makeCascadePlan(levels, want);
+  ASSERT_TRUE(s.ok()) << s.message();
+  ASSERT_EQ(ac.plan.levels.size(), want.levels.size());
+  for (size_t l = 0; l < levels.size(); ++l) {
+    const Plan &a = ac.plan.levels[l], &w = want.levels[l];
+    Plan single;
+    ASSERT_TRUE(makePlan(levels[l], single).ok());
+    EXPECT_EQ(single.int_image, w.int_image);
+    EXPECT_EQ(a.mode, w.mode);
+    EXPECT_EQ(a.batch_size, w.batch_size);
+    EXPECT_EQ(a.num_rows, w.num_rows);
+    EXPECT_EQ(a.row_capacity, w.row_capacity);
+    EXPECT_EQ(a.split_kv, w.split_kv);
+    EXPECT_EQ(a.padded_batch_size, w.padded_batch_size);
+    EXPECT_EQ(a.num_work_items, w.num_work_items);
+    EXPECT_EQ(a.kv_chunk_size, w.kv_chunk_size);
+    EXPECT_EQ(a.qo_tile_size, w.qo_tile_size);
+    EXPECT_EQ(a.partial_rows_capacity, w.partial_rows_capacity);
+    EXPECT_EQ(a.request_indices, w.request_indices);
+    EXPECT_EQ(a.kv_tile_indices, w.kv_tile_indices);
+    EXPECT_EQ(a.qo_tile_indices, w.qo_tile_indices);
+    EXPECT_EQ(a.o_indptr, w.o_indptr);
+    EXPECT_EQ(a.merge_indptr, w.merge_indptr);
+    EXPECT_EQ(a.block_valid_mask, w.block_valid_mask);
+    EXPECT_EQ(a.int_image, w.int_image);
+    EXPECT_EQ(a.int_workspace.bytes, w.int_workspace.bytes);
+    EXPECT_EQ(a.float_workspace.bytes, w.float_workspace.bytes);
+  }
+  EXPECT_EQ(ac.plan.int_base, want.int_base);
+  EXPECT_EQ(ac.plan.float_base, want.float_base);
+  EXPECT_EQ(ac.plan.level_v_offset, want.level_v_offset);
+  EXPECT_EQ(ac.plan.level_s_offset, want.level_s_offset);
+  EXPECT_EQ(ac.plan.int_bytes, want.int_bytes);
+  EXPECT_EQ(ac.plan.float_bytes, want.float_bytes);
+  EXPECT_EQ(ac.plan.int_image, want.int_image);
 }
 
 std::vector<int32_t> range(int32_t from, int32_t n) {
@@ -453,6 +499,7 @@ TEST(AutoCascade, RandomBatchesEqualPlainAttention) {
     else
       EXPECT_LE(int64_t(ac.levels.size()), o.max_levels);
     EXPECT_LT(cascadeError(pb, b, ac, causal, iter), 1e-12) << "iter " << iter;
+    checkPlansAreMakePlans(b.in, o, ac);
     cascades += ac.stats.pages_saved > 0;
     nested += ac.stats.pages_saved > 0 && ac.levels.size() > 2 &&
               ac.levels[1].num_page_groups > 0;
@@ -724,4 +771,128 @@ TEST(AutoCascade, CApi) {
             CASCADE_ERROR_PAGE_OUT_OF_RANGE);
   EXPECT_EQ(cascade_plan_auto_cascade(nullptr, 0, 0, 0, &plan),
             CASCADE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(AutoCascade, BadPageIdsAnywhereGetMakePlansError) {
+  // The search checks each shared page id once (in the level that reads
+  // it), not once per request: a bad id in a shared prefix (in every copy
+  // of it, or in one), in a request's own pages, or in a batch without
+  // sharing is still found, and the error is makePlan's (the first bad id),
+  // under any options.
+  std::mt19937_64 rng(99);
+  int inShared = 0;
+  for (int iter = 0; iter < 300; ++iter) {
+    PageBatch pb;
+    pb.pageSize = 1 + rng() % 4;
+    pb.numPages = 40;
+    auto randPages = [&](int n) {
+      std::vector<int32_t> v;
+      for (int i = 0; i < n; ++i)
+        v.push_back(static_cast<int32_t>(rng() % pb.numPages));
+      return v;
+    };
+    const int runs = 1 + rng() % 3;
+    std::vector<int> firstOfRun;
+    for (int r = 0; r < runs; ++r) {
+      std::vector<int32_t> prefix = randPages(rng() % 7);
+      firstOfRun.push_back(static_cast<int>(pb.pages.size()));
+      for (int m = 0, members = 1 + rng() % 4; m < members; ++m) {
+        pb.pages.push_back(concat(prefix, randPages(1 + rng() % 3)));
+        pb.last.push_back(static_cast<int32_t>(1 + rng() % pb.pageSize));
+      }
+    }
+    const int32_t bad = rng() % 2 ? -1 - static_cast<int32_t>(rng() % 5)
+                                  : 40 + static_cast<int32_t>(rng() % 5);
+    const int where = rng() % 3;
+    const size_t req = rng() % pb.pages.size();
+    std::vector<int32_t> &victim = pb.pages[req];
+    const size_t pos = rng() % victim.size();
+    if (where == 0) {
+      // The same page of every member of its run: the sharing is kept.
+      const int r = static_cast<int>(std::upper_bound(firstOfRun.begin(),
+                                                      firstOfRun.end(),
+                                                      static_cast<int>(req)) -
+                                     firstOfRun.begin() - 1);
+      const size_t end = r + 1 < runs ? firstOfRun[r + 1] : pb.pages.size();
+      size_t common = victim.size();
+      for (size_t k = firstOfRun[r]; k < end; ++k)
+        common = std::min(common, pb.pages[k].size());
+      const size_t p = pos % common;
+      for (size_t k = firstOfRun[r]; k < end; ++k)
+        pb.pages[k][p] = bad;
+      inShared += end - firstOfRun[r] > 1 && p + 1 < common;
+    } else if (where == 1) {
+      victim[pos] = bad;
+    } // else: no bad id
+    Batch b = pb.build(rng() % 4 == 0);
+    Plan plain;
+    Status want = makePlan(b.in, plain);
+    EXPECT_EQ(want.ok(), where == 2);
+    for (int64_t levels : {1, 2, 3}) {
+      AutoCascadeOptions o = eager(levels);
+      o.causal = rng() % 2;
+      AutoCascade ac;
+      Status got = makeAutoCascadePlan(b.in, o, ac);
+      EXPECT_EQ(got.code(), want.code()) << "iter " << iter;
+      EXPECT_EQ(got.message(), want.message()) << "iter " << iter;
+    }
+  }
+  EXPECT_GT(inShared, 20); // bad ids inside shared prefixes were drawn
+}
+
+TEST(AutoCascade, ReusedBuffersGiveTheSameResult) {
+  // Cascades of different shapes one after the other (each call reuses the
+  // arrays of the result it replaces) equal those planned on a new thread.
+  std::mt19937_64 rng(5);
+  std::vector<PageBatch> pbs;
+  for (int k = 0; k < 12; ++k) {
+    PageBatch pb;
+    pb.pageSize = 16;
+    pb.numPages = 5000;
+    int32_t next = 0;
+    const int groups = 1 + rng() % 6, per = 1 + rng() % 9;
+    const int prefix = static_cast<int>(rng() % 200);
+    for (int g = 0; g < groups; ++g) {
+      std::vector<int32_t> p = range(next, prefix);
+      next += prefix;
+      for (int r = 0; r < per; ++r) {
+        const int own = 1 + static_cast<int>(rng() % 30);
+        pb.pages.push_back(concat(p, range(next, own)));
+        next += own;
+        pb.last.push_back(static_cast<int32_t>(1 + rng() % 16));
+        if (k % 2)
+          pb.qoLens.push_back(static_cast<int32_t>(1 + rng() % 20));
+      }
+    }
+    pbs.push_back(pb);
+  }
+  AutoCascade reused;
+  for (size_t k = 0; k < pbs.size(); ++k) {
+    Batch b = pbs[k].build(k % 3 == 2);
+    AutoCascadeOptions o = eager(2 + k % 2);
+    AutoCascade fresh;
+    Status sf;
+    std::thread([&] { sf = makeAutoCascadePlan(b.in, o, fresh); }).join();
+    ASSERT_TRUE(sf.ok()) << sf.message();
+    ASSERT_TRUE(makeAutoCascadePlan(b.in, o, reused).ok());
+    ASSERT_EQ(reused.levels.size(), fresh.levels.size());
+    for (size_t l = 0; l < fresh.levels.size(); ++l) {
+      const AutoCascadeLevel &x = reused.levels[l], &y = fresh.levels[l];
+      EXPECT_EQ(x.mode, y.mode);
+      EXPECT_EQ(vec(x.qo_indptr), vec(y.qo_indptr));
+      EXPECT_EQ(vec(x.kv_indptr), vec(y.kv_indptr));
+      EXPECT_EQ(vec(x.kv_indices), vec(y.kv_indices));
+      EXPECT_EQ(vec(x.kv_last_page_len), vec(y.kv_last_page_len));
+      EXPECT_EQ(x.num_page_groups, y.num_page_groups);
+      EXPECT_EQ(reused.plan.levels[l].int_image,
+                fresh.plan.levels[l].int_image);
+    }
+    EXPECT_EQ(reused.plan.int_image, fresh.plan.int_image);
+    EXPECT_EQ(reused.plan.float_bytes, fresh.plan.float_bytes);
+    EXPECT_EQ(reused.stats.pages_saved, fresh.stats.pages_saved);
+    EXPECT_EQ(reused.stats.candidate_groups, fresh.stats.candidate_groups);
+    EXPECT_EQ(reused.stats.shared_groups, fresh.stats.shared_groups);
+    EXPECT_EQ(reused.stats.saved_us, fresh.stats.saved_us);
+    checkPlansAreMakePlans(b.in, o, reused);
+  }
 }

@@ -4,6 +4,10 @@
 
 #include "cascade/Runtime/Plan.h"
 
+#include <limits>
+#include <string>
+#include <thread>
+
 using namespace cascade::runtime;
 using namespace cascade::runtime::test;
 
@@ -323,4 +327,176 @@ TEST(PlanReuse, AFailedPlanLeavesThePreviousOneIntact) {
   EXPECT_EQ(p.o_indptr, before.o_indptr);
   EXPECT_EQ(p.int_image, before.int_image);
   EXPECT_EQ(p.padded_batch_size, before.padded_batch_size);
+}
+
+TEST(PlanValidation, PageIdScanFindsTheFirstBadIdAnywhere) {
+  // The vectorized range check works in blocks of 16 or 32 ids: a bad id in
+  // any position of a block or of the scalar tail, alone or after another,
+  // is found and the message names the first one; ids at the pool's ends
+  // pass.
+  for (int32_t n : {1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 257}) {
+    Batch b = makeBatch(PlanMode::Decode, {n}, {}, 16, 4, 4, 64, 8, 1, false);
+    b.in.num_pages = 1000;
+    for (int32_t i = 0; i < n; ++i)
+      b.kvIndices[i] = i % 2 ? 999 : 0;
+    Plan p;
+    ASSERT_TRUE(makePlan(b.inputs(false), p).ok()) << n;
+    for (int32_t bad : {1000, -1, std::numeric_limits<int32_t>::min(),
+                        std::numeric_limits<int32_t>::max()})
+      for (int32_t k = 0; k < n; k += 1 + n / 40) {
+        Batch c = b;
+        c.kvIndices[k] = bad;
+        if (k + 3 < n)
+          c.kvIndices[k + 3] = -7; // a later bad id is not the one named
+        Status s = makePlan(c.inputs(false), p);
+        EXPECT_EQ(s.code(), ErrorCode::PageOutOfRange);
+        EXPECT_EQ(s.message(), "kv_indices[" + std::to_string(k) +
+                                   "] = " + std::to_string(bad) +
+                                   " is outside the page pool [0, 1000)")
+            << n;
+      }
+  }
+  // Unknown pool size: only negative ids are bad; a pool larger than int32
+  // accepts every non-negative id.
+  Batch b = makeBatch(PlanMode::Decode, {40}, {}, 16, 4, 4, 64, 8, 1, false);
+  b.kvIndices.assign(40, std::numeric_limits<int32_t>::max());
+  Plan p;
+  for (int64_t pool : {int64_t(-1), int64_t(1) << 40}) {
+    b.in.num_pages = pool;
+    EXPECT_TRUE(makePlan(b.inputs(false), p).ok());
+  }
+  b.kvIndices[37] = -3;
+  b.in.num_pages = -1;
+  Status s = makePlan(b.inputs(false), p);
+  EXPECT_EQ(s.message(), "kv_indices[37] = -3 is negative");
+}
+
+namespace {
+
+void expectSamePlan(const Plan &a, const Plan &b) {
+  for (const char *name :
+       {"batch_size", "num_rows", "row_capacity", "num_qo_heads",
+        "num_kv_heads", "head_dim", "page_size", "gqa_group_size", "cuda_graph",
+        "split_kv", "padded_batch_size", "num_work_items", "kv_chunk_size",
+        "kv_chunk_size_pages", "qo_tile_size", "num_partial_rows",
+        "partial_rows_capacity", "int_workspace_bytes",
+        "float_workspace_bytes"}) {
+    int64_t x = -1, y = -2;
+    ASSERT_TRUE(a.scalar(name, x));
+    ASSERT_TRUE(b.scalar(name, y));
+    EXPECT_EQ(x, y) << name;
+  }
+  EXPECT_EQ(a.mode, b.mode);
+  EXPECT_EQ(a.grid_limit, b.grid_limit);
+  EXPECT_EQ(a.o_dtype, b.o_dtype);
+  EXPECT_EQ(a.request_indices, b.request_indices);
+  EXPECT_EQ(a.kv_tile_indices, b.kv_tile_indices);
+  EXPECT_EQ(a.qo_tile_indices, b.qo_tile_indices);
+  EXPECT_EQ(a.o_indptr, b.o_indptr);
+  EXPECT_EQ(a.merge_indptr, b.merge_indptr);
+  EXPECT_EQ(a.block_valid_mask, b.block_valid_mask);
+  EXPECT_EQ(a.int_image, b.int_image);
+  for (const WorkspaceLayout *l : {&a.int_workspace, &a.float_workspace}) {
+    const WorkspaceLayout &m =
+        l == &a.int_workspace ? b.int_workspace : b.float_workspace;
+    EXPECT_EQ(l->alignment, m.alignment);
+    ASSERT_EQ(l->sections.size(), m.sections.size());
+    for (size_t k = 0; k < l->sections.size(); ++k) {
+      EXPECT_STREQ(l->sections[k].name, m.sections[k].name);
+      EXPECT_EQ(l->sections[k].offset, m.sections[k].offset);
+      EXPECT_EQ(l->sections[k].bytes, m.sections[k].bytes);
+      EXPECT_EQ(l->sections[k].count, m.sections[k].count);
+    }
+  }
+}
+
+} // namespace
+
+TEST(PlanReuse, ReusedBuffersGiveAFreshThreadsPlans) {
+  // Plans and cascades of varying sizes and level counts, planned one after
+  // the other on this thread (each reusing the arrays of the one it
+  // replaces), equal the same plans made on a new thread, whose buffers are
+  // fresh.
+  std::mt19937_64 rng(11);
+  std::vector<Batch> batches;
+  std::vector<bool> prefills;
+  for (int iter = 0; iter < 30; ++iter) {
+    const bool prefill = rng() % 2;
+    std::vector<int32_t> pages, qoLens;
+    const size_t b = 1 + rng() % (iter % 3 == 0 ? 400 : 7);
+    for (size_t i = 0; i < b; ++i) {
+      pages.push_back(static_cast<int32_t>(rng() % 90));
+      qoLens.push_back(static_cast<int32_t>(rng() % 30));
+    }
+    batches.push_back(makeBatch(prefill ? PlanMode::Prefill : PlanMode::Decode,
+                                pages, qoLens, 16, 32, 8, 128, 132, 2,
+                                iter % 4 == 1, &rng));
+    prefills.push_back(prefill);
+  }
+  // Cascade k: a shared prefill level of one group over every row of batch
+  // k (1-3 copies), then batch k itself.
+  auto cascadeInputs = [&](size_t k, std::vector<Batch> &shared) {
+    std::vector<PlanInputs> levels;
+    Batch &last = batches[k];
+    const int64_t rows = last.qoIndptr[last.qoIndptr.size() - 1];
+    const int32_t r =
+        static_cast<int32_t>(prefills[k] ? rows : last.kvIndptr.size() - 1);
+    shared.clear();
+    for (size_t c = 0; c < 1 + k % 3; ++c)
+      shared.push_back(makeBatch(PlanMode::Prefill, {int32_t(5 + 40 * c)}, {r},
+                                 16, 32, 8, 128, 132, 2, false));
+    for (Batch &s : shared)
+      levels.push_back(s.inputs());
+    levels.push_back(last.inputs(prefills[k]));
+    return levels;
+  };
+  Plan reused;
+  CascadePlan reusedCascade;
+  std::vector<Batch> shared;
+  for (size_t k = 0; k < batches.size(); ++k) {
+    Plan fresh;
+    CascadePlan freshCascade;
+    Status sf, sc;
+    std::vector<PlanInputs> levels = cascadeInputs(k, shared);
+    std::thread([&] {
+      sf = makePlan(batches[k].inputs(prefills[k]), fresh);
+      sc = makeCascadePlan(levels, freshCascade);
+    }).join();
+    ASSERT_TRUE(sf.ok()) << sf.message();
+    ASSERT_TRUE(sc.ok()) << sc.message();
+    ASSERT_TRUE(makePlan(batches[k].inputs(prefills[k]), reused).ok());
+    expectSamePlan(reused, fresh);
+    ASSERT_TRUE(makeCascadePlan(levels, reusedCascade).ok());
+    ASSERT_EQ(reusedCascade.levels.size(), freshCascade.levels.size());
+    for (size_t l = 0; l < levels.size(); ++l)
+      expectSamePlan(reusedCascade.levels[l], freshCascade.levels[l]);
+    EXPECT_EQ(reusedCascade.num_rows, freshCascade.num_rows);
+    EXPECT_EQ(reusedCascade.int_base, freshCascade.int_base);
+    EXPECT_EQ(reusedCascade.float_base, freshCascade.float_base);
+    EXPECT_EQ(reusedCascade.level_v_offset, freshCascade.level_v_offset);
+    EXPECT_EQ(reusedCascade.level_s_offset, freshCascade.level_s_offset);
+    EXPECT_EQ(reusedCascade.level_v_bytes, freshCascade.level_v_bytes);
+    EXPECT_EQ(reusedCascade.level_s_bytes, freshCascade.level_s_bytes);
+    EXPECT_EQ(reusedCascade.int_bytes, freshCascade.int_bytes);
+    EXPECT_EQ(reusedCascade.float_bytes, freshCascade.float_bytes);
+    EXPECT_EQ(reusedCascade.int_image, freshCascade.int_image);
+  }
+}
+
+TEST(PlanReuse, AFailedCascadeLeavesThePreviousOneIntact) {
+  Batch a = makeBatch(PlanMode::Prefill, {4}, {2}, 16, 4, 4, 64, 8, 1, false);
+  Batch b = makeBatch(PlanMode::Decode, {1, 3}, {}, 16, 4, 4, 64, 8, 1, false);
+  CascadePlan c;
+  ASSERT_TRUE(makeCascadePlan({a.inputs(), b.inputs(false)}, c).ok());
+  const CascadePlan before = c;
+  b.kvLastPageLen[1] = 17;
+  EXPECT_FALSE(makeCascadePlan({a.inputs(), b.inputs(false)}, c).ok());
+  EXPECT_EQ(c.int_image, before.int_image);
+  ASSERT_EQ(c.levels.size(), 2u);
+  EXPECT_EQ(c.levels[1].request_indices, before.levels[1].request_indices);
+  // The next good cascade is unaffected by the failed one.
+  b.kvLastPageLen[1] = 16;
+  CascadePlan again;
+  ASSERT_TRUE(makeCascadePlan({a.inputs(), b.inputs(false)}, again).ok());
+  EXPECT_EQ(again.int_image, before.int_image);
 }
