@@ -45,6 +45,57 @@ cascade_status_t fail(ErrorCode code, const char *message) {
   return fail(Status(code, message));
 }
 
+/// The PlanInputs of `c`, whose pointers were checked by checkCInputs:
+/// views of its arrays, or, with `copies`, of copies of them kept there (4
+/// arrays: kv_indptr, kv_last_page_len, qo_indptr, kv_indices). kv_indptr
+/// is validated before kv_indices is sized from kv_indptr[B]: a bad
+/// kv_indptr returns its validation error. Throws std::bad_alloc when a copy
+/// does not fit.
+Status toPlanInputs(const cascade_plan_inputs_t &c, PlanInputs &in,
+                    std::vector<int32_t> *copies) {
+  const int64_t b = c.batch_size;
+  auto view = [&](const int32_t *data, int64_t n, int slot) {
+    if (!copies)
+      return ArrayView<int32_t>(data, n);
+    copies[slot].assign(data, data + n);
+    return ArrayView<int32_t>(copies[slot]);
+  };
+  in.mode =
+      c.mode == CASCADE_PLAN_PREFILL ? PlanMode::Prefill : PlanMode::Decode;
+  in.kv_indptr = view(c.kv_indptr, b + 1, 0);
+  in.kv_last_page_len = view(c.kv_last_page_len, b, 1);
+  if (c.qo_indptr)
+    in.qo_indptr = view(c.qo_indptr, b + 1, 2);
+  if (c.kv_indptr[0] != 0 || c.kv_indptr[b] < 0)
+    return validatePlanInputs(in);
+  if (c.kv_indices)
+    in.kv_indices = view(c.kv_indices, c.kv_indptr[b], 3);
+  in.num_pages = c.num_pages;
+  in.num_qo_heads = c.num_qo_heads;
+  in.num_kv_heads = c.num_kv_heads;
+  in.head_dim = c.head_dim;
+  in.page_size = c.page_size;
+  in.num_sms = c.num_sms;
+  in.occupancy = c.occupancy;
+  in.cuda_graph = c.cuda_graph != 0;
+  in.qo_tile_size = c.qo_tile_size;
+  in.max_num_rows = c.max_num_rows;
+  return Status::success();
+}
+
+/// The argument checks every entry point that takes plan inputs shares.
+Status checkCInputs(const cascade_plan_inputs_t *c, const cascade_plan_t *out,
+                    const char *fn) {
+  if (!c || !out)
+    return makeError(ErrorCode::InvalidArgument, "%s: null argument", fn);
+  if (c->batch_size < 0 || !c->kv_indptr || !c->kv_last_page_len)
+    return makeError(ErrorCode::InvalidArgument,
+                     "%s: batch_size must be >= 0 and kv_indptr, "
+                     "kv_last_page_len non-null",
+                     fn);
+  return Status::success();
+}
+
 } // namespace
 
 extern "C" {
@@ -94,36 +145,11 @@ static Status autoNoThrow(const PlanInputs &in, const AutoCascadeOptions &opt,
 
 cascade_status_t cascade_plan_create(const cascade_plan_inputs_t *c,
                                      cascade_plan_t *out) {
-  if (!c || !out)
-    return fail(ErrorCode::InvalidArgument,
-                "cascade_plan_create: null argument");
-  if (c->batch_size < 0 || !c->kv_indptr || !c->kv_last_page_len)
-    return fail(ErrorCode::InvalidArgument,
-                "cascade_plan_create: batch_size must be >= 0 and kv_indptr, "
-                "kv_last_page_len non-null");
-  const int64_t b = c->batch_size;
+  if (Status s = checkCInputs(c, out, "cascade_plan_create"); !s.ok())
+    return fail(s);
   PlanInputs in;
-  in.mode =
-      c->mode == CASCADE_PLAN_PREFILL ? PlanMode::Prefill : PlanMode::Decode;
-  in.kv_indptr = ArrayView<int32_t>(c->kv_indptr, b + 1);
-  in.kv_last_page_len = ArrayView<int32_t>(c->kv_last_page_len, b);
-  if (c->qo_indptr)
-    in.qo_indptr = ArrayView<int32_t>(c->qo_indptr, b + 1);
-  // kv_indptr is checked before kv_indices is sized from it.
-  if (c->kv_indptr[0] != 0 || c->kv_indptr[b] < 0)
-    return fail(validatePlanInputs(in));
-  if (c->kv_indices)
-    in.kv_indices = ArrayView<int32_t>(c->kv_indices, c->kv_indptr[b]);
-  in.num_pages = c->num_pages;
-  in.num_qo_heads = c->num_qo_heads;
-  in.num_kv_heads = c->num_kv_heads;
-  in.head_dim = c->head_dim;
-  in.page_size = c->page_size;
-  in.num_sms = c->num_sms;
-  in.occupancy = c->occupancy;
-  in.cuda_graph = c->cuda_graph != 0;
-  in.qo_tile_size = c->qo_tile_size;
-  in.max_num_rows = c->max_num_rows;
+  if (Status s = toPlanInputs(*c, in, nullptr); !s.ok())
+    return fail(s);
   // Check the indptr first so kv_indices is never read past kv_indptr[B].
   Status v = validatePlanInputs(in);
   if (!v.ok())
@@ -261,14 +287,8 @@ cascade_status_t cascade_plan_auto_cascade(const cascade_plan_inputs_t *c,
                                            int64_t shared_qo_tile_size,
                                            int32_t causal,
                                            cascade_plan_t *out) {
-  if (!c || !out)
-    return fail(ErrorCode::InvalidArgument,
-                "cascade_plan_auto_cascade: null argument");
-  if (c->batch_size < 0 || !c->kv_indptr || !c->kv_last_page_len)
-    return fail(ErrorCode::InvalidArgument,
-                "cascade_plan_auto_cascade: batch_size must be >= 0 and "
-                "kv_indptr, kv_last_page_len non-null");
-  const int64_t b = c->batch_size;
+  if (Status s = checkCInputs(c, out, "cascade_plan_auto_cascade"); !s.ok())
+    return fail(s);
   auto *p = new (std::nothrow) cascade_plan();
   if (!p)
     return fail(ErrorCode::Internal, "out of memory");
@@ -276,33 +296,7 @@ cascade_status_t cascade_plan_auto_cascade(const cascade_plan_inputs_t *c,
   Status s;
   try {
     PlanInputs in;
-    in.mode =
-        c->mode == CASCADE_PLAN_PREFILL ? PlanMode::Prefill : PlanMode::Decode;
-    p->inputCopies[0].assign(c->kv_indptr, c->kv_indptr + b + 1);
-    p->inputCopies[1].assign(c->kv_last_page_len, c->kv_last_page_len + b);
-    in.kv_indptr = ArrayView<int32_t>(p->inputCopies[0]);
-    in.kv_last_page_len = ArrayView<int32_t>(p->inputCopies[1]);
-    if (c->qo_indptr) {
-      p->inputCopies[2].assign(c->qo_indptr, c->qo_indptr + b + 1);
-      in.qo_indptr = ArrayView<int32_t>(p->inputCopies[2]);
-    }
-    // kv_indptr is checked before kv_indices is sized from it.
-    if (c->kv_indptr[0] != 0 || c->kv_indptr[b] < 0)
-      s = validatePlanInputs(in);
-    if (s.ok() && c->kv_indices) {
-      p->inputCopies[3].assign(c->kv_indices, c->kv_indices + c->kv_indptr[b]);
-      in.kv_indices = ArrayView<int32_t>(p->inputCopies[3]);
-    }
-    in.num_pages = c->num_pages;
-    in.num_qo_heads = c->num_qo_heads;
-    in.num_kv_heads = c->num_kv_heads;
-    in.head_dim = c->head_dim;
-    in.page_size = c->page_size;
-    in.num_sms = c->num_sms;
-    in.occupancy = c->occupancy;
-    in.cuda_graph = c->cuda_graph != 0;
-    in.qo_tile_size = c->qo_tile_size;
-    in.max_num_rows = c->max_num_rows;
+    s = toPlanInputs(*c, in, p->inputCopies);
     AutoCascadeOptions opt;
     if (max_levels > 0)
       opt.max_levels = max_levels;

@@ -206,16 +206,9 @@ class SingleLevelWrapper:
                              "the planned window")
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
-        from .cascade import _like, _lse_out, _reference_run
-        o, l = _reference_run(self._config, self._levels, q, paged_kv_cache)
-        o, l = _like(o, q), _lse_out(l, q)
-        if out is not None:
-            out[...] = o
-            o = out
-        if lse is not None:
-            lse[...] = l
-            l = lse
-        return (o, l) if return_lse else o
+        from .cascade import _reference_outputs
+        return _reference_outputs(self._config, self._levels, q, paged_kv_cache,
+                                  out, lse, return_lse)
 
     def _run_checked(self, q, paged_kv_cache, args, out, lse, return_lse, window_left,
                      **unsupported):

@@ -390,15 +390,8 @@ class MultiLevelCascadeAttentionWrapper:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
         if self._levels is None:
             raise NotPlannedError("plan() must be called before run()")
-        o, l = _reference_run(self.config, self._levels, q, paged_kv_cache)
-        o, l = _like(o, q), _lse_out(l, q)
-        if out is not None:
-            out[...] = o
-            o = out
-        if lse is not None:
-            lse[...] = l
-            l = lse
-        return (o, l) if return_lse else o
+        return _reference_outputs(self.config, self._levels, q, paged_kv_cache,
+                                  out, lse, return_lse)
 
     forward = run
 
@@ -431,6 +424,21 @@ def _reference_run(cfg: AttentionConfig, levels, q, paged_kv_cache):
         logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
         pos_encoding_mode=cfg.pos_encoding_mode, rope_scale=cfg.rope_scale,
         rope_theta=cfg.rope_theta)
+
+
+def _reference_outputs(cfg: AttentionConfig, levels, q, paged_kv_cache, out, lse,
+                       return_lse: bool):
+    """run() without a GPU: the float64 reference, in q's framework and
+    dtype, written into `out` / `lse` when given."""
+    o, l = _reference_run(cfg, levels, q, paged_kv_cache)
+    o, l = _like(o, q), _lse_out(l, q)
+    if out is not None:
+        out[...] = o
+        o = out
+    if lse is not None:
+        lse[...] = l
+        l = lse
+    return (o, l) if return_lse else o
 
 
 # --- the deprecated shared-prefix wrappers ----------------------------------------

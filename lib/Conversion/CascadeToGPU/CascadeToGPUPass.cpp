@@ -135,18 +135,55 @@ public:
     for (auto &[s, l] : attention)
       if (s == spec)
         return l;
-    MLIRContext *ctx = module.getContext();
-    Builder bb(ctx);
-    KernelLaunch l;
-    l.params = spec.params(ctx);
-    ArrayRef<int64_t> t = spec.config.getThreads();
-    l.block.assign(t.begin(), t.end());
-    l.gridParam = spec.gridParam().str();
-    l.gridMul = spec.gridMul();
+    KernelLaunch l = launchOf(spec);
     l.gridDiv = spec.gridDiv();
     l.gridAdd = spec.gridAdd().str();
     l.gridY = spec.numKvHeads;
     l.dynamicSharedBytes = spec.dynamicSharedBytes();
+    if (failed(build(spec, op, l, [&](OpBuilder &b, gpu::GPUFuncOp fn) {
+          if (spec.family() == KernelFamily::MmaSync)
+            buildMmaAttentionKernel(b, fn, gm, spec);
+          else
+            buildRowsAttentionKernel(b, fn, gm, spec);
+        })))
+      return failure();
+    attention.push_back({spec, l});
+    return l;
+  }
+
+  FailureOr<KernelLaunch> get(const MergeSpec &spec, Operation *op) {
+    for (auto &[s, l] : merges)
+      if (s == spec)
+        return l;
+    KernelLaunch l = launchOf(spec);
+    l.gridDiv = spec.statesPerBlock();
+    if (failed(build(spec, op, l, [&](OpBuilder &b, gpu::GPUFuncOp fn) {
+          buildMergeKernel(b, fn, spec);
+        })))
+      return failure();
+    merges.push_back({spec, l});
+    return l;
+  }
+
+private:
+  /// The launch fields every kernel family sets the same way.
+  template <typename Spec> KernelLaunch launchOf(const Spec &spec) {
+    KernelLaunch l;
+    l.params = spec.params(module.getContext());
+    ArrayRef<int64_t> t = spec.config.getThreads();
+    l.block.assign(t.begin(), t.end());
+    l.gridParam = spec.gridParam().str();
+    l.gridMul = spec.gridMul();
+    return l;
+  }
+
+  /// Creates the kernel of `spec` with launch `l` (grid rule, manifest,
+  /// body) under its spelled-out name.
+  template <typename Spec>
+  LogicalResult build(const Spec &spec, Operation *op, KernelLaunch &l,
+                      function_ref<void(OpBuilder &, gpu::GPUFuncOp)> body) {
+    MLIRContext *ctx = module.getContext();
+    Builder bb(ctx);
     SmallVector<Attribute> grid = {
         gridRule(ctx, l.gridParam, l.gridDiv, l.gridMul, l.gridAdd),
         bb.getI64IntegerAttr(l.gridY), bb.getI64IntegerAttr(1)};
@@ -156,47 +193,10 @@ public:
     auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid,
                                  l.dynamicSharedBytes, spec.statics(bb),
                                  l.params, spec.planArrays());
-    l.fn = createKernel(gm, name, l.params, l.block, manifest,
-                        [&](OpBuilder &b, gpu::GPUFuncOp fn) {
-                          if (spec.family() == KernelFamily::MmaSync)
-                            buildMmaAttentionKernel(b, fn, gm, spec);
-                          else
-                            buildRowsAttentionKernel(b, fn, gm, spec);
-                        });
-    attention.push_back({spec, l});
-    return l;
+    l.fn = createKernel(gm, name, l.params, l.block, manifest, body);
+    return success();
   }
 
-  FailureOr<KernelLaunch> get(const MergeSpec &spec, Operation *op) {
-    for (auto &[s, l] : merges)
-      if (s == spec)
-        return l;
-    MLIRContext *ctx = module.getContext();
-    Builder bb(ctx);
-    KernelLaunch l;
-    l.params = spec.params(ctx);
-    ArrayRef<int64_t> t = spec.config.getThreads();
-    l.block.assign(t.begin(), t.end());
-    l.gridParam = spec.gridParam().str();
-    l.gridMul = spec.gridMul();
-    l.gridDiv = spec.statesPerBlock();
-    SmallVector<Attribute> grid = {
-        gridRule(ctx, l.gridParam, l.gridDiv, l.gridMul),
-        bb.getI64IntegerAttr(1), bb.getI64IntegerAttr(1)};
-    std::string name = spec.name();
-    if (failed(checkName(name, op)))
-      return failure();
-    auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid, 0,
-                                 spec.statics(bb), l.params, spec.planArrays());
-    l.fn = createKernel(gm, name, l.params, l.block, manifest,
-                        [&](OpBuilder &b, gpu::GPUFuncOp fn) {
-                          buildMergeKernel(b, fn, spec);
-                        });
-    merges.push_back({spec, l});
-    return l;
-  }
-
-private:
   /// Names spell specs out; two specs with one name would be a bug of the
   /// naming, never silently one kernel for both.
   LogicalResult checkName(StringRef name, Operation *op) {

@@ -139,31 +139,18 @@ static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value laneOff = k.mul(t.lane, k.idx(8));
   Value rowBase = k.mul(row, nStates);
   auto loop = scf::ForOp::create(
-      b, k.loc, k.idx(0), nStates, k.idx(1),
-      ValueRange{k.negInf(), k.f32(0.0), k.vsplat(0.0)},
+      b, k.loc, k.idx(0), nStates, k.idx(1), k.emptyRunningState(),
       [&](OpBuilder &lb, Location l, Value i, ValueRange it) {
         KernelBuilder kk(lb, l);
         Value sidx = kk.add(kk.mul(kk.add(rowBase, i), nHeads), head);
         Value si = toBase2(kk, kk.loadScalar(a[1], sidx), baseE);
         Value vi =
             kk.load8(a[0], kk.add(kk.mul(sidx, kk.idx(geom.headDim)), laneOff));
-        Value m = it[0], d = it[1], acc = it[2];
-        Value mNew = kk.fmax(m, si);
-        Value zero = kk.f32(0.0);
-        Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
-        Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
-        Value dNew = kk.fadd(kk.fmul(d, scale), w);
-        Value accNew =
-            kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
-        scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
+        scf::YieldOp::create(lb, l, kk.absorbState(it, vi, si));
       });
-  Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
-  Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
-  Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
-  Value v = k.fmul(acc, k.splat(inv));
-  v = k.select(empty, k.vsplat(0.0), v);
-  Value s =
-      k.select(empty, k.negInf(), fromBase2(k, k.fadd(m, k.lg2(d)), baseE));
+  KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
+  Value v = merged.v;
+  Value s = k.select(merged.empty, k.negInf(), fromBase2(k, merged.lse, baseE));
   k.store8(v, a[2], k.add(k.mul(t.task, k.idx(geom.headDim)), laneOff));
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
@@ -208,29 +195,18 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value r1 = k.toIndex(k.loadScalar(indptr, k.add(req, k.idx(1))));
   Value laneOff = k.mul(lane, k.idx(8));
   auto loop = scf::ForOp::create(
-      b, loc, r0, r1, k.idx(1),
-      ValueRange{k.negInf(), k.f32(0.0), k.vsplat(0.0)},
+      b, loc, r0, r1, k.idx(1), k.emptyRunningState(),
       [&](OpBuilder &lb, Location l, Value r, ValueRange it) {
         KernelBuilder kk(lb, l);
         Value sidx = kk.add(kk.mul(r, kk.idx(c.numHeads)), head);
         Value si = kk.loadScalar(tmpS, sidx);
         Value vi =
             kk.load8(tmpV, kk.add(kk.mul(sidx, kk.idx(c.headDim)), laneOff));
-        Value m = it[0], d = it[1], acc = it[2];
-        Value mNew = kk.fmax(m, si);
-        Value zero = kk.f32(0.0);
-        Value scale = kk.select(kk.isNegInf(m), zero, kk.ex2(kk.fsub(m, mNew)));
-        Value w = kk.select(kk.isNegInf(si), zero, kk.ex2(kk.fsub(si, mNew)));
-        Value dNew = kk.fadd(kk.fmul(d, scale), w);
-        Value accNew =
-            kk.fadd(kk.fmul(acc, kk.splat(scale)), kk.fmul(vi, kk.splat(w)));
-        scf::YieldOp::create(lb, l, ValueRange{mNew, dNew, accNew});
+        scf::YieldOp::create(lb, l, kk.absorbState(it, vi, si));
       });
-  Value m = loop.getResult(0), d = loop.getResult(1), acc = loop.getResult(2);
-  Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
-  Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
-  Value v = k.select(empty, k.vsplat(0.0), k.fmul(acc, k.splat(inv)));
-  Value s2 = k.select(empty, k.negInf(), k.fadd(m, k.lg2(d)));
+  KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
+  Value v = merged.v;
+  Value s2 = k.select(merged.empty, k.negInf(), merged.lse);
   Value vOff = k.add(k.mul(task, k.idx(c.headDim)), laneOff);
   if (c.accumulate)
     std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);

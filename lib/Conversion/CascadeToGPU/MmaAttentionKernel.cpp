@@ -214,25 +214,8 @@ void MmaAttentionGen::resolveWorkItem() {
                  kk.idx(qTile)),
           i);
     };
-    auto idxT = b.getIndexType();
-    auto loop = scf::WhileOp::create(
-        b, loc, TypeRange{idxT, idxT},
-        ValueRange{k.idx(0), k.toIndex(batchSize)},
-        [&](OpBuilder &wb, Location l, ValueRange it) {
-          KernelBuilder kk(wb, l);
-          Value more = kk.cmp(arith::CmpIPredicate::sgt, kk.sub(it[1], it[0]),
-                              kk.idx(1));
-          scf::ConditionOp::create(wb, l, more, it);
-        },
-        [&](OpBuilder &wb, Location l, ValueRange it) {
-          KernelBuilder kk(wb, l);
-          Value mid = kk.div(kk.add(it[0], it[1]), kk.idx(2));
-          Value le = kk.cmp(arith::CmpIPredicate::ule, v(kk, mid), w);
-          scf::YieldOp::create(
-              wb, l,
-              ValueRange{kk.select(le, mid, it[0]), kk.select(le, it[1], mid)});
-        });
-    req = loop.getResult(0);
+    req = k.lastIndexWithKeyAtMost(k.toIndex(batchSize), w,
+                                   arith::CmpIPredicate::ule, v);
     qTileIdx = k.sub(w, v(k, req));
     active = i1(true);
     if (c.causal) {

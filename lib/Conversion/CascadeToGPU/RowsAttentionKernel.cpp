@@ -199,26 +199,11 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
     } else if (c.prefill) {
       // Query row w: its request is the largest i with qo_indptr[i] <= w
       // (binary search).
-      auto idxT = bb.getIndexType();
-      auto wl = scf::WhileOp::create(
-          bb, loc, TypeRange{idxT, idxT},
-          ValueRange{k.idx(0), k.toIndex(batchSize)},
-          [&](OpBuilder &wb, Location l, ValueRange a) {
-            KernelBuilder kk(wb, l);
-            Value more = kk.cmp(arith::CmpIPredicate::sgt, kk.sub(a[1], a[0]),
-                                kk.idx(1));
-            scf::ConditionOp::create(wb, l, more, a);
-          },
-          [&](OpBuilder &wb, Location l, ValueRange a) {
-            KernelBuilder kk(wb, l);
-            Value mid = kk.div(kk.add(a[0], a[1]), kk.idx(2));
-            Value v = kk.toIndex(kk.loadScalar(qoIndptr, mid));
-            Value le = kk.cmp(arith::CmpIPredicate::sle, v, w);
-            scf::YieldOp::create(
-                wb, l,
-                ValueRange{kk.select(le, mid, a[0]), kk.select(le, a[1], mid)});
+      req = k.lastIndexWithKeyAtMost(
+          k.toIndex(batchSize), w, arith::CmpIPredicate::sle,
+          [&](KernelBuilder &kk, Value i) {
+            return kk.toIndex(kk.loadScalar(qoIndptr, i));
           });
-      req = wl.getResult(0);
     } else {
       req = w;
     }
@@ -489,10 +474,9 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
         d = dd;
         acc = aa;
       }
-      Value empty = k.fcmp(arith::CmpFPredicate::OEQ, d, k.f32(0.0));
-      Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), d));
-      Value outV = k.select(empty, k.vsplat(0.0), k.fmul(acc, k.splat(inv)));
-      Value outS2 = k.select(empty, k.negInf(), k.fadd(m, k.lg2(d)));
+      KernelBuilder::MergedState fin = k.finishRunningState({m, d, acc});
+      Value outV = fin.v;
+      Value outS2 = k.select(fin.empty, k.negInf(), fin.lse);
       auto ifz = scf::IfOp::create(bb, loc, isZ0, false);
       OpBuilder::InsertionGuard gd(bb);
       bb.setInsertionPointToStart(ifz.thenBlock());

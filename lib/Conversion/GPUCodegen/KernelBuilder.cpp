@@ -217,6 +217,57 @@ std::pair<Value, Value> KernelBuilder::mergeStates(Value va, Value sa, Value vb,
   return {v, s};
 }
 
+Value KernelBuilder::lastIndexWithKeyAtMost(
+    Value n, Value w, arith::CmpIPredicate pred,
+    function_ref<Value(KernelBuilder &, Value)> key) {
+  auto idxT = b.getIndexType();
+  auto loop = scf::WhileOp::create(
+      b, loc, TypeRange{idxT, idxT}, ValueRange{idx(0), n},
+      [&](OpBuilder &wb, Location l, ValueRange it) {
+        KernelBuilder kk(wb, l);
+        Value more =
+            kk.cmp(arith::CmpIPredicate::sgt, kk.sub(it[1], it[0]), kk.idx(1));
+        scf::ConditionOp::create(wb, l, more, it);
+      },
+      [&](OpBuilder &wb, Location l, ValueRange it) {
+        KernelBuilder kk(wb, l);
+        Value mid = kk.div(kk.add(it[0], it[1]), kk.idx(2));
+        Value le = kk.cmp(pred, key(kk, mid), w);
+        scf::YieldOp::create(
+            wb, l,
+            ValueRange{kk.select(le, mid, it[0]), kk.select(le, it[1], mid)});
+      });
+  return loop.getResult(0);
+}
+
+SmallVector<Value> KernelBuilder::emptyRunningState() {
+  return {negInf(), f32(0.0), vsplat(0.0)};
+}
+
+SmallVector<Value> KernelBuilder::absorbState(ValueRange running, Value v,
+                                              Value s) {
+  Value m = running[0], d = running[1], acc = running[2];
+  Value mNew = fmax(m, s);
+  Value zero = f32(0.0);
+  Value scale = select(isNegInf(m), zero, ex2(fsub(m, mNew)));
+  Value w = select(isNegInf(s), zero, ex2(fsub(s, mNew)));
+  Value dNew = fadd(fmul(d, scale), w);
+  Value accNew = fadd(fmul(acc, splat(scale)), fmul(v, splat(w)));
+  return {mNew, dNew, accNew};
+}
+
+KernelBuilder::MergedState
+KernelBuilder::finishRunningState(ValueRange running) {
+  Value m = running[0], d = running[1], acc = running[2];
+  MergedState r;
+  r.empty = fcmp(arith::CmpFPredicate::OEQ, d, f32(0.0));
+  Value inv = select(r.empty, f32(0.0), fdiv(f32(1.0), d));
+  Value v = fmul(acc, splat(inv));
+  r.v = select(r.empty, vsplat(0.0), v);
+  r.lse = fadd(m, lg2(d));
+  return r;
+}
+
 Value KernelBuilder::warpAllReduceSum(Value x, int64_t width) {
   for (int64_t off = width / 2; off >= 1; off /= 2) {
     Value o = gpu::ShuffleOp::create(b, loc, x, static_cast<int32_t>(off), 32,

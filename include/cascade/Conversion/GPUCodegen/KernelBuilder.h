@@ -107,6 +107,26 @@ struct KernelBuilder {
   /// `lane` is the lane id within the warp (i32).
   SmallVector<Value> warpAllReduceSumMulti(ArrayRef<Value> vals, int64_t width,
                                            Value lane);
+
+  /// The largest i in [0, n) with `key(i) pred w` (pred: sle or ule) for a
+  /// key that does not decrease with i, by binary search (an scf.while over
+  /// [lo, hi)); 0 when no i qualifies. `key` builds at the loop's insertion
+  /// point.
+  Value lastIndexWithKeyAtMost(Value n, Value w, arith::CmpIPredicate pred,
+                               function_ref<Value(KernelBuilder &, Value)> key);
+
+  /// Online merge of many attention states (base-2 lse): the running
+  /// (max, sum of weights, weighted sum of v) starts at emptyRunningState()
+  /// and absorbs one state (v: vector<8xf32>, s: f32) per absorbState();
+  /// finishRunningState() gives the merged v (0 when only empty states were
+  /// absorbed), whether it is empty, and its base-2 lse before the empty
+  /// case is applied (max + log2(sum)).
+  SmallVector<Value> emptyRunningState();
+  SmallVector<Value> absorbState(ValueRange running, Value v, Value s);
+  struct MergedState {
+    Value v, empty, lse;
+  };
+  MergedState finishRunningState(ValueRange running);
 };
 
 } // namespace cascade
