@@ -30,16 +30,16 @@ Status Launcher::create(const Bundle &bundle, int device,
                     &l->numSms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
                 "cuDeviceGetAttribute"));
   int major = 0, minor = 0;
-  CASCADE_RETURN_IF_ERROR(checkCuda(
-      *api,
-      api->cuDeviceGetAttribute(
-          &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
-      "cuDeviceGetAttribute"));
-  CASCADE_RETURN_IF_ERROR(checkCuda(
-      *api,
-      api->cuDeviceGetAttribute(
-          &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
-      "cuDeviceGetAttribute"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(*api,
+                api->cuDeviceGetAttribute(
+                    &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                "cuDeviceGetAttribute"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(*api,
+                api->cuDeviceGetAttribute(
+                    &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                "cuDeviceGetAttribute"));
   l->chip_ = "sm_" + std::to_string(major) + std::to_string(minor);
   for (const auto &file : l->bundle_.ptx)
     CASCADE_RETURN_IF_ERROR(l->loadModule(file.first, file.second, ""));
@@ -78,13 +78,13 @@ Status Launcher::addBundle(const Bundle &bundle, const std::string &prefix) {
     if (!modules_.count(key)) {
       auto text = bundle.ptx.find(k.ptx);
       if (text == bundle.ptx.end())
-        return Status(ErrorCode::NotFound, "bundle " + bundle.dir +
-                                               ": no PTX text for " + k.ptx);
+        return Status(ErrorCode::NotFound,
+                      "bundle " + bundle.dir + ": no PTX text for " + k.ptx);
       std::string cubin;
       const std::string suffix = ".ptx";
       if (!bundle.dir.empty() && k.ptx.size() > suffix.size() &&
-          k.ptx.compare(k.ptx.size() - suffix.size(), suffix.size(),
-                        suffix) == 0)
+          k.ptx.compare(k.ptx.size() - suffix.size(), suffix.size(), suffix) ==
+              0)
         cubin = bundle.dir + "/" +
                 k.ptx.substr(0, k.ptx.size() - suffix.size()) + "." + chip_ +
                 ".cubin";
@@ -110,8 +110,8 @@ Status Launcher::launchPrepared(const PreparedLaunch &l,
   const KernelLaunch &k = l.launch;
   CUresult r = api_->cuLaunchKernel(
       l.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-      k.block[2], k.sharedBytes, stream,
-      const_cast<void **>(l.params.data()), nullptr);
+      k.block[2], k.sharedBytes, stream, const_cast<void **>(l.params.data()),
+      nullptr);
   if (r != CUDA_SUCCESS) {
     Status s = checkCuda(*api_, r, "cuLaunchKernel");
     return Status(s.code(), l.kernel + ": " + s.message());

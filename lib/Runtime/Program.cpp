@@ -109,8 +109,7 @@ Status Program::layout(const ProgramSpec &spec) {
         spec.indexBuffers.empty() ? nullptr : &spec.indexBuffers[l];
     LevelArrays &a = arrays[l];
     auto need = [&](uint64_t userPtr, int64_t cap, int64_t count,
-                    const char *what, uint64_t &ptr,
-                    int64_t &off) -> Status {
+                    const char *what, uint64_t &ptr, int64_t &off) -> Status {
       if (userPtr) {
         if (cap < count)
           return makeError(ErrorCode::SizeMismatch,
@@ -171,8 +170,8 @@ Status Program::layout(const ProgramSpec &spec) {
   }
   intBytes_ = std::max<int64_t>(offset, 16);
   lseScratchOffset_ = alignTo(frozen_ ? frozenFloat_ : plan_.float_bytes, 256);
-  floatBytes_ = lseScratchOffset_ +
-                alignTo(4 * rowCapacity_ * first.num_qo_heads, 256);
+  floatBytes_ =
+      lseScratchOffset_ + alignTo(4 * rowCapacity_ * first.num_qo_heads, 256);
   arrays_ = std::move(arrays);
   return Status::success();
 }
@@ -180,12 +179,12 @@ Status Program::layout(const ProgramSpec &spec) {
 Status Program::stage(uint64_t intWorkspace, CUstream stream) {
   const DriverApi &api = launcher_.api();
   if (copied_)
-    CASCADE_RETURN_IF_ERROR(checkCuda(api, api.cuEventSynchronize(copied_),
-                                      "cuEventSynchronize"));
+    CASCADE_RETURN_IF_ERROR(
+        checkCuda(api, api.cuEventSynchronize(copied_), "cuEventSynchronize"));
   else
-    CASCADE_RETURN_IF_ERROR(checkCuda(
-        api, api.cuEventCreate(&copied_, CU_EVENT_DISABLE_TIMING),
-        "cuEventCreate"));
+    CASCADE_RETURN_IF_ERROR(
+        checkCuda(api, api.cuEventCreate(&copied_, CU_EVENT_DISABLE_TIMING),
+                  "cuEventCreate"));
   // Every array the kernels read, with its place: an offset into the int
   // workspace, or a caller's buffer (staged behind the workspace image).
   struct Item {
@@ -207,9 +206,8 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
       qo = ArrayView<int32_t>(aranges.back());
     }
     items.push_back({qo.data(), qo.size(), a.qoOffset, a.qo});
-    items.push_back(
-        {in.kv_indptr.data(), in.kv_indptr.size(), a.kvIndptrOffset,
-         a.kvIndptr});
+    items.push_back({in.kv_indptr.data(), in.kv_indptr.size(), a.kvIndptrOffset,
+                     a.kvIndptr});
     items.push_back({in.kv_last_page_len.data(), in.kv_last_page_len.size(),
                      a.lastOffset, a.last});
     items.push_back({in.kv_indices.data(), in.kv_indices.size(),
@@ -262,11 +260,11 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
   }
   for (const Copy &c : copies)
     if (c.bytes > 0)
-      CASCADE_RETURN_IF_ERROR(checkCuda(
-          api,
-          api.cuMemcpyHtoDAsync(c.dst, img + c.src,
-                                static_cast<size_t>(c.bytes), stream),
-          "cuMemcpyHtoDAsync"));
+      CASCADE_RETURN_IF_ERROR(
+          checkCuda(api,
+                    api.cuMemcpyHtoDAsync(c.dst, img + c.src,
+                                          static_cast<size_t>(c.bytes), stream),
+                    "cuMemcpyHtoDAsync"));
   return checkCuda(api, api.cuEventRecord(copied_, stream), "cuEventRecord");
 }
 
@@ -276,13 +274,12 @@ Status Program::upload(uint64_t intWorkspace, int64_t intBytes,
   if (plan_.levels.empty())
     return Status(ErrorCode::InvalidArgument, "upload before plan");
   if (intBytes < intBytes_ || floatBytes < floatBytes_)
-    return makeError(ErrorCode::SizeMismatch,
-                     "the plan needs %lld bytes of int workspace and %lld of "
-                     "float workspace; got %lld and %lld",
-                     static_cast<long long>(intBytes_),
-                     static_cast<long long>(floatBytes_),
-                     static_cast<long long>(intBytes),
-                     static_cast<long long>(floatBytes));
+    return makeError(
+        ErrorCode::SizeMismatch,
+        "the plan needs %lld bytes of int workspace and %lld of "
+        "float workspace; got %lld and %lld",
+        static_cast<long long>(intBytes_), static_cast<long long>(floatBytes_),
+        static_cast<long long>(intBytes), static_cast<long long>(floatBytes));
   if (intWorkspace % 16 || floatWorkspace % 256)
     return Status(ErrorCode::InvalidArgument,
                   "the int workspace must be 16-byte and the float workspace "
@@ -369,8 +366,8 @@ Status Program::prepare(int variant,
   }
   Variant v;
   launcher_.setRecorder(&v.launches);
-  Status s = launcher_.runCascade(plan_, intWs_, floatWs_, kernels, args,
-                                  merge, nullptr);
+  Status s = launcher_.runCascade(plan_, intWs_, floatWs_, kernels, args, merge,
+                                  nullptr);
   launcher_.setRecorder(nullptr);
   CASCADE_RETURN_IF_ERROR(s);
   for (PreparedLaunch &pl : v.launches) {
@@ -426,8 +423,8 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
   CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
   Variant &v = it->second;
   const DriverApi &api = launcher_.api();
-  bool graph = graphLaunch_ && api.canBuildGraphs() &&
-               !(v.graph && v.graph->failed);
+  bool graph =
+      graphLaunch_ && api.canBuildGraphs() && !(v.graph && v.graph->failed);
   if (graph) {
     // Kernels launched into a stream under capture become nodes of the
     // caller's graph; a graph launch there is not what the caller records.

@@ -638,9 +638,9 @@ void registerGpu(py::module_ &m) {
           "run() launches the kernels of a call as one CUDA graph (default "
           "where the driver can build graphs; nodes updated in place) or "
           "one by one.")
-      .def_property_readonly(
-          "last_run_used_graph",
-          [](ProgramHandle &h) { return h.program().lastRunUsedGraph(); });
+      .def_property_readonly("last_run_used_graph", [](ProgramHandle &h) {
+        return h.program().lastRunUsedGraph();
+      });
 }
 
 } // namespace cascade::python

@@ -1,4 +1,4 @@
-//===- Program.h - Planned attention calls with per-call binding -*- C++ -*-===//
+//===- Program.h - Planned attention calls, bound once ----------*- C++ -*-===//
 //
 // A Program is what a Python wrapper's plan() produces and its run() replays:
 // the plan of every level (makeCascadePlan), the caller's index arrays and

@@ -39,8 +39,7 @@ Coord ptxC(int64_t lane, int64_t i) {
   return {g + 8 * (i / 2), 2 * t + i % 2};
 }
 
-template <typename Layout, typename Ptx>
-void expectSameAsPtx(Ptx ptx) {
+template <typename Layout, typename Ptx> void expectSameAsPtx(Ptx ptx) {
   std::set<std::pair<int64_t, int64_t>> seen;
   for (int64_t lane = 0; lane < kWarpSize; ++lane)
     for (int64_t pair = 0; pair < Layout::kPairs; ++pair)
