@@ -305,7 +305,8 @@ def _gpu_test_set():
                  dict(pos_encoding="rope_llama"), dict(pos_encoding="alibi"),
                  dict(sm_scale=_f32(0.1))):
         keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
-                               groups=(decode, Group(decode=False, causal=True)),
+                               groups=(decode, Group(decode=False, causal=True),
+                                       Group(decode=False)),
                                **opts)
     # Shared-prefix wrappers: the contiguous prefix is a pair-form level.
     keys += _attention_set([(64, 8, 128), (64, 16, 128)], dtypes=("f16",),
