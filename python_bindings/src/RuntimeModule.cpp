@@ -193,22 +193,18 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
   auto has = [&](const char *key) {
     return opts.contains(key) && !opts[key].is_none();
   };
-  if (has("causal"))
-    o.causal = opts["causal"].cast<bool>();
-  if (has("max_levels"))
-    o.max_levels = opts["max_levels"].cast<int64_t>();
-  if (has("graph_group_capacity"))
-    o.graph_group_capacity = opts["graph_group_capacity"].cast<int64_t>();
-  if (has("shared_qo_tile_size"))
-    o.shared_qo_tile_size = opts["shared_qo_tile_size"].cast<int64_t>();
-  if (has("bandwidth_bytes_per_us"))
-    o.bandwidth_bytes_per_us = opts["bandwidth_bytes_per_us"].cast<double>();
-  if (has("level_overhead_us"))
-    o.level_overhead_us = opts["level_overhead_us"].cast<double>();
-  if (has("group_overhead_us"))
-    o.group_overhead_us = opts["group_overhead_us"].cast<double>();
-  if (has("level_row_bytes"))
-    o.level_row_bytes = opts["level_row_bytes"].cast<double>();
+  auto set = [&](const char *key, auto &field) {
+    if (has(key))
+      field = opts[key].cast<std::decay_t<decltype(field)>>();
+  };
+  set("causal", o.causal);
+  set("max_levels", o.max_levels);
+  set("graph_group_capacity", o.graph_group_capacity);
+  set("shared_qo_tile_size", o.shared_qo_tile_size);
+  set("bandwidth_bytes_per_us", o.bandwidth_bytes_per_us);
+  set("level_overhead_us", o.level_overhead_us);
+  set("group_overhead_us", o.group_overhead_us);
+  set("level_row_bytes", o.level_row_bytes);
   AutoCascade res;
   check(makeAutoCascadePlan(in, o, res));
   // Copies out of the result (whose views may point into `arrays`).

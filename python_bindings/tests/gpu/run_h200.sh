@@ -16,6 +16,9 @@
 #   bench    benchmarks/python/bench.py with FlashInfer when `. .fi/env.sh`
 #            made it importable: appends to benchmarks/RESULTS.md, plots in
 #            benchmarks/python/plots (both copied to OUT)
+# CASCADE_PLAN (optional): a cascade-plan binary for the GPU machine (e.g. a
+# static build of tools/cascade-plan) lets the tests that compare with it run
+# there too; without it they skip, saying so (they run in CI).
 # Logs go to $OUT (or ./out). Exit status: non-zero if anything failed.
 set -uo pipefail
 WHAT=${1:-all}
