@@ -482,24 +482,12 @@ void MmaAttentionGen::build() {
 
 void MmaAttentionGen::body() {
   // KV range of the block.
-  pageStart = k.toIndex(k.loadScalar(kvIndptr, req));
-  Value pages =
-      k.sub(k.toIndex(k.loadScalar(kvIndptr, k.add(req, k.idx(1)))), pageStart);
-  Value last = k.toIndex(k.loadScalar(lastLen, req));
-  kvLen = k.select(
-      k.cmp(arith::CmpIPredicate::sgt, pages, k.idx(0)),
-      k.add(k.mul(k.sub(pages, k.idx(1)), k.idx(c.pageSize)), last), k.idx(0));
-  if (c.split) {
-    // kv_chunk_size lives in device memory so that a captured CUDA graph
-    // stays right after a replan.
-    Value cs = k.toIndex(k.loadScalar(chunkSize, k.idx(0)));
-    t0 = k.mul(chunk, cs);
-    t1 = k.minU(k.add(t0, cs), kvLen);
-    t0 = k.minU(t0, t1);
-  } else {
-    t0 = k.idx(0);
-    t1 = kvLen;
-  }
+  RequestKv kv = requestKv(k, kvIndptr, lastLen, req, c.pageSize,
+                           c.split ? chunkSize : Value(), chunk);
+  pageStart = kv.pageStart;
+  kvLen = kv.kvLen;
+  t0 = kv.t0;
+  t1 = kv.t1;
   tileRow0 = k.mul(qTileIdx, k.idx(qTile));
   firstQuery = k.div(tileRow0, k.idx(c.groupSize));
   lastQuery =

@@ -207,25 +207,11 @@ static void buildDecodeBody(OpBuilder &b, gpu::GPUFuncOp f,
     } else {
       req = w;
     }
-    Value pstart = k.toIndex(k.loadScalar(kvIndptr, req));
-    Value pend = k.toIndex(k.loadScalar(kvIndptr, k.add(req, k.idx(1))));
-    Value npages = k.sub(pend, pstart);
-    Value last = k.toIndex(k.loadScalar(lastLen, req));
-    Value hasPages = k.cmp(arith::CmpIPredicate::sgt, npages, k.idx(0));
-    Value kvLen = k.select(
-        hasPages, k.add(k.mul(k.sub(npages, k.idx(1)), k.idx(c.ps)), last),
-        k.idx(0));
-    if (c.split) {
-      // kv_chunk_size lives in device memory (one i32), so a CUDA graph
-      // captured once stays right when a replan changes the chunk size.
-      Value cs = k.toIndex(k.loadScalar(chunkSize, k.idx(0)));
-      t0 = k.mul(chunk, cs);
-      t1 = k.minU(k.add(t0, cs), kvLen);
-      t0 = k.minU(t0, t1);
-    } else {
-      t0 = k.idx(0);
-      t1 = kvLen;
-    }
+    RequestKv kv = requestKv(k, kvIndptr, lastLen, req, c.ps,
+                             c.split ? chunkSize : Value(), chunk);
+    Value pstart = kv.pageStart, kvLen = kv.kvLen;
+    t0 = kv.t0;
+    t1 = kv.t1;
     // Position of the query: kv_len - 1 in decode; kv_len - qo_len + j for
     // query j of a prefill request (may be negative when qo_len > kv_len).
     Value qPos = k.sub(kvLen, k.idx(1)); // may be -1 when empty; unused then
