@@ -71,7 +71,7 @@ def _events(stream):
     if stream is not None:
         return _CupyEvents(stream) if _is_cupy_stream(stream) else _TorchEvents(stream)
     try:
-        import torch  # noqa: F401
+        import torch  # noqa: F401 - only whether it imports
         return _TorchEvents(None)
     except ImportError:
         return _CupyEvents(None)

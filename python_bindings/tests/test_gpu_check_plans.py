@@ -188,3 +188,75 @@ def test_row_capacity_is_the_graph_plans(check):
     last = np.array([4, 1, 16], np.int32)
     assert plans.row_capacity(qo_indptr, kv_indptr, last, ps=16, Hqo=8, Hkv=2,
                               D=64) == 10 + plans.ROW_SLACK
+
+
+# ---------------------------------------------------------------------------
+# The benchmarks' one timer (benchmarks/common/timing.py), with fake events
+# ---------------------------------------------------------------------------
+
+class FakeClock:
+    """Device time in ms; each call of `step` takes the next duration."""
+
+    def __init__(self, durations):
+        self.now = 0.0
+        self.durations = list(durations)
+
+    def step(self):
+        self.now += self.durations.pop(0)
+
+
+def fake_event_modules(clock):
+    class TorchEvent:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = clock.now
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(Event=TorchEvent, synchronize=lambda: None)
+
+    class CupyEvent:
+        def record(self, stream=None):
+            self.t = clock.now
+
+        def synchronize(self):
+            pass
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(
+        Event=CupyEvent, get_elapsed_time=lambda a, z: z.t - a.t,
+        runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+    return torch, cupy
+
+
+class CupyStream:
+    def synchronize(self):
+        pass
+
+
+CupyStream.__module__ = "cupy.cuda.stream"
+
+
+@pytest.mark.parametrize("backend", ["torch", "cupy"])
+def test_benchmark_timer_is_a_median_in_us(monkeypatch, backend):
+    monkeypatch.syspath_prepend(ROOT)
+    timing = importlib.import_module("benchmarks.common.timing")
+    # 2 warm-up calls (not timed), then 3 reps of 2 calls: 1+3, 2+2, 10+10 ms.
+    clock = FakeClock([100.0, 100.0, 1.0, 3.0, 2.0, 2.0, 10.0, 10.0])
+    torch, cupy = fake_event_modules(clock)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    stream = CupyStream() if backend == "cupy" else None
+    t = timing.cuda_time_us(clock.step, reps=3, warmup=2, inner=2, stream=stream)
+    assert t == pytest.approx(2000.0)  # median of 2, 2 and 10 ms per call, in us
+    assert not clock.durations
+    with pytest.raises(ValueError):
+        timing.cuda_time_us(clock.step, reps=0)
