@@ -10,7 +10,8 @@ launching the kernels bound at plan time.
 
 import json
 import os
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -177,10 +178,13 @@ class Engine:
         roles = [load_bundle(self.dev, k) for k in self._keys(form)]
         if self.program is None:
             self.program = _runtime.Program(self.dev)
+        # The program keeps the resolver: a weak one, so that it does not
+        # keep this engine (and the workspaces) alive through the C++ side,
+        # which the garbage collector cannot see.
         self.program.set_signature(
             cfg.as_dict(), shared_slot=any(lv.kv_slot == 1 for lv in levels),
             device_object=self.fw.device_object(self.ordinal),
-            resolver=self._prepare, framework=self.fw)
+            resolver=_weak_resolver(self), framework=self.fw)
         need_int, need_float = self.program.plan(
             [lv.as_dict() for lv in levels], [r["split"] for r in roles],
             self.use_cuda_graph, index_buffers)
@@ -214,6 +218,19 @@ class Engine:
         if self.program is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared)
+
+
+def _weak_resolver(engine: Engine) -> Callable[[int], None]:
+    """engine._prepare, holding the engine only weakly."""
+    ref = weakref.ref(engine)
+
+    def resolve(variant: int) -> None:
+        e = ref()
+        if e is None:
+            raise ValueError("run() after the wrapper that planned it was deleted")
+        e._prepare(variant)
+
+    return resolve
 
 
 def levels_from_arrays(qo_arr: Sequence[Any], kv_indptr_arr: Sequence[Any],
