@@ -457,7 +457,12 @@ public:
       alive.push_back(c.checkOut(out, tq, stream).keepAlive);
     if (!lse.is_none())
       alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
-    // Outputs not given: new ones from the caller's framework.
+    // Outputs not given: new ones from the caller's framework (like q).
+    if (out.is_none() && sig_.oType != sig_.qType)
+      throw py::value_error(
+          "out is required: the planned output dtype " +
+          std::string(contract::dtypeName(sig_.config.oType)) +
+          " differs from q's");
     py::object o = py::reinterpret_borrow<py::object>(out);
     if (out.is_none())
       o = tq.torch ? torchEmptyLike(q) : framework_.attr("empty_like")(q);
