@@ -83,46 +83,12 @@ void recycle(Plan &p) {
   p = std::move(fresh);
 }
 
-} // namespace
-
-PlanBuffers &detail::planBuffers() {
-  static thread_local PlanBuffers buffers;
-  return buffers;
-}
-
-int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim) {
-  if (avgPackedQoLen > 64 && headDim < 256)
-    return 128;
-  if (avgPackedQoLen > 16)
-    return 64;
-  return 16;
-}
-
-Status detail::planValidated(const PlanInputs &in, Plan &p) {
-  recycle(p);
-  const int64_t b = in.kv_indptr.size() - 1;
-  const bool decode = in.mode == PlanMode::Decode;
-  p.mode = in.mode;
-  p.batch_size = b;
-  p.num_qo_heads = in.num_qo_heads;
-  p.num_kv_heads = in.num_kv_heads;
-  p.head_dim = in.head_dim;
-  p.page_size = in.page_size;
-  p.o_dtype = in.o_dtype;
-  p.gqa_group_size = in.num_qo_heads / in.num_kv_heads;
-  p.cuda_graph = in.cuda_graph;
-  p.grid_limit = in.num_sms * in.occupancy;
+/// Per request: its pages and query tiles (decode: one). Sets
+/// p.qo_tile_size; returns the most pages of any request.
+int64_t requestTiles(const PlanInputs &in, Plan &p, std::vector<int64_t> &pages,
+                     std::vector<int64_t> &tiles) {
+  const int64_t b = p.batch_size;
   const int64_t g = p.gqa_group_size;
-  const int64_t hkv = in.num_kv_heads;
-
-  p.num_rows = decode ? b : in.qo_indptr[b];
-  p.row_capacity = p.num_rows;
-  if (!decode && in.cuda_graph && in.max_num_rows >= 0)
-    p.row_capacity = in.max_num_rows;
-
-  // Per request: pages and query tiles.
-  std::vector<int64_t> &pages = planBuffers().pages;
-  std::vector<int64_t> &tiles = planBuffers().tiles;
   pages.resize(static_cast<size_t>(b));
   tiles.resize(static_cast<size_t>(b));
   int64_t maxPages = 0;
@@ -130,7 +96,7 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
     pages[i] = int64_t(in.kv_indptr[i + 1]) - in.kv_indptr[i];
     maxPages = std::max(maxPages, pages[i]);
   }
-  if (decode) {
+  if (p.mode == PlanMode::Decode) {
     p.qo_tile_size = 1;
     std::fill(tiles.begin(), tiles.end(), 1);
   } else {
@@ -156,8 +122,18 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
       }
     }
   }
+  return maxPages;
+}
 
-  // Split-KV decision and chunk size (pages).
+/// The split-KV decision and the chunk size in pages: the smallest chunk
+/// whose work items fit the grid (decode splits only when the batch alone
+/// does not fill it). Sets split_kv, kv_chunk_size_pages and kv_chunk_size.
+void chooseChunk(const PlanInputs &in, Plan &p,
+                 const std::vector<int64_t> &pages,
+                 const std::vector<int64_t> &tiles, int64_t maxPages) {
+  const int64_t b = p.batch_size;
+  const int64_t hkv = p.num_kv_heads;
+  const bool decode = p.mode == PlanMode::Decode;
   const int64_t maxItemsIfSplit = p.grid_limit / hkv;
   const int64_t minChunk = std::max<int64_t>(128 / in.page_size, 1);
   int64_t chunk = std::max<int64_t>(maxPages, 1);
@@ -183,8 +159,20 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
   p.kv_chunk_size = chunk * in.page_size;
   if (p.kv_chunk_size > kInt32Max)
     p.kv_chunk_size = kInt32Max; // one chunk covers every request anyway
+}
 
-  // Work items, o_indptr and merge_indptr.
+/// The number of work items and, in CUDA-graph mode, the padded grid that
+/// every replan of the same batch size fits. Sets num_work_items and
+/// padded_batch_size.
+Status countWorkItems(const PlanInputs &in, Plan &p,
+                      const std::vector<int64_t> &pages,
+                      const std::vector<int64_t> &tiles) {
+  const int64_t b = p.batch_size;
+  const int64_t g = p.gqa_group_size;
+  const bool decode = p.mode == PlanMode::Decode;
+  const bool split = p.split_kv;
+  const int64_t chunk = p.kv_chunk_size_pages;
+  const int64_t maxItemsIfSplit = p.grid_limit / p.num_kv_heads;
   const int64_t items = countItems(tiles, pages, chunk);
   if (items > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
@@ -207,7 +195,20 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
                      ll(padded));
   p.num_work_items = items;
   p.padded_batch_size = padded;
+  return Status::success();
+}
 
+/// The work items (request, query tile, KV chunk; padding items invalid),
+/// o_indptr, merge_indptr and the partial-state rows.
+Status writeWorkItems(const PlanInputs &in, Plan &p,
+                      const std::vector<int64_t> &pages,
+                      const std::vector<int64_t> &tiles) {
+  const int64_t b = p.batch_size;
+  const int64_t g = p.gqa_group_size;
+  const bool decode = p.mode == PlanMode::Decode;
+  const bool split = p.split_kv;
+  const int64_t chunk = p.kv_chunk_size_pages;
+  const int64_t padded = p.padded_batch_size;
   p.request_indices.assign(static_cast<size_t>(padded), 0);
   p.kv_tile_indices.assign(static_cast<size_t>(padded), 0);
   p.qo_tile_indices.assign(static_cast<size_t>(padded), 0);
@@ -284,9 +285,53 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
     p.partial_rows_capacity = padded;
   else
     p.partial_rows_capacity = padded * ceilDiv(p.qo_tile_size, g);
+  return Status::success();
+}
 
-  p.work_kind = decode ? (split ? WorkKind::DecodeSplit : WorkKind::Decode)
-                       : (split ? WorkKind::PrefillSplit : WorkKind::Prefill);
+} // namespace
+
+PlanBuffers &detail::planBuffers() {
+  static thread_local PlanBuffers buffers;
+  return buffers;
+}
+
+int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim) {
+  if (avgPackedQoLen > 64 && headDim < 256)
+    return 128;
+  if (avgPackedQoLen > 16)
+    return 64;
+  return 16;
+}
+
+Status detail::planValidated(const PlanInputs &in, Plan &p) {
+  recycle(p);
+  const int64_t b = in.kv_indptr.size() - 1;
+  const bool decode = in.mode == PlanMode::Decode;
+  p.mode = in.mode;
+  p.batch_size = b;
+  p.num_qo_heads = in.num_qo_heads;
+  p.num_kv_heads = in.num_kv_heads;
+  p.head_dim = in.head_dim;
+  p.page_size = in.page_size;
+  p.o_dtype = in.o_dtype;
+  p.gqa_group_size = in.num_qo_heads / in.num_kv_heads;
+  p.cuda_graph = in.cuda_graph;
+  p.grid_limit = in.num_sms * in.occupancy;
+
+  p.num_rows = decode ? b : in.qo_indptr[b];
+  p.row_capacity = p.num_rows;
+  if (!decode && in.cuda_graph && in.max_num_rows >= 0)
+    p.row_capacity = in.max_num_rows;
+
+  std::vector<int64_t> &pages = planBuffers().pages;
+  std::vector<int64_t> &tiles = planBuffers().tiles;
+  const int64_t maxPages = requestTiles(in, p, pages, tiles);
+  chooseChunk(in, p, pages, tiles, maxPages);
+  CASCADE_RETURN_IF_ERROR(countWorkItems(in, p, pages, tiles));
+  CASCADE_RETURN_IF_ERROR(writeWorkItems(in, p, pages, tiles));
+  p.work_kind = decode
+                    ? (p.split_kv ? WorkKind::DecodeSplit : WorkKind::Decode)
+                    : (p.split_kv ? WorkKind::PrefillSplit : WorkKind::Prefill);
   return detail::layoutWorkspaces(p);
 }
 
