@@ -17,7 +17,6 @@
 #include "cascade/Runtime/Manifest.h"
 #include "cascade/Runtime/Plan.h"
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -38,7 +37,8 @@ public:
   /// loads every PTX file of the bundle.
   static Status create(const Bundle &bundle, int device,
                        std::unique_ptr<Launcher> &out);
-  /// The same on an opened device (shared with other launchers).
+  /// The same on an opened device (which other launchers may share: their
+  /// bundles need distinct PTX file names, see Device::loadModule).
   static Status create(std::shared_ptr<Device> device, const Bundle &bundle,
                        std::unique_ptr<Launcher> &out);
   ~Launcher();
