@@ -6,14 +6,17 @@
 // uses over the dlopen'd driver (Driver.h), so it needs no CUDA toolkit at
 // build time. Like upstream, failures are reported on stderr and the call
 // returns a null handle; the calls use the primary context of the default
-// device (mgpuSetDefaultDevice, 0 by default).
+// device (mgpuSetDefaultDevice, 0 by default), opened as a Device (Device.h)
+// once per thread.
 //
 //===----------------------------------------------------------------------===//
 
-#include "cascade/Runtime/Driver.h"
+#include "cascade/Runtime/Device.h"
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
+#include <string>
 
 using namespace cascade::runtime;
 using namespace cascade::runtime::cuda;
@@ -27,34 +30,19 @@ int32_t defaultDevice = 0;
 /// The driver with the default device's primary context current, or null
 /// (after a message on stderr).
 const DriverApi *enter() {
-  const DriverApi *api = nullptr;
-  Status s = getDriver(api);
-  if (!s.ok()) {
-    std::fprintf(stderr, "cascade_mlir_cuda_runtime: %s\n",
-                 s.message().c_str());
-    return nullptr;
-  }
-  static thread_local CUcontext context = nullptr;
-  static thread_local int32_t contextDevice = -1;
-  if (!context || contextDevice != defaultDevice) {
-    CUdevice device;
-    s = checkCuda(*api, api->cuDeviceGet(&device, defaultDevice),
-                  "cuDeviceGet");
-    if (s.ok())
-      s = checkCuda(*api, api->cuDevicePrimaryCtxRetain(&context, device),
-                    "cuDevicePrimaryCtxRetain");
+  static thread_local std::shared_ptr<Device> device;
+  if (!device || device->ordinal() != defaultDevice) {
+    std::shared_ptr<Device> opened;
+    Status s = Device::open(defaultDevice, opened);
     if (!s.ok()) {
       std::fprintf(stderr, "cascade_mlir_cuda_runtime: %s\n",
                    s.message().c_str());
       return nullptr;
     }
-    contextDevice = defaultDevice;
+    device = std::move(opened);
   }
-  CUcontext current = nullptr;
-  api->cuCtxGetCurrent(&current);
-  if (current != context)
-    api->cuCtxSetCurrent(context);
-  return api;
+  (void)device->makeCurrent(); // as cuCtxSetCurrent was: best effort
+  return &device->api();
 }
 
 /// Reports a failed driver call on stderr; true on success.
@@ -70,18 +58,13 @@ CUmodule loadModule(void *data, int optLevel) {
   const DriverApi *api = enter();
   if (!api)
     return nullptr;
-  char log[8192] = {0};
-  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
-                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
-                            CU_JIT_OPTIMIZATION_LEVEL};
-  void *values[] = {log, reinterpret_cast<void *>(sizeof(log)),
-                    reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
   CUmodule module = nullptr;
-  CUresult r = api->cuModuleLoadDataEx(&module, data, optLevel >= 0 ? 3 : 2,
-                                       options, values);
+  std::string log;
+  CUresult r = Device::loadModuleImage(*api, data, optLevel, module, log);
   if (!report(*api, r, "cuModuleLoadDataEx")) {
-    if (log[0])
-      std::fprintf(stderr, "cascade_mlir_cuda_runtime: JIT log: %s\n", log);
+    if (!log.empty())
+      std::fprintf(stderr, "cascade_mlir_cuda_runtime: JIT log: %s\n",
+                   log.c_str());
     return nullptr;
   }
   return module;

@@ -1,11 +1,14 @@
 //===- PlanInternal.h - makePlan's pieces for the runtime -------*- C++ -*-===//
 //
-// Private to lib/Runtime. validatePlanInputs is validateBeforePageIds, then
-// checkPageIds, then validateAfterPageIds (the same codes, messages and
-// order); the planning entries below skip validation so that a caller which
-// validated an array once (makeAutoCascadePlan scans the page ids while it
-// compares them, and builds levels that are valid by construction) does not
-// pay for it again. The public functions keep validating everything.
+// Private to lib/Runtime: what the plan's files (PlanValidation.cpp,
+// PlanSchedule.cpp, PlanWorkspace.cpp, PlanCascade.cpp) share, and the
+// entries AutoCascade.cpp plans through. validatePlanInputs is
+// validateBeforePageIds, then checkPageIds, then validateAfterPageIds (the same
+// codes, messages and order); the planning entries below skip validation so
+// that a caller which validated an array once (makeAutoCascadePlan scans the
+// page ids while it compares them, and builds levels that are valid by
+// construction) does not pay for it again. The public functions keep validating
+// everything.
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,8 +19,44 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 
 namespace cascade::runtime::detail {
+
+constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
+/// The most entries a plan's per-item or per-row host array may have
+/// (padded_batch_size, row_capacity): checked before anything is allocated,
+/// so that a small batch description cannot make the planner allocate
+/// gigabytes. 2^26 work items is far beyond any real batch (a million query
+/// rows of GQA group 8 in 16-row tiles are 2^19 tiles).
+constexpr int64_t kMaxPlanEntries = int64_t(1) << 26;
+
+inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }
+inline bool mulOverflows(int64_t a, int64_t b, int64_t &out) {
+  return __builtin_mul_overflow(a, b, &out);
+}
+inline long long ll(int64_t v) { return static_cast<long long>(v); }
+
+/// Planning runs once per serving step with similar sizes: the arrays of the
+/// plan a call replaces are kept (per thread) and their capacity reused by
+/// the next call, instead of fresh allocations whose first touch page-faults.
+/// `out` is only replaced on success. The same for cascades, and the
+/// per-request scratch arrays of the chunk search.
+struct PlanBuffers {
+  Plan spare;
+  CascadePlan spareCascade;
+  std::vector<int64_t> pages, tiles;
+};
+PlanBuffers &planBuffers();
+
+/// The int and float workspace sections of a scheduled plan (its arrays and
+/// scalars set) and its int image (PlanWorkspace.cpp).
+Status layoutWorkspaces(Plan &p);
+
+/// A cascade's workspaces over its planned levels: each level's base, the
+/// level states of levels >= 1 and the whole int image (PlanWorkspace.cpp).
+Status layoutCascadeWorkspaces(CascadePlan &c);
 
 /// Scalars, sizes, kv_indptr/qo_indptr and the size of kv_indices: what
 /// validatePlanInputs checks before the page ids.

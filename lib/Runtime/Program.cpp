@@ -25,45 +25,71 @@ const char *dtypeOf(DType t) { return dtypeName(t); }
 } // namespace
 
 Program::~Program() {
-  const DriverApi &api = launcher_.api();
-  if (copied_)
-    api.cuEventDestroy(copied_);
-  if (staging_)
-    api.cuMemFreeHost(staging_);
+  device_.destroyEvent(copied_);
+  device_.freeHost(staging_);
 }
 
-Status Program::plan(const ProgramSpec &spec) {
+/// The check every entry shares: levels, and at most one set of index
+/// buffers per level.
+static Status checkLevels(const ProgramSpec &spec, size_t perLevel,
+                          const char *what) {
   const size_t n = spec.levels.size();
-  if (n == 0 || spec.planKernels.size() != n ||
+  if (n == 0 || perLevel != n ||
       (!spec.indexBuffers.empty() && spec.indexBuffers.size() != n))
     return makeError(ErrorCode::InvalidArgument,
-                     "a program needs one plan kernel (and at most one set of "
-                     "index buffers) per level; got %zu levels, %zu kernels",
-                     n, spec.planKernels.size());
-  std::vector<PlanInputs> inputs = spec.levels;
-  for (size_t l = 0; l < n; ++l) {
-    PlanInputs &in = inputs[l];
-    const KernelSpec *k = launcher_.bundle().find(spec.planKernels[l]);
-    if (!k)
+                     "a program needs one plan %s (and at most one set of "
+                     "index buffers) per level; got %zu levels, %zu %ss",
+                     what, n, perLevel, what);
+  return Status::success();
+}
+
+Status Program::planTargets(const ProgramSpec &spec,
+                            std::vector<PlanTarget> &targets) const {
+  CASCADE_RETURN_IF_ERROR(checkLevels(spec, spec.planKernels.size(), "kernel"));
+  targets.assign(spec.levels.size(), PlanTarget());
+  for (size_t l = 0; l < spec.levels.size(); ++l) {
+    if (!launcher_.bundle().find(spec.planKernels[l]))
       return Status(ErrorCode::NotFound, "level " + std::to_string(l) +
                                              ": kernel " + spec.planKernels[l] +
                                              " is not loaded");
-    int occupancy = 1;
-    CASCADE_RETURN_IF_ERROR(launcher_.occupancy(k->name, occupancy));
-    in.num_sms = launcher_.numSms();
-    in.occupancy = std::max(occupancy, 1);
-    in.cuda_graph = spec.cudaGraph;
-    const std::string tile = k->staticString("qo_tile_size");
-    in.qo_tile_size = tile.empty() ? 0 : std::stoll(tile);
-    const int64_t rows = in.qo_indptr.present() && in.qo_indptr.size() > 0
-                             ? in.qo_indptr[in.qo_indptr.size() - 1]
-                             : in.kv_indptr.size() - 1;
-    in.max_num_rows = spec.cudaGraph && in.mode == PlanMode::Prefill
-                          ? std::max(rows, frozen_ ? rowCapacity_ : rows)
-                          : -1;
+    CASCADE_RETURN_IF_ERROR(
+        launcher_.planTarget(spec.planKernels[l], targets[l]));
   }
+  return Status::success();
+}
+
+Status Program::plan(const ProgramSpec &spec) {
+  std::vector<PlanTarget> targets;
+  CASCADE_RETURN_IF_ERROR(planTargets(spec, targets));
+  return plan(spec, targets);
+}
+
+Status Program::plan(const ProgramSpec &spec,
+                     const std::vector<PlanTarget> &targets) {
+  CASCADE_RETURN_IF_ERROR(checkLevels(spec, targets.size(), "target"));
   CascadePlan next;
-  CASCADE_RETURN_IF_ERROR(makeCascadePlan(inputs, next));
+  CASCADE_RETURN_IF_ERROR(makeCascadePlan(spec.levels, targets, spec.cudaGraph,
+                                          minRowCapacity(), next));
+  return bind(spec, std::move(next));
+}
+
+Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
+  const size_t n = spec.levels.size();
+  if (n == 0 || next.levels.size() != n ||
+      (!spec.indexBuffers.empty() && spec.indexBuffers.size() != n))
+    return makeError(ErrorCode::InvalidArgument,
+                     "a program binds a plan of one level per input level "
+                     "(and at most one set of index buffers per level); got "
+                     "%zu input levels and a %zu-level plan",
+                     n, next.levels.size());
+  for (size_t l = 0; l < n; ++l)
+    if (next.levels[l].batch_size != spec.levels[l].kv_indptr.size() - 1 ||
+        next.levels[l].cuda_graph != spec.cudaGraph)
+      return makeError(ErrorCode::InvalidArgument,
+                       "level %zu of the plan was not made from the "
+                       "program's inputs (batch size or CUDA-graph mode "
+                       "differ)",
+                       l);
   if (frozen_) {
     bool same = next.int_bytes == frozenInt_ &&
                 next.float_bytes <= frozenFloat_ && next.levels.size() == n &&
@@ -177,14 +203,11 @@ Status Program::layout(const ProgramSpec &spec) {
 }
 
 Status Program::stage(uint64_t intWorkspace, CUstream stream) {
-  const DriverApi &api = launcher_.api();
   if (copied_)
-    CASCADE_RETURN_IF_ERROR(
-        checkCuda(api, api.cuEventSynchronize(copied_), "cuEventSynchronize"));
+    CASCADE_RETURN_IF_ERROR(device_.synchronizeEvent(copied_));
   else
     CASCADE_RETURN_IF_ERROR(
-        checkCuda(api, api.cuEventCreate(&copied_, CU_EVENT_DISABLE_TIMING),
-                  "cuEventCreate"));
+        device_.createEvent(copied_, CU_EVENT_DISABLE_TIMING));
   // Every array the kernels read, with its place: an offset into the int
   // workspace, or a caller's buffer (staged behind the workspace image).
   struct Item {
@@ -218,13 +241,11 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
     if (it.offset < 0)
       total += alignTo(4 * it.count, 16);
   if (static_cast<int64_t>(stagingBytes_) < total) {
-    if (staging_)
-      api.cuMemFreeHost(staging_);
+    device_.freeHost(staging_);
     staging_ = nullptr;
     stagingBytes_ = 0;
-    CASCADE_RETURN_IF_ERROR(checkCuda(
-        api, api.cuMemAllocHost(&staging_, static_cast<size_t>(total)),
-        "cuMemAllocHost"));
+    CASCADE_RETURN_IF_ERROR(
+        device_.allocHost(static_cast<size_t>(total), staging_));
     stagingBytes_ = static_cast<size_t>(total);
   }
   auto *img = static_cast<uint8_t *>(staging_);
@@ -260,12 +281,9 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
   }
   for (const Copy &c : copies)
     if (c.bytes > 0)
-      CASCADE_RETURN_IF_ERROR(
-          checkCuda(api,
-                    api.cuMemcpyHtoDAsync(c.dst, img + c.src,
-                                          static_cast<size_t>(c.bytes), stream),
-                    "cuMemcpyHtoDAsync"));
-  return checkCuda(api, api.cuEventRecord(copied_, stream), "cuEventRecord");
+      CASCADE_RETURN_IF_ERROR(device_.copyToDevice(
+          c.dst, img + c.src, static_cast<size_t>(c.bytes), stream));
+  return device_.recordEvent(copied_, stream);
 }
 
 Status Program::upload(uint64_t intWorkspace, int64_t intBytes,
@@ -289,7 +307,7 @@ Status Program::upload(uint64_t intWorkspace, int64_t intBytes,
     return Status(ErrorCode::InvalidArgument,
                   "CUDA-graph mode: the workspace buffers moved since the "
                   "first plan");
-  CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
+  CASCADE_RETURN_IF_ERROR(device_.makeCurrent());
   for (LevelArrays &a : arrays_) {
     if (a.qoOffset >= 0)
       a.qo = intWorkspace + a.qoOffset;
@@ -420,22 +438,16 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     p[lse] = floatWs_ + static_cast<uint64_t>(lseScratchOffset_);
     c[lse] = rowCapacity_ * plan_.levels[0].num_qo_heads;
   }
-  CASCADE_RETURN_IF_ERROR(launcher_.makeCurrent());
+  CASCADE_RETURN_IF_ERROR(device_.makeCurrent());
   Variant &v = it->second;
-  const DriverApi &api = launcher_.api();
-  bool graph =
-      graphLaunch_ && api.canBuildGraphs() && !(v.graph && v.graph->failed);
-  if (graph) {
-    // Kernels launched into a stream under capture become nodes of the
-    // caller's graph; a graph launch there is not what the caller records.
-    int capture = CU_STREAM_CAPTURE_STATUS_NONE;
-    graph = api.cuStreamIsCapturing(stream, &capture) == CUDA_SUCCESS &&
-            capture == CU_STREAM_CAPTURE_STATUS_NONE;
-  }
+  // Kernels launched into a stream under capture become nodes of the
+  // caller's graph; a graph launch there is not what the caller records.
+  const bool graph = graphLaunch_ && device_.canBuildGraphs() &&
+                     !(v.graph && v.graph->failed()) &&
+                     !device_.isCapturing(stream);
   if (!v.graph && graph) {
-    v.graph = std::make_unique<LaunchGraph>();
-    v.graph->api = &api;
-    v.graph->dirty.assign(v.launches.size(), 1);
+    v.graph = std::make_unique<KernelGraph>(device_);
+    v.dirty.assign(v.launches.size(), 1);
   }
   for (size_t i = 0; i < v.launches.size(); ++i) {
     PreparedLaunch &pl = v.launches[i];
@@ -445,81 +457,16 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
       if (pl.launch.slots[patch.slot] != value) {
         pl.launch.slots[patch.slot] = value;
         if (v.graph)
-          v.graph->dirty[i] = 1;
+          v.dirty[i] = 1;
       }
     }
   }
-  lastRunUsedGraph_ = graph && launchGraph(v, stream);
+  lastRunUsedGraph_ = graph && v.graph->launch(v.launches, v.dirty, stream);
   if (lastRunUsedGraph_)
     return Status::success();
   for (PreparedLaunch &pl : v.launches)
-    CASCADE_RETURN_IF_ERROR(launcher_.launchPrepared(pl, stream));
+    CASCADE_RETURN_IF_ERROR(device_.launch(pl, stream));
   return Status::success();
-}
-
-Program::LaunchGraph::~LaunchGraph() {
-  if (exec)
-    api->cuGraphExecDestroy(exec);
-  if (graph)
-    api->cuGraphDestroy(graph);
-}
-
-bool Program::launchGraph(Variant &v, CUstream stream) {
-  LaunchGraph &g = *v.graph;
-  const DriverApi &api = *g.api;
-  auto nodeParams = [](const PreparedLaunch &pl) {
-    const KernelLaunch &k = pl.launch;
-    CudaKernelNodeParams np{};
-    np.func = pl.function;
-    np.gridDimX = static_cast<unsigned>(k.grid[0]);
-    np.gridDimY = static_cast<unsigned>(k.grid[1]);
-    np.gridDimZ = static_cast<unsigned>(k.grid[2]);
-    np.blockDimX = static_cast<unsigned>(k.block[0]);
-    np.blockDimY = static_cast<unsigned>(k.block[1]);
-    np.blockDimZ = static_cast<unsigned>(k.block[2]);
-    np.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
-    np.kernelParams = const_cast<void **>(pl.params.data());
-    return np;
-  };
-  auto fail = [&] {
-    // Drop the graph; later runs launch kernel by kernel.
-    if (g.exec)
-      api.cuGraphExecDestroy(g.exec);
-    if (g.graph)
-      api.cuGraphDestroy(g.graph);
-    g.exec = nullptr;
-    g.graph = nullptr;
-    g.nodes.clear();
-    g.failed = true;
-    return false;
-  };
-  if (!g.exec) {
-    if (api.cuGraphCreate(&g.graph, 0) != CUDA_SUCCESS)
-      return fail();
-    g.nodes.assign(v.launches.size(), nullptr);
-    for (size_t i = 0; i < v.launches.size(); ++i) {
-      const CudaKernelNodeParams np = nodeParams(v.launches[i]);
-      if (api.cuGraphAddKernelNode(&g.nodes[i], g.graph,
-                                   i ? &g.nodes[i - 1] : nullptr, i ? 1 : 0,
-                                   &np) != CUDA_SUCCESS)
-        return fail();
-    }
-    if (api.cuGraphInstantiateWithFlags(&g.exec, g.graph, 0) != CUDA_SUCCESS)
-      return fail();
-  } else {
-    for (size_t i = 0; i < v.launches.size(); ++i) {
-      if (!g.dirty[i])
-        continue;
-      const CudaKernelNodeParams np = nodeParams(v.launches[i]);
-      if (api.cuGraphExecKernelNodeSetParams(g.exec, g.nodes[i], &np) !=
-          CUDA_SUCCESS)
-        return fail();
-    }
-  }
-  std::fill(g.dirty.begin(), g.dirty.end(), 0);
-  if (api.cuGraphLaunch(g.exec, stream) != CUDA_SUCCESS)
-    return fail();
-  return true;
 }
 
 } // namespace cascade::runtime

@@ -1,22 +1,22 @@
 //===- Launcher.h - Running bundle kernels on a GPU -------------*- C++ -*-===//
 //
-// Loads the PTX of a kernel bundle through the dlopen'd CUDA driver, binds
-// named arguments (Manifest.h), uploads plans (one async copy of the int
-// workspace image) and runs single ops, attention levels (attention kernel,
-// plus the indptr merge in split mode) and whole cascades. Everything is
-// enqueued on a caller's stream, so it can be captured into a CUDA graph:
-// replan -> uploadPlan into the same buffers -> replay.
+// Loads the PTX of kernel bundles into a Device (Device.h: the driver
+// helpers), binds named arguments (Manifest.h), uploads plans (one async copy
+// of the int workspace image) and runs single ops, attention levels
+// (attention kernel, plus the indptr merge in split mode) and whole cascades
+// in the order of their steps. Everything is enqueued on a caller's stream,
+// so it can be captured into a CUDA graph: replan -> uploadPlan into the same
+// buffers -> replay.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CASCADE_RUNTIME_LAUNCHER_H
 #define CASCADE_RUNTIME_LAUNCHER_H
 
-#include "cascade/Runtime/Driver.h"
+#include "cascade/Runtime/Device.h"
 #include "cascade/Runtime/Manifest.h"
 #include "cascade/Runtime/Plan.h"
 
-#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,29 +31,15 @@ struct LevelKernels {
   std::string merge;
 };
 
-/// A kernel bound once (grid, block, parameter slots) and launched many
-/// times. The owner may rewrite slots between launches (a Program patches
-/// the caller's tensors into them); `params` point into `launch.slots` once
-/// `finalize()` has run, so the object must not be copied afterwards.
-struct PreparedLaunch {
-  std::string kernel;
-  cuda::CUfunction function = nullptr;
-  KernelLaunch launch;
-  std::vector<void *> params;
-  void finalize() { params = launch.paramPointers(); }
-};
-
-/// A captured and instantiated CUDA graph.
-struct CapturedGraph {
-  cuda::CUgraph graph = nullptr;
-  cuda::CUgraphExec exec = nullptr;
-};
-
 class Launcher {
 public:
   /// Loads the driver, makes device `device`'s primary context current and
   /// loads every PTX file of the bundle.
   static Status create(const Bundle &bundle, int device,
+                       std::unique_ptr<Launcher> &out);
+  /// The same on an opened device (which other launchers may share: their
+  /// bundles need distinct PTX file names, see Device::loadModule).
+  static Status create(std::shared_ptr<Device> device, const Bundle &bundle,
                        std::unique_ptr<Launcher> &out);
   ~Launcher();
   Launcher(const Launcher &) = delete;
@@ -67,11 +53,13 @@ public:
   /// names are prefixed with `prefix + "/"` to keep bundles apart.
   Status addBundle(const Bundle &bundle, const std::string &prefix);
   /// The device's compute capability as `sm_<major><minor>` ("sm_90").
-  const std::string &chip() const { return chip_; }
-  cuda::CUcontext context() const { return context_; }
+  const std::string &chip() const { return device_->chip(); }
+  cuda::CUcontext context() const { return device_->context(); }
+  Device &device() const { return *device_; }
+  const std::shared_ptr<Device> &sharedDevice() const { return device_; }
   /// Makes the launcher's context (the device's primary context, which CUDA
   /// runtime users such as torch share) current on the calling thread.
-  Status makeCurrent();
+  Status makeCurrent() { return device_->makeCurrent(); }
   /// While a recorder is set, launch() (and so runLevel / runCascade) binds
   /// each kernel into it instead of launching; nothing is enqueued.
   void setRecorder(std::vector<PreparedLaunch> *recorder) {
@@ -79,10 +67,13 @@ public:
   }
   /// Launches a prepared kernel with its current slots.
   Status launchPrepared(const PreparedLaunch &l, cuda::CUstream stream) const;
-  const cuda::DriverApi &api() const { return *api_; }
-  int numSms() const { return numSms_; }
+  const cuda::DriverApi &api() const { return device_->api(); }
+  int numSms() const { return device_->numSms(); }
   /// Resident blocks per SM of a kernel (the plan's `occupancy`).
   Status occupancy(const std::string &kernel, int &blocksPerSm);
+  /// The device facts a plan for `kernel` needs: the SM count, the kernel's
+  /// occupancy (at least 1) and its `qo_tile_size` static (0 if none).
+  Status planTarget(const std::string &kernel, PlanTarget &out);
 
   /// Binds and launches one kernel; a grid with a 0 dimension launches
   /// nothing.
@@ -104,7 +95,8 @@ public:
                   uint64_t floatWorkspace, const LevelKernels &kernels,
                   const ArgumentTable &args, cuda::CUstream stream);
 
-  /// A whole cascade: level 0 writes the user's o/lse. A level l >= 1 whose
+  /// A whole cascade, launched in the order of plan.steps: level 0 writes
+  /// the user's o/lse. A level l >= 1 whose
   /// kernels accumulate (static "accumulate": true, the fused merge of
   /// cascade-decompose-levels) merges itself into o/lse in its last kernel;
   /// any other level writes its state into the float workspace and
@@ -117,41 +109,51 @@ public:
                     const std::vector<ArgumentTable> &levelArgs,
                     const std::string &mergeKernel, cuda::CUstream stream);
 
-  // Small helpers over the driver.
-  Status alloc(size_t bytes, uint64_t &ptr);
-  Status free(uint64_t ptr);
+  // The device's helpers (Device.h), for callers that hold a launcher.
+  Status alloc(size_t bytes, uint64_t &ptr) {
+    return device_->alloc(bytes, ptr);
+  }
+  Status free(uint64_t ptr) { return device_->free(ptr); }
   Status copyToDevice(uint64_t dst, const void *src, size_t bytes,
-                      cuda::CUstream stream);
+                      cuda::CUstream stream) {
+    return device_->copyToDevice(dst, src, bytes, stream);
+  }
   Status copyToHost(void *dst, uint64_t src, size_t bytes,
-                    cuda::CUstream stream);
+                    cuda::CUstream stream) {
+    return device_->copyToHost(dst, src, bytes, stream);
+  }
   Status memsetD32(uint64_t dst, uint32_t value, size_t count,
-                   cuda::CUstream stream);
-  Status createStream(cuda::CUstream &stream);
-  Status destroyStream(cuda::CUstream stream);
-  Status synchronize(cuda::CUstream stream);
-  Status beginCapture(cuda::CUstream stream);
-  Status endCapture(cuda::CUstream stream, CapturedGraph &graph);
-  Status replay(const CapturedGraph &graph, cuda::CUstream stream);
-  void destroyGraph(CapturedGraph &graph);
+                   cuda::CUstream stream) {
+    return device_->memsetD32(dst, value, count, stream);
+  }
+  Status createStream(cuda::CUstream &stream) {
+    return device_->createStream(stream);
+  }
+  Status destroyStream(cuda::CUstream stream) {
+    return device_->destroyStream(stream);
+  }
+  Status synchronize(cuda::CUstream stream) {
+    return device_->synchronize(stream);
+  }
+  Status beginCapture(cuda::CUstream stream) {
+    return device_->beginCapture(stream);
+  }
+  Status endCapture(cuda::CUstream stream, CapturedGraph &graph) {
+    return device_->endCapture(stream, graph);
+  }
+  Status replay(const CapturedGraph &graph, cuda::CUstream stream) {
+    return device_->replay(graph, stream);
+  }
+  void destroyGraph(CapturedGraph &graph) { device_->destroyGraph(graph); }
 
 private:
   Launcher() = default;
+  /// The kernel's function on the device (looked up once).
   Status function(const std::string &kernel, cuda::CUfunction &fn);
-  /// Loads one PTX text, or the cubin at `cubinPath` when that file exists.
-  Status loadModule(const std::string &key, const std::string &ptx,
-                    const std::string &cubinPath);
-  /// One asynchronous copy of a plan's int-workspace image.
-  Status uploadImage(const std::vector<uint8_t> &image, uint64_t intWorkspace,
-                     cuda::CUstream stream);
 
+  std::shared_ptr<Device> device_;
   Bundle bundle_;
-  const cuda::DriverApi *api_ = nullptr;
-  cuda::CUcontext context_ = nullptr;
-  int numSms_ = 0;
-  std::string chip_;
   std::vector<PreparedLaunch> *recorder_ = nullptr;
-  std::map<std::string, cuda::CUmodule> modules_; ///< ptx file -> module
-  std::map<std::string, cuda::CUfunction> functions_;
 };
 
 } // namespace cascade::runtime

@@ -5,6 +5,14 @@
 // kernels (request, query tile, KV chunk), the partial-state layout of
 // split-KV and the int/float workspace layout. Every layer reuses the plan.
 //
+// Planning needs no device: the few device facts a plan depends on (SM
+// count, the plan kernel's resident blocks per SM and query tile) are a
+// PlanTarget value the caller supplies. A Program (Program.h) binds a plan
+// to a device for upload, launch and graph replay. The work is split by job:
+// PlanValidation.cpp (inputs), PlanSchedule.cpp (work items, split-KV
+// chunks, query tiles, merge_indptr, CUDA-graph padding), PlanWorkspace.cpp
+// (workspace layouts and the int image), PlanCascade.cpp (levels).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CASCADE_RUNTIME_PLAN_H
@@ -52,6 +60,24 @@ using contract::dtypeBytes;
 using contract::dtypeName;
 using contract::parseDType;
 
+/// The device facts a level's plan depends on: the multiprocessors of the
+/// device, and for the kernel that runs the level (its split kernel) the
+/// resident blocks per SM and its `qo_tile_size` static. A plain value:
+/// written down from a device description, or measured once on a device
+/// (Device::occupancy, Launcher::planTarget); planning itself needs no
+/// driver.
+struct PlanTarget {
+  int64_t num_sms = 0;
+  int64_t occupancy = 1;    ///< resident blocks per SM (>= 1)
+  int64_t qo_tile_size = 0; ///< prefill query tile in packed rows, 0 = auto
+
+  bool operator==(const PlanTarget &o) const {
+    return num_sms == o.num_sms && occupancy == o.occupancy &&
+           qo_tile_size == o.qo_tile_size;
+  }
+  bool operator!=(const PlanTarget &o) const { return !(*this == o); }
+};
+
 /// Everything a plan depends on. Arrays are host int32 copies.
 struct PlanInputs {
   PlanMode mode = PlanMode::Decode;
@@ -84,7 +110,28 @@ struct PlanInputs {
   /// Prefill in graph mode: the most query rows any replan will have
   /// (-1 = the rows of this call).
   int64_t max_num_rows = -1;
+
+  /// The device facts above as one value, and back.
+  PlanTarget target() const { return {num_sms, occupancy, qo_tile_size}; }
+  void setTarget(const PlanTarget &t) {
+    num_sms = t.num_sms;
+    occupancy = t.occupancy;
+    qo_tile_size = t.qo_tile_size;
+  }
 };
+
+/// What a work item or a launch of a plan computes. A level's work items
+/// all have one of the first four kinds (a level is all decode or all
+/// prefill, split or not); the merges are the launches that follow them.
+enum class WorkKind : uint8_t {
+  Decode,       ///< one query of a request against all its KV
+  DecodeSplit,  ///< one query against one KV chunk: a partial state
+  Prefill,      ///< a query tile of a request against all its KV
+  PrefillSplit, ///< a query tile against one KV chunk: partial states
+  MergeSplits,  ///< a row's partial states into o/lse (merge_indptr)
+  MergeLevel,   ///< a cascade level's state into the output
+};
+const char *workKindName(WorkKind k);
 
 /// One section of a workspace. Offsets are bytes from the workspace start.
 struct WorkspaceSection {
@@ -138,6 +185,8 @@ struct Plan {
   int64_t qo_tile_size = 1; ///< packed rows per query tile (decode: 1 query)
   int64_t num_partial_rows = 0;      ///< partial-state rows in use
   int64_t partial_rows_capacity = 0; ///< rows tmp_v/tmp_s are sized for
+  /// The kind of every valid work item of the level.
+  WorkKind work_kind = WorkKind::Decode;
 
   std::vector<int32_t> request_indices;  ///< [padded_batch_size]
   std::vector<int32_t> kv_tile_indices;  ///< [padded_batch_size]
@@ -155,6 +204,15 @@ struct Plan {
   bool scalar(std::string_view name, int64_t &value) const;
 };
 
+/// The kind of work item w (padding items w >= num_work_items have none:
+/// false).
+inline bool workItemKind(const Plan &p, int64_t w, WorkKind &kind) {
+  if (w < 0 || w >= p.num_work_items)
+    return false;
+  kind = p.work_kind;
+  return true;
+}
+
 /// Checks the inputs of one plan (every bad-input path has its own code and
 /// message; nothing is undefined behaviour).
 Status validatePlanInputs(const PlanInputs &in);
@@ -167,8 +225,22 @@ Status makePlan(const PlanInputs &in, Plan &out);
 /// workspace (level_v[l] in o_dtype [rows, Hqo, D], level_s[l] f32 [rows,
 /// Hqo]) and is merged into the output in order l = 1 .. L-1 with
 /// merge_state_in_place. Causal masking applies to the last level only.
+/// One launch of a cascade: the attention items of a level, the merge of its
+/// KV splits, or the merge of its state into the output.
+struct PlanStep {
+  WorkKind kind;
+  int32_t level;
+  /// Blocks along x: the level's padded_batch_size (attention) or query
+  /// rows (merges); every launch is per head besides.
+  int64_t blocks;
+};
+
 struct CascadePlan {
   std::vector<Plan> levels;
+  /// The launches in order: per level its attention items, MergeSplits if
+  /// it splits KV, and for l >= 1 MergeLevel (which a kernel that
+  /// accumulates into the output fuses into its attention launch).
+  std::vector<PlanStep> steps;
   int64_t num_rows = 0;
   std::vector<int64_t> int_base;       ///< level -> byte offset of its sections
   std::vector<int64_t> float_base;     ///< level -> byte offset of its sections
@@ -182,6 +254,15 @@ struct CascadePlan {
 /// Validates every level, checks that they agree (rows, heads, head_dim,
 /// page size), and plans them.
 Status makeCascadePlan(const std::vector<PlanInputs> &levels, CascadePlan &out);
+
+/// makeCascadePlan for a device described by `targets` (one per level): each
+/// level planned with its target's facts (PlanInputs::setTarget), with
+/// cuda_graph = `cudaGraph`, and in CUDA-graph prefill with max_num_rows =
+/// max(its rows, minRowCapacity) (0 = its rows). What a Program plans, made
+/// without a device.
+Status makeCascadePlan(const std::vector<PlanInputs> &levels,
+                       const std::vector<PlanTarget> &targets, bool cudaGraph,
+                       int64_t minRowCapacity, CascadePlan &out);
 
 /// FlashInfer's query tile for an average packed query length.
 int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim);

@@ -1,7 +1,10 @@
 //===- Program.h - Planned attention calls, bound once ----------*- C++ -*-===//
 //
 // A Program is what a Python wrapper's plan() produces and its run() replays:
-// the plan of every level (makeCascadePlan), the caller's index arrays and
+// a plan of every level, bound to a device. The plan itself is made without
+// one (makeCascadePlan with a PlanTarget per level, Plan.h): plan() measures
+// the targets on the device and plans, or bind() takes a plan made
+// elsewhere. Bound are the caller's index arrays and
 // the plan's int arrays uploaded into the int workspace (page-locked staging,
 // asynchronous copies on the caller's stream), and, per KV form, the kernels
 // of the call bound once into PreparedLaunches. run() only writes the
@@ -44,12 +47,13 @@ struct IndexBuffers {
 };
 
 /// What plan() needs. `levels[l]` holds host views of the index arrays and
-/// the static sizes (heads, head_dim, page size, dtypes, mode); the program
-/// fills in num_sms, occupancy, qo_tile_size, cuda_graph and max_num_rows.
+/// the static sizes (heads, head_dim, page size, dtypes, mode); the plan
+/// sets num_sms, occupancy, qo_tile_size (from each level's PlanTarget),
+/// cuda_graph and max_num_rows.
 struct ProgramSpec {
   std::vector<PlanInputs> levels;
   /// Per level: the kernel whose occupancy and `qo_tile_size` static the
-  /// plan uses (the split kernel of the level).
+  /// plan uses (the split kernel of the level); only plan(spec) reads them.
   std::vector<std::string> planKernels;
   std::vector<IndexBuffers> indexBuffers; ///< empty or one per level
   bool cudaGraph = false;
@@ -64,15 +68,29 @@ struct ProgramLevelKernels {
 
 class Program {
 public:
-  explicit Program(Launcher &launcher) : launcher_(launcher) {}
+  explicit Program(Launcher &launcher)
+      : launcher_(launcher), device_(launcher.device()) {}
   ~Program();
   Program(const Program &) = delete;
   Program &operator=(const Program &) = delete;
 
-  /// Plans every level on the host and lays out the int workspace (plan
-  /// arrays, then the index arrays). Drops the prepared launches. In
-  /// CUDA-graph mode a replan must keep every size of the first plan.
+  /// Plans every level on the host for the targets of spec.planKernels on
+  /// the launcher's device (planTargets), then binds the plan (bind).
   Status plan(const ProgramSpec &spec);
+  /// The same for explicit targets, one per level (no driver call).
+  Status plan(const ProgramSpec &spec, const std::vector<PlanTarget> &targets);
+  /// The PlanTarget of every level's plan kernel on the launcher's device.
+  Status planTargets(const ProgramSpec &spec,
+                     std::vector<PlanTarget> &targets) const;
+  /// The row capacity a replan must plan for: in CUDA-graph mode after the
+  /// first upload the first plan's rows, else 0 (makeCascadePlan's
+  /// minRowCapacity).
+  int64_t minRowCapacity() const { return frozen_ ? rowCapacity_ : 0; }
+  /// Takes a finished plan of spec.levels (makeCascadePlan with
+  /// spec.cudaGraph and minRowCapacity()) and lays out the int workspace
+  /// (plan arrays, then the index arrays). Drops the prepared launches. In
+  /// CUDA-graph mode a replan must keep every size of the first plan.
+  Status bind(const ProgramSpec &spec, CascadePlan plan);
   /// Bytes the int / float workspace must hold for the current plan (the
   /// float workspace includes an lse scratch for calls that return none).
   int64_t intBytesNeeded() const { return intBytes_; }
@@ -120,26 +138,14 @@ private:
     uint8_t role;
     bool count; ///< the memref size slot, not a pointer
   };
-  /// The launches of a variant as one instantiated graph, a kernel node per
-  /// launch in order; `dirty[i]`: launch i's slots changed since its node
-  /// was last written.
-  struct LaunchGraph {
-    const cuda::DriverApi *api = nullptr;
-    cuda::CUgraph graph = nullptr;
-    cuda::CUgraphExec exec = nullptr;
-    std::vector<cuda::CUgraphNode> nodes;
-    std::vector<uint8_t> dirty;
-    bool failed = false; ///< building or updating failed: launch one by one
-    ~LaunchGraph();
-  };
   struct Variant {
     std::vector<PreparedLaunch> launches;
     std::vector<std::vector<Patch>> patches; ///< per launch
-    std::unique_ptr<LaunchGraph> graph;
+    /// The launches as one graph (built on first use); `dirty[i]`: launch
+    /// i's slots changed since its node was last written.
+    std::unique_ptr<KernelGraph> graph;
+    std::vector<uint8_t> dirty;
   };
-  /// Launches `v` through its graph (built on first use); false (nothing
-  /// launched) when the graph cannot be built, updated or launched.
-  bool launchGraph(Variant &v, cuda::CUstream stream);
   /// Where a level's index arrays live on the device.
   struct LevelArrays {
     uint64_t qo = 0, kvIndptr = 0, indices = 0, last = 0;
@@ -151,6 +157,7 @@ private:
   Status stage(uint64_t intWorkspace, cuda::CUstream stream);
 
   Launcher &launcher_;
+  Device &device_;
   ProgramSpec spec_;
   CascadePlan plan_;
   std::vector<LevelArrays> arrays_;

@@ -371,47 +371,6 @@ TEST(PlanValidation, PageIdScanFindsTheFirstBadIdAnywhere) {
   EXPECT_EQ(s.message(), "kv_indices[37] = -3 is negative");
 }
 
-namespace {
-
-void expectSamePlan(const Plan &a, const Plan &b) {
-  for (const char *name :
-       {"batch_size", "num_rows", "row_capacity", "num_qo_heads",
-        "num_kv_heads", "head_dim", "page_size", "gqa_group_size", "cuda_graph",
-        "split_kv", "padded_batch_size", "num_work_items", "kv_chunk_size",
-        "kv_chunk_size_pages", "qo_tile_size", "num_partial_rows",
-        "partial_rows_capacity", "int_workspace_bytes",
-        "float_workspace_bytes"}) {
-    int64_t x = -1, y = -2;
-    ASSERT_TRUE(a.scalar(name, x));
-    ASSERT_TRUE(b.scalar(name, y));
-    EXPECT_EQ(x, y) << name;
-  }
-  EXPECT_EQ(a.mode, b.mode);
-  EXPECT_EQ(a.grid_limit, b.grid_limit);
-  EXPECT_EQ(a.o_dtype, b.o_dtype);
-  EXPECT_EQ(a.request_indices, b.request_indices);
-  EXPECT_EQ(a.kv_tile_indices, b.kv_tile_indices);
-  EXPECT_EQ(a.qo_tile_indices, b.qo_tile_indices);
-  EXPECT_EQ(a.o_indptr, b.o_indptr);
-  EXPECT_EQ(a.merge_indptr, b.merge_indptr);
-  EXPECT_EQ(a.block_valid_mask, b.block_valid_mask);
-  EXPECT_EQ(a.int_image, b.int_image);
-  for (const WorkspaceLayout *l : {&a.int_workspace, &a.float_workspace}) {
-    const WorkspaceLayout &m =
-        l == &a.int_workspace ? b.int_workspace : b.float_workspace;
-    EXPECT_EQ(l->alignment, m.alignment);
-    ASSERT_EQ(l->sections.size(), m.sections.size());
-    for (size_t k = 0; k < l->sections.size(); ++k) {
-      EXPECT_STREQ(l->sections[k].name, m.sections[k].name);
-      EXPECT_EQ(l->sections[k].offset, m.sections[k].offset);
-      EXPECT_EQ(l->sections[k].bytes, m.sections[k].bytes);
-      EXPECT_EQ(l->sections[k].count, m.sections[k].count);
-    }
-  }
-}
-
-} // namespace
-
 TEST(PlanReuse, ReusedBuffersGiveAFreshThreadsPlans) {
   // Plans and cascades of varying sizes and level counts, planned one after
   // the other on this thread (each reusing the arrays of the one it

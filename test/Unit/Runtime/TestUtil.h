@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace cascade::runtime::test {
@@ -61,6 +62,69 @@ inline Batch makeBatch(PlanMode mode, const std::vector<int32_t> &pages,
   b.in.cuda_graph = graph;
   b.inputs();
   return b;
+}
+
+/// Every field of two plans agrees.
+inline void expectSamePlan(const Plan &a, const Plan &b) {
+  for (const char *name :
+       {"batch_size", "num_rows", "row_capacity", "num_qo_heads",
+        "num_kv_heads", "head_dim", "page_size", "gqa_group_size", "cuda_graph",
+        "split_kv", "padded_batch_size", "num_work_items", "kv_chunk_size",
+        "kv_chunk_size_pages", "qo_tile_size", "num_partial_rows",
+        "partial_rows_capacity", "int_workspace_bytes",
+        "float_workspace_bytes"}) {
+    int64_t x = -1, y = -2;
+    ASSERT_TRUE(a.scalar(name, x));
+    ASSERT_TRUE(b.scalar(name, y));
+    EXPECT_EQ(x, y) << name;
+  }
+  EXPECT_EQ(a.mode, b.mode);
+  EXPECT_EQ(a.grid_limit, b.grid_limit);
+  EXPECT_EQ(a.o_dtype, b.o_dtype);
+  EXPECT_EQ(a.request_indices, b.request_indices);
+  EXPECT_EQ(a.kv_tile_indices, b.kv_tile_indices);
+  EXPECT_EQ(a.qo_tile_indices, b.qo_tile_indices);
+  EXPECT_EQ(a.o_indptr, b.o_indptr);
+  EXPECT_EQ(a.merge_indptr, b.merge_indptr);
+  EXPECT_EQ(a.block_valid_mask, b.block_valid_mask);
+  EXPECT_EQ(a.int_image, b.int_image);
+  for (const WorkspaceLayout *l : {&a.int_workspace, &a.float_workspace}) {
+    const WorkspaceLayout &m =
+        l == &a.int_workspace ? b.int_workspace : b.float_workspace;
+    EXPECT_EQ(l->alignment, m.alignment);
+    ASSERT_EQ(l->sections.size(), m.sections.size());
+    for (size_t k = 0; k < l->sections.size(); ++k) {
+      EXPECT_STREQ(l->sections[k].name, m.sections[k].name);
+      EXPECT_EQ(l->sections[k].offset, m.sections[k].offset);
+      EXPECT_EQ(l->sections[k].bytes, m.sections[k].bytes);
+      EXPECT_EQ(l->sections[k].count, m.sections[k].count);
+    }
+  }
+}
+
+/// Every field of two cascade plans agrees, levels and steps included.
+inline void expectSameCascade(const CascadePlan &a, const CascadePlan &b) {
+  ASSERT_EQ(a.levels.size(), b.levels.size());
+  for (size_t l = 0; l < a.levels.size(); ++l) {
+    SCOPED_TRACE("level " + std::to_string(l));
+    expectSamePlan(a.levels[l], b.levels[l]);
+  }
+  EXPECT_EQ(a.num_rows, b.num_rows);
+  EXPECT_EQ(a.int_base, b.int_base);
+  EXPECT_EQ(a.float_base, b.float_base);
+  EXPECT_EQ(a.level_v_offset, b.level_v_offset);
+  EXPECT_EQ(a.level_s_offset, b.level_s_offset);
+  EXPECT_EQ(a.level_v_bytes, b.level_v_bytes);
+  EXPECT_EQ(a.level_s_bytes, b.level_s_bytes);
+  EXPECT_EQ(a.int_bytes, b.int_bytes);
+  EXPECT_EQ(a.float_bytes, b.float_bytes);
+  EXPECT_EQ(a.int_image, b.int_image);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) {
+    EXPECT_EQ(a.steps[i].kind, b.steps[i].kind) << "step " << i;
+    EXPECT_EQ(a.steps[i].level, b.steps[i].level) << "step " << i;
+    EXPECT_EQ(a.steps[i].blocks, b.steps[i].blocks) << "step " << i;
+  }
 }
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }

@@ -1,0 +1,338 @@
+//===- Device.cpp - One CUDA device and its driver helpers ----------------===//
+
+#include "cascade/Runtime/Device.h"
+
+#include <algorithm>
+
+namespace cascade::runtime {
+
+using namespace cuda;
+
+#define CASCADE_CU(call)                                                       \
+  CASCADE_RETURN_IF_ERROR(checkCuda(*api_, api_->call, #call))
+
+//===----------------------------------------------------------------------===//
+// Opening a device
+//===----------------------------------------------------------------------===//
+
+Status Device::open(int ordinal, std::shared_ptr<Device> &out) {
+  const DriverApi *api = nullptr;
+  CASCADE_RETURN_IF_ERROR(getDriver(api));
+  return open(*api, ordinal, out);
+}
+
+Status Device::open(const DriverApi &api, int ordinal,
+                    std::shared_ptr<Device> &out) {
+  std::shared_ptr<Device> d(new Device());
+  d->api_ = &api;
+  d->ordinal_ = ordinal;
+  CUdevice dev;
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api, api.cuDeviceGet(&dev, ordinal), "cuDeviceGet"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api, api.cuDevicePrimaryCtxRetain(&d->context_, dev),
+                "cuDevicePrimaryCtxRetain"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api, api.cuCtxSetCurrent(d->context_), "cuCtxSetCurrent"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api,
+                api.cuDeviceGetAttribute(
+                    &d->numSms_, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev),
+                "cuDeviceGetAttribute"));
+  int major = 0, minor = 0;
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api,
+                api.cuDeviceGetAttribute(
+                    &major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+                "cuDeviceGetAttribute"));
+  CASCADE_RETURN_IF_ERROR(
+      checkCuda(api,
+                api.cuDeviceGetAttribute(
+                    &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+                "cuDeviceGetAttribute"));
+  d->chip_ = "sm_" + std::to_string(major) + std::to_string(minor);
+  out = std::move(d);
+  return Status::success();
+}
+
+Device::~Device() {
+  if (!api_)
+    return;
+  for (auto &m : modules_)
+    api_->cuModuleUnload(m.second);
+}
+
+Status Device::makeCurrent() const {
+  CUcontext current = nullptr;
+  if (api_->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_)
+    return Status::success();
+  CASCADE_CU(cuCtxSetCurrent(context_));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Modules and functions
+//===----------------------------------------------------------------------===//
+
+CUresult Device::loadModuleImage(const DriverApi &api, const void *image,
+                                 int optLevel, CUmodule &module,
+                                 std::string &log) {
+  char buffer[8192] = {0};
+  CUjit_option options[] = {CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                            CU_JIT_OPTIMIZATION_LEVEL};
+  void *values[] = {buffer, reinterpret_cast<void *>(sizeof(buffer)),
+                    reinterpret_cast<void *>(static_cast<intptr_t>(optLevel))};
+  module = nullptr;
+  CUresult r = api.cuModuleLoadDataEx(&module, image, optLevel >= 0 ? 3 : 2,
+                                      options, values);
+  log = r == CUDA_SUCCESS ? std::string() : std::string(buffer);
+  return r;
+}
+
+Status Device::loadModule(const std::string &key, const std::string &ptx,
+                          const std::string &cubinPath) {
+  if (modules_.count(key))
+    return Status(ErrorCode::InvalidArgument,
+                  "module " + key + " is already loaded on this device");
+  std::string cubin;
+  const bool useCubin = !cubinPath.empty() && readFile(cubinPath, cubin).ok();
+  CUmodule module = nullptr;
+  std::string log;
+  CUresult r = loadModuleImage(*api_, useCubin ? cubin.data() : ptx.c_str(), -1,
+                               module, log);
+  if (r != CUDA_SUCCESS) {
+    Status s = checkCuda(*api_, r, "cuModuleLoadDataEx");
+    return Status(s.code(), "loading " + (useCubin ? cubinPath : key) + ": " +
+                                s.message() + (log.empty() ? "" : ": " + log));
+  }
+  modules_[key] = module;
+  return Status::success();
+}
+
+Status Device::function(const std::string &key, const std::string &name,
+                        int64_t dynamicSharedBytes, CUfunction &fn) {
+  auto cached = functions_.find({key, name});
+  if (cached != functions_.end()) {
+    fn = cached->second;
+    return Status::success();
+  }
+  auto module = modules_.find(key);
+  if (module == modules_.end())
+    return Status(ErrorCode::NotFound, "no module " + key + " is loaded");
+  CASCADE_CU(cuModuleGetFunction(&fn, module->second, name.c_str()));
+  CASCADE_RETURN_IF_ERROR(setMaxDynamicSharedBytes(fn, dynamicSharedBytes));
+  functions_[{key, name}] = fn;
+  return Status::success();
+}
+
+Status Device::setMaxDynamicSharedBytes(CUfunction fn, int64_t bytes) const {
+  if (bytes > 48 * 1024)
+    CASCADE_CU(
+        cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                           static_cast<int>(bytes)));
+  return Status::success();
+}
+
+Status Device::occupancy(CUfunction fn, int threads, int64_t dynamicSharedBytes,
+                         int &blocksPerSm) const {
+  CASCADE_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &blocksPerSm, fn, threads, static_cast<size_t>(dynamicSharedBytes)));
+  return Status::success();
+}
+
+Status Device::launch(CUfunction fn, const KernelLaunch &l, void **params,
+                      CUstream stream, const std::string &what) const {
+  CUresult r = api_->cuLaunchKernel(fn, l.grid[0], l.grid[1], l.grid[2],
+                                    l.block[0], l.block[1], l.block[2],
+                                    l.sharedBytes, stream, params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    Status s = checkCuda(*api_, r, "cuLaunchKernel");
+    return Status(s.code(), what + ": " + s.message());
+  }
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Memory, streams, events
+//===----------------------------------------------------------------------===//
+
+Status Device::alloc(size_t bytes, uint64_t &ptr) const {
+  CUdeviceptr p = 0;
+  CASCADE_CU(cuMemAlloc(&p, bytes ? bytes : 1));
+  ptr = p;
+  return Status::success();
+}
+
+Status Device::free(uint64_t ptr) const {
+  CASCADE_CU(cuMemFree(ptr));
+  return Status::success();
+}
+
+Status Device::allocHost(size_t bytes, void *&ptr) const {
+  CASCADE_CU(cuMemAllocHost(&ptr, bytes));
+  return Status::success();
+}
+
+void Device::freeHost(void *ptr) const {
+  if (ptr)
+    api_->cuMemFreeHost(ptr);
+}
+
+Status Device::copyToDevice(uint64_t dst, const void *src, size_t bytes,
+                            CUstream stream) const {
+  if (bytes)
+    CASCADE_CU(cuMemcpyHtoDAsync(dst, src, bytes, stream));
+  return Status::success();
+}
+
+Status Device::copyToHost(void *dst, uint64_t src, size_t bytes,
+                          CUstream stream) const {
+  if (bytes)
+    CASCADE_CU(cuMemcpyDtoHAsync(dst, src, bytes, stream));
+  return Status::success();
+}
+
+Status Device::memsetD32(uint64_t dst, uint32_t value, size_t count,
+                         CUstream stream) const {
+  CASCADE_CU(cuMemsetD32Async(dst, value, count, stream));
+  return Status::success();
+}
+
+Status Device::createStream(CUstream &stream) const {
+  CASCADE_CU(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
+  return Status::success();
+}
+
+Status Device::destroyStream(CUstream stream) const {
+  CASCADE_CU(cuStreamDestroy(stream));
+  return Status::success();
+}
+
+Status Device::synchronize(CUstream stream) const {
+  CASCADE_CU(cuStreamSynchronize(stream));
+  return Status::success();
+}
+
+bool Device::isCapturing(CUstream stream) const {
+  if (!api_->cuStreamIsCapturing)
+    return false;
+  int capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  return api_->cuStreamIsCapturing(stream, &capture) != CUDA_SUCCESS ||
+         capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+Status Device::createEvent(CUevent &event, unsigned flags) const {
+  CASCADE_CU(cuEventCreate(&event, flags));
+  return Status::success();
+}
+
+void Device::destroyEvent(CUevent event) const {
+  if (event)
+    api_->cuEventDestroy(event);
+}
+
+Status Device::recordEvent(CUevent event, CUstream stream) const {
+  CASCADE_CU(cuEventRecord(event, stream));
+  return Status::success();
+}
+
+Status Device::synchronizeEvent(CUevent event) const {
+  CASCADE_CU(cuEventSynchronize(event));
+  return Status::success();
+}
+
+//===----------------------------------------------------------------------===//
+// Graphs
+//===----------------------------------------------------------------------===//
+
+Status Device::beginCapture(CUstream stream) const {
+  CASCADE_CU(cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+  return Status::success();
+}
+
+Status Device::endCapture(CUstream stream, CapturedGraph &graph) const {
+  CASCADE_CU(cuStreamEndCapture(stream, &graph.graph));
+  CASCADE_CU(cuGraphInstantiateWithFlags(&graph.exec, graph.graph, 0));
+  return Status::success();
+}
+
+Status Device::replay(const CapturedGraph &graph, CUstream stream) const {
+  CASCADE_CU(cuGraphLaunch(graph.exec, stream));
+  return Status::success();
+}
+
+void Device::destroyGraph(CapturedGraph &graph) const {
+  if (graph.exec)
+    api_->cuGraphExecDestroy(graph.exec);
+  if (graph.graph)
+    api_->cuGraphDestroy(graph.graph);
+  graph = CapturedGraph();
+}
+
+void KernelGraph::reset() {
+  const DriverApi &api = device_->api();
+  if (exec_)
+    api.cuGraphExecDestroy(exec_);
+  if (graph_)
+    api.cuGraphDestroy(graph_);
+  exec_ = nullptr;
+  graph_ = nullptr;
+  nodes_.clear();
+}
+
+bool KernelGraph::fail() {
+  reset();
+  failed_ = true;
+  return false;
+}
+
+bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
+                         std::vector<uint8_t> &dirty, CUstream stream) {
+  const DriverApi &api = device_->api();
+  if (failed_ || !api.canBuildGraphs())
+    return false;
+  auto nodeParams = [](const PreparedLaunch &pl) {
+    const KernelLaunch &k = pl.launch;
+    CudaKernelNodeParams np{};
+    np.func = pl.function;
+    np.gridDimX = static_cast<unsigned>(k.grid[0]);
+    np.gridDimY = static_cast<unsigned>(k.grid[1]);
+    np.gridDimZ = static_cast<unsigned>(k.grid[2]);
+    np.blockDimX = static_cast<unsigned>(k.block[0]);
+    np.blockDimY = static_cast<unsigned>(k.block[1]);
+    np.blockDimZ = static_cast<unsigned>(k.block[2]);
+    np.sharedMemBytes = static_cast<unsigned>(k.sharedBytes);
+    np.kernelParams = const_cast<void **>(pl.params.data());
+    return np;
+  };
+  if (!exec_) {
+    if (api.cuGraphCreate(&graph_, 0) != CUDA_SUCCESS)
+      return fail();
+    nodes_.assign(launches.size(), nullptr);
+    for (size_t i = 0; i < launches.size(); ++i) {
+      const CudaKernelNodeParams np = nodeParams(launches[i]);
+      if (api.cuGraphAddKernelNode(&nodes_[i], graph_,
+                                   i ? &nodes_[i - 1] : nullptr, i ? 1 : 0,
+                                   &np) != CUDA_SUCCESS)
+        return fail();
+    }
+    if (api.cuGraphInstantiateWithFlags(&exec_, graph_, 0) != CUDA_SUCCESS)
+      return fail();
+  } else {
+    for (size_t i = 0; i < launches.size(); ++i) {
+      if (!dirty[i])
+        continue;
+      const CudaKernelNodeParams np = nodeParams(launches[i]);
+      if (api.cuGraphExecKernelNodeSetParams(exec_, nodes_[i], &np) !=
+          CUDA_SUCCESS)
+        return fail();
+    }
+  }
+  std::fill(dirty.begin(), dirty.end(), 0);
+  if (api.cuGraphLaunch(exec_, stream) != CUDA_SUCCESS)
+    return fail();
+  return true;
+}
+
+} // namespace cascade::runtime

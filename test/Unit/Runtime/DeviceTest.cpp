@@ -1,0 +1,575 @@
+//===- DeviceTest.cpp - Plans without a device; Devices on a stand-in -----===//
+//
+// A cascade planned from PlanTargets alone (no driver, no Launcher) equals
+// the plan a Program makes on a device. The Device's driver helpers, the
+// Launcher's cascade steps and a Program's upload, launches and graph
+// replays run against the stand-in CUDA driver of the Python tests
+// (python_bindings/tests/fake_cuda/fake_cuda.c: one device, 132 SMs, sm_90,
+// occupancy 2, device memory is host memory, launches are recorded).
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "cascade/Runtime/Device.h"
+#include "cascade/Runtime/Launcher.h"
+#include "cascade/Runtime/Program.h"
+
+#include <gtest/gtest.h>
+
+#include <dlfcn.h>
+
+#include <array>
+#include <cstring>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+using namespace cascade::runtime;
+using namespace cascade::runtime::test;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// The stand-in driver
+//===----------------------------------------------------------------------===//
+
+/// The test bundle: attention kernels of both modes (the prefill one with a
+/// query tile of 64), the merge of KV splits and the merge of a level.
+const char *const kManifest = R"({
+  "format": "cascade-kernel-bundle", "version": 1,
+  "target": {"chip": "sm_90", "features": "+ptx80"},
+  "kernels": [
+    {"name": "t_decode_split", "ptx": "t.ptx", "op": "decode_split",
+     "block": [128, 1, 1],
+     "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
+     "dynamic_shared_bytes": 65536, "static": {"head_dim": 64},
+     "params": [{"name": "q", "kind": "memref", "dtype": "f16"},
+                {"name": "o", "kind": "memref", "dtype": "f16"},
+                {"name": "request_indices", "kind": "memref", "dtype": "i32"},
+                {"name": "tmp_v", "kind": "memref", "dtype": "f32"}],
+     "plan_arrays": ["request_indices", "tmp_v"]},
+    {"name": "t_prefill_split", "ptx": "t.ptx", "op": "prefill_split",
+     "block": [128, 1, 1],
+     "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
+     "dynamic_shared_bytes": 0, "static": {"head_dim": 64, "qo_tile_size": 64},
+     "params": [{"name": "q", "kind": "memref", "dtype": "f16"},
+                {"name": "o", "kind": "memref", "dtype": "f16"},
+                {"name": "request_indices", "kind": "memref", "dtype": "i32"},
+                {"name": "tmp_v", "kind": "memref", "dtype": "f32"}],
+     "plan_arrays": ["request_indices", "tmp_v"]},
+    {"name": "t_merge_splits", "ptx": "t.ptx", "op": "merge_states_indptr",
+     "block": [64, 1, 1],
+     "grid": [{"param": "num_rows"}, {"param": "num_qo_heads"}, 1],
+     "dynamic_shared_bytes": 0, "static": {"head_dim": 64},
+     "params": [{"name": "tmp_v", "kind": "memref", "dtype": "f32"},
+                {"name": "merge_indptr", "kind": "memref", "dtype": "i32"},
+                {"name": "o", "kind": "memref", "dtype": "f16"}],
+     "plan_arrays": ["tmp_v", "merge_indptr"]},
+    {"name": "t_merge_level", "ptx": "t.ptx", "op": "merge_state_in_place",
+     "block": [128, 1, 1], "grid": [{"param": "num_tasks", "div": 4}, 1, 1],
+     "dynamic_shared_bytes": 0, "static": {"head_dim": 64},
+     "params": [{"name": "v", "kind": "memref", "dtype": "f16"},
+                {"name": "s", "kind": "memref", "dtype": "f32"},
+                {"name": "v_other", "kind": "memref", "dtype": "f16"},
+                {"name": "s_other", "kind": "memref", "dtype": "f32"},
+                {"name": "num_tasks", "kind": "i64"}],
+     "plan_arrays": []}
+  ]
+})";
+
+/// PTX-like text with an `.entry` per kernel and one `.param` per PTX
+/// parameter: what the stand-in reads to count a kernel's parameters.
+std::string ptxOf(const Bundle &b) {
+  std::string text;
+  for (const KernelSpec &k : b.kernels) {
+    text += ".entry " + k.name + "(";
+    for (int64_t i = 0; i < k.numPtxParams(); ++i)
+      text +=
+          (i ? ", " : "") + std::string(".param .u64 p") + std::to_string(i);
+    text += ")\n{\n}\n";
+  }
+  return text;
+}
+
+/// The stand-in driver, its recording hooks, one Device and one Launcher of
+/// the test bundle: per process and never destroyed, like a driver (the
+/// stand-in's function handles stay reachable for the leak checker).
+struct Fake {
+  cuda::DriverApi api{};
+  Status status;
+  int (*numLaunches)() = nullptr;
+  void (*reset)() = nullptr;
+  int (*numGraphLaunches)() = nullptr;
+  const char *(*launchName)(int) = nullptr;
+  unsigned (*launchGrid)(int, int) = nullptr;
+  uint64_t (*launchParam)(int, int) = nullptr;
+  std::shared_ptr<Device> device;
+  std::unique_ptr<Launcher> launcher;
+};
+
+Fake &fake() {
+  static Fake *f = [] {
+    auto *f = new Fake();
+    f->status = cuda::loadDriverLibrary(CASCADE_FAKE_CUDA, f->api);
+    if (!f->status.ok())
+      return f;
+    f->status = cuda::checkCuda(f->api, f->api.cuInit(0), "cuInit");
+    // The library is loaded already: this handle is the same instance.
+    void *h = dlopen(CASCADE_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+      f->status = Status(ErrorCode::DriverUnavailable, dlerror());
+      return f;
+    }
+    auto sym = [&](auto &fn, const char *name) {
+      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
+          dlsym(h, name));
+    };
+    sym(f->numLaunches, "fake_cuda_num_launches");
+    sym(f->reset, "fake_cuda_reset");
+    sym(f->numGraphLaunches, "fake_cuda_num_graph_launches");
+    sym(f->launchName, "fake_cuda_launch_name");
+    sym(f->launchGrid, "fake_cuda_launch_grid");
+    sym(f->launchParam, "fake_cuda_launch_param");
+    if (f->status.ok())
+      f->status = Device::open(f->api, 0, f->device);
+    Bundle b;
+    if (f->status.ok())
+      f->status = parseManifest(kManifest, b);
+    b.ptx["t.ptx"] = ptxOf(b);
+    if (f->status.ok())
+      f->status = Launcher::create(f->device, b, f->launcher);
+    return f;
+  }();
+  return *f;
+}
+
+#define NEED_FAKE()                                                            \
+  do {                                                                         \
+    ASSERT_TRUE(fake().status.ok()) << fake().status.message();                \
+    fake().reset();                                                            \
+  } while (0)
+
+/// A two-level cascade: a prefill level over a shared prefix (one request
+/// of 6 queries) and a decode level of 6 requests of different lengths.
+struct TwoLevels {
+  Batch shared, unique;
+  ProgramSpec spec;
+
+  explicit TwoLevels(bool graph, int32_t longest = 40) {
+    shared = makeBatch(PlanMode::Prefill, {8}, {6}, 16, 8, 2, 64, 0, 1, false);
+    unique = makeBatch(PlanMode::Decode, {1, 3, longest, 2, 9, 5},
+                       {1, 1, 1, 1, 1, 1}, 16, 8, 2, 64, 0, 1, false);
+    for (Batch *b : {&shared, &unique}) {
+      b->in.num_pages = 1024; // any id the batches use
+      b->in.num_sms = 0;      // the device facts come from the targets
+    }
+    spec.levels = {shared.inputs(), unique.inputs(/*withQo=*/false)};
+    spec.planKernels = {"t_prefill_split", "t_decode_split"};
+    spec.cudaGraph = graph;
+  }
+};
+
+/// What the stand-in device measures for the test kernels.
+const std::vector<PlanTarget> kFakeTargets = {{132, 2, 64}, {132, 2, 0}};
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// Plans without a device
+//===----------------------------------------------------------------------===//
+
+TEST(PlanTarget, IsTheDeviceFactsOfPlanInputs) {
+  PlanInputs in;
+  in.setTarget({132, 3, 64});
+  EXPECT_EQ(in.num_sms, 132);
+  EXPECT_EQ(in.occupancy, 3);
+  EXPECT_EQ(in.qo_tile_size, 64);
+  EXPECT_EQ(in.target(), (PlanTarget{132, 3, 64}));
+  EXPECT_NE(in.target(), (PlanTarget{132, 3, 0}));
+}
+
+TEST(PlanTarget, CascadeFromTargetsIsTheCascadeOfTheirInputs) {
+  // No driver is loaded or needed: the targets are plain values.
+  for (bool graph : {false, true}) {
+    TwoLevels t(graph);
+    CascadePlan got;
+    ASSERT_TRUE(
+        makeCascadePlan(t.spec.levels, kFakeTargets, graph, 0, got).ok());
+    std::vector<PlanInputs> inputs = t.spec.levels;
+    for (size_t l = 0; l < inputs.size(); ++l) {
+      inputs[l].setTarget(kFakeTargets[l]);
+      inputs[l].cuda_graph = graph;
+      inputs[l].max_num_rows =
+          graph && inputs[l].mode == PlanMode::Prefill ? 6 : -1;
+    }
+    CascadePlan want;
+    ASSERT_TRUE(makeCascadePlan(inputs, want).ok());
+    expectSameCascade(got, want);
+    EXPECT_EQ(got.levels[0].qo_tile_size, 64);
+    EXPECT_EQ(got.levels[0].grid_limit, 264);
+  }
+}
+
+TEST(PlanTarget, MinRowCapacityKeepsAGraphPlansRows) {
+  TwoLevels t(/*graph=*/true);
+  CascadePlan p;
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, true, 48, p).ok());
+  EXPECT_EQ(p.levels[0].row_capacity, 48);
+  EXPECT_EQ(p.levels[0].num_rows, 6);
+  // Outside graph mode the capacity is the rows of the call.
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 48, p).ok());
+  EXPECT_EQ(p.levels[0].row_capacity, 6);
+}
+
+TEST(PlanTarget, OneTargetPerLevel) {
+  TwoLevels t(false);
+  CascadePlan p;
+  Status s = makeCascadePlan(t.spec.levels, {kFakeTargets[0]}, false, 0, p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "a cascade of 2 levels needs one plan target per "
+                         "level, got 1");
+  // A bad target is a bad plan input, with the level named.
+  s = makeCascadePlan(t.spec.levels, {kFakeTargets[0], {0, 2, 0}}, false, 0, p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "level 1: num_sms must be positive, got 0");
+}
+
+TEST(PlanSteps, WorkKindsAndLaunchOrder) {
+  TwoLevels t(false);
+  CascadePlan p;
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
+  // 264 blocks over 2 KV heads: the prefill level (8 pages, tiles of 64
+  // packed rows) runs whole; the decode level splits its longest request.
+  ASSERT_FALSE(p.levels[0].split_kv);
+  ASSERT_TRUE(p.levels[1].split_kv);
+  EXPECT_EQ(p.levels[0].work_kind, WorkKind::Prefill);
+  EXPECT_EQ(p.levels[1].work_kind, WorkKind::DecodeSplit);
+  ASSERT_EQ(p.steps.size(), 4u);
+  const WorkKind kinds[] = {WorkKind::Prefill, WorkKind::DecodeSplit,
+                            WorkKind::MergeSplits, WorkKind::MergeLevel};
+  const int32_t levels[] = {0, 1, 1, 1};
+  const int64_t blocks[] = {p.levels[0].padded_batch_size,
+                            p.levels[1].padded_batch_size, 6, 6};
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(p.steps[i].kind, kinds[i]) << workKindName(p.steps[i].kind);
+    EXPECT_EQ(p.steps[i].level, levels[i]);
+    EXPECT_EQ(p.steps[i].blocks, blocks[i]);
+  }
+  WorkKind k = WorkKind::MergeLevel;
+  EXPECT_TRUE(workItemKind(p.levels[1], 0, k));
+  EXPECT_EQ(k, WorkKind::DecodeSplit);
+  EXPECT_FALSE(workItemKind(p.levels[1], p.levels[1].num_work_items, k));
+  EXPECT_STREQ(workKindName(WorkKind::PrefillSplit), "prefill_split");
+  EXPECT_STREQ(workKindName(WorkKind::MergeSplits), "merge_splits");
+}
+
+//===----------------------------------------------------------------------===//
+// Device helpers on the stand-in driver
+//===----------------------------------------------------------------------===//
+
+TEST(DeviceOnStandIn, FactsAndModules) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  EXPECT_EQ(d.ordinal(), 0);
+  EXPECT_EQ(d.numSms(), 132);
+  EXPECT_EQ(d.chip(), "sm_90");
+  EXPECT_TRUE(d.canBuildGraphs());
+  EXPECT_TRUE(d.makeCurrent().ok());
+  EXPECT_TRUE(d.hasModule("t.ptx")); // the launcher's bundle
+
+  Status s = d.loadModule("t.ptx", ".entry x()\n");
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "module t.ptx is already loaded on this device");
+
+  cuda::CUfunction fn = nullptr, again = nullptr;
+  ASSERT_TRUE(d.function("t.ptx", "t_decode_split", 65536, fn).ok());
+  ASSERT_TRUE(d.function("t.ptx", "t_decode_split", 65536, again).ok());
+  EXPECT_EQ(fn, again); // looked up once
+  int blocks = 0;
+  ASSERT_TRUE(d.occupancy(fn, 128, 65536, blocks).ok());
+  EXPECT_EQ(blocks, 2);
+  EXPECT_TRUE(d.setMaxDynamicSharedBytes(fn, 100 * 1024).ok());
+
+  s = d.function("nope.ptx", "t_decode_split", 0, fn);
+  EXPECT_EQ(s.code(), ErrorCode::NotFound);
+  EXPECT_EQ(s.message(), "no module nope.ptx is loaded");
+  s = d.function("t.ptx", "missing", 0, fn);
+  EXPECT_EQ(s.code(), ErrorCode::Driver);
+  EXPECT_EQ(s.message(), "cuModuleGetFunction(&fn, module->second, "
+                         "name.c_str()) failed: CUDA_ERROR_FAKE (fake "
+                         "driver)");
+
+  std::shared_ptr<Device> other;
+  s = Device::open(fake().api, 1, other);
+  EXPECT_EQ(s.code(), ErrorCode::Driver);
+  EXPECT_EQ(s.message(), "cuDeviceGet failed: CUDA_ERROR_FAKE (fake driver)");
+  EXPECT_EQ(other, nullptr);
+}
+
+TEST(DeviceOnStandIn, MemoryStreamsAndEvents) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  cuda::CUstream stream = nullptr;
+  ASSERT_TRUE(d.createStream(stream).ok());
+  uint64_t buf = 0;
+  ASSERT_TRUE(d.alloc(64, buf).ok());
+  const uint32_t in[4] = {1, 2, 3, 4};
+  ASSERT_TRUE(d.copyToDevice(buf, in, sizeof(in), stream).ok());
+  ASSERT_TRUE(d.memsetD32(buf + 8, 7, 1, stream).ok());
+  uint32_t out[4] = {};
+  ASSERT_TRUE(d.copyToHost(out, buf, sizeof(out), stream).ok());
+  ASSERT_TRUE(d.synchronize(stream).ok());
+  EXPECT_EQ(out[0], 1u);
+  EXPECT_EQ(out[2], 7u);
+  EXPECT_EQ(out[3], 4u);
+  void *host = nullptr;
+  ASSERT_TRUE(d.allocHost(16, host).ok());
+  EXPECT_NE(host, nullptr);
+  d.freeHost(host);
+  cuda::CUevent event = nullptr;
+  ASSERT_TRUE(d.createEvent(event, cuda::CU_EVENT_DISABLE_TIMING).ok());
+  EXPECT_TRUE(d.recordEvent(event, stream).ok());
+  EXPECT_TRUE(d.synchronizeEvent(event).ok());
+  d.destroyEvent(event);
+  EXPECT_TRUE(d.free(buf).ok());
+  EXPECT_TRUE(d.destroyStream(stream).ok());
+}
+
+TEST(DeviceOnStandIn, LaunchCaptureAndKernelGraph) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  cuda::CUstream stream = nullptr;
+  ASSERT_TRUE(d.createStream(stream).ok());
+  std::vector<PreparedLaunch> launches(2);
+  for (size_t i = 0; i < 2; ++i) {
+    PreparedLaunch &pl = launches[i];
+    pl.kernel = i ? "t_merge_splits" : "t_merge_level";
+    ASSERT_TRUE(d.function("t.ptx", pl.kernel, 0, pl.function).ok());
+    pl.launch.grid = {static_cast<uint32_t>(3 + i), 2, 1};
+    pl.launch.slots.assign(i ? 15 : 21, 0);
+    pl.launch.slots[0] = 100 + i;
+    pl.finalize();
+  }
+  ASSERT_TRUE(d.launch(launches[0], stream).ok());
+  ASSERT_EQ(fake().numLaunches(), 1);
+  EXPECT_STREQ(fake().launchName(0), "t_merge_level");
+  EXPECT_EQ(fake().launchGrid(0, 0), 3u);
+  EXPECT_EQ(fake().launchParam(0, 0), 100u);
+
+  // A captured stream: graph helpers, and isCapturing sees it.
+  EXPECT_FALSE(d.isCapturing(stream));
+  ASSERT_TRUE(d.beginCapture(stream).ok());
+  EXPECT_TRUE(d.isCapturing(stream));
+  CapturedGraph captured;
+  ASSERT_TRUE(d.endCapture(stream, captured).ok());
+  EXPECT_FALSE(d.isCapturing(stream));
+  EXPECT_TRUE(d.replay(captured, stream).ok());
+  d.destroyGraph(captured);
+  EXPECT_EQ(captured.exec, nullptr);
+
+  // A graph built node by node: one graph launch runs both kernels; a
+  // rewritten slot reaches its node only when marked dirty.
+  fake().reset();
+  KernelGraph graph(d);
+  std::vector<uint8_t> dirty(2, 1);
+  ASSERT_TRUE(graph.launch(launches, dirty, stream));
+  EXPECT_TRUE(graph.built());
+  EXPECT_EQ(dirty, std::vector<uint8_t>(2, 0));
+  launches[1].launch.slots[0] = 777;
+  ASSERT_TRUE(graph.launch(launches, dirty, stream));
+  dirty[1] = 1;
+  ASSERT_TRUE(graph.launch(launches, dirty, stream));
+  EXPECT_EQ(fake().numGraphLaunches(), 3);
+  ASSERT_EQ(fake().numLaunches(), 6);
+  EXPECT_STREQ(fake().launchName(1), "t_merge_splits");
+  EXPECT_EQ(fake().launchParam(3, 0), 101u); // not dirty: the old value
+  EXPECT_EQ(fake().launchParam(5, 0), 777u);
+  EXPECT_FALSE(graph.failed());
+  EXPECT_TRUE(d.destroyStream(stream).ok());
+}
+
+//===----------------------------------------------------------------------===//
+// Launcher and Program on the stand-in driver
+//===----------------------------------------------------------------------===//
+
+TEST(LauncherOnStandIn, PlanTargetsAreTheDevicesFacts) {
+  NEED_FAKE();
+  Launcher &l = *fake().launcher;
+  PlanTarget t;
+  ASSERT_TRUE(l.planTarget("t_prefill_split", t).ok());
+  EXPECT_EQ(t, kFakeTargets[0]);
+  ASSERT_TRUE(l.planTarget("t_decode_split", t).ok());
+  EXPECT_EQ(t, kFakeTargets[1]);
+  Status s = l.planTarget("nope", t);
+  EXPECT_EQ(s.code(), ErrorCode::NotFound);
+  EXPECT_EQ(s.message(), "kernel nope is not loaded");
+}
+
+TEST(LauncherOnStandIn, CascadeLaunchesFollowThePlansSteps) {
+  NEED_FAKE();
+  Launcher &l = *fake().launcher;
+  TwoLevels t(false);
+  CascadePlan p;
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
+  std::vector<ArgumentTable> args(2);
+  for (ArgumentTable &a : args) {
+    a.setBuffer("q", 0x1000, 6 * 8 * 64, "f16");
+    a.setBuffer("o", 0x2000, 6 * 8 * 64, "f16");
+    a.setBuffer("lse", 0x3000, 6 * 8, "f32");
+  }
+  const std::vector<LevelKernels> kernels = {
+      {"t_prefill_split", "t_merge_splits"},
+      {"t_decode_split", "t_merge_splits"}};
+  ASSERT_TRUE(
+      l.runCascade(p, 0x10000, 0x20000, kernels, args, "t_merge_level", nullptr)
+          .ok());
+  const char *names[] = {"t_prefill_split", "t_decode_split", "t_merge_splits",
+                         "t_merge_level"};
+  ASSERT_EQ(fake().numLaunches(), 4);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_STREQ(fake().launchName(i), names[i]) << "launch " << i;
+  EXPECT_EQ(fake().launchGrid(1, 0),
+            static_cast<unsigned>(p.levels[1].padded_batch_size));
+  EXPECT_EQ(fake().launchGrid(2, 0), 6u);  // query rows
+  EXPECT_EQ(fake().launchGrid(3, 0), 12u); // 6 rows x 8 heads / 4
+
+  // Without the merge kernel a level that does not accumulate fails after
+  // its own launches.
+  fake().reset();
+  Status s = l.runCascade(p, 0x10000, 0x20000, kernels, args, "", nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(),
+            "level 1 does not accumulate and no merge kernel was given");
+}
+
+TEST(ProgramOnStandIn, PlanIsTheDeviceFreePlan) {
+  NEED_FAKE();
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "CUDA graph" : "plain");
+    Program program(*fake().launcher);
+    TwoLevels t(graph);
+    ASSERT_TRUE(program.plan(t.spec).ok());
+    std::vector<PlanTarget> targets;
+    ASSERT_TRUE(program.planTargets(t.spec, targets).ok());
+    EXPECT_EQ(targets.size(), 2u);
+    EXPECT_EQ(targets[0], kFakeTargets[0]);
+    EXPECT_EQ(targets[1], kFakeTargets[1]);
+    // The same plan made with no device at all.
+    CascadePlan deviceFree;
+    ASSERT_TRUE(
+        makeCascadePlan(t.spec.levels, kFakeTargets, graph, 0, deviceFree)
+            .ok());
+    expectSameCascade(program.cascadePlan(), deviceFree);
+
+    // Bound instead of planned: the same program state.
+    Program bound(*fake().launcher);
+    ASSERT_TRUE(bound.bind(t.spec, deviceFree).ok());
+    expectSameCascade(bound.cascadePlan(), program.cascadePlan());
+    EXPECT_EQ(bound.intBytesNeeded(), program.intBytesNeeded());
+    EXPECT_EQ(bound.floatBytesNeeded(), program.floatBytesNeeded());
+  }
+}
+
+TEST(ProgramOnStandIn, BindRejectsAPlanOfOtherInputs) {
+  NEED_FAKE();
+  Program program(*fake().launcher);
+  TwoLevels t(false), other(false);
+  // The same rows in two requests of the shared level.
+  other.shared =
+      makeBatch(PlanMode::Prefill, {4, 4}, {3, 3}, 16, 8, 2, 64, 0, 1, false);
+  other.spec.levels[0] = other.shared.inputs();
+  CascadePlan p;
+  ASSERT_TRUE(
+      makeCascadePlan(other.spec.levels, kFakeTargets, false, 0, p).ok());
+  Status s = program.bind(t.spec, p);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "level 0 of the plan was not made from the "
+                         "program's inputs (batch size or CUDA-graph mode "
+                         "differ)");
+  s = program.plan(t.spec, {kFakeTargets[0]});
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "a program needs one plan target (and at most one "
+                         "set of index buffers) per level; got 2 levels, 1 "
+                         "targets");
+}
+
+TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  Program program(*fake().launcher);
+  TwoLevels t(/*graph=*/true);
+  ASSERT_TRUE(program.plan(t.spec).ok());
+  uint64_t intWs = 0, floatWs = 0;
+  ASSERT_TRUE(d.alloc(program.intBytesNeeded() + 16, intWs).ok());
+  ASSERT_TRUE(d.alloc(program.floatBytesNeeded() + 256, floatWs).ok());
+  const uint64_t intAt = (intWs + 15) / 16 * 16;
+  const uint64_t floatAt = (floatWs + 255) / 256 * 256;
+  ASSERT_TRUE(program
+                  .upload(intAt, program.intBytesNeeded(), floatAt,
+                          program.floatBytesNeeded(), nullptr)
+                  .ok());
+  // The plan's int image is the start of the int workspace.
+  const std::vector<uint8_t> &image = program.cascadePlan().int_image;
+  EXPECT_EQ(std::memcmp(reinterpret_cast<const void *>(intAt), image.data(),
+                        image.size()),
+            0);
+
+  std::vector<ProgramLevelKernels> levels(2);
+  levels[0].split = levels[0].unsplit = {"t_prefill_split", "t_merge_splits"};
+  levels[1].split = levels[1].unsplit = {"t_decode_split", "t_merge_splits"};
+  ASSERT_TRUE(program.prepare(0, levels, "t_merge_level").ok());
+  const int64_t n = program.numLaunches(0);
+  EXPECT_EQ(n, static_cast<int64_t>(program.cascadePlan().steps.size()));
+
+  std::array<uint64_t, kNumRoles> ptrs{};
+  std::array<int64_t, kNumRoles> counts{};
+  ptrs[static_cast<size_t>(Role::Q)] = 0x5000;
+  ptrs[static_cast<size_t>(Role::O)] = 0x6000;
+  ptrs[static_cast<size_t>(Role::KV0)] = 0x7000;
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  EXPECT_TRUE(program.lastRunUsedGraph());
+  EXPECT_EQ(fake().numGraphLaunches(), 1);
+  ASSERT_EQ(fake().numLaunches(), n);
+  EXPECT_EQ(fake().launchParam(0, 0), 0x5000u); // q, allocated pointer
+  EXPECT_EQ(fake().launchParam(0, 1), 0x5000u); // q, aligned pointer
+
+  // Another q: the graph's nodes are rewritten in place, one graph launch.
+  ptrs[static_cast<size_t>(Role::Q)] = 0x9000;
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  EXPECT_EQ(fake().numGraphLaunches(), 1);
+  ASSERT_EQ(fake().numLaunches(), n);
+  EXPECT_EQ(fake().launchParam(0, 0), 0x9000u);
+
+  // A replan with the same sizes (graph mode) is the device-free plan for
+  // the first plan's row capacity, and runs again once prepared.
+  TwoLevels shorter(/*graph=*/true, /*longest=*/37);
+  ASSERT_TRUE(program.plan(shorter.spec).ok());
+  CascadePlan deviceFree;
+  ASSERT_TRUE(makeCascadePlan(shorter.spec.levels, kFakeTargets, true,
+                              program.minRowCapacity(), deviceFree)
+                  .ok());
+  expectSameCascade(program.cascadePlan(), deviceFree);
+  ASSERT_TRUE(program
+                  .upload(intAt, program.intBytesNeeded(), floatAt,
+                          program.floatBytesNeeded(), nullptr)
+                  .ok());
+  ASSERT_TRUE(program.prepare(0, levels, "t_merge_level").ok());
+  ptrs[static_cast<size_t>(Role::Q)] = 0x8000;
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  ASSERT_EQ(fake().numLaunches(), n);
+  EXPECT_EQ(fake().launchParam(0, 0), 0x8000u);
+
+  // Kernel by kernel when asked: the same launches.
+  program.setGraphLaunch(false);
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  EXPECT_FALSE(program.lastRunUsedGraph());
+  EXPECT_EQ(fake().numGraphLaunches(), 0);
+  EXPECT_EQ(fake().numLaunches(), n);
+  EXPECT_TRUE(d.free(intWs).ok());
+  EXPECT_TRUE(d.free(floatWs).ok());
+}
