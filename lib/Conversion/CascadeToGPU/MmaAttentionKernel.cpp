@@ -2,7 +2,7 @@
 //
 // The mma_sync kernel family: FlashAttention-2 over a paged KV cache on
 // mma.sync.m16n8k16 (f32 accumulators), built from the tensor-core blocks of
-// GPUCodegen/TensorCore.h.
+// GPUCodegen/MmaSync.h.
 //
 // A block owns a tile of q_tile packed query rows of one request and one KV
 // head: packed row p is query p / G, query head kv_head * G + p % G (the GQA
@@ -34,7 +34,7 @@
 
 #include "KernelSpec.h"
 
-#include "cascade/Conversion/GPUCodegen/TensorCore.h"
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/MathExtras.h"
