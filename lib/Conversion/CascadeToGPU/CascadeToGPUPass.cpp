@@ -158,7 +158,7 @@ public:
     KernelLaunch l = launchOf(spec);
     l.gridDiv = spec.statesPerBlock();
     if (failed(build(spec, op, l, [&](OpBuilder &b, gpu::GPUFuncOp fn) {
-          buildMergeKernel(b, fn, spec);
+          buildMergeKernel(b, fn, gm, spec);
         })))
       return failure();
     merges.push_back({spec, l});
