@@ -1,4 +1,4 @@
-//===- WorkItems.cpp - Which work a block of an attention kernel does -----===//
+//===- WorkItems.cpp - The work item of an attention block ----------------===//
 
 #include "WorkItems.h"
 

@@ -1,5 +1,4 @@
-//===- WorkItems.h - Which work a block of an attention kernel does -*- C++
-//-*-===//
+//===- WorkItems.h - The work item of an attention block --------*- C++ -*-===//
 //
 // A block of an attention kernel works on one item: a request, a tile of its
 // query rows and a chunk of its KV, or nothing (a padded or past-the-end
