@@ -37,6 +37,7 @@ if(CASCADE_ENABLE_COMPILER)
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 else()
   install(DIRECTORY ${CASCADE_SOURCE_DIR}/include/cascade/Runtime
+                    ${CASCADE_SOURCE_DIR}/include/cascade/Contract
           DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/cascade
           FILES_MATCHING PATTERN "*.h")
 endif()

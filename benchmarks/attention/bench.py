@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Tensor-core attention benchmarks on the GPU machine (no MLIR there).
 
-  python3 benchmarks/attention/bench.py BUNDLE_DIR [--rows prefill,cascade]
+  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade]
+
+(from the repository root, with the runtime's Python module cascade_mlir
+importable: the split-KV plan of the cascade's prefix level is the runtime's)
 
 BUNDLE_DIR: kernels.ptx + manifest.json of test/Integration/gpu/kernels.mlir
 and mma_kernels.mlir (see test/Integration/gpu/README.md). With FlashInfer
@@ -18,21 +21,21 @@ Rows (printed as a markdown table):
   states + accumulating decode of the suffixes), vs plain torch SDPA over each
   request's full KV, vs a torch composition that reads the prefix once, vs
   FlashInfer's MultiLevelCascadeAttentionWrapper.
-Timings: median of 20 CUDA-event timings after warm-up; outputs are compared
-with torch (max relative error) before timing.
+Timings (us): benchmarks.common.timing, the median of 20 CUDA-event timings
+after warm-up (5 back-to-back calls each; our cascade launches replayed from a
+CUDA graph of 10 copies); outputs are compared with torch (max relative
+error) before timing.
 """
 import argparse
 import math
-import os
-import sys
 
-import numpy as np
-import cupy as cp
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "test",
-                                "Integration", "gpu"))
-from gpu_common import Bundle, prefill_plan  # noqa: E402
+from cascade_mlir import _runtime
+
+from benchmarks.common.bundle import (Bundle, cpa, launch_all, num_sms, occupancy,
+                                      plan_buffers)
+from benchmarks.common.timing import cuda_time_us, graph_time_us
 
 try:
     import flashinfer  # noqa: F401
@@ -45,92 +48,15 @@ DT = {"f16": torch.float16, "bf16": torch.bfloat16}
 rows_out = []
 
 
-def timed(fn, reps=20, warm=3, inner=5):
-    """Median over `reps` of the device time (us) of `inner` back-to-back
-    calls between two CUDA events, per call (host launch cost amortised)."""
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        z = torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(inner):
-            fn()
-        z.record()
-        z.synchronize()
-        ts.append(a.elapsed_time(z) * 1e3 / inner)
-    return float(np.median(ts))
-
-
-def graph_timed(b, launches, reps=20, inner=10):
-    """Median device time (us) of a sequence of bundle launches, captured in
-    a CUDA graph `inner` times and replayed between two events (no host
-    launch overhead in the number)."""
-    st = cp.cuda.Stream(non_blocking=True)
-    torch.cuda.synchronize()
-    with st:
-        for n, bf in launches:
-            b.launch(n, bf, stream=st)
-        st.synchronize()
-        st.begin_capture()
-        for _ in range(inner):
-            for n, bf in launches:
-                b.launch(n, bf, stream=st)
-        g = st.end_capture()
-        g.launch(st)
-        st.synchronize()
-        ts = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record(st)
-            g.launch(st)
-            e1.record(st)
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e3 / inner)
-    return float(np.median(ts))
-
-
-def cpa(t):
-    return cp.asarray(t.detach().reshape(-1)) if t.numel() else cp.zeros(0, cp.float32)
+def timed(fn):
+    """The per-call time (us) of fn: 20 timings of 5 back-to-back calls."""
+    return cuda_time_us(fn, reps=20, warmup=3, inner=5)
 
 
 def relerr(a, ref):
     a = a.float()
     ref = ref.float()
     return float((a - ref).abs().max() / ref.abs().max().clamp_min(1e-30))
-
-
-def occupancy(b, name):
-    """Resident blocks per SM of a kernel, from its registers, shared memory
-    and threads (H100/H200: 64K registers allocated per warp in units of
-    256, 228 KiB shared memory with 1 KiB reserved per block, 2048 threads,
-    32 blocks)."""
-    k = b.kernels[name]
-    attrs = b.function(name).attributes
-    threads = k["block"][0] * k["block"][1] * k["block"][2]
-    warps = -(-threads // 32)
-    regs = -(-attrs["num_regs"] * 32 // 256) * 256
-    smem = k.get("dynamic_shared_bytes", 0) + attrs["shared_size_bytes"]
-    by_smem = (228 * 1024) // (smem + 1024)
-    return max(1, min(2048 // threads, 65536 // (regs * warps), by_smem, 32))
-
-
-def chunk_pages(tiles, pages, limit, min_chunk):
-    """The runtime's split-KV chunk (lib/Runtime/Plan.cpp searchChunkPages)."""
-    def items(c):
-        return sum(t * (-(-p // c) if p > c else 1) for t, p in zip(tiles, pages) if t)
-    lo, hi = min_chunk, max(max(pages), min_chunk)
-    if items(hi) > limit:
-        return hi
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if items(mid) > limit:
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
 
 
 # ---------------------------------------------------------------------------
@@ -286,37 +212,33 @@ def bench_cascade(b, Hq, Hkv):
     dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
     o = torch.empty(B, Hq, D, device="cuda", dtype=tdt)
     lse = torch.empty(B, Hq, device="cuda", dtype=torch.float32)
-    dev = lambda a: cp.asarray(np.ascontiguousarray(a))  # noqa: E731
     b1 = dict(q=cpa(q), kv_cache=cpa(cache), kv_indptr=cpa(kvp1), kv_indices=cpa(uniq_idx),
               kv_last_page_len=cpa(last1), o=cpa(o), lse=cpa(lse), batch_size=B)
     results = []
     for pre in pres:
-        T = b.kernels[pre]["static"]["qo_tile_size"]
-        tiles = [-(-B * G // T)]
-        limit = occupancy(b, pre) * cp.cuda.Device().attributes["MultiProcessorCount"] // Hkv
-        c = chunk_pages(tiles, [sp], limit, max(128 // ps, 1))
-        plan = prefill_plan([B], [sp], G, T, c)
+        # The runtime's plan of the prefix level for this kernel's query
+        # tile and occupancy on this device.
+        plan = _runtime.plan("prefill", kv_indptr=[0, sp], kv_last_page_len=[ps],
+                             qo_indptr=[0, B], num_qo_heads=Hq, num_kv_heads=Hkv,
+                             head_dim=D, page_size=ps, num_sms=num_sms(),
+                             occupancy=occupancy(b, pre),
+                             qo_tile_size=b.kernels[pre]["static"]["qo_tile_size"])
+        assert plan["split_kv"], "the prefix level is expected to be split"
+        c = plan["kv_chunk_size"] // ps
         prow = plan["num_partial_rows"]
         tmp_v = torch.empty(prow, Hq, D, device="cuda", dtype=torch.float32)
         tmp_s = torch.empty(prow, Hq, device="cuda", dtype=torch.float32)
         b0 = dict(q=cpa(q), kv_cache=cpa(cache), qo_indptr=cpa(qo0), kv_indptr=cpa(kvp0),
                   kv_indices=cpa(shared_idx), kv_last_page_len=cpa(last0), o=cpa(o),
-                  lse=cpa(lse), request_indices=dev(plan["request_indices"]),
-                  qo_tile_indices=dev(plan["qo_tile_indices"]),
-                  kv_tile_indices=dev(plan["kv_tile_indices"]), o_indptr=dev(plan["o_indptr"]),
-                  merge_indptr=dev(plan["merge_indptr"]),
-                  block_valid_mask=dev(plan["block_valid_mask"]),
-                  kv_chunk_size=dev(np.array([c * ps], np.int32)), tmp_v=cpa(tmp_v),
-                  tmp_s=cpa(tmp_s), padded_batch_size=plan["num_work_items"], batch_size=1,
-                  num_rows=B, row_capacity=B)
+                  lse=cpa(lse), tmp_v=cpa(tmp_v), tmp_s=cpa(tmp_s), **plan_buffers(plan))
         launches = [(pre, b0), (mrg, b0), (dec, b1)]
         o.fill_(float("nan"))
         for n, bf in launches:
             b.launch(n, bf)
         torch.cuda.synchronize()
         e_ours = relerr(o, ref)
-        t_ours = graph_timed(b, launches)
-        parts = [graph_timed(b, [l]) for l in launches]
+        t_ours = graph_time_us(launch_all(b, launches))
+        parts = [graph_time_us(launch_all(b, [x])) for x in launches]
         cfg = pre[pre.index("_w") + 1:]
         results.append((t_ours, cfg, parts, c, plan["num_work_items"], e_ours))
     t_fi = e_fi = None

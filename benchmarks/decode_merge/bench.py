@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 """Decode + merge benchmark of the cascade kernels (GPU machine).
 
-Usage: bench.py BUNDLE_DIR [--reps N]
+Usage, from the repository root, with the runtime's Python module
+cascade_mlir importable (the split-KV decode plans are the runtime's):
+  python3 -m benchmarks.decode_merge.bench BUNDLE_DIR [--reps N]
 BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
-Per row: median device-event time, GB/s of (inputs read once + outputs
+Per row: median device-event time (us; benchmarks.common.timing, our
+launches replayed from a CUDA graph of 10 copies), GB/s of (inputs read once + outputs
 written once), and the fraction of a device-to-device copy's bandwidth
 (read + write) measured in the same run. Where torch is importable the same
 operation composed of torch ops is timed too (decode: SDPA over a contiguous
@@ -13,16 +16,14 @@ importable (`. .fi/env.sh`) its decode wrapper / merge_state / merge_states on
 the same inputs; the table gives our speed-up over each (their time / ours).
 """
 import argparse
-import math
-import os
-import sys
 
 import numpy as np
 import cupy as cp
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "test", "Integration", "gpu"))
-from gpu_common import Bundle, decode_plan, choose_chunk_pages  # noqa: E402
+from cascade_mlir import _runtime
+
+from benchmarks.common.bundle import Bundle, occupancy, plan_buffers
+from benchmarks.common.timing import cuda_time_us, graph_time_us
 
 try:
     import torch
@@ -41,20 +42,8 @@ def t_(a):
 
 
 def torch_timed(fn, reps, inner=10):
-    """Median per-call device time (s) of a torch-launched fn."""
-    fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        e0 = torch.cuda.Event(enable_timing=True)
-        e1 = torch.cuda.Event(enable_timing=True)
-        e0.record()
-        for _ in range(inner):
-            fn()
-        e1.record()
-        e1.synchronize()
-        ts.append(e0.elapsed_time(e1) * 1e-3 / inner)
-    return float(np.median(ts))
+    """Median per-call device time (us) of a torch-launched fn."""
+    return cuda_time_us(fn, reps=reps, warmup=1, inner=inner)
 
 
 def relerr(a, ref):
@@ -63,37 +52,10 @@ def relerr(a, ref):
 
 
 def timeit(fn, reps, inner=10):
-    """Median per-launch time (s) of fn: `inner` launches captured in a CUDA
+    """Median per-launch time (us) of fn: `inner` launches captured in a CUDA
     graph, the graph replayed `reps` times between device events (so host
-    launch overhead stays out). Falls back to back-to-back launches."""
-    # Inputs were written on the default stream: make them visible first.
-    cp.cuda.runtime.deviceSynchronize()
-    st = cp.cuda.Stream(non_blocking=True)
-    with st:
-        fn()
-        st.synchronize()
-        try:
-            st.begin_capture()
-            for _ in range(inner):
-                fn()
-            g = st.end_capture()
-            run = lambda: g.launch(st)
-        except Exception as ex:  # noqa: BLE001
-            print(f"(graph capture failed: {ex}; timing plain launches)")
-            def run():
-                for _ in range(inner):
-                    fn()
-        run()
-        st.synchronize()
-        ts = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record(st)
-            run()
-            e1.record(st)
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3 / inner)
-    return float(np.median(ts)), float(np.min(ts)), float(np.max(ts))
+    launch overhead stays out)."""
+    return graph_time_us(fn, inner=inner, reps=reps)
 
 
 def copy_bw(reps):
@@ -107,30 +69,10 @@ def copy_bw(reps):
     best = 0.0
     for fn in (lambda: dst.data.copy_from_device_async(src.data, n),
                lambda: cp.copyto(dst.view(cp.complex128), src.view(cp.complex128))):
-        fn()
-        ts = []
-        for _ in range(reps):
-            e0, e1 = cp.cuda.Event(), cp.cuda.Event()
-            e0.record()
-            fn()
-            e1.record()
-            e1.synchronize()
-            ts.append(cp.cuda.get_elapsed_time(e0, e1) * 1e-3)
-        best = max(best, 2 * n / float(np.median(ts)))
+        t = cuda_time_us(fn, reps=reps, warmup=1, stream=cp.cuda.get_current_stream())
+        best = max(best, 2 * n / (t * 1e-6))
     del src, dst
     return best
-
-
-def occupancy_blocks(bundle, name, sms):
-    fn = bundle.function(name)
-    k = bundle.kernels[name]
-    threads = int(np.prod(k["block"]))
-    regs = fn.num_regs
-    smem = fn.shared_size_bytes + 1024
-    by_thr = 2048 // threads
-    by_reg = 65536 // (((regs * 32 + 255) // 256) * 256 * (threads // 32))
-    by_smem = (228 * 1024) // smem
-    return min(by_thr, by_reg, by_smem, 32) * sms
 
 
 def bench_decode(b, rng, B, L, reps, split, sms):
@@ -157,7 +99,7 @@ def bench_decode(b, rng, B, L, reps, split, sms):
                 o=o, lse=lse, batch_size=B)
     nbytes = B * L * Hkv * D * 2 * 2 + q.nbytes + o.nbytes + lse.nbytes
     rows = []
-    t, tmin, tmax = timeit(lambda: b.launch(name, bufs), reps)
+    t = timeit(lambda: b.launch(name, bufs), reps)
     others = {}
     if torch is not None:
         # torch: SDPA (GQA) over contiguous K/V gathered beforehand.
@@ -188,21 +130,22 @@ def bench_decode(b, rng, B, L, reps, split, sms):
         assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs FlashInfer"
         others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt), reps)
     rows.append((f"decode B={B} L={L}", "no split", t, nbytes, others))
-    chunk = choose_chunk_pages([npg] * B, ps, Hkv, occupancy_blocks(b, sname, sms)) if split else None
-    if chunk:
-        plan = decode_plan([npg] * B, ps, chunk)
-        for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
-            bufs[key] = cp.asarray(plan[key])
-        bufs.update(kv_chunk_size=cp.asarray(np.array([plan["kv_chunk_size"]], np.int32)),
-                    padded_batch_size=plan["num_work_items"],
-                    num_rows=B,
-                    tmp_v=cp.empty((plan["num_partial_rows"], Hqo, D), cp.float32),
+    # The runtime's decode plan for the split kernel's occupancy on this
+    # device: split-KV only where B * Hkv blocks leave the device idle.
+    plan = _runtime.plan("decode", kv_indptr=cp.asnumpy(indptr),
+                         kv_last_page_len=cp.asnumpy(last), num_qo_heads=Hqo,
+                         num_kv_heads=Hkv, head_dim=D, page_size=ps, num_sms=sms,
+                         occupancy=occupancy(b, sname)) if split else None
+    if plan is not None and plan["split_kv"]:
+        chunk = plan["kv_chunk_size"] // ps
+        bufs.update(plan_buffers(plan))
+        bufs.update(tmp_v=cp.empty((plan["num_partial_rows"], Hqo, D), cp.float32),
                     tmp_s=cp.empty((plan["num_partial_rows"], Hqo), cp.float32))
 
         def run():
             b.launch(sname, bufs)
             b.launch(mname, bufs)
-        t, _, _ = timeit(run, reps)
+        t = timeit(run, reps)
         rows.append((f"decode B={B} L={L}",
                      f"split: {chunk} pages/chunk, {plan['num_work_items']} items", t, nbytes,
                      others))
@@ -221,7 +164,7 @@ def bench_merge(b, reps):
     v = cp.empty_like(va)
     s = cp.empty_like(sa)
     bufs = dict(v_a=va, s_a=sa, v_b=vb, s_b=sb, v=v, s=s, num_tasks=L * H)
-    t, _, _ = timeit(lambda: b.launch(ms, bufs), reps)
+    t = timeit(lambda: b.launch(ms, bufs), reps)
     others = {}
     if torch is not None:
         def compose():
@@ -251,7 +194,7 @@ def bench_merge(b, reps):
         vin = cp.random.standard_normal((L, N, H, D), dtype=cp.float32).astype(cp.float16)
         sin = cp.random.uniform(-10, 10, (L, N, H), dtype=cp.float32)
         bufs = dict(v_in=vin, s_in=sin, v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H)
-        t, _, _ = timeit(lambda: b.launch(mss, bufs), reps)
+        t = timeit(lambda: b.launch(mss, bufs), reps)
         others = {}
         if torch is not None:
             def compose():
@@ -307,9 +250,9 @@ def main():
     def cell(others, key, t):
         if key not in others:
             return "-"
-        return f"{others[key] * 1e6:.1f} ({others[key] / t:.2f}x)"
+        return f"{others[key]:.1f} ({others[key] / t:.2f}x)"
     for name, var, t, nb, others in rows:
-        print(f"| {name} | {var} | {t * 1e6:.1f} | {nb / t / 1e9:.0f} | {nb / t / bw:.2f} "
+        print(f"| {name} | {var} | {t:.1f} | {nb / t / 1e3:.0f} | {nb / (t * 1e-6) / bw:.2f} "
               f"| {cell(others, 'torch', t)} | {cell(others, 'FlashInfer', t)} |")
 
 

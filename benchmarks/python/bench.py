@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
 """Benchmarks of the Python package against FlashInfer and torch, on the GPU.
 
-    python benchmarks/python/bench.py [--results benchmarks/RESULTS.md]
-                                      [--plots benchmarks/python/plots] [--quick]
+    python3 -m benchmarks.python.bench [--results benchmarks/RESULTS.md]
+                                       [--plots benchmarks/python/plots] [--quick]
+
+(from the repository root.)
 
 Every row runs through `cascade_mlir` (what a user calls: the wrappers'
 plan() once, then run() on torch CUDA tensors), FlashInfer 0.5.3 when it is
@@ -22,8 +24,9 @@ Rows (32 query / 8 KV heads, head_dim 128, page 16, fp16, NHD pool):
   head packed as query rows), SDPA over the suffixes, merged with their
   log-sum-exps (the cheapest torch formulation; plain attention over each
   request's concatenated KV is what the outputs are checked against).
-Times: median of 15 CUDA-event timings of 5 back-to-back calls each (run()'s
-host time included, as a serving engine pays it), after warm-up.
+Times (us): benchmarks.common.timing, the median of 15 CUDA-event timings of
+5 back-to-back calls each (run()'s host time included, as a serving engine
+pays it), after warm-up.
 
 Writes a markdown table (appended as a dated section to --results) and PNG
 plots into --plots: decode GB/s against KV length per batch size, and
@@ -33,12 +36,13 @@ import argparse
 import datetime
 import math
 import os
-import statistics
 import sys
 
 import torch
 
 import cascade_mlir as cm
+
+from benchmarks.common.timing import cuda_time_us
 
 try:
     import flashinfer
@@ -52,21 +56,8 @@ DT = torch.float16
 TOL = 4e-3
 
 
-def timed(fn, reps=15, inner=5, warm=3):
-    for _ in range(warm):
-        fn()
-    torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a = torch.cuda.Event(enable_timing=True)
-        z = torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(inner):
-            fn()
-        z.record()
-        z.synchronize()
-        ts.append(a.elapsed_time(z) * 1e3 / inner)
-    return statistics.median(ts)
+def timed(fn):
+    return cuda_time_us(fn, reps=15, warmup=3, inner=5)
 
 
 def relerr(a, ref):

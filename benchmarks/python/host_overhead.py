@@ -14,7 +14,10 @@ CUDA graphs: run() is captured once with use_cuda_graph=True, then plan() is
 called again with new lengths (shared prefix and per-request pages) and the
 graph replayed; every replay is checked against a float64 reference.
 
-    python benchmarks/python/host_overhead.py [--calls 200] [--flashinfer]
+    python3 -m benchmarks.python.host_overhead [--calls 200] [--flashinfer]
+
+(from the repository root). GPU times: benchmarks.common.timing, the median
+of 7 CUDA-event timings of N back-to-back calls after warm-up, per call (us).
 """
 import argparse
 import math
@@ -25,6 +28,8 @@ import time
 import torch
 
 import cascade_mlir as cm
+
+from benchmarks.common.timing import cuda_time_us
 
 HQ, HKV, D, PAGE, B = 64, 8, 128, 16, 7
 
@@ -181,14 +186,8 @@ def main():
             print(f"  FlashInfer: not measured ({type(e).__name__}: {e})")
 
     # GPU time per run() for scale (CUDA events, back to back).
-    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    s.record()
-    for _ in range(n):
-        w.run(q, cache, out=out)
-    e.record()
-    e.synchronize()
-    print(f"  GPU time per run() (CUDA events, back to back){'':<10} "
-          f"{s.elapsed_time(e) / n * 1e3:7.2f} us")
+    t_run = cuda_time_us(lambda: w.run(q, cache, out=out), reps=7, inner=n)
+    print(f"  GPU time per run() (CUDA events, back to back){'':<10} {t_run:7.2f} us")
 
     # --- CUDA graph: capture, replan with new lengths, replay ----------------
     print("\nCUDA graph: capture run(), then plan() with new lengths and replay")
@@ -218,12 +217,8 @@ def main():
         ok &= good
         print(f"  replan shared={shared} pages, unique={uniq}: replay error "
               f"{err:.2e} {'ok' if good else 'FAIL'}")
-    s.record()
-    for _ in range(n):
-        g.replay()
-    e.record()
-    e.synchronize()
-    print(f"  replay GPU time {s.elapsed_time(e) / n * 1e3:.2f} us; "
+    t_replay = cuda_time_us(g.replay, reps=7, inner=n)
+    print(f"  replay GPU time {t_replay:.2f} us; "
           f"graph replay after replan: {'PASS' if ok else 'FAIL'} (worst {worst:.2e})")
     launch = results["  part: the launches alone (Program._relaunch, no checks)"]
     print(f"  -> {launches} kernels in one graph launch: {launch:.2f} us; "

@@ -4,6 +4,8 @@
 
 #include "JsonSupport.h"
 
+#include "cascade/Contract/BundleContract.h"
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -15,17 +17,14 @@
 namespace cascade::runtime {
 
 using json::Json;
+namespace mf = contract::manifest;
+namespace plankey = contract::plan;
 
 namespace {
 
 Status schema(const std::string &message) {
   return Status(ErrorCode::Schema, "manifest: " + message);
 }
-
-const char *const kOps[] = {"merge_state",  "merge_state_in_place",
-                            "merge_states", "merge_states_indptr",
-                            "decode",       "decode_split",
-                            "prefill",      "prefill_split"};
 
 /// Kernel, parameter and grid names: a letter, '_' or '$', then letters,
 /// digits, '_' or '$' (PTX identifiers; they also appear in messages).
@@ -67,8 +66,8 @@ bool getIntIn(const Json &v, int64_t lo, int64_t hi, int64_t &out) {
   return json::getInt64(v, out) && out >= lo && out <= hi;
 }
 
-Status checkKeys(const Json &obj, std::initializer_list<const char *> keys,
-                 const std::string &where) {
+template <typename Keys>
+Status checkKeys(const Json &obj, const Keys &keys, const std::string &where) {
   for (const auto &m : obj.items()) {
     bool known = false;
     for (const char *key : keys)
@@ -87,23 +86,23 @@ Status parseGridDim(const Json &v, const std::string &where, GridDim &out) {
   }
   if (!v.is_object())
     return schema(where + " must be an integer or {\"param\": P, \"div\": k}");
-  CASCADE_RETURN_IF_ERROR(checkKeys(v, {"param", "div", "mul", "add"}, where));
-  CASCADE_RETURN_IF_ERROR(getString(v, "param", where, out.param));
+  CASCADE_RETURN_IF_ERROR(checkKeys(v, mf::kGridKeys, where));
+  CASCADE_RETURN_IF_ERROR(getString(v, mf::kGridParam, where, out.param));
   if (!isIdentifier(out.param))
     return schema(where + ": \"param\" " + json::quote(out.param) +
                   " is not an identifier");
-  if (json::find(v, "add")) {
-    CASCADE_RETURN_IF_ERROR(getString(v, "add", where, out.add));
+  if (json::find(v, mf::kGridAdd)) {
+    CASCADE_RETURN_IF_ERROR(getString(v, mf::kGridAdd, where, out.add));
     if (!isIdentifier(out.add))
       return schema(where + ": \"add\" " + json::quote(out.add) +
                     " is not an identifier");
   }
-  for (const char *k : {"div", "mul"}) {
+  for (const char *k : {mf::kGridDiv, mf::kGridMul}) {
     const Json *n = json::find(v, k);
     if (!n)
       continue;
     if (!getIntIn(*n, 1, int64_t(1) << 30,
-                  std::strcmp(k, "div") == 0 ? out.div : out.mul))
+                  std::strcmp(k, mf::kGridDiv) == 0 ? out.div : out.mul))
       return schema(where + ": \"" + k + "\" must be a positive integer");
   }
   return Status::success();
@@ -119,28 +118,24 @@ std::string staticText(const Json &v) {
 Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
   if (!k.is_object())
     return schema(where + " must be an object");
-  CASCADE_RETURN_IF_ERROR(
-      checkKeys(k,
-                {"name", "ptx", "op", "block", "grid", "dynamic_shared_bytes",
-                 "static", "params", "plan_arrays"},
-                where));
-  CASCADE_RETURN_IF_ERROR(getString(k, "name", where, out.name));
+  CASCADE_RETURN_IF_ERROR(checkKeys(k, mf::kKernelKeys, where));
+  CASCADE_RETURN_IF_ERROR(getString(k, mf::kName, where, out.name));
   if (!isIdentifier(out.name))
     return schema(where + ": \"name\" " + json::quote(out.name) +
                   " is not a PTX identifier");
   const std::string at = where + " (" + out.name + ")";
-  CASCADE_RETURN_IF_ERROR(getString(k, "ptx", at, out.ptx));
+  CASCADE_RETURN_IF_ERROR(getString(k, mf::kPtx, at, out.ptx));
   if (!isBundlePath(out.ptx))
     return schema(at + ": ptx path " + json::quote(out.ptx) +
                   " must be a relative path inside the bundle");
-  CASCADE_RETURN_IF_ERROR(getString(k, "op", at, out.op));
+  CASCADE_RETURN_IF_ERROR(getString(k, mf::kOp, at, out.op));
   bool knownOp = false;
-  for (const char *op : kOps)
+  for (const char *op : contract::op::kAll)
     knownOp |= out.op == op;
   if (!knownOp)
     return schema(at + ": unknown op " + json::quote(out.op));
 
-  const Json *block = json::find(k, "block");
+  const Json *block = json::find(k, mf::kBlock);
   if (!block || !block->is_array() || block->size() != 3)
     return schema(at + ": \"block\" must be an array of three integers");
   int64_t threads = 1;
@@ -152,25 +147,25 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
   if (threads > 1024)
     return schema(at + ": a block has more than 1024 threads");
 
-  const Json *grid = json::find(k, "grid");
+  const Json *grid = json::find(k, mf::kGrid);
   if (!grid || !grid->is_array() || grid->size() != 3)
     return schema(at + ": \"grid\" must be an array of three entries");
   for (size_t i = 0; i < 3; ++i)
     CASCADE_RETURN_IF_ERROR(parseGridDim(
         (*grid)[i], at + ": grid[" + std::to_string(i) + "]", out.grid[i]));
 
-  if (const Json *smem = json::find(k, "dynamic_shared_bytes"))
+  if (const Json *smem = json::find(k, mf::kDynamicSharedBytes))
     if (!getIntIn(*smem, 0, int64_t(1) << 30, out.dynamicSharedBytes))
       return schema(at + ": \"dynamic_shared_bytes\" must be a non-negative "
                          "integer");
-  if (const Json *st = json::find(k, "static")) {
+  if (const Json *st = json::find(k, mf::kStatic)) {
     if (!st->is_object())
       return schema(at + ": \"static\" must be an object");
     for (const auto &m : st->items())
       out.statics.emplace_back(m.key(), staticText(m.value()));
   }
 
-  const Json *params = json::find(k, "params");
+  const Json *params = json::find(k, mf::kParams);
   if (!params || !params->is_array())
     return schema(at + ": \"params\" must be an array");
   std::set<std::string> names;
@@ -180,26 +175,26 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
     if (!p.is_object())
       return schema(pw + " must be an object");
     ParamSpec spec;
-    CASCADE_RETURN_IF_ERROR(getString(p, "name", pw, spec.name));
+    CASCADE_RETURN_IF_ERROR(getString(p, mf::kName, pw, spec.name));
     if (!isIdentifier(spec.name))
       return schema(pw + ": \"name\" " + json::quote(spec.name) +
                     " is not an identifier");
     std::string kind;
-    CASCADE_RETURN_IF_ERROR(getString(p, "kind", pw, kind));
-    if (kind == "memref")
+    CASCADE_RETURN_IF_ERROR(getString(p, mf::kKind, pw, kind));
+    if (kind == mf::kKindMemref)
       spec.kind = ParamKind::Memref;
-    else if (kind == "ptr")
+    else if (kind == mf::kKindPtr)
       spec.kind = ParamKind::Ptr;
-    else if (kind == "i32")
+    else if (kind == mf::kKindI32)
       spec.kind = ParamKind::I32;
-    else if (kind == "i64")
+    else if (kind == mf::kKindI64)
       spec.kind = ParamKind::I64;
-    else if (kind == "f32")
+    else if (kind == mf::kKindF32)
       spec.kind = ParamKind::F32;
     else
       return schema(pw + ": unknown kind " + json::quote(kind) +
                     " (memref, ptr, i32, i64, f32)");
-    if (const Json *dt = json::find(p, "dtype")) {
+    if (const Json *dt = json::find(p, mf::kDType)) {
       if (!dt->is_string())
         return schema(pw + ": \"dtype\" must be a string");
       spec.dtype = dt->get<std::string>();
@@ -208,7 +203,7 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
       return schema(at + ": duplicate param \"" + spec.name + "\"");
     out.params.push_back(std::move(spec));
   }
-  if (const Json *pa = json::find(k, "plan_arrays")) {
+  if (const Json *pa = json::find(k, mf::kPlanArrays)) {
     if (!pa->is_array())
       return schema(at + ": \"plan_arrays\" must be an array of strings");
     for (const Json &e : *pa) {
@@ -229,15 +224,15 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
 const char *paramKindName(ParamKind kind) {
   switch (kind) {
   case ParamKind::Memref:
-    return "memref";
+    return mf::kKindMemref;
   case ParamKind::Ptr:
-    return "ptr";
+    return mf::kKindPtr;
   case ParamKind::I32:
-    return "i32";
+    return mf::kKindI32;
   case ParamKind::I64:
-    return "i64";
+    return mf::kKindI64;
   case ParamKind::F32:
-    return "f32";
+    return mf::kKindF32;
   }
   return "?";
 }
@@ -304,30 +299,32 @@ Status parseManifest(std::string_view text, Bundle &out) {
   if (!root.is_object())
     return schema("the manifest must be a JSON object, got " +
                   std::string(json::kindName(root)));
-  const Json *format = json::find(root, "format");
+  const Json *format = json::find(root, mf::kFormat);
   if (!format || !format->is_string() ||
-      format->get_ref<const std::string &>() != "cascade-kernel-bundle")
-    return schema("\"format\" must be \"cascade-kernel-bundle\"");
-  const Json *version = json::find(root, "version");
+      format->get_ref<const std::string &>() != mf::kFormatName)
+    return schema(std::string("\"") + mf::kFormat + "\" must be \"" +
+                  mf::kFormatName + "\"");
+  const Json *version = json::find(root, mf::kVersionKey);
   int64_t v = 0;
   if (!version || !json::getInt64(*version, v))
     return schema("\"version\" must be an integer");
-  if (v != 1)
+  if (v != mf::kVersion)
     return Status(ErrorCode::Unsupported,
                   "manifest: version " + std::to_string(v) +
-                      " is not supported (this runtime reads version 1)");
+                      " is not supported (this runtime reads version " +
+                      std::to_string(mf::kVersion) + ")");
   Bundle b;
-  b.version = 1;
-  if (const Json *target = json::find(root, "target")) {
+  b.version = mf::kVersion;
+  if (const Json *target = json::find(root, mf::kTarget)) {
     if (!target->is_object())
       return schema("\"target\" must be an object");
-    if (const Json *chip = json::find(*target, "chip");
+    if (const Json *chip = json::find(*target, mf::kChip);
         chip && chip->is_string())
       b.chip = chip->get<std::string>();
-    if (const Json *f = json::find(*target, "features"); f && f->is_string())
+    if (const Json *f = json::find(*target, mf::kFeatures); f && f->is_string())
       b.features = f->get<std::string>();
   }
-  const Json *kernels = json::find(root, "kernels");
+  const Json *kernels = json::find(root, mf::kKernels);
   if (!kernels || !kernels->is_array())
     return schema("\"kernels\" must be an array");
   std::set<std::string> names;
@@ -358,7 +355,7 @@ Status readFile(const std::string &path, std::string &out) {
 
 Status loadBundle(const std::string &dir, Bundle &out) {
   std::string text;
-  CASCADE_RETURN_IF_ERROR(readFile(dir + "/manifest.json", text));
+  CASCADE_RETURN_IF_ERROR(readFile(dir + "/" + mf::kFileName, text));
   Bundle b;
   CASCADE_RETURN_IF_ERROR(parseManifest(text, b));
   b.dir = dir;
@@ -438,27 +435,12 @@ void addPlanBindings(ArgumentTable &table, const Plan &plan,
   for (const WorkspaceSection &s : plan.float_workspace.sections)
     table.setBuffer(s.name, floatWorkspace + static_cast<uint64_t>(s.offset),
                     s.count, s.dtype);
-  static const char *const scalars[] = {"batch_size",
-                                        "num_rows",
-                                        "row_capacity",
-                                        "num_qo_heads",
-                                        "num_kv_heads",
-                                        "head_dim",
-                                        "page_size",
-                                        "gqa_group_size",
-                                        "split_kv",
-                                        "padded_batch_size",
-                                        "num_work_items",
-                                        "kv_chunk_size",
-                                        "kv_chunk_size_pages",
-                                        "qo_tile_size",
-                                        "num_partial_rows",
-                                        "partial_rows_capacity"};
-  for (const char *name : scalars) {
+  for (const char *name : plankey::kIntScalars) {
     int64_t v = 0;
     plan.scalar(name, v);
     table.setInt(name, v);
   }
+  table.setInt(plankey::kSplitKv, plan.split_kv ? 1 : 0);
 }
 
 std::vector<void *> KernelLaunch::paramPointers() {

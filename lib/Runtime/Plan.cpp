@@ -222,51 +222,6 @@ PlanBuffers &planBuffers() {
 // Small helpers
 //===----------------------------------------------------------------------===//
 
-const char *dtypeName(DType t) {
-  switch (t) {
-  case DType::F16:
-    return "f16";
-  case DType::BF16:
-    return "bf16";
-  case DType::F32:
-    return "f32";
-  case DType::F8E4M3:
-    return "f8e4m3";
-  case DType::F8E5M2:
-    return "f8e5m2";
-  }
-  return "?";
-}
-
-int64_t dtypeBytes(DType t) {
-  switch (t) {
-  case DType::F16:
-  case DType::BF16:
-    return 2;
-  case DType::F32:
-    return 4;
-  case DType::F8E4M3:
-  case DType::F8E5M2:
-    return 1;
-  }
-  return 0;
-}
-
-bool parseDType(std::string_view name, DType &out) {
-  static const std::pair<const char *, DType> names[] = {
-      {"f16", DType::F16},       {"float16", DType::F16},
-      {"bf16", DType::BF16},     {"bfloat16", DType::BF16},
-      {"f32", DType::F32},       {"float32", DType::F32},
-      {"f8e4m3", DType::F8E4M3}, {"float8_e4m3fn", DType::F8E4M3},
-      {"f8e5m2", DType::F8E5M2}, {"float8_e5m2", DType::F8E5M2}};
-  for (const auto &n : names)
-    if (name == n.first) {
-      out = n.second;
-      return true;
-    }
-  return false;
-}
-
 const WorkspaceSection *WorkspaceLayout::find(std::string_view name) const {
   for (const WorkspaceSection &s : sections)
     if (name == s.name)

@@ -4,6 +4,8 @@
 
 #include "JsonSupport.h"
 
+#include "cascade/Contract/BundleContract.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -11,6 +13,8 @@
 namespace cascade::runtime {
 
 using json::Json;
+namespace ck = contract::key;
+namespace pk = contract::plan;
 
 namespace {
 
@@ -73,10 +77,14 @@ Status getDType(const Json &obj, const char *key, DType &out) {
   const Json *v = json::find(obj, key);
   if (!v)
     return Status::success();
-  if (!v->is_string() || !parseDType(v->get<std::string>(), out))
-    return schemaError(std::string("key \"") + key +
-                       "\" must be one of \"f16\", \"bf16\", \"f32\", "
-                       "\"f8e4m3\", \"f8e5m2\"");
+  if (!v->is_string() || !parseDType(v->get<std::string>(), out)) {
+    std::string names;
+    for (contract::DType t : contract::kAllDTypes)
+      names +=
+          std::string(names.empty() ? "" : ", ") + "\"" + dtypeName(t) + "\"";
+    return schemaError(std::string("key \"") + key + "\" must be one of " +
+                       names);
+  }
   return Status::success();
 }
 
@@ -111,16 +119,16 @@ Status checkKeys(const Json &obj, const char *const *allowed,
 }
 
 const char *const kLevelKeys[] = {
-    "mode",       "qo_indptr",    "kv_indptr",    "kv_last_page_len",
-    "kv_indices", "qo_tile_size", "max_num_rows", nullptr};
+    "mode",         pk::kQoIndptr,   pk::kKvIndptr,  pk::kKvLastPageLen,
+    pk::kKvIndices, ck::kQoTileSize, "max_num_rows", nullptr};
 
 const char *const kTopKeys[] = {
-    "mode",         "qo_indptr",    "kv_indptr", "kv_last_page_len",
-    "kv_indices",   "num_pages",    "page_size", "num_qo_heads",
-    "num_kv_heads", "head_dim",     "num_sms",   "occupancy",
-    "cuda_graph",   "q_dtype",      "kv_dtype",  "o_dtype",
-    "qo_tile_size", "max_num_rows", "levels",    "causal",
-    "auto_cascade", nullptr};
+    "mode",          pk::kQoIndptr,  pk::kKvIndptr, pk::kKvLastPageLen,
+    pk::kKvIndices,  "num_pages",    ck::kPageSize, ck::kNumQoHeads,
+    ck::kNumKvHeads, ck::kHeadDim,   "num_sms",     "occupancy",
+    "cuda_graph",    ck::kQDType,    ck::kKvDType,  ck::kODType,
+    ck::kQoTileSize, "max_num_rows", "levels",      ck::kCausal,
+    "auto_cascade",  nullptr};
 
 const char *const kAutoKeys[] = {
     "max_levels",          "graph_group_capacity",
@@ -178,18 +186,21 @@ Status parseLevel(const Json &obj, PlanMode defaultMode, bool topLevel,
     CASCADE_RETURN_IF_ERROR(getMode(obj, false, hasMode, mode));
   bool present = false;
   CASCADE_RETURN_IF_ERROR(
-      getInt32Array(obj, "qo_indptr", level.hasQoIndptr, level.qoIndptr));
+      getInt32Array(obj, pk::kQoIndptr, level.hasQoIndptr, level.qoIndptr));
   CASCADE_RETURN_IF_ERROR(
-      getInt32Array(obj, "kv_indptr", present, level.kvIndptr));
+      getInt32Array(obj, pk::kKvIndptr, present, level.kvIndptr));
   if (!present)
-    return schemaError("missing required key \"kv_indptr\"");
+    return schemaError(std::string("missing required key \"") + pk::kKvIndptr +
+                       "\"");
   CASCADE_RETURN_IF_ERROR(
-      getInt32Array(obj, "kv_last_page_len", present, level.kvLastPageLen));
+      getInt32Array(obj, pk::kKvLastPageLen, present, level.kvLastPageLen));
   if (!present)
-    return schemaError("missing required key \"kv_last_page_len\"");
+    return schemaError(std::string("missing required key \"") +
+                       pk::kKvLastPageLen + "\"");
   CASCADE_RETURN_IF_ERROR(
-      getInt32Array(obj, "kv_indices", level.hasKvIndices, level.kvIndices));
-  CASCADE_RETURN_IF_ERROR(getInt(obj, "qo_tile_size", false, level.qoTileSize));
+      getInt32Array(obj, pk::kKvIndices, level.hasKvIndices, level.kvIndices));
+  CASCADE_RETURN_IF_ERROR(
+      getInt(obj, ck::kQoTileSize, false, level.qoTileSize));
   CASCADE_RETURN_IF_ERROR(getInt(obj, "max_num_rows", false, level.maxNumRows));
   // In a cascade, a level without its own mode is decode only if it has one
   // query per request; a shared-prefix level ([0, B]) is a prefill.
@@ -238,20 +249,20 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
   PlanInputs &c = d.common;
   bool hasMode = false;
   CASCADE_RETURN_IF_ERROR(getMode(root, true, hasMode, c.mode));
-  CASCADE_RETURN_IF_ERROR(getInt(root, "page_size", true, c.page_size));
-  CASCADE_RETURN_IF_ERROR(getInt(root, "num_qo_heads", true, c.num_qo_heads));
-  CASCADE_RETURN_IF_ERROR(getInt(root, "num_kv_heads", true, c.num_kv_heads));
-  CASCADE_RETURN_IF_ERROR(getInt(root, "head_dim", true, c.head_dim));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kPageSize, true, c.page_size));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kNumQoHeads, true, c.num_qo_heads));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kNumKvHeads, true, c.num_kv_heads));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kHeadDim, true, c.head_dim));
   CASCADE_RETURN_IF_ERROR(getInt(root, "num_sms", true, c.num_sms));
   CASCADE_RETURN_IF_ERROR(getInt(root, "occupancy", false, c.occupancy));
   CASCADE_RETURN_IF_ERROR(getInt(root, "num_pages", false, c.num_pages));
-  CASCADE_RETURN_IF_ERROR(getInt(root, "qo_tile_size", false, c.qo_tile_size));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kQoTileSize, false, c.qo_tile_size));
   CASCADE_RETURN_IF_ERROR(getInt(root, "max_num_rows", false, c.max_num_rows));
   CASCADE_RETURN_IF_ERROR(getBool(root, "cuda_graph", c.cuda_graph));
-  CASCADE_RETURN_IF_ERROR(getBool(root, "causal", d.causal));
-  CASCADE_RETURN_IF_ERROR(getDType(root, "q_dtype", c.q_dtype));
-  CASCADE_RETURN_IF_ERROR(getDType(root, "kv_dtype", c.kv_dtype));
-  CASCADE_RETURN_IF_ERROR(getDType(root, "o_dtype", c.o_dtype));
+  CASCADE_RETURN_IF_ERROR(getBool(root, ck::kCausal, d.causal));
+  CASCADE_RETURN_IF_ERROR(getDType(root, ck::kQDType, c.q_dtype));
+  CASCADE_RETURN_IF_ERROR(getDType(root, ck::kKvDType, c.kv_dtype));
+  CASCADE_RETURN_IF_ERROR(getDType(root, ck::kODType, c.o_dtype));
   CASCADE_RETURN_IF_ERROR(parseAutoCascade(root, d));
   d.autoOptions.causal = d.causal;
 
@@ -260,8 +271,8 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
     return schemaError("key \"auto_cascade\" finds the levels itself: give "
                        "one plain batch, not \"levels\"");
   if (levels) {
-    static const char *const arrays[] = {"qo_indptr", "kv_indptr",
-                                         "kv_last_page_len", "kv_indices"};
+    static const char *const arrays[] = {pk::kQoIndptr, pk::kKvIndptr,
+                                         pk::kKvLastPageLen, pk::kKvIndices};
     for (const char *a : arrays)
       if (json::find(root, a))
         return schemaError(std::string("key \"") + a +
@@ -316,25 +327,19 @@ static Json layoutJson(const WorkspaceLayout &layout, int64_t base) {
 static Json planJson(const Plan &p, int64_t intBase, int64_t floatBase) {
   Json j = Json::object();
   j["mode"] = p.mode == PlanMode::Decode ? "decode" : "prefill";
-  j["split_kv"] = p.split_kv;
+  j[pk::kSplitKv] = p.split_kv;
   j["cuda_graph"] = p.cuda_graph;
-  static const char *const scalars[] = {
-      "batch_size",     "num_rows",         "row_capacity",
-      "num_qo_heads",   "num_kv_heads",     "head_dim",
-      "page_size",      "gqa_group_size",   "padded_batch_size",
-      "num_work_items", "kv_chunk_size",    "kv_chunk_size_pages",
-      "qo_tile_size",   "num_partial_rows", "partial_rows_capacity"};
-  for (const char *name : scalars) {
+  for (const char *name : pk::kIntScalars) {
     int64_t v = 0;
     p.scalar(name, v);
     j[name] = v;
   }
-  j["request_indices"] = p.request_indices;
-  j["kv_tile_indices"] = p.kv_tile_indices;
-  j["qo_tile_indices"] = p.qo_tile_indices;
-  j["o_indptr"] = p.o_indptr;
-  j["merge_indptr"] = p.merge_indptr;
-  j["block_valid_mask"] = p.block_valid_mask;
+  j[pk::kRequestIndices] = p.request_indices;
+  j[pk::kKvTileIndices] = p.kv_tile_indices;
+  j[pk::kQoTileIndices] = p.qo_tile_indices;
+  j[pk::kOIndptr] = p.o_indptr;
+  j[pk::kMergeIndptr] = p.merge_indptr;
+  j[pk::kBlockValidMask] = p.block_valid_mask;
   j["int_workspace"] = layoutJson(p.int_workspace, intBase);
   j["float_workspace"] = layoutJson(p.float_workspace, floatBase);
   return j;
@@ -355,7 +360,7 @@ static Json cascadeJson(const CascadePlan &plan, bool causal) {
     states.push_back({{"level", l},
                       {"v_offset", plan.level_v_offset[l]},
                       {"v_bytes", plan.level_v_bytes},
-                      {"v_dtype", dtypeName(plan.levels[l].o_dtype)},
+                      {ck::kVDType, dtypeName(plan.levels[l].o_dtype)},
                       {"s_offset", plan.level_s_offset[l]},
                       {"s_bytes", plan.level_s_bytes}});
   }
@@ -366,7 +371,7 @@ static Json cascadeJson(const CascadePlan &plan, bool causal) {
   j["int_workspace_bytes"] = plan.int_bytes;
   j["float_workspace_bytes"] = plan.float_bytes;
   j["levels"] = std::move(levels);
-  j["merge"] = {{"op", "merge_state_in_place"},
+  j["merge"] = {{"op", contract::op::kMergeStateInPlace},
                 {"output_level", 0},
                 {"order", std::move(order)},
                 {"causal_level", causal ? n - 1 : int64_t(-1)},
@@ -389,10 +394,10 @@ std::string autoCascadeToJson(const AutoCascade &ac, bool causal) {
       return std::vector<int32_t>(a.data(), a.data() + a.size());
     };
     if (lv.qo_indptr.present())
-      in["qo_indptr"] = vec(lv.qo_indptr);
-    in["kv_indptr"] = vec(lv.kv_indptr);
-    in["kv_indices"] = vec(lv.kv_indices);
-    in["kv_last_page_len"] = vec(lv.kv_last_page_len);
+      in[pk::kQoIndptr] = vec(lv.qo_indptr);
+    in[pk::kKvIndptr] = vec(lv.kv_indptr);
+    in[pk::kKvIndices] = vec(lv.kv_indices);
+    in[pk::kKvLastPageLen] = vec(lv.kv_last_page_len);
     in["num_page_groups"] = lv.num_page_groups;
     levels[l]["inputs"] = std::move(in);
   }

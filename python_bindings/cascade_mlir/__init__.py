@@ -10,6 +10,8 @@ Modules:
                          (deprecated) shared-prefix wrappers
   cascade_mlir.decode    BatchDecodeWithPagedKVCacheWrapper
   cascade_mlir.prefill   BatchPrefillWithPagedKVCacheWrapper
+  cascade_mlir.config    AttentionConfig: the static configuration (one
+                         dataclass: bundle keys, the dict C++ takes, IR)
   cascade_mlir.kernels   kernel bundles: keys, default set, lookup, cache
   cascade_mlir.aot       `python -m cascade_mlir.aot`: build bundles
   cascade_mlir.ir        cascade IR for a configuration (compiler builds)
@@ -19,6 +21,8 @@ Modules:
 The attention state convention is FlashInfer's: `s` is the log-sum-exp in
 base 2, and the empty state is (0, -inf).
 """
+
+from typing import Any, Optional
 
 __version__ = "0.1.0"
 
@@ -39,6 +43,8 @@ def _check_numpy_abi():
 
 _check_numpy_abi()
 
+compiler: Any
+compiler_import_error: Optional[ImportError]
 try:  # the compiler half is optional (runtime-only builds have no MLIR)
     from . import _compiler as compiler  # noqa: F401
     compiler_import_error = None
@@ -46,7 +52,8 @@ except ImportError as err:  # pragma: no cover - depends on the build
     compiler = None
     compiler_import_error = err
 
-from . import ir, kernels  # noqa: F401,E402
+from . import config, ir, kernels  # noqa: F401,E402
+from .config import AttentionConfig  # noqa: F401,E402
 from .cascade import (  # noqa: F401,E402
     BatchDecodeWithSharedPrefixPagedKVCacheWrapper,
     BatchPrefillWithSharedPrefixPagedKVCacheWrapper,
@@ -61,6 +68,7 @@ from .kernels import MissingKernelsError  # noqa: F401,E402
 from .prefill import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401,E402
 
 __all__ = [
+    "AttentionConfig",
     "BatchDecodeWithPagedKVCacheWrapper",
     "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
@@ -69,6 +77,7 @@ __all__ = [
     "MultiLevelCascadeAttentionWrapper",
     "NotPlannedError",
     "compiler",
+    "config",
     "ir",
     "kernels",
     "merge_state",

@@ -2,6 +2,8 @@
 stream, and how to allocate outputs with it (torch, cupy), plus host copies
 of index arrays (torch, cupy, numpy, sequences)."""
 
+from typing import Any, Dict, List
+
 import numpy as np
 
 from . import _runtime
@@ -103,11 +105,11 @@ class _Cupy:
         return self.cupy.asnumpy(x)
 
 
-_adapters = {}
-_registered = []
+_adapters: Dict[str, Any] = {}
+_registered: List[Any] = []
 
 
-def register_framework(adapter) -> None:
+def register_framework(adapter: Any) -> None:
     """Adds the adapter of another array framework (the interface of _Torch:
     is_tensor, cuda_ordinal, current_stream, stream_for, empty_bytes,
     empty_like, empty_shaped, empty_f32, nbytes, to_host, device_object).
@@ -115,7 +117,7 @@ def register_framework(adapter) -> None:
     _registered.insert(0, adapter)
 
 
-def framework_of(x):
+def framework_of(x: Any) -> Any:
     """The adapter of x's framework, or None (numpy, lists, unknown)."""
     for adapter in _registered:
         if adapter.is_tensor(x):
@@ -135,12 +137,12 @@ def framework_of(x):
     return adapter if adapter.is_tensor(x) else None
 
 
-def is_cuda(x) -> bool:
+def is_cuda(x: Any) -> bool:
     fw = framework_of(x)
     return fw is not None and fw.cuda_ordinal(x) is not None
 
 
-def host_int32(x, name: str) -> np.ndarray:
+def host_int32(x: Any, name: str) -> np.ndarray:
     """A 1-D int32 host copy of an index array (a device tensor is copied
     to the host: plan() is a synchronisation point, as in FlashInfer)."""
     fw = framework_of(x)

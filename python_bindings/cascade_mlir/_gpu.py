@@ -10,15 +10,17 @@ launching the kernels bound at plan time.
 
 import json
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+import weakref
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from . import _runtime, kernels
 from ._frameworks import framework_of, host_int32
-from .kernels import Group, KernelConfig
+from .config import AttentionConfig
+from .kernels import Group
 
-_devices: Dict[int, "_runtime.Device"] = {}
+_devices: Dict[int, Any] = {}
 _groups: Dict[Tuple[int, str], Dict[str, str]] = {}
 
 #: Bytes of the int workspace (plan arrays and index arrays), as FlashInfer.
@@ -29,14 +31,14 @@ class NotPlannedError(ValueError, RuntimeError):
     """run() / forward() before plan() / begin_forward()."""
 
 
-def device(ordinal: int):
+def device(ordinal: int) -> Any:
     dev = _devices.get(ordinal)
     if dev is None:
         dev = _devices[ordinal] = _runtime.Device(ordinal)
     return dev
 
 
-def load_bundle(dev, key: str) -> Dict[str, str]:
+def load_bundle(dev: Any, key: str) -> Dict[str, str]:
     """Loads bundle `key` into `dev` (finding or compiling it first) and
     returns its kernels by role: unsplit / split / merge for attention
     groups, the op names for merge bundles."""
@@ -47,7 +49,7 @@ def load_bundle(dev, key: str) -> Dict[str, str]:
     dev.add_bundle(path, key)
     with open(os.path.join(path, "manifest.json")) as f:
         manifest = json.load(f)
-    roles = {}
+    roles: Dict[str, str] = {}
     for k in manifest["kernels"]:
         op = k["op"]
         if op in ("decode", "prefill"):
@@ -65,12 +67,12 @@ def load_bundle(dev, key: str) -> Dict[str, str]:
     return roles
 
 
-def current_stream(x) -> int:
+def current_stream(x: Any) -> int:
     fw = framework_of(x)
     return fw.current_stream(fw.cuda_ordinal(x)) if fw is not None else 0
 
 
-def workspace_device(buf) -> Optional[int]:
+def workspace_device(buf: Any) -> Optional[int]:
     """The CUDA ordinal of a workspace buffer, None for a host buffer."""
     if buf is None:
         return None
@@ -86,13 +88,14 @@ def workspace_device(buf) -> Optional[int]:
 class Level:
     """One level of a plan: host index arrays and its kernel group."""
 
-    def __init__(self, qo_indptr, kv_indptr, kv_indices, kv_last_page_len,
+    def __init__(self, qo_indptr: np.ndarray, kv_indptr: np.ndarray,
+                 kv_indices: np.ndarray, kv_last_page_len: np.ndarray,
                  group: Group, kv_slot: int = 0):
         self.qo_indptr, self.kv_indptr = qo_indptr, kv_indptr
         self.kv_indices, self.kv_last_page_len = kv_indices, kv_last_page_len
         self.group, self.kv_slot = group, kv_slot
 
-    def as_dict(self):
+    def as_dict(self) -> Dict[str, Any]:
         return {"mode": "decode" if self.group.decode else "prefill",
                 "kv_slot": self.kv_slot,
                 "qo_indptr": None if self.group.decode else self.qo_indptr,
@@ -100,7 +103,8 @@ class Level:
                 "kv_last_page_len": self.kv_last_page_len}
 
 
-def check_csr(qo, kv_indptr, kv_indices, last, what: str, decode: bool):
+def check_csr(qo: Optional[np.ndarray], kv_indptr: np.ndarray, kv_indices: np.ndarray,
+              last: np.ndarray, what: str, decode: bool) -> None:
     """Shape checks with argument names (the runtime's plan checks values)."""
     b = kv_indptr.size - 1
     if b < 0:
@@ -122,7 +126,7 @@ def check_csr(qo, kv_indptr, kv_indices, last, what: str, decode: bool):
 class Engine:
     """plan/run over one CUDA device for one wrapper."""
 
-    def __init__(self, float_workspace_buffer, use_cuda_graph: bool = False):
+    def __init__(self, float_workspace_buffer: Any, use_cuda_graph: bool = False):
         fw = framework_of(float_workspace_buffer)
         ordinal = workspace_device(float_workspace_buffer)
         if fw is None or ordinal is None:
@@ -132,14 +136,14 @@ class Engine:
         self.ordinal = ordinal
         self.dev = device(ordinal)
         self.float_ws = float_workspace_buffer
-        self.int_ws = None
+        self.int_ws: Any = None
         self.use_cuda_graph = bool(use_cuda_graph)
-        self.program = None
-        self.cfg: Optional[KernelConfig] = None
+        self.program: Any = None
+        self.cfg: Optional[AttentionConfig] = None
         self.levels: List[Level] = []
-        self._planned_form = None
 
-    def reset_workspace_buffer(self, float_workspace_buffer, int_workspace_buffer=None):
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffer: Any = None) -> None:
         if self.use_cuda_graph and self.program is not None:
             raise ValueError("CUDA-graph mode: the workspace buffers are part of the "
                              "captured launches and cannot be replaced")
@@ -152,6 +156,7 @@ class Engine:
         self.program = None  # replan
 
     def _keys(self, form_slot0: str) -> List[str]:
+        assert self.cfg is not None
         keys = []
         for lv in self.levels:
             form = "pair" if lv.kv_slot == 1 else form_slot0
@@ -166,21 +171,23 @@ class Engine:
                 return form
         return "pool"
 
-    def plan(self, cfg: KernelConfig, levels: List[Level], index_buffers=None):
+    def plan(self, cfg: AttentionConfig, levels: List[Level],
+             index_buffers: Optional[List[Dict[str, Any]]] = None) -> None:
         self.cfg, self.levels = cfg, levels
         form = self._plan_form()
         roles = [load_bundle(self.dev, k) for k in self._keys(form)]
         if self.program is None:
             self.program = _runtime.Program(self.dev)
+        # The program keeps the resolver: a weak one, so that it does not
+        # keep this engine (and the workspaces) alive through the C++ side,
+        # which the garbage collector cannot see.
         self.program.set_signature(
-            cfg.q_dtype, cfg.kv_dtype, cfg.num_qo_heads, cfg.num_kv_heads,
-            cfg.head_dim, cfg.page_size, cfg.kv_layout == "hnd",
-            any(lv.kv_slot == 1 for lv in levels), self.fw.device_object(self.ordinal),
-            self._prepare, self.fw)
+            cfg.as_dict(), shared_slot=any(lv.kv_slot == 1 for lv in levels),
+            device_object=self.fw.device_object(self.ordinal),
+            resolver=_weak_resolver(self), framework=self.fw)
         need_int, need_float = self.program.plan(
-            [lv.as_dict() for lv in levels], cfg.num_qo_heads, cfg.num_kv_heads,
-            cfg.head_dim, cfg.page_size, cfg.q_dtype, cfg.kv_dtype,
-            [r["split"] for r in roles], self.use_cuda_graph, index_buffers)
+            [lv.as_dict() for lv in levels], [r["split"] for r in roles],
+            self.use_cuda_graph, index_buffers)
         float_bytes = self.fw.nbytes(self.float_ws)
         if need_float > float_bytes:
             raise ValueError(f"float_workspace_buffer holds {float_bytes} bytes; this "
@@ -195,7 +202,7 @@ class Engine:
                             self.fw.current_stream(self.ordinal))
         self._prepare(1 if form == "pair" else 0)
 
-    def _prepare(self, variant: int):
+    def _prepare(self, variant: int) -> None:
         """Binds the kernels of one KV form (variant 0: a 5-D pool, 1: a
         (k, v) pair); run() calls it the first time it sees the form."""
         form = "pair" if variant == 1 else "pool"
@@ -206,17 +213,33 @@ class Engine:
                          form == "pair" or lv.kv_slot == 1, lv.kv_slot))
         self.program.prepare(variant, spec, "")
 
-    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse=False,
-            kv_shared=None):
+    def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
+            return_lse: bool = False, kv_shared: Any = None) -> Any:
         if self.program is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared)
 
 
-def levels_from_arrays(qo_arr: Sequence, kv_indptr_arr: Sequence, kv_indices_arr: Sequence,
-                       last_arr: Sequence, num_levels: int, causal: bool,
-                       names=("qo_indptr_arr", "paged_kv_indptr_arr",
-                              "paged_kv_indices_arr", "paged_kv_last_page_len")):
+def _weak_resolver(engine: Engine) -> Callable[[int], None]:
+    """engine._prepare, holding the engine only weakly."""
+    ref = weakref.ref(engine)
+
+    def resolve(variant: int) -> None:
+        e = ref()
+        if e is None:
+            raise ValueError("run() after the wrapper that planned it was deleted")
+        e._prepare(variant)
+
+    return resolve
+
+
+def levels_from_arrays(qo_arr: Sequence[Any], kv_indptr_arr: Sequence[Any],
+                       kv_indices_arr: Sequence[Any], last_arr: Sequence[Any],
+                       num_levels: int, causal: bool,
+                       names: Tuple[str, str, str, str] = (
+                           "qo_indptr_arr", "paged_kv_indptr_arr",
+                           "paged_kv_indices_arr", "paged_kv_last_page_len")
+                       ) -> List[Level]:
     """Host copies and groups of the levels of a multi-level cascade."""
     for name, arr in zip(names, (qo_arr, kv_indptr_arr, kv_indices_arr, last_arr)):
         if isinstance(arr, (str, bytes)) or not hasattr(arr, "__len__"):
@@ -224,7 +247,8 @@ def levels_from_arrays(qo_arr: Sequence, kv_indptr_arr: Sequence, kv_indices_arr
         if len(arr) != num_levels:
             raise ValueError(f"{name} has {len(arr)} entries, expected one per level "
                              f"({num_levels})")
-    levels, rows = [], None
+    levels: List[Level] = []
+    rows: Optional[int] = None
     for lvl in range(num_levels):
         qo = host_int32(qo_arr[lvl], f"{names[0]}[{lvl}]")
         kp = host_int32(kv_indptr_arr[lvl], f"{names[1]}[{lvl}]")

@@ -3,18 +3,18 @@ plan()/run() arguments, one attention level (or, with plan(...,
 auto_cascade=True), the levels of the cascade the runtime finds in the page
 tables, docs/auto-cascade.md), GPU kernels or the CPU reference."""
 
-from typing import Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
 from . import _gpu, _runtime
 from ._frameworks import host_int32
 from ._gpu import NotPlannedError
-from .ir import AttentionConfig
-from .kernels import Group, KernelConfig
+from .config import AttentionConfig
+from .kernels import Group
 
 
-def reject(name: str, value, default=None):
+def reject(name: str, value: Any, default: Any = None) -> None:
     """FlashInfer arguments this implementation does not support: accepted
     at their defaults, rejected otherwise."""
     if value is not default and value != default:
@@ -29,7 +29,8 @@ AUTO_CASCADE_OPTIONS = ("max_levels", "graph_group_capacity", "shared_qo_tile_si
                         "group_overhead_us", "level_row_bytes")
 
 
-def auto_cascade_options(auto_cascade) -> Optional[dict]:
+def auto_cascade_options(auto_cascade: Union[bool, None, Dict[str, float]]
+                         ) -> Optional[Dict[str, Union[int, float]]]:
     """plan()'s `auto_cascade` argument: False (off), True (the runtime's
     defaults) or a dict of AutoCascadeOptions fields; None when off."""
     if auto_cascade is False or auto_cascade is None:
@@ -57,30 +58,35 @@ def auto_cascade_options(auto_cascade) -> Optional[dict]:
 
 class SingleLevelWrapper:
     _decode = True
+    #: FlashInfer's run(), defined by each wrapper.
+    run: Callable[..., Any]
 
-    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, buffers=None):
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False,
+                 buffers: Optional[Dict[str, Any]] = None):
         if kv_layout not in ("NHD", "HND"):
             raise ValueError(f"kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
         self._kv_layout = kv_layout
         self._use_cuda_graph = use_cuda_graph
         self._buffers = buffers if buffers and any(v is not None for v in buffers.values()) \
             else None
-        self._engine = None
+        self._engine: Optional[_gpu.Engine] = None
         if _gpu.workspace_device(float_workspace_buffer) is not None:
             self._engine = _gpu.Engine(float_workspace_buffer, use_cuda_graph)
         elif use_cuda_graph:
             raise ValueError("use_cuda_graph needs a CUDA float_workspace_buffer")
-        self._levels = None
-        self._config = None
-        self._auto = None
-        self._auto_buffers = None
+        self._levels: Optional[List[Any]] = None
+        self._config: Optional[AttentionConfig] = None
+        self._causal = False
+        self._auto: Optional[Dict[str, Any]] = None
+        self._auto_buffers: Optional[List[Dict[str, Any]]] = None
 
     @property
     def is_cuda(self) -> bool:
         return self._engine is not None
 
-    def reset_workspace_buffer(self, float_workspace_buffer, int_workspace_buffer=None) -> None:
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffer: Any = None) -> None:
         if self._engine is None:
             raise ValueError("this wrapper computes on the host (CPU reference)")
         self._engine.reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
@@ -88,7 +94,7 @@ class SingleLevelWrapper:
         self.__dict__.pop("forward", None)
 
     @property
-    def auto_cascade_stats(self) -> Optional[dict]:
+    def auto_cascade_stats(self) -> Optional[Dict[str, Any]]:
         """What the last plan(..., auto_cascade=...) found (a copy):
         num_levels, shared_levels, candidate_groups, shared_groups, pages_in,
         pages_read, pages_saved, saved_us, overhead_us (docs/auto-cascade.md);
@@ -96,7 +102,7 @@ class SingleLevelWrapper:
         return None if self._auto is None else dict(self._auto["stats"])
 
     @property
-    def auto_cascade_levels(self) -> Optional[list]:
+    def auto_cascade_levels(self) -> Optional[List[Dict[str, Any]]]:
         """The levels of the last automatic cascade (copies of their index
         arrays: mode, qo_indptr (None in decode), kv_indptr, kv_indices,
         kv_last_page_len, num_page_groups); None without one."""
@@ -107,12 +113,15 @@ class SingleLevelWrapper:
         return [{k: (v.copy() if isinstance(v, np.ndarray) else v)
                  for k, v in lv.items() if k in keys} for lv in self._auto["levels"]]
 
-    def _plan(self, qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads,
-              num_kv_heads, head_dim, page_size, causal, pos_encoding_mode, sm_scale,
-              window_left, logits_soft_cap, rope_scale, rope_theta, q_data_type,
-              kv_data_type, auto_cascade=False):
+    def _plan(self, qo_indptr: Any, kv_indptr: Any, kv_indices: Any, last_page_len: Any,
+              num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
+              causal: bool, pos_encoding_mode: str, sm_scale: Optional[float],
+              window_left: int, logits_soft_cap: Optional[float],
+              rope_scale: Optional[float], rope_theta: Optional[float],
+              q_data_type: Any, kv_data_type: Any,
+              auto_cascade: Union[bool, Dict[str, float]] = False) -> None:
         auto = auto_cascade_options(auto_cascade)
-        cfg = KernelConfig.make(
+        cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
             kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
@@ -131,13 +140,8 @@ class SingleLevelWrapper:
             raise ValueError("auto_cascade needs pos_encoding_mode='NONE' and "
                              "window_left=-1: a cascade level does not see absolute "
                              "positions (apply RoPE before the call)")
-        self._config = AttentionConfig(
-            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-            page_size=page_size, q_dtype=q_data_type, kv_dtype=kv_data_type,
-            kv_layout=self._kv_layout, causal=causal,
-            pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
-            window_left=window_left, logits_soft_cap=logits_soft_cap,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+        self._config, self._causal = cfg, causal
+        buffers: Optional[List[Dict[str, Any]]]
         if auto is not None:
             levels, buffers = self._auto_levels(cfg, qo, kp, ki, kl, causal, auto)
         else:
@@ -155,7 +159,10 @@ class SingleLevelWrapper:
         self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,
                                        lv.kv_last_page_len) for lv in levels]
 
-    def _auto_levels(self, cfg, qo, kp, ki, kl, causal, options):
+    def _auto_levels(self, cfg: AttentionConfig, qo: np.ndarray, kp: np.ndarray,
+                     ki: np.ndarray, kl: np.ndarray, causal: bool,
+                     options: Dict[str, Union[int, float]]
+                     ) -> Tuple[List[_gpu.Level], Optional[List[Dict[str, Any]]]]:
         """The levels of an automatic cascade: the runtime's
         makeAutoCascadePlan over the batch (shared levels are non-causal
         prefill levels, the last keeps the batch's mode and mask); one level,
@@ -186,18 +193,20 @@ class SingleLevelWrapper:
         # capacity); their page lists get buffers that hold every page of a
         # batch as large as the caller's buffer (or twice the first), so a
         # replan may move pages between levels freely.
-        last = {k: v for k, v in (self._buffers or {}).items() if v is not None}
+        own = {k: v for k, v in (self._buffers or {}).items() if v is not None}
         if self._auto_buffers is None or len(self._auto_buffers) != n - 1:
             empty_i32 = getattr(self._engine.fw, "empty_i32", None)
             if empty_i32 is None:  # a framework adapter without int32 tensors
-                return levels, [{} for _ in range(n - 1)] + [last]
-            user = last.get("kv_indices")
+                empty: List[Dict[str, Any]] = [{} for _ in range(n - 1)]
+                return levels, empty + [own]
+            user = own.get("kv_indices")
             cap = int(user.shape[0]) if user is not None else max(2 * int(kp[-1]), 65536)
             self._auto_buffers = [{"kv_indices": empty_i32(cap, self._engine.ordinal)}
                                   for _ in range(n - 1)]
-        return levels, self._auto_buffers + [last]
+        return levels, self._auto_buffers + [own]
 
-    def _run(self, q, paged_kv_cache, out, lse, return_lse, window_left):
+    def _run(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
+             window_left: Optional[int]) -> Any:
         if self._config is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         if window_left is not None and window_left != self._config.window_left:
@@ -207,11 +216,13 @@ class SingleLevelWrapper:
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
         from .cascade import _reference_outputs
-        return _reference_outputs(self._config, self._levels, q, paged_kv_cache,
-                                  out, lse, return_lse)
+        assert self._levels is not None
+        return _reference_outputs(self._config, self._causal, self._levels, q,
+                                  paged_kv_cache, out, lse, return_lse)
 
-    def _run_checked(self, q, paged_kv_cache, args, out, lse, return_lse, window_left,
-                     **unsupported):
+    def _run_checked(self, q: Any, paged_kv_cache: Any, args: Tuple[Any, ...], out: Any,
+                     lse: Any, return_lse: bool, window_left: Optional[int],
+                     **unsupported: Any) -> Any:
         if args:
             raise TypeError("run() takes q and paged_kv_cache positionally; pass the "
                             "rest by keyword")
@@ -219,7 +230,7 @@ class SingleLevelWrapper:
             reject(name, value)
         return self._run(q, paged_kv_cache, out, lse, return_lse, window_left)
 
-    def forward_return_lse(self, q, paged_kv_cache, **kwargs):
+    def forward_return_lse(self, q: Any, paged_kv_cache: Any, **kwargs: Any) -> Any:
         return self.run(q, paged_kv_cache, return_lse=True, **kwargs)
 
     def end_forward(self) -> None:

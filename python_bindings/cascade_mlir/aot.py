@@ -13,13 +13,14 @@ DIR, or build the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR.
 import argparse
 import os
 import sys
+from typing import List, Optional, Tuple
 
 from . import kernels
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[List[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m cascade_mlir.aot",
-                                 description=__doc__.split("\n\n")[0])
+                                 description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("--set", action="append", default=[],
                     help="a named set: default, minimal, gpu-tests (repeatable)")
     ap.add_argument("--key", action="append", default=[],
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
     if not keys or not args.out:
         ap.error("give --out and at least one --set or --key")
 
-    def progress(i, n, result):
+    def progress(i: int, n: int, result: Tuple[str, float]) -> None:
         print(f"[{i}/{n}] {result[0]} ({result[1]:.1f} s)", flush=True)
 
     done = kernels.build_keys(keys, args.out, args.chip, args.jobs, progress)

@@ -13,15 +13,18 @@ layer).
   result (for tests and for checking the GPU).
 """
 
-from typing import List, Optional, Sequence
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from . import _gpu, _runtime
 from ._frameworks import framework_of, host_int32, is_cuda
 from ._gpu import NotPlannedError
-from .ir import AttentionConfig
-from .kernels import Group, KernelConfig, dtype_code, merge_key
+from .config import AttentionConfig, dtype_code
+from .kernels import Group, merge_key
+
+#: What run() returns: the output, or (output, lse) with return_lse=True.
+RunResult = Union[Any, Tuple[Any, Any]]
 
 __all__ = [
     "merge_state",
@@ -36,11 +39,11 @@ __all__ = [
 
 # --- array plumbing (CPU reference) ---------------------------------------------
 
-def _is_torch(x) -> bool:
+def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def _to_numpy(x, name: str) -> np.ndarray:
+def _to_numpy(x: Any, name: str) -> np.ndarray:
     if _is_torch(x):
         if x.device.type != "cpu":
             raise ValueError(f"{name} is on {x.device} while the other arguments are on "
@@ -53,7 +56,7 @@ def _to_numpy(x, name: str) -> np.ndarray:
     return x
 
 
-def _like(result: np.ndarray, template):
+def _like(result: np.ndarray, template: Any) -> Any:
     """Returns `result` in the kind (numpy/torch) and dtype of `template`."""
     if _is_torch(template):
         import torch
@@ -61,7 +64,7 @@ def _like(result: np.ndarray, template):
     return result.astype(template.dtype)
 
 
-def _lse_out(result: np.ndarray, template):
+def _lse_out(result: np.ndarray, template: Any) -> Any:
     if _is_torch(template):
         import torch
         return torch.from_numpy(np.ascontiguousarray(result, dtype=np.float32))
@@ -188,7 +191,7 @@ def _gpu_merge_states(v, s):
 
 # --- merges ---------------------------------------------------------------------
 
-def merge_state(v_a, s_a, v_b, s_b):
+def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any) -> Tuple[Any, Any]:
     """Merges the states of two disjoint KV segments.
 
     v_a, v_b: [seq_len, num_heads, head_dim]; s_a, s_b: [seq_len, num_heads]
@@ -202,14 +205,16 @@ def merge_state(v_a, s_a, v_b, s_b):
     return _like(v, v_a), _lse_out(s, s_a)
 
 
-def merge_state_in_place(v, s, v_other, s_other, mask=None) -> None:
+def merge_state_in_place(v: Any, s: Any, v_other: Any, s_other: Any,
+                         mask: Any = None) -> None:
     """Merges (v_other, s_other) into (v, s) in place.
 
     mask: optional [seq_len] bool/uint8 (strides honoured); rows where it is
     False are left untouched.
     """
     if is_cuda(v):
-        return _gpu_merge_state_in_place(v, s, v_other, s_other, mask)
+        _gpu_merge_state_in_place(v, s, v_other, s_other, mask)
+        return
     vn, sn = _to_numpy(v, "v"), _to_numpy(s, "s")
     vo, so = _to_numpy(v_other, "v_other"), _to_numpy(s_other, "s_other")
     v64 = vn.astype(np.float64)
@@ -230,7 +235,7 @@ def merge_state_in_place(v, s, v_other, s_other, mask=None) -> None:
         sn[...] = s64.astype(sn.dtype)
 
 
-def merge_states(v, s):
+def merge_states(v: Any, s: Any) -> Tuple[Any, Any]:
     """Merges N states per row: v [seq_len, N, H, D], s [seq_len, N, H].
 
     N = 0 gives the empty state (0, -inf).
@@ -275,10 +280,12 @@ class MultiLevelCascadeAttentionWrapper:
     reference computes every call.
     """
 
-    def __init__(self, num_levels: int, float_workspace_buffer=None,
+    def __init__(self, num_levels: int, float_workspace_buffer: Any = None,
                  kv_layout: str = "NHD", use_cuda_graph: bool = False,
-                 qo_indptr_buf_arr=None, paged_kv_indptr_buf_arr=None,
-                 paged_kv_indices_buf_arr=None, paged_kv_last_page_len_buf_arr=None,
+                 qo_indptr_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_indptr_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_indices_buf_arr: Optional[Sequence[Any]] = None,
+                 paged_kv_last_page_len_buf_arr: Optional[Sequence[Any]] = None,
                  num_sms: int = 132):
         if not isinstance(num_levels, int) or isinstance(num_levels, bool) or num_levels < 1:
             raise ValueError(f"num_levels must be an int >= 1, got {num_levels!r}")
@@ -293,14 +300,16 @@ class MultiLevelCascadeAttentionWrapper:
             paged_kv_indptr_buf_arr=paged_kv_indptr_buf_arr,
             paged_kv_indices_buf_arr=paged_kv_indices_buf_arr,
             paged_kv_last_page_len_buf_arr=paged_kv_last_page_len_buf_arr)
-        self._engine = None
+        self._engine: Optional[_gpu.Engine] = None
         if _gpu.workspace_device(float_workspace_buffer) is not None:
             self._engine = _gpu.Engine(float_workspace_buffer, use_cuda_graph)
         elif use_cuda_graph:
             raise ValueError("use_cuda_graph needs a CUDA float_workspace_buffer")
-        self._levels = None
-        self._plans = None
-        self._config = None
+        self._levels: Optional[List[Any]] = None
+        self._plans: Optional[List[Dict[str, Any]]] = None
+        self._config: Optional[AttentionConfig] = None
+        self._causal = False
+        self._host_levels: List[_gpu.Level] = []
 
     @property
     def num_levels(self) -> int:
@@ -311,7 +320,8 @@ class MultiLevelCascadeAttentionWrapper:
         """True when the kernels run on a GPU (a CUDA workspace buffer)."""
         return self._engine is not None
 
-    def reset_workspace_buffer(self, float_workspace_buffer, int_workspace_buffers=None) -> None:
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffers: Optional[Sequence[Any]] = None) -> None:
         if self._engine is None:
             raise ValueError("this wrapper computes on the host (CPU reference); "
                              "construct it with a CUDA float_workspace_buffer")
@@ -327,10 +337,10 @@ class MultiLevelCascadeAttentionWrapper:
              use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type="float16", kv_data_type=None) -> None:
+             q_data_type: Any = "float16", kv_data_type: Any = None) -> None:
         """Plans every level (on the host) and uploads the plan; reused by
         every run() until the next plan()."""
-        cfg = KernelConfig.make(
+        cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
             kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
@@ -339,18 +349,12 @@ class MultiLevelCascadeAttentionWrapper:
         levels = _gpu.levels_from_arrays(qo_indptr_arr, paged_kv_indptr_arr,
                                          paged_kv_indices_arr, paged_kv_last_page_len,
                                          self._num_levels, causal)
-        self._config = AttentionConfig(
-            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, head_dim=head_dim,
-            page_size=page_size, q_dtype=q_data_type, kv_dtype=kv_data_type,
-            kv_layout=self._kv_layout, causal=causal,
-            pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
-            window_left=window_left, logits_soft_cap=logits_soft_cap,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+        self._config, self._causal = cfg, bool(causal)
         self._host_levels = levels
         if self._engine is not None:
             self._engine.plan(cfg, levels, self._buffers)
             # From now on run() is the runtime's (no Python frame in between).
-            self.run = self.forward = self._engine.program.run
+            self.__dict__["run"] = self.__dict__["forward"] = self._engine.program.run
             return
         plans = []
         for lv in levels:
@@ -366,7 +370,7 @@ class MultiLevelCascadeAttentionWrapper:
     begin_forward = plan
 
     @property
-    def plans(self) -> List[dict]:
+    def plans(self) -> List[Dict[str, Any]]:
         """The per-level plans of the CPU reference (request_indices, ...)."""
         if self._plans is None:
             raise NotPlannedError("plan() has not been called (or runs on a GPU)")
@@ -378,7 +382,8 @@ class MultiLevelCascadeAttentionWrapper:
             raise NotPlannedError("plan() has not been called")
         return self._config
 
-    def run(self, q, paged_kv_cache, out=None, lse=None, return_lse: bool = False):
+    def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
+            return_lse: bool = False) -> RunResult:
         """Attention of q [rows, num_qo_heads, head_dim] over the cascade.
 
         paged_kv_cache: one [P, 2, page, Hkv, D] (NHD) / [P, 2, Hkv, page, D]
@@ -390,8 +395,8 @@ class MultiLevelCascadeAttentionWrapper:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
         if self._levels is None:
             raise NotPlannedError("plan() must be called before run()")
-        return _reference_outputs(self.config, self._levels, q, paged_kv_cache,
-                                  out, lse, return_lse)
+        return _reference_outputs(self.config, self._causal, self._levels, q,
+                                  paged_kv_cache, out, lse, return_lse)
 
     forward = run
 
@@ -405,10 +410,11 @@ class MultiLevelCascadeAttentionWrapper:
             raise NotPlannedError("plan() has not been called")
         shared = [i for i, lv in enumerate(self._host_levels) if lv.kv_indptr.size == 2]
         return multi_level_attention(self.config, self._num_levels,
-                                     shared_prefix_levels=shared)
+                                     shared_prefix_levels=shared, causal=self._causal)
 
 
-def _reference_run(cfg: AttentionConfig, levels, q, paged_kv_cache):
+def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
+                   paged_kv_cache: Any) -> Tuple[np.ndarray, np.ndarray]:
     qn = _to_numpy(q, "q")
     if qn.ndim != 3 or qn.shape[1] != cfg.num_qo_heads or qn.shape[2] != cfg.head_dim:
         raise ValueError(f"q must be [rows, {cfg.num_qo_heads}, {cfg.head_dim}], "
@@ -418,19 +424,21 @@ def _reference_run(cfg: AttentionConfig, levels, q, paged_kv_cache):
               for t in paged_kv_cache]
     else:
         kv = [np.asarray(_to_numpy(paged_kv_cache, "paged_kv_cache"), dtype=np.float32)]
-    return _runtime.ref_attention(
+    o, lse = _runtime.ref_attention(
         np.asarray(qn, dtype=np.float32), kv, levels, cfg.page_size,
-        cfg.kv_layout, causal=cfg.causal, sm_scale=cfg.sm_scale,
+        cfg.kv_layout.upper(), causal=causal, sm_scale=cfg.sm_scale,
         logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
-        pos_encoding_mode=cfg.pos_encoding_mode, rope_scale=cfg.rope_scale,
+        pos_encoding_mode=cfg.pos_encoding.upper(), rope_scale=cfg.rope_scale,
         rope_theta=cfg.rope_theta)
+    return o, lse
 
 
-def _reference_outputs(cfg: AttentionConfig, levels, q, paged_kv_cache, out, lse,
-                       return_lse: bool):
+def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
+                       paged_kv_cache: Any, out: Any, lse: Any,
+                       return_lse: bool) -> RunResult:
     """run() without a GPU: the float64 reference, in q's framework and
     dtype, written into `out` / `lse` when given."""
-    o, l = _reference_run(cfg, levels, q, paged_kv_cache)
+    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache)
     o, l = _like(o, q), _lse_out(l, q)
     if out is not None:
         out[...] = o
@@ -443,7 +451,7 @@ def _reference_outputs(cfg: AttentionConfig, levels, q, paged_kv_cache, out, lse
 
 # --- the deprecated shared-prefix wrappers ----------------------------------------
 
-def _paged_view(x, name: str, page: int, hnd: bool):
+def _paged_view(x: Any, name: str, page: int, hnd: bool) -> Tuple[Any, int]:
     """A contiguous shared prefix ([len, Hkv, D] NHD / [Hkv, len, D] HND) as
     a (k or v) page pool of `page`-token pages: a view when possible (NHD,
     len a multiple of the page size), else a padded copy (torch only)."""
@@ -480,7 +488,7 @@ class _SharedPrefixBase:
 
     _decode = True
 
-    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD"):
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD"):
         if kv_layout not in ("NHD", "HND"):
             raise ValueError(f"kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
         if _gpu.workspace_device(float_workspace_buffer) is None:
@@ -488,23 +496,26 @@ class _SharedPrefixBase:
                              "shared-prefix wrappers run on the GPU only")
         self._kv_layout = kv_layout
         self._engine = _gpu.Engine(float_workspace_buffer)
-        self._unique = None
-        self._planned_for = None
+        self._unique: Optional[Tuple[Any, ...]] = None
+        self._planned_for: Optional[Tuple[Any, ...]] = None
+        self._dtype: Any = "float16"
 
-    def reset_workspace_buffer(self, float_workspace_buffer, int_workspace_buffer=None) -> None:
+    def reset_workspace_buffer(self, float_workspace_buffer: Any,
+                               int_workspace_buffer: Any = None) -> None:
         self._engine.reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
         self._planned_for = None
 
-    def _begin(self, qo, kv_indptr, kv_indices, last, num_qo_heads, num_kv_heads,
-               head_dim, page_size, dtype):
+    def _begin(self, qo: Any, kv_indptr: Any, kv_indices: Any, last: Any,
+               num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
+               dtype: Any) -> None:
         kp = host_int32(kv_indptr, "paged_kv_indptr")
         ki = host_int32(kv_indices, "paged_kv_indices")
         kl = host_int32(last, "paged_kv_last_page_len")
         qo = np.arange(kp.size, dtype=np.int32) if qo is None else host_int32(qo, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "the unique level", decode=self._decode)
-        KernelConfig.make(q_dtype=dtype, head_dim=head_dim, num_qo_heads=num_qo_heads,
-                          num_kv_heads=num_kv_heads, page_size=page_size,
-                          kv_layout=self._kv_layout)  # checks the arguments now
+        AttentionConfig.make(q_dtype=dtype, head_dim=head_dim, num_qo_heads=num_qo_heads,
+                             num_kv_heads=num_kv_heads, page_size=page_size,
+                             kv_layout=self._kv_layout)  # checks the arguments now
         self._unique = (qo, kp, ki, kl, num_qo_heads, num_kv_heads, head_dim, page_size)
         self._dtype = dtype
         self._planned_for = None
@@ -512,8 +523,10 @@ class _SharedPrefixBase:
     def end_forward(self) -> None:
         """Deprecated in FlashInfer; does nothing."""
 
-    def _forward(self, q, k_shared, v_shared, unique_kv_cache, causal=False,
-                 sm_scale=None, rope_scale=None, rope_theta=None, dtype=None):
+    def _forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any,
+                 causal: bool = False, sm_scale: Optional[float] = None,
+                 rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+                 dtype: Any = None) -> Any:
         if self._unique is None:
             raise NotPlannedError("forward() before begin_forward()")
         qo, kp, ki, kl, hq, hkv, d, page = self._unique
@@ -533,10 +546,10 @@ class _SharedPrefixBase:
             unique = _gpu.Level(qo, kp, ki, kl, Group(decode=self._decode,
                                                       causal=bool(causal) and not self._decode,
                                                       accumulate=True))
-            cfg = KernelConfig.make(q_dtype=dtype, head_dim=d, num_qo_heads=hq,
-                                    num_kv_heads=hkv, page_size=page,
-                                    kv_layout=self._kv_layout, sm_scale=sm_scale,
-                                    rope_scale=rope_scale, rope_theta=rope_theta)
+            cfg = AttentionConfig.make(q_dtype=dtype, head_dim=d, num_qo_heads=hq,
+                                       num_kv_heads=hkv, page_size=page,
+                                       kv_layout=self._kv_layout, sm_scale=sm_scale,
+                                       rope_scale=rope_scale, rope_theta=rope_theta)
             self._engine.plan(cfg, [shared, unique])
             self._planned_for = key
         return self._engine.run(q, unique_kv_cache, kv_shared=(k_pages, v_pages))
@@ -548,13 +561,13 @@ class BatchDecodeWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
 
     _decode = True
 
-    def begin_forward(self, unique_kv_indptr, unique_kv_indices, unique_kv_last_page_len,
-                      num_qo_heads: int, num_kv_heads: int, head_dim: int,
-                      page_size: int, data_type="float16") -> None:
+    def begin_forward(self, unique_kv_indptr: Any, unique_kv_indices: Any,
+                      unique_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
+                      head_dim: int, page_size: int, data_type: Any = "float16") -> None:
         self._begin(None, unique_kv_indptr, unique_kv_indices, unique_kv_last_page_len,
                     num_qo_heads, num_kv_heads, head_dim, page_size, data_type)
 
-    def forward(self, q, k_shared, v_shared, unique_kv_cache):
+    def forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any) -> Any:
         return self._forward(q, k_shared, v_shared, unique_kv_cache, dtype=self._dtype)
 
 
@@ -565,15 +578,17 @@ class BatchPrefillWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
 
     _decode = False
 
-    def begin_forward(self, qo_indptr, paged_kv_indptr, paged_kv_indices,
-                      paged_kv_last_page_len, num_qo_heads: int, num_kv_heads: int,
+    def begin_forward(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
+                      paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
                       head_dim: int, page_size: int) -> None:
         self._begin(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
                     num_qo_heads, num_kv_heads, head_dim, page_size, "float16")
 
-    def forward(self, q, k_shared, v_shared, unique_kv_cache, causal: bool = False,
+    def forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any,
+                causal: bool = False,
                 use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
-                rope_scale: Optional[float] = None, rope_theta: Optional[float] = None):
+                rope_scale: Optional[float] = None,
+                rope_theta: Optional[float] = None) -> Any:
         dtype = str(getattr(q, "dtype", "float16")).replace("torch.", "")
         return self._forward(q, k_shared, v_shared, unique_kv_cache, causal=causal,
                              sm_scale=sm_scale, rope_scale=rope_scale,

@@ -1,7 +1,7 @@
 """`flashinfer.decode`'s batch decode wrapper over Cascade-MLIR: one query
 per request over a paged KV cache (see cascade.py for the conventions)."""
 
-from typing import Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 
@@ -16,25 +16,26 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
 
     _decode = True
 
-    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD",
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, use_tensor_cores: bool = False,
-                 paged_kv_indptr_buffer=None, paged_kv_indices_buffer=None,
-                 paged_kv_last_page_len_buffer=None, backend: str = "auto",
-                 jit_args=None):
+                 paged_kv_indptr_buffer: Any = None, paged_kv_indices_buffer: Any = None,
+                 paged_kv_last_page_len_buffer: Any = None, backend: str = "auto",
+                 jit_args: Any = None) -> None:
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
                          {"kv_indptr": paged_kv_indptr_buffer,
                           "kv_indices": paged_kv_indices_buffer,
                           "kv_last_page_len": paged_kv_last_page_len_buffer})
 
-    def plan(self, indptr, indices, last_page_len, num_qo_heads: int, num_kv_heads: int,
-             head_dim: int, page_size: int, pos_encoding_mode: str = "NONE",
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             q_data_type="float16", kv_data_type=None, data_type=None,
+    def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
+             num_kv_heads: int, head_dim: int, page_size: int,
+             pos_encoding_mode: str = "NONE", window_left: int = -1,
+             logits_soft_cap: Optional[float] = None, q_data_type: Any = "float16",
+             kv_data_type: Any = None, data_type: Any = None,
              sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
              rope_theta: Optional[float] = None, non_blocking: bool = True,
-             block_tables=None, seq_lens=None, fixed_split_size=None,
-             disable_split_kv: bool = False, *,
-             auto_cascade: Union[bool, dict] = False) -> None:
+             block_tables: Any = None, seq_lens: Any = None,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False, *,
+             auto_cascade: Union[bool, Dict[str, float]] = False) -> None:
         """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
         that adjacent requests share and runs them as the shared levels of a
@@ -53,9 +54,11 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
 
     begin_forward = plan
 
-    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None,
-            out=None, lse=None, return_lse: bool = False, enable_pdl=None,
-            window_left=None, sinks=None, q_len_per_req: Optional[int] = 1):
+    def run(self, q: Any, paged_kv_cache: Any, *args: Any, q_scale: Optional[float] = None,
+            k_scale: Optional[float] = None, v_scale: Optional[float] = None,
+            out: Any = None, lse: Any = None, return_lse: bool = False,
+            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
+            sinks: Any = None, q_len_per_req: Optional[int] = 1) -> Any:
         reject("q_len_per_req", q_len_per_req, 1)
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
                                  window_left, q_scale=q_scale, k_scale=k_scale,

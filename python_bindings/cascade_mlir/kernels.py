@@ -27,12 +27,17 @@ configuration and the command that builds its bundle elsewhere.
 import hashlib
 import os
 import shutil
-import struct
 import tempfile
-from dataclasses import dataclass, replace
-from typing import Iterable, List, Optional, Tuple
+from dataclasses import dataclass
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+
+from .config import AttentionConfig, dtype_code, f32
+
+#: What parse_key returns: (config, group) or ('merge', v_dtype, head_dim).
+ParsedKey = Union[Tuple[AttentionConfig, "Group"], Tuple[str, str, int]]
 
 __all__ = [
+    "AttentionConfig",
     "KernelConfig",
     "Group",
     "MissingKernelsError",
@@ -48,128 +53,9 @@ __all__ = [
     "kernel_set",
 ]
 
-_DTYPE_NAMES = {
-    "float16": "f16", "half": "f16", "f16": "f16", "torch.float16": "f16",
-    "bfloat16": "bf16", "bf16": "bf16", "torch.bfloat16": "bf16",
-    "float32": "f32", "f32": "f32", "torch.float32": "f32", "float": "f32",
-}
-_POS = {"NONE": "none", "ROPE_LLAMA": "rope_llama", "ALIBI": "alibi",
-        "none": "none", "rope_llama": "rope_llama", "alibi": "alibi"}
-
-
-def dtype_code(dtype, name: str = "dtype", allow_f32: bool = False) -> str:
-    """'float16' / torch.float16 / 'f16' -> 'f16' (and bf16, f32 for
-    merges); ValueError naming the argument otherwise."""
-    code = _DTYPE_NAMES.get(str(dtype))
-    if code is None or (code == "f32" and not allow_f32):
-        allowed = "float16, bfloat16" + (" or float32" if allow_f32 else "")
-        raise ValueError(f"{name} must be {allowed}, got {dtype!r}")
-    return code
-
-
-def _f32_bits(x: float) -> str:
-    return struct.pack(">f", float(x)).hex()
-
-
-def _f32(x: float) -> float:
-    return struct.unpack(">f", struct.pack(">f", float(x)))[0]
-
-
-@dataclass(frozen=True)
-class KernelConfig:
-    """The static configuration attention kernels are specialised on."""
-
-    q_dtype: str = "f16"
-    kv_dtype: str = "f16"
-    head_dim: int = 128
-    num_qo_heads: int = 32
-    num_kv_heads: int = 8
-    page_size: int = 16
-    kv_layout: str = "nhd"
-    kv_form: str = "pool"
-    sm_scale: Optional[float] = None
-    logits_soft_cap: float = 0.0
-    window_left: int = -1
-    pos_encoding: str = "none"
-    rope_scale: float = 1.0
-    rope_theta: float = 1e4
-
-    @staticmethod
-    def make(*, q_dtype="float16", kv_dtype=None, head_dim, num_qo_heads,
-             num_kv_heads, page_size, kv_layout="NHD", kv_form="pool",
-             sm_scale=None, logits_soft_cap=None, window_left=-1,
-             pos_encoding_mode="NONE", rope_scale=None, rope_theta=None):
-        """From FlashInfer's plan() arguments, normalised so that equal
-        kernels get equal configurations (and keys)."""
-        q = dtype_code(q_dtype, "q_data_type")
-        kv = dtype_code(kv_dtype if kv_dtype is not None else q_dtype,
-                        "kv_data_type")
-        layout = str(kv_layout).lower()
-        if layout not in ("nhd", "hnd"):
-            raise ValueError(f"kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
-        if pos_encoding_mode not in _POS:
-            raise ValueError("pos_encoding_mode must be NONE, ROPE_LLAMA or ALIBI, "
-                             f"got {pos_encoding_mode!r}")
-        for name, v in (("head_dim", head_dim), ("num_qo_heads", num_qo_heads),
-                        ("num_kv_heads", num_kv_heads), ("page_size", page_size)):
-            if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
-        if num_qo_heads % num_kv_heads:
-            raise ValueError(f"num_qo_heads ({num_qo_heads}) must be a multiple of "
-                             f"num_kv_heads ({num_kv_heads})")
-        if head_dim % 8:
-            raise ValueError(f"head_dim must be a multiple of 8, got {head_dim}")
-        pos = _POS[pos_encoding_mode]
-        scale = None
-        if sm_scale is not None:
-            scale = _f32(sm_scale)
-            if scale == _f32(head_dim ** -0.5):
-                scale = None  # the default: one kernel, one key
-        cap = _f32(logits_soft_cap or 0.0)
-        if cap < 0:
-            raise ValueError(f"logits_soft_cap must be >= 0, got {logits_soft_cap}")
-        window = int(window_left)
-        if window < -1:
-            raise ValueError(f"window_left must be >= -1, got {window_left}")
-        rs = _f32(rope_scale if rope_scale is not None else 1.0)
-        rt = _f32(rope_theta if rope_theta is not None else 1e4)
-        if pos != "rope_llama":
-            rs, rt = 1.0, 1e4
-        return KernelConfig(q, kv, head_dim, num_qo_heads, num_kv_heads, page_size,
-                            layout, kv_form, scale, cap, window, pos, rs, rt)
-
-    def with_form(self, form: str) -> "KernelConfig":
-        return replace(self, kv_form=form)
-
-    def as_dict(self) -> dict:
-        """What cascade_mlir.compiler's builders take."""
-        return {
-            "q_dtype": self.q_dtype, "kv_dtype": self.kv_dtype,
-            "head_dim": self.head_dim, "num_qo_heads": self.num_qo_heads,
-            "num_kv_heads": self.num_kv_heads, "page_size": self.page_size,
-            "kv_layout": self.kv_layout, "sm_scale": self.sm_scale,
-            "logits_soft_cap": self.logits_soft_cap,
-            "window_left": self.window_left, "pos_encoding": self.pos_encoding,
-            "rope_scale": self.rope_scale, "rope_theta": self.rope_theta,
-        }
-
-    def describe(self) -> str:
-        parts = [f"q={self.q_dtype}", f"kv={self.kv_dtype}",
-                 f"head_dim={self.head_dim}",
-                 f"heads={self.num_qo_heads}/{self.num_kv_heads}",
-                 f"page_size={self.page_size}", f"layout={self.kv_layout.upper()}",
-                 f"kv_form={self.kv_form}"]
-        if self.sm_scale is not None:
-            parts.append(f"sm_scale={self.sm_scale!r}")
-        if self.logits_soft_cap:
-            parts.append(f"logits_soft_cap={self.logits_soft_cap!r}")
-        if self.window_left >= 0:
-            parts.append(f"window_left={self.window_left}")
-        if self.pos_encoding != "none":
-            parts.append(f"pos_encoding={self.pos_encoding}")
-        if self.pos_encoding == "rope_llama":
-            parts.append(f"rope_scale={self.rope_scale!r} rope_theta={self.rope_theta!r}")
-        return " ".join(parts)
+#: The configuration kernels are specialised on (one dataclass,
+#: cascade_mlir.config); the old name stays.
+KernelConfig = AttentionConfig
 
 
 @dataclass(frozen=True)
@@ -187,34 +73,23 @@ class Group:
         return ("decode" if self.decode else "prefill") + \
             ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "")
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> Dict[str, bool]:
         return {"decode": self.decode, "causal": self.causal,
                 "accumulate": self.accumulate}
 
 
-def attention_key(cfg: KernelConfig, group: Group) -> str:
-    parts = [group.name, f"{cfg.q_dtype}-{cfg.kv_dtype}", f"d{cfg.head_dim}",
-             f"h{cfg.num_qo_heads}x{cfg.num_kv_heads}", f"p{cfg.page_size}",
-             cfg.kv_layout, cfg.kv_form]
-    if cfg.sm_scale is not None:
-        parts.append("sm" + _f32_bits(cfg.sm_scale))
-    if cfg.logits_soft_cap:
-        parts.append("cap" + _f32_bits(cfg.logits_soft_cap))
-    if cfg.window_left >= 0:
-        parts.append(f"win{cfg.window_left}")
-    if cfg.pos_encoding == "rope_llama":
-        parts.append(f"rope{_f32_bits(cfg.rope_scale)}x{_f32_bits(cfg.rope_theta)}")
-    if cfg.pos_encoding == "alibi":
-        parts.append("alibi")
-    return ".".join(parts)
+def attention_key(cfg: AttentionConfig, group: Group) -> str:
+    """The bundle key of one group of a configuration:
+    `<group>.<cfg.key()>`, e.g. decode.f16-f16.d128.h32x8.p16.nhd.pool."""
+    return f"{group.name}.{cfg.key()}"
 
 
 def merge_key(v_dtype: str, head_dim: int) -> str:
     return f"merge.{v_dtype}.d{head_dim}"
 
 
-def parse_key(key: str):
-    """The inverse of attention_key / merge_key: (KernelConfig, Group) or
+def parse_key(key: str) -> ParsedKey:
+    """The inverse of attention_key / merge_key: (AttentionConfig, Group) or
     ('merge', v_dtype, head_dim). ValueError for anything else."""
     parts = key.split(".")
     try:
@@ -225,35 +100,7 @@ def parse_key(key: str):
                       accumulate="acc" in kind)
         if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
             raise ValueError
-        q, kv = parts[1].split("-")
-        hq, hkv = parts[3][1:].split("x")
-        fields = dict(q_dtype=dtype_code(q), kv_dtype=dtype_code(kv),
-                      head_dim=int(parts[2][1:]), num_qo_heads=int(hq),
-                      num_kv_heads=int(hkv), page_size=int(parts[4][1:]),
-                      kv_layout=parts[5], kv_form=parts[6])
-        if fields["kv_layout"] not in ("nhd", "hnd") or \
-                fields["kv_form"] not in ("pool", "pair"):
-            raise ValueError
-        unpack = lambda h: struct.unpack(">f", bytes.fromhex(h))[0]  # noqa: E731
-        for p in parts[7:]:
-            if p.startswith("sm"):
-                fields["sm_scale"] = unpack(p[2:])
-            elif p.startswith("cap"):
-                fields["logits_soft_cap"] = unpack(p[3:])
-            elif p.startswith("win"):
-                fields["window_left"] = int(p[3:])
-            elif p.startswith("rope"):
-                s, t = p[4:].split("x")
-                fields.update(pos_encoding="rope_llama", rope_scale=unpack(s),
-                              rope_theta=unpack(t))
-            elif p == "alibi":
-                fields["pos_encoding"] = "alibi"
-            else:
-                raise ValueError
-        cfg = KernelConfig(**fields)
-        if attention_key(cfg, group) != key:
-            raise ValueError
-        return cfg, group
+        return AttentionConfig.from_key(".".join(parts[1:])), group
     except (ValueError, IndexError, TypeError):
         raise ValueError(f"{key!r} is not a kernel bundle key (e.g. "
                          "'decode.f16-f16.d128.h32x8.p16.nhd.pool' or 'merge.f16.d128')")
@@ -280,17 +127,20 @@ DEFAULT_GROUPS = (Group(decode=True), Group(decode=False, causal=True),
                   Group(decode=False, accumulate=True))
 
 
-def _attention_set(models, dtypes=("f16", "bf16"), groups=DEFAULT_GROUPS,
-                   page_size=16, layout="nhd", form="pool", **options):
+def _attention_set(models: Iterable[Tuple[int, int, int]],
+                   dtypes: Sequence[str] = ("f16", "bf16"),
+                   groups: Sequence[Group] = DEFAULT_GROUPS, page_size: int = 16,
+                   layout: str = "nhd", form: str = "pool", **options: Any) -> List[str]:
     keys = []
     for hq, hkv, d in models:
         for dt in dtypes:
-            cfg = KernelConfig(dt, dt, d, hq, hkv, page_size, layout, form, **options)
+            cfg = AttentionConfig(hq, hkv, d, page_size, q_dtype=dt, kv_dtype=dt,
+                                  kv_layout=layout, kv_form=form, **options)
             keys += [attention_key(cfg, g) for g in groups]
     return keys
 
 
-def _gpu_test_set():
+def _gpu_test_set() -> List[str]:
     """What python_bindings/tests/gpu, examples/python and
     benchmarks/python run (the GPU machine has no compiler)."""
     keys = []
@@ -301,9 +151,10 @@ def _gpu_test_set():
     keys += _attention_set([(8, 8, 64), (16, 4, 256)], dtypes=("f16",))
     keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), page_size=1,
                            layout="hnd", form="pair")
-    for opts in (dict(logits_soft_cap=30.0, window_left=40),
-                 dict(pos_encoding="rope_llama"), dict(pos_encoding="alibi"),
-                 dict(sm_scale=_f32(0.1))):
+    option_sets: List[Dict[str, Any]] = [
+        dict(logits_soft_cap=30.0, window_left=40), dict(pos_encoding="rope_llama"),
+        dict(pos_encoding="alibi"), dict(sm_scale=f32(0.1))]
+    for opts in option_sets:
         keys += _attention_set([(32, 8, 128)], dtypes=("f16",),
                                groups=(decode, Group(decode=False, causal=True),
                                        Group(decode=False)),
@@ -319,7 +170,8 @@ def _gpu_test_set():
     return keys
 
 
-def _merge_set(dtypes=("f16", "bf16", "f32"), dims=(64, 128, 256)):
+def _merge_set(dtypes: Sequence[str] = ("f16", "bf16", "f32"),
+               dims: Sequence[int] = (64, 128, 256)) -> List[str]:
     return [merge_key(dt, d) for dt in dtypes for d in dims]
 
 
@@ -347,7 +199,7 @@ def _package_kernels() -> str:
     return os.path.join(os.path.dirname(os.path.abspath(__file__)), "bundles")
 
 
-def _compiler():
+def _compiler() -> Any:
     try:
         from . import _compiler
         return _compiler
@@ -434,12 +286,11 @@ def build_bundle(key: str, out_root: str, chip: str = "sm_90",
     tmp = tempfile.mkdtemp(prefix=".build-", dir=os.path.dirname(dest))
     os.chmod(tmp, 0o755)
     try:
-        if parsed[0] == "merge":
+        if isinstance(parsed[0], str):
             comp.compile_merge_bundle(parsed[1], parsed[2], tmp, chip, _features(chip))
         else:
             cfg, group = parsed
-            comp.compile_attention_bundle(cfg.as_dict(), [group.as_dict()],
-                                          cfg.kv_form == "pair", tmp, chip,
+            comp.compile_attention_bundle(cfg.as_dict(), [group.as_dict()], tmp, chip,
                                           _features(chip))
         ptxas = _ptxas() if cubin else None
         if ptxas:
@@ -461,7 +312,7 @@ def build_bundle(key: str, out_root: str, chip: str = "sm_90",
 
 def describe_key(key: str) -> str:
     parsed = parse_key(key)
-    if parsed[0] == "merge":
+    if isinstance(parsed[0], str):
         return f"state merges of {parsed[1]} states with head_dim={parsed[2]}"
     cfg, group = parsed
     return f"{group.name} attention, {cfg.describe()}"
@@ -488,7 +339,9 @@ def ensure_bundle(key: str, chip: str = "sm_90") -> str:
 
 
 def build_keys(keys: Iterable[str], out_root: str, chip: str = "sm_90",
-               jobs: int = 1, progress=None) -> List[Tuple[str, float]]:
+               jobs: int = 1,
+               progress: Optional[Callable[[int, int, Tuple[str, float]], None]] = None
+               ) -> List[Tuple[str, float]]:
     """Builds every key missing under OUT_ROOT; returns (key, seconds)."""
     todo = [(k, out_root, chip) for k in dict.fromkeys(keys)
             if not os.path.isfile(os.path.join(out_root, chip, k, "manifest.json"))]
@@ -510,7 +363,7 @@ def build_keys(keys: Iterable[str], out_root: str, chip: str = "sm_90",
     return done
 
 
-def _build_one(args):
+def _build_one(args: Tuple[str, str, str]) -> Tuple[str, float]:
     import time
     key, root, chip = args
     t = time.time()

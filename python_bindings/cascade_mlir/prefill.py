@@ -1,7 +1,7 @@
 """`flashinfer.prefill`'s batch prefill/append wrapper over Cascade-MLIR:
 ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 
-from typing import Optional, Union
+from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 
@@ -15,12 +15,12 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
 
     _decode = False
 
-    def __init__(self, float_workspace_buffer, kv_layout: str = "NHD",
-                 use_cuda_graph: bool = False, qo_indptr_buf=None,
-                 paged_kv_indptr_buf=None, paged_kv_indices_buf=None,
-                 paged_kv_last_page_len_buf=None, custom_mask_buf=None,
-                 mask_indptr_buf=None, backend: str = "auto", jit_args=None,
-                 jit_kwargs=None):
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
+                 paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
+                 paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
+                 mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
+                 jit_kwargs: Any = None) -> None:
         reject("custom_mask_buf", custom_mask_buf)
         reject("mask_indptr_buf", mask_indptr_buf)
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
@@ -28,15 +28,18 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                           "kv_indices": paged_kv_indices_buf,
                           "kv_last_page_len": paged_kv_last_page_len_buf})
 
-    def plan(self, qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
-             num_qo_heads: int, num_kv_heads: int, head_dim_qk: int, page_size: int,
-             head_dim_vo: Optional[int] = None, custom_mask=None, packed_custom_mask=None,
+    def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
+             paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
+             head_dim_qk: int, page_size: int, head_dim_vo: Optional[int] = None,
+             custom_mask: Any = None, packed_custom_mask: Any = None,
              causal: bool = False, pos_encoding_mode: str = "NONE",
              use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
              window_left: int = -1, logits_soft_cap: Optional[float] = None,
              rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type="float16", kv_data_type=None, non_blocking: bool = True, *,
-             auto_cascade: Union[bool, dict] = False, **unsupported) -> None:
+             q_data_type: Any = "float16", kv_data_type: Any = None,
+             non_blocking: bool = True, *,
+             auto_cascade: Union[bool, Dict[str, float]] = False,
+             **unsupported: Any) -> None:
         """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
         that adjacent requests share and runs them as the shared levels of a
@@ -58,9 +61,11 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
 
     begin_forward = plan
 
-    def run(self, q, paged_kv_cache, *args, q_scale=None, k_scale=None, v_scale=None,
-            out=None, lse=None, return_lse: bool = False, enable_pdl=None,
-            window_left=None, sinks=None):
+    def run(self, q: Any, paged_kv_cache: Any, *args: Any, q_scale: Optional[float] = None,
+            k_scale: Optional[float] = None, v_scale: Optional[float] = None,
+            out: Any = None, lse: Any = None, return_lse: bool = False,
+            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
+            sinks: Any = None) -> Any:
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
                                  window_left, q_scale=q_scale, k_scale=k_scale,
                                  v_scale=v_scale, sinks=sinks)

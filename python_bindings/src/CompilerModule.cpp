@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConfigDict.h"
 #include "IRBuilders.h"
 
 #include "cascade/Conversion/Passes.h"
@@ -115,47 +116,7 @@ std::string runPipeline(const std::string &source,
   return print(*module);
 }
 
-/// The attention configuration of a Python dict (cascade_mlir.kernels'
-/// KernelConfig.as_dict()); absent keys keep their defaults.
-cascade::python::AttentionConfig configFrom(const py::dict &d) {
-  cascade::python::AttentionConfig c;
-  auto str = [&](const char *k, std::string &v) {
-    if (d.contains(k))
-      v = py::str(d[k]);
-  };
-  auto i64 = [&](const char *k, int64_t &v) {
-    if (d.contains(k))
-      v = d[k].cast<int64_t>();
-  };
-  auto f64 = [&](const char *k, double &v) {
-    if (d.contains(k) && !d[k].is_none())
-      v = d[k].cast<double>();
-  };
-  str("q_dtype", c.qType);
-  c.kvType = c.qType;
-  str("kv_dtype", c.kvType);
-  i64("head_dim", c.headDim);
-  i64("num_qo_heads", c.numQoHeads);
-  i64("num_kv_heads", c.numKvHeads);
-  i64("page_size", c.pageSize);
-  std::string layout = "nhd";
-  str("kv_layout", layout);
-  if (layout != "nhd" && layout != "hnd")
-    throw py::value_error("kv_layout must be 'nhd' or 'hnd', got '" + layout +
-                          "'");
-  c.hnd = layout == "hnd";
-  if (d.contains("sm_scale") && !d["sm_scale"].is_none())
-    c.smScale = d["sm_scale"].cast<double>();
-  f64("logits_soft_cap", c.logitsSoftCap);
-  f64("rope_scale", c.ropeScale);
-  f64("rope_theta", c.ropeTheta);
-  i64("window_left", c.windowLeft);
-  str("pos_encoding", c.posEncoding);
-  std::string base = "base2";
-  str("lse_base", base);
-  c.lseBaseE = base == "base_e";
-  return c;
-}
+using cascade::python::attentionConfigFromDict;
 
 template <typename Fn> auto translateErrors(Fn &&fn) -> decltype(fn()) {
   try {
@@ -166,14 +127,15 @@ template <typename Fn> auto translateErrors(Fn &&fn) -> decltype(fn()) {
 }
 
 std::string attentionIr(const py::dict &config, bool decode, bool causal,
-                        bool accumulate, bool split, bool pair, bool tensors,
+                        bool accumulate, bool split, bool tensors,
                         const std::string &name) {
   return translateErrors([&] {
     Session s;
     auto module = cascade::python::newModule(s.context);
-    cascade::python::AttentionCall call{decode, causal, accumulate,
-                                        split,  pair,   tensors};
-    cascade::python::addAttentionFunc(*module, name, configFrom(config), call);
+    cascade::python::AttentionCall call{decode, causal, accumulate, split,
+                                        tensors};
+    cascade::python::addAttentionFunc(*module, name,
+                                      attentionConfigFromDict(config), call);
     verifyOrThrow(s, *module, "the attention module");
     return print(*module);
   });
@@ -186,9 +148,9 @@ std::string multiLevelIr(const py::dict &config, int64_t numLevels,
   return translateErrors([&] {
     Session s;
     auto module = cascade::python::newModule(s.context);
-    cascade::python::addMultiLevelFunc(*module, name, configFrom(config),
-                                       numLevels, sharedLevels, decodeLevels,
-                                       causal);
+    cascade::python::addMultiLevelFunc(
+        *module, name, attentionConfigFromDict(config), numLevels, sharedLevels,
+        decodeLevels, causal);
     verifyOrThrow(s, *module, "the cascade module");
     return print(*module);
   });
@@ -209,15 +171,15 @@ void lowerToBundle(Session &s, mlir::ModuleOp module, const std::string &dir,
 }
 
 /// groups: dicts {decode, causal, accumulate}; each gets an unsplit and a
-/// split kernel (and the split kernel's merge).
+/// split kernel (and the split kernel's merge), in the configuration's KV
+/// form.
 void compileAttentionBundle(const py::dict &config, const py::list &groups,
-                            bool pair, const std::string &dir,
-                            const std::string &chip,
+                            const std::string &dir, const std::string &chip,
                             const std::string &features) {
   translateErrors([&] {
     Session s;
     auto module = cascade::python::newModule(s.context);
-    cascade::python::AttentionConfig c = configFrom(config);
+    cascade::python::AttentionConfig c = attentionConfigFromDict(config);
     int i = 0;
     for (py::handle h : groups) {
       py::dict g = py::reinterpret_borrow<py::dict>(h);
@@ -227,7 +189,6 @@ void compileAttentionBundle(const py::dict &config, const py::list &groups,
         call.causal = g["causal"].cast<bool>();
         call.accumulate = g["accumulate"].cast<bool>();
         call.split = split;
-        call.pair = pair;
         cascade::python::addAttentionFunc(
             *module, "group" + std::to_string(i) + (split ? "_split" : ""), c,
             call);
@@ -243,9 +204,13 @@ void compileMergeBundle(const std::string &vType, int64_t headDim,
                         const std::string &dir, const std::string &chip,
                         const std::string &features) {
   translateErrors([&] {
+    cascade::contract::DType t;
+    if (!cascade::contract::parseDType(vType, t))
+      throw py::value_error("v_dtype must be f16, bf16 or f32, got '" + vType +
+                            "'");
     Session s;
     auto module = cascade::python::newModule(s.context);
-    cascade::python::addMergeFuncs(*module, vType, headDim);
+    cascade::python::addMergeFuncs(*module, t, headDim);
     lowerToBundle(s, *module, dir, chip, features);
     return 0;
   });
@@ -266,8 +231,8 @@ PYBIND11_MODULE(_compiler, m) {
         "'builtin.module(cascade-decompose-levels)', and returns the IR.");
   m.def("attention_ir", &attentionIr, py::arg("config"), py::arg("decode"),
         py::arg("causal") = false, py::arg("accumulate") = false,
-        py::arg("split") = false, py::arg("pair") = false,
-        py::arg("tensors") = true, py::arg("name") = "attention",
+        py::arg("split") = false, py::arg("tensors") = true,
+        py::arg("name") = "attention",
         "A module with one cascade.paged_attention, built with the C++ "
         "builders (tensor form by default; buffer form with tensors=False).");
   m.def("multi_level_ir", &multiLevelIr, py::arg("config"),
@@ -277,8 +242,8 @@ PYBIND11_MODULE(_compiler, m) {
         "A module with one tensor-form cascade.multi_level_attention (a "
         "paged_attention for one level).");
   m.def("compile_attention_bundle", &compileAttentionBundle, py::arg("config"),
-        py::arg("groups"), py::arg("pair"), py::arg("dir"),
-        py::arg("chip") = "sm_90", py::arg("features") = "+ptx80",
+        py::arg("groups"), py::arg("dir"), py::arg("chip") = "sm_90",
+        py::arg("features") = "+ptx80",
         "Compiles the unsplit and split kernels of every group into a kernel "
         "bundle in DIR.");
   m.def("compile_merge_bundle", &compileMergeBundle, py::arg("v_dtype"),

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "GpuModule.h"
+#include "ConfigDict.h"
 #include "TensorArgs.h"
 
 #include "cascade/Runtime/Program.h"
@@ -132,14 +133,33 @@ private:
 
 /// What run() accepts: the static configuration the kernels were built for.
 struct Signature {
-  ElemType qType = ElemType::F16, kvType = ElemType::F16;
-  int64_t numQoHeads = 0, numKvHeads = 0, headDim = 0, pageSize = 0;
-  bool hnd = false;
+  contract::AttentionConfig config;
+  /// The tensor element types of config's q, KV and output dtypes.
+  ElemType qType = ElemType::F16, kvType = ElemType::F16, oType = ElemType::F16;
   int device = 0;
   /// The contiguous shared prefix of slot 1 (shared-prefix wrappers):
   /// [len, Hkv, D] (NHD) or [Hkv, len, D] (HND) pair, tokens in pages.
   bool sharedSlot = false;
+  bool set = false;
+
+  Signature() = default;
+  Signature(const contract::AttentionConfig &c, int device, bool sharedSlot)
+      : config(c), qType(elemTypeOf(c.qType)), kvType(elemTypeOf(c.kvType)),
+        oType(elemTypeOf(c.oType)), device(device), sharedSlot(sharedSlot),
+        set(true) {}
+  bool hnd() const { return config.layout == contract::KvLayout::HND; }
 };
+
+/// The static part of a level's plan inputs: the configuration's.
+void setPlanStatics(PlanInputs &in, const contract::AttentionConfig &c) {
+  in.num_qo_heads = c.numQoHeads;
+  in.num_kv_heads = c.numKvHeads;
+  in.head_dim = c.headDim;
+  in.page_size = c.pageSize;
+  in.q_dtype = c.qType;
+  in.kv_dtype = c.kvType;
+  in.o_dtype = c.oType;
+}
 
 std::string dims(const std::vector<int64_t> &v) {
   std::string s = "[";
@@ -194,17 +214,18 @@ struct Checker {
   TensorArg checkQ(py::handle q, int64_t stream = -1) const {
     TensorArg tq = probe(q, "q", stream);
     const int64_t qRows = tq.ndim == 3 ? tq.shape[0] : -1;
-    expectTensor(tq, "q", sig, sig.qType,
-                 {qRows == cap ? cap : rows, sig.numQoHeads, sig.headDim},
-                 "[rows planned, num_qo_heads, head_dim] in the planned "
-                 "q_data_type");
+    expectTensor(
+        tq, "q", sig, sig.qType,
+        {qRows == cap ? cap : rows, sig.config.numQoHeads, sig.config.headDim},
+        "[rows planned, num_qo_heads, head_dim] in the planned "
+        "q_data_type");
     return tq;
   }
   TensorArg checkOut(py::handle out, const TensorArg &q, int64_t stream) const {
     TensorArg to = probe(out, "out", stream);
-    expectTensor(to, "out", sig, sig.qType,
+    expectTensor(to, "out", sig, sig.oType,
                  {q.shape[0], q.shape[1], q.shape[2]},
-                 "the shape and dtype of q");
+                 "the shape of q, in the planned output dtype");
     return to;
   }
   TensorArg checkLse(py::handle lse, const TensorArg &q, int64_t stream) const {
@@ -219,7 +240,9 @@ struct Checker {
               std::array<uint64_t, kNumRoles> &ptrs,
               std::array<int64_t, kNumRoles> &counts,
               std::vector<py::object> &alive) const {
-    const int64_t page = sig.pageSize, h = sig.numKvHeads, d = sig.headDim;
+    const int64_t page = sig.config.pageSize, h = sig.config.numKvHeads,
+                  d = sig.config.headDim;
+    const bool hnd = sig.hnd();
     const bool pair =
         py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
     const char *name = slot ? "k_shared" : "paged_kv_cache";
@@ -227,12 +250,12 @@ struct Checker {
       TensorArg a = probe(kv, name, stream);
       alive.push_back(a.keepAlive);
       expectTensor(a, name, sig, sig.kvType,
-                   sig.hnd ? std::vector<int64_t>{-1, 2, h, page, d}
-                           : std::vector<int64_t>{-1, 2, page, h, d},
-                   sig.hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
-                             "head_dim] for HND"
-                           : "[max_num_pages, 2, page_size, num_kv_heads, "
-                             "head_dim] for NHD");
+                   hnd ? std::vector<int64_t>{-1, 2, h, page, d}
+                       : std::vector<int64_t>{-1, 2, page, h, d},
+                   hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
+                         "head_dim] for HND"
+                       : "[max_num_pages, 2, page_size, num_kv_heads, "
+                         "head_dim] for NHD");
       checkPages(a.shape[0], slot, name);
       const size_t r = static_cast<size_t>(Role::KV0);
       ptrs[r] = a.ptr;
@@ -248,13 +271,13 @@ struct Checker {
     TensorArg v = probe(seq[1], "v_cache", stream);
     alive.push_back(k.keepAlive);
     alive.push_back(v.keepAlive);
-    const char *what = sig.hnd ? "[max_num_pages, num_kv_heads, page_size, "
-                                 "head_dim] for HND"
-                               : "[max_num_pages, page_size, num_kv_heads, "
-                                 "head_dim] for NHD";
+    const char *what = hnd ? "[max_num_pages, num_kv_heads, page_size, "
+                             "head_dim] for HND"
+                           : "[max_num_pages, page_size, num_kv_heads, "
+                             "head_dim] for NHD";
     const std::vector<int64_t> shape =
-        sig.hnd ? std::vector<int64_t>{-1, h, page, d}
-                : std::vector<int64_t>{-1, page, h, d};
+        hnd ? std::vector<int64_t>{-1, h, page, d}
+            : std::vector<int64_t>{-1, page, h, d};
     const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
     const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
     expectTensor(k, kName, sig, sig.kvType, shape, what);
@@ -285,32 +308,29 @@ public:
   explicit ProgramHandle(std::shared_ptr<Device> device)
       : device_(std::move(device)), program_(device_->launcher()) {}
 
-  void setSignature(const std::string &qType, const std::string &kvType,
-                    int64_t hqo, int64_t hkv, int64_t d, int64_t page, bool hnd,
-                    bool sharedSlot, py::object deviceObject,
-                    py::object resolver, py::object framework) {
-    sig_.qType = elemTypeFromManifest(qType);
-    sig_.kvType = elemTypeFromManifest(kvType);
-    sig_.numQoHeads = hqo;
-    sig_.numKvHeads = hkv;
-    sig_.headDim = d;
-    sig_.pageSize = page;
-    sig_.hnd = hnd;
-    sig_.sharedSlot = sharedSlot;
-    sig_.device = device_->ordinal();
+  /// config: cascade_mlir.config.AttentionConfig.as_dict(). `resolver`
+  /// (called with a variant the first time run() sees it) must not hold
+  /// the owner of this program strongly: the garbage collector cannot see
+  /// the reference from here.
+  void setSignature(const py::dict &config, bool sharedSlot,
+                    py::object deviceObject, py::object resolver,
+                    py::object framework) {
+    sig_ = Signature(attentionConfigFromDict(config), device_->ordinal(),
+                     sharedSlot);
     deviceObject_ = std::move(deviceObject);
     resolver_ = std::move(resolver);
     framework_ = std::move(framework);
   }
 
   /// levels: dicts with mode ("decode"/"prefill"), qo_indptr (None in
-  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays).
-  /// Returns (int workspace bytes, float workspace bytes) needed.
-  py::tuple plan(const py::list &levels, int64_t hqo, int64_t hkv,
-                 int64_t headDim, int64_t pageSize, const std::string &qType,
-                 const std::string &kvType,
+  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays);
+  /// the static configuration is the signature's. Returns (int workspace
+  /// bytes, float workspace bytes) needed.
+  py::tuple plan(const py::list &levels,
                  const std::vector<std::string> &planKernels, bool cudaGraph,
                  const py::object &indexBuffers) {
+    if (!sig_.set)
+      throw py::value_error("set_signature() before plan()");
     ProgramSpec spec;
     std::array<int64_t, 2> nextMaxPage{-1, -1};
     spec.planKernels = planKernels;
@@ -332,13 +352,7 @@ public:
       in.kv_indptr = keep("kv_indptr");
       in.kv_indices = keep("kv_indices");
       in.kv_last_page_len = keep("kv_last_page_len");
-      in.num_qo_heads = hqo;
-      in.num_kv_heads = hkv;
-      in.head_dim = headDim;
-      in.page_size = pageSize;
-      if (!parseDType(qType, in.q_dtype) || !parseDType(kvType, in.kv_dtype))
-        throw py::value_error("unknown dtype " + qType + " / " + kvType);
-      in.o_dtype = in.q_dtype;
+      setPlanStatics(in, sig_.config);
       // The largest page id each KV slot's levels read (run() checks the
       // caller's caches against them).
       const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
@@ -443,7 +457,12 @@ public:
       alive.push_back(c.checkOut(out, tq, stream).keepAlive);
     if (!lse.is_none())
       alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
-    // Outputs not given: new ones from the caller's framework.
+    // Outputs not given: new ones from the caller's framework (like q).
+    if (out.is_none() && sig_.oType != sig_.qType)
+      throw py::value_error(
+          "out is required: the planned output dtype " +
+          std::string(contract::dtypeName(sig_.config.oType)) +
+          " differs from q's");
     py::object o = py::reinterpret_borrow<py::object>(out);
     if (out.is_none())
       o = tq.torch ? torchEmptyLike(q) : framework_.attr("empty_like")(q);
@@ -525,18 +544,9 @@ private:
 /// run()'s argument checks against a signature, without a device: device
 /// -1 expects host tensors (numpy), so the checks run in CI.
 void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
-               const std::string &qType, const std::string &kvType, int64_t hqo,
-               int64_t hkv, int64_t d, int64_t page, bool hnd, int64_t rows,
-               int64_t maxPageId, int device) {
-  Signature sig;
-  sig.qType = elemTypeFromManifest(qType);
-  sig.kvType = elemTypeFromManifest(kvType);
-  sig.numQoHeads = hqo;
-  sig.numKvHeads = hkv;
-  sig.headDim = d;
-  sig.pageSize = page;
-  sig.hnd = hnd;
-  sig.device = device;
+               const py::dict &config, int64_t rows, int64_t maxPageId,
+               int device) {
+  Signature sig(attentionConfigFromDict(config), device, false);
   Checker c{sig, rows, rows, {maxPageId, -1}};
   TensorArg tq = c.checkQ(q);
   std::array<uint64_t, kNumRoles> ptrs{};
@@ -571,9 +581,7 @@ void registerGpu(py::module_ &m) {
   m.def("_register_torch", &registerTorch, py::arg("torch"),
         "Called once by the package when torch is importable.");
   m.def("_check_call", &checkCall, py::arg("q"), py::arg("paged_kv_cache"),
-        py::arg("out"), py::arg("lse"), py::arg("q_dtype"), py::arg("kv_dtype"),
-        py::arg("num_qo_heads"), py::arg("num_kv_heads"), py::arg("head_dim"),
-        py::arg("page_size"), py::arg("hnd"), py::arg("rows"),
+        py::arg("out"), py::arg("lse"), py::arg("config"), py::arg("rows"),
         py::arg("max_page_id"), py::arg("device") = -1,
         "run()'s argument checks, without a device (for tests).");
   m.def(
@@ -617,8 +625,12 @@ void registerGpu(py::module_ &m) {
       .def("synchronize", &Device::synchronize);
   py::class_<ProgramHandle>(m, "Program")
       .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
-      .def("set_signature", &ProgramHandle::setSignature)
-      .def("plan", &ProgramHandle::plan)
+      .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),
+           py::arg("shared_slot"), py::arg("device_object"),
+           py::arg("resolver"), py::arg("framework"))
+      .def("plan", &ProgramHandle::plan, py::arg("levels"),
+           py::arg("plan_kernels"), py::arg("cuda_graph"),
+           py::arg("index_buffers") = py::none())
       .def("upload", &ProgramHandle::upload)
       .def("prepare", &ProgramHandle::prepare)
       .def("prepared", &ProgramHandle::prepared)

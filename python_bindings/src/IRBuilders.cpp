@@ -21,14 +21,20 @@ namespace {
 
 constexpr int64_t kDyn = ShapedType::kDynamic;
 
-Type elementType(MLIRContext *ctx, const std::string &name) {
-  if (name == "f16")
+Type elementType(MLIRContext *ctx, contract::DType t) {
+  switch (t) {
+  case contract::DType::F16:
     return Float16Type::get(ctx);
-  if (name == "bf16")
+  case contract::DType::BF16:
     return BFloat16Type::get(ctx);
-  if (name == "f32")
+  case contract::DType::F32:
     return Float32Type::get(ctx);
-  throw std::invalid_argument("unsupported dtype '" + name +
+  case contract::DType::F8E4M3:
+  case contract::DType::F8E5M2:
+    break;
+  }
+  throw std::invalid_argument("unsupported dtype '" +
+                              std::string(contract::dtypeName(t)) +
                               "' (f16, bf16 or f32)");
 }
 
@@ -42,16 +48,16 @@ struct Shaper {
   }
 };
 
-PosEncoding posEncoding(const std::string &name) {
-  if (name == "none")
+PosEncoding posEncoding(contract::PosEncoding p) {
+  switch (p) {
+  case contract::PosEncoding::None:
     return PosEncoding::None;
-  if (name == "rope_llama")
+  case contract::PosEncoding::RopeLlama:
     return PosEncoding::RopeLlama;
-  if (name == "alibi")
+  case contract::PosEncoding::ALiBi:
     return PosEncoding::ALiBi;
-  throw std::invalid_argument("pos_encoding must be none, rope_llama or "
-                              "alibi, got '" +
-                              name + "'");
+  }
+  llvm_unreachable("pos encoding");
 }
 
 /// The attributes both attention ops share.
@@ -69,24 +75,29 @@ Options options(Builder &b, const AttentionConfig &c, bool causal) {
   Options o;
   o.pageSize = b.getI64IntegerAttr(c.pageSize);
   o.windowLeft = b.getI64IntegerAttr(c.windowLeft);
-  o.layout = KVLayoutAttr::get(ctx, c.hnd ? KVLayout::HND : KVLayout::NHD);
+  o.layout = KVLayoutAttr::get(
+      ctx, c.layout == contract::KvLayout::HND ? KVLayout::HND : KVLayout::NHD);
   o.causal = causal ? b.getUnitAttr() : UnitAttr();
   if (c.smScale)
-    o.smScale = b.getF32FloatAttr(static_cast<float>(*c.smScale));
-  o.softCap = b.getF32FloatAttr(static_cast<float>(c.logitsSoftCap));
-  o.ropeScale = b.getF32FloatAttr(static_cast<float>(c.ropeScale));
-  o.ropeTheta = b.getF32FloatAttr(static_cast<float>(c.ropeTheta));
-  o.pos = PosEncodingAttr::get(ctx, posEncoding(c.posEncoding));
-  o.base = LSEBaseAttr::get(ctx, c.lseBaseE ? LSEBase::BaseE : LSEBase::Base2);
+    o.smScale = b.getF32FloatAttr(*c.smScale);
+  o.softCap = b.getF32FloatAttr(c.logitsSoftCap);
+  o.ropeScale = b.getF32FloatAttr(c.ropeScale);
+  o.ropeTheta = b.getF32FloatAttr(c.ropeTheta);
+  o.pos = PosEncodingAttr::get(ctx, posEncoding(c.pos));
+  o.base = LSEBaseAttr::get(ctx, c.lseBase == contract::LseBase::BaseE
+                                     ? LSEBase::BaseE
+                                     : LSEBase::Base2);
   return o;
 }
 
 /// KV cache types: one 5-D pool or a (k, v) pair of 4-D pools.
-SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem, bool pair,
+SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem,
                           const Shaper &shaped) {
+  const bool pair = c.form == contract::KvForm::Pair;
   SmallVector<int64_t> page =
-      c.hnd ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, c.headDim}
-            : SmallVector<int64_t>{c.pageSize, c.numKvHeads, c.headDim};
+      c.layout == contract::KvLayout::HND
+          ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, c.headDim}
+          : SmallVector<int64_t>{c.pageSize, c.numKvHeads, c.headDim};
   SmallVector<int64_t> shape = {kDyn};
   if (!pair)
     shape.push_back(2);
@@ -96,10 +107,9 @@ SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem, bool pair,
 }
 
 void checkConfig(const AttentionConfig &c) {
-  if (c.headDim <= 0 || c.numQoHeads <= 0 || c.numKvHeads <= 0 ||
-      c.pageSize <= 0)
-    throw std::invalid_argument("head_dim, heads and page_size must be "
-                                "positive");
+  const std::string why = c.validate();
+  if (!why.empty())
+    throw std::invalid_argument(why);
 }
 
 } // namespace
@@ -116,11 +126,13 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Location loc = b.getUnknownLoc();
   Shaper shaped{call.tensors};
   Type qElem = elementType(ctx, c.qType), kvElem = elementType(ctx, c.kvType);
+  Type oElem = elementType(ctx, c.oType);
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
+  Type oT = shaped({kDyn, c.numQoHeads, c.headDim}, oElem);
   Type lseT = shaped({kDyn, c.numQoHeads}, f32);
   Type idxT = shaped({kDyn}, i32);
-  SmallVector<Type> kvT = kvTypes(c, kvElem, call.pair, shaped);
+  SmallVector<Type> kvT = kvTypes(c, kvElem, shaped);
   SmallVector<Type> inputs = {qT};
   inputs.append(kvT);
   if (!call.decode)
@@ -141,10 +153,10 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
       planT.append({idxT, idxT}); // qo_tile_indices, merge_indptr
   }
   inputs.append(planT);
-  inputs.append({qT, lseT});
+  inputs.append({oT, lseT});
   SmallVector<Type> results;
   if (call.tensors)
-    results = {qT, lseT};
+    results = {oT, lseT};
   b.setInsertionPointToEnd(module.getBody());
   auto fn =
       func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, results));
@@ -178,6 +190,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   checkConfig(c);
   if (numLevels < 1)
     throw std::invalid_argument("num_levels must be >= 1");
+  if (c.form != contract::KvForm::Pool)
+    throw std::invalid_argument("a multi-level cascade reads one page pool: "
+                                "kv_form must be 'pool'");
   if (!decodeLevels.empty() &&
       static_cast<int64_t>(decodeLevels.size()) != numLevels)
     throw std::invalid_argument("decode_levels needs one entry per level");
@@ -186,10 +201,12 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Location loc = b.getUnknownLoc();
   Shaper shaped{true};
   Type qElem = elementType(ctx, c.qType), kvElem = elementType(ctx, c.kvType);
+  Type oElem = elementType(ctx, c.oType);
   Type i32 = b.getI32Type();
   Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
+  Type oT = shaped({kDyn, c.numQoHeads, c.headDim}, oElem);
   Type lseT = shaped({kDyn, c.numQoHeads}, b.getF32Type());
-  Type poolT = kvTypes(c, kvElem, false, shaped)[0];
+  Type poolT = kvTypes(c, kvElem, shaped)[0];
   auto isShared = [&](int64_t l) {
     return std::find(sharedLevels.begin(), sharedLevels.end(), l) !=
            sharedLevels.end();
@@ -201,10 +218,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     Type two = isShared(l) ? shaped({2}, i32) : dyn;
     inputs.append({two, two, dyn, isShared(l) ? shaped({1}, i32) : dyn});
   }
-  inputs.append({qT, lseT});
+  inputs.append({oT, lseT});
   b.setInsertionPointToEnd(module.getBody());
   auto fn =
-      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {qT, lseT}));
+      func::FuncOp::create(b, loc, name, b.getFunctionType(inputs, {oT, lseT}));
   Block *entry = fn.addEntryBlock();
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
@@ -223,7 +240,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Operation *op;
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
-        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
+        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
         kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
         opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
         opt.ropeTheta, opt.base, UnitAttr());
@@ -234,7 +251,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
       levels = b.getDenseBoolArrayAttr(flags);
     }
     op = MultiLevelAttentionOp::create(
-        b, loc, TypeRange{qT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl, o,
+        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl, o,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
         opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
         levels);
@@ -242,7 +259,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   func::ReturnOp::create(b, loc, op->getResults());
 }
 
-void addMergeFuncs(ModuleOp module, const std::string &vType, int64_t headDim) {
+void addMergeFuncs(ModuleOp module, contract::DType vType, int64_t headDim) {
   if (headDim <= 0 || headDim % 8)
     throw std::invalid_argument("merge kernels need head_dim a positive "
                                 "multiple of 8");

@@ -7,6 +7,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ConfigDict.h"
 #include "GpuModule.h"
 
 #include "cascade/Runtime/AutoCascade.h"
@@ -92,10 +93,10 @@ PlanInputs makeInputs(const LevelArrays &arrays, bool hasQo, bool hasIndices,
                             "got '" +
                             name + "'");
   };
-  dtype("q_dtype", in.q_dtype);
-  in.kv_dtype = in.q_dtype;
-  dtype("kv_dtype", in.kv_dtype);
-  in.o_dtype = in.q_dtype;
+  dtype(cascade::contract::key::kQDType, in.q_dtype);
+  in.kv_dtype = in.o_dtype = in.q_dtype;
+  dtype(cascade::contract::key::kKvDType, in.kv_dtype);
+  dtype(cascade::contract::key::kODType, in.o_dtype);
   return in;
 }
 
@@ -165,7 +166,8 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
   static const char *const kPlanKeys[] = {
       "num_pages",    "num_qo_heads", "num_kv_heads", "head_dim",
       "page_size",    "num_sms",      "occupancy",    "cuda_graph",
-      "qo_tile_size", "max_num_rows", "q_dtype",      "kv_dtype"};
+      "qo_tile_size", "max_num_rows", "q_dtype",      "kv_dtype",
+      "o_dtype"};
   for (auto item : opts) {
     const std::string key = py::str(item.first);
     bool known = false;
@@ -441,6 +443,7 @@ PYBIND11_MODULE(_runtime, m) {
   m.doc() = "Cascade-MLIR runtime: plans, GPU execution and the float64 CPU "
             "reference";
   cascade::python::registerGpu(m);
+  cascade::python::registerAttentionConfig(m);
   // __init__.py refuses numpy 2 under a pybind11 that predates it.
   m.attr("_pybind11_version") =
       py::make_tuple(PYBIND11_VERSION_MAJOR, PYBIND11_VERSION_MINOR);

@@ -188,13 +188,18 @@ const char *elemTypeName(ElemType t) {
   return names[static_cast<int>(t)];
 }
 
-ElemType elemTypeFromManifest(const std::string &name) {
-  if (name == "f16")
+ElemType elemTypeOf(contract::DType t) {
+  switch (t) {
+  case contract::DType::F16:
     return ElemType::F16;
-  if (name == "bf16")
+  case contract::DType::BF16:
     return ElemType::BF16;
-  if (name == "f32")
+  case contract::DType::F32:
     return ElemType::F32;
+  case contract::DType::F8E4M3:
+  case contract::DType::F8E5M2:
+    break;
+  }
   return ElemType::Other;
 }
 

@@ -12,6 +12,8 @@
 #ifndef CASCADE_PYTHON_TENSORARGS_H
 #define CASCADE_PYTHON_TENSORARGS_H
 
+#include "cascade/Contract/DType.h"
+
 #include <pybind11/pybind11.h>
 
 #include <cstdint>
@@ -35,8 +37,9 @@ enum class ElemType : uint8_t {
   Other
 };
 const char *elemTypeName(ElemType t);
-/// "f16" / "bf16" / "f32" (the manifest's names) -> ElemType.
-ElemType elemTypeFromManifest(const std::string &name);
+/// The tensor element type of a contract dtype (Other for fp8, which no
+/// framework tensor is checked against yet).
+ElemType elemTypeOf(contract::DType t);
 int64_t elemTypeBytes(ElemType t);
 
 struct TensorArg {

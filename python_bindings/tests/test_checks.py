@@ -1,20 +1,20 @@
 """Bad input raises ValueError / TypeError naming the argument, before
 anything runs: run()'s tensor checks (the same code as on the GPU, run here
 against host arrays), plan() arguments, and the merges' checks."""
+import dataclasses
+
 import numpy as np
 import pytest
 
 import cascade_mlir as cm
 from cascade_mlir import cascade as cc
 
-SIG = dict(q_dtype="f16", kv_dtype="f16", num_qo_heads=32, num_kv_heads=8, head_dim=128,
-           page_size=16, hnd=False, rows=7, max_page_id=9)
+CONFIG = cm.config.AttentionConfig(32, 8, 128, 16)
 
 
-def call(q, kv, out=None, lse=None, **over):
-    sig = dict(SIG)
-    sig.update(over)
-    cm.runtime._check_call(q, kv, out, lse, **sig)
+def call(q, kv, out=None, lse=None, rows=7, max_page_id=9, device=-1, **over):
+    cfg = dataclasses.replace(CONFIG, **over)
+    cm.runtime._check_call(q, kv, out, lse, cfg.as_dict(), rows, max_page_id, device)
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def test_good_call_passes(good):
     q, kv = good
     call(q, kv, out=np.zeros_like(q), lse=np.zeros((7, 32), np.float32))
     call(q, (kv[:, 0].copy(), kv[:, 1].copy()))
-    call(q, np.zeros((10, 2, 8, 16, 128), np.float16), hnd=True)
+    call(q, np.zeros((10, 2, 8, 16, 128), np.float16), kv_layout="hnd")
 
 
 @pytest.mark.parametrize("mutate,exc,match", [
@@ -49,6 +49,44 @@ def test_bad_tensors_name_the_argument(good, mutate, exc, match):
     q, kv = mutate(*good)
     with pytest.raises(exc, match=match):
         call(q, kv)
+
+
+def test_the_output_is_checked_against_the_output_dtype(good):
+    q, kv = good
+    call(q, kv, out=np.zeros((7, 32, 128), np.float32), o_dtype="float32")
+    with pytest.raises(TypeError, match="out has dtype float16, expected float32"):
+        call(q, kv, out=np.zeros_like(q), o_dtype="float32")
+
+
+def test_the_configuration_dict_is_checked():
+    d = CONFIG.as_dict()
+    for bad, match in ((dict(d, head_size=4), "unknown key 'head_size'"),
+                       (dict(d, kv_layout="nchw"), "kv_layout must be 'nhd' or 'hnd'"),
+                       (dict(d, q_dtype="f64"), "q_dtype must be f16, bf16"),
+                       (dict(d, page_size=0), "must be positive")):
+        with pytest.raises(ValueError, match=match):
+            cm.runtime._attention_config(bad)
+
+
+def test_python_and_cpp_spell_the_same_configuration():
+    # Every configuration of the kernel sets, through the C++ reader and
+    # back, and its key as contract::AttentionConfig::key() spells it.
+    from cascade_mlir import kernels as K
+    for key in K.kernel_set("gpu-tests"):
+        parsed = K.parse_key(key)
+        if isinstance(parsed[0], str):
+            continue
+        cfg = parsed[0]
+        assert cm.runtime._attention_config_key(cfg.as_dict()) == cfg.key()
+        back = cm.runtime._attention_config(cfg.as_dict())
+        assert cm.AttentionConfig(cfg.num_qo_heads, cfg.num_kv_heads, cfg.head_dim,
+                                  cfg.page_size, **{k: v for k, v in back.items() if k not in
+                                                    ("num_qo_heads", "num_kv_heads",
+                                                     "head_dim", "page_size")}) == cfg
+    odd = cm.AttentionConfig(16, 4, 64, 8, q_dtype="bf16", o_dtype="f32",
+                             kv_scale="per_tensor", lse_base="e", sm_scale=0.25)
+    assert odd.key() == cm.runtime._attention_config_key(odd.as_dict())
+    assert cm.AttentionConfig.from_key(odd.key()) == odd
 
 
 def test_outputs_are_checked(good):

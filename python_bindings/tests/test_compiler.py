@@ -18,9 +18,10 @@ def test_decode_ir_for_every_layout_and_dtype():
 
 
 def test_verifier_errors_surface_with_location():
-    cfg = ir.AttentionConfig(30, 8, 128, 16)  # 30 % 8 != 0
+    # The dataclass refuses 30 % 8 != 0 itself; the builders take the dict.
+    cfg = dict(ir.AttentionConfig(32, 8, 128, 16).as_dict(), num_qo_heads=30)
     with pytest.raises(ValueError, match="multiple of the number of KV heads"):
-        cm.compiler.verify(ir.decode(cfg))
+        cm.compiler.verify(cm.compiler.attention_ir(cfg, decode=True))
 
 
 def test_bad_pipeline_is_reported():
@@ -51,9 +52,9 @@ def test_ir_is_built_not_formatted_small_scales_parse():
 
 
 def test_multi_level_ir_marks_decode_levels_and_causal():
-    cfg = ir.AttentionConfig(8, 2, 64, 16, causal=True)
+    cfg = ir.AttentionConfig(8, 2, 64, 16)
     text = ir.multi_level_attention(cfg, 2, shared_prefix_levels=[0],
-                                    decode_levels=[False, True])
+                                    decode_levels=[False, True], causal=True)
     assert "decode_levels = array<i1: false, true>" in text and "causal" in text
     with pytest.raises(ValueError, match="one entry per level"):
         ir.multi_level_attention(cfg, 2, decode_levels=[True])
@@ -69,7 +70,26 @@ def test_buffer_form_split_attention_has_plan_operands():
 
 def test_config_rejects_unknown_dtype():
     with pytest.raises(ValueError, match="float16 or bfloat16"):
-        ir.AttentionConfig(8, 8, 64, 16, q_dtype="float64").types()
+        ir.AttentionConfig(8, 8, 64, 16, q_dtype="float64")
+
+
+def test_the_builders_read_the_whole_configuration():
+    cfg = ir.AttentionConfig(16, 4, 64, 8, q_dtype="bfloat16", kv_layout="HND",
+                             kv_form="pair", sm_scale=0.5, logits_soft_cap=20.0,
+                             window_left=12, pos_encoding="alibi")
+    text = cm.compiler.verify(cfg.ir(decode=False, causal=True))
+    assert "tensor<?x4x8x64xbf16>, tensor<?x4x8x64xbf16>" in text  # an HND pair
+    for attr in ("sm_scale = 5.000000e-01", "logits_soft_cap = 2.000000e+01",
+                 "window_left = 12", "alibi", "causal"):
+        assert attr in text, attr
+    # A separate output dtype reaches the IR (the op verifier wants q's today).
+    f32_out = ir.AttentionConfig(8, 8, 64, 16, o_dtype="float32")
+    with pytest.raises(ValueError, match="'o' must have the type of 'q'.*got .*f32"):
+        ir.decode(f32_out)
+    with pytest.raises(ValueError, match="unknown key 'num_heads'"):
+        cm.compiler.attention_ir({"num_heads": 8}, decode=True)
+    with pytest.raises(ValueError, match="kv_form must be 'pool'"):
+        ir.multi_level_attention(cfg, 2)
 
 
 def test_bundle_manifest_is_valid_json_under_a_german_locale(tmp_path):

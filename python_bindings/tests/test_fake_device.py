@@ -13,7 +13,7 @@ import cascade_mlir as cm
 from cascade_mlir import kernels as K
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-KEYS = [K.attention_key(K.KernelConfig("f16", "f16", 128, hq, hkv, 16, "nhd", form), g)
+KEYS = [K.attention_key(K.AttentionConfig(hq, hkv, 128, 16, kv_form=form), g)
         for hq, hkv in ((64, 8), (32, 8)) for form in ("pool", "pair")
         for g in (K.Group(decode=False), K.Group(decode=True, accumulate=True),
                   K.Group(decode=True), K.Group(decode=False, causal=True),
@@ -49,7 +49,7 @@ def fake_env(tmp_path_factory):
 
 
 @pytest.mark.parametrize("scenario", ["cascade", "graph", "single_and_merges",
-                                      "auto", "missing_kernels"])
+                                      "auto", "missing_kernels", "no_leak"])
 def test_gpu_path_on_a_stand_in_driver(fake_env, scenario):
     if scenario == "cascade" and cm.compiler is None:
         pytest.skip("the pair-form kernels of this scenario are compiled on first use")

@@ -34,7 +34,7 @@ def test_default_set_covers_the_documented_models():
     keys = set(K.kernel_set("default"))
     for hq, hkv, d in K.DEFAULT_MODELS.values():
         for dt in ("f16", "bf16"):
-            cfg = K.KernelConfig(dt, dt, d, hq, hkv, 16, "nhd", "pool")
+            cfg = K.AttentionConfig(hq, hkv, d, 16, q_dtype=dt, kv_dtype=dt)
             for group in K.DEFAULT_GROUPS:
                 assert K.attention_key(cfg, group) in keys
 
@@ -66,7 +66,7 @@ def test_config_normalisation_gives_one_key_per_kernel():
     (dict(num_qo_heads=30), "multiple of num_kv_heads"),
     (dict(head_dim=100), "multiple of 8"),
     (dict(page_size=0), "page_size must be a positive int"),
-    (dict(q_dtype="float64"), "q_data_type must be float16, bfloat16"),
+    (dict(q_dtype="float64"), "q_data_type must be float16 or bfloat16"),
     (dict(kv_layout="NCHW"), "kv_layout"),
     (dict(pos_encoding_mode="YARN"), "pos_encoding_mode"),
     (dict(window_left=-7), "window_left"),

@@ -7,8 +7,9 @@
 #               an sm_90 cubin so that the driver does not JIT 5 MB of PTX
 #   rt-bundle/  kernels of the launcher check (test/Integration/runtime)
 #   mgpu/host.o host code of the mgpu integration test
-#   deps/       nlohmann-json (headers + CMake package) for the runtime
-#               build there, which has no nlohmann-json
+#   deps/       nlohmann-json (headers + CMake package) for the builds there
+#               (which has none): the runtime, and its runtime-only Python
+#               module, which plans for the check and the benchmarks
 #   test/Integration/prepare_carry.sh [BUILD_DIR] [OUT]
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)

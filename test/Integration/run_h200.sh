@@ -3,13 +3,18 @@
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
 #   bash test/Integration/run_h200.sh [checks|bench|all]
+# First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
+# the check and the benchmarks plan through it) is installed into SITE
+# (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
+# install, while the C++ runtime of the launcher and mgpu checks builds.
 # checks: the float64 GPU check of every kernel family (test/Integration/gpu),
 #   compute-sanitizer memcheck + racecheck on its small cases, the MLIR-free
 #   runtime built there and its launcher / CUDA-graph check
 #   (test/Integration/runtime), the mgpu integration test (host code compiled
 #   by cascade-to-ptx + gpu-to-llvm, linked with the runtime's mgpu shim).
-# bench: benchmarks/decode_merge and benchmarks/attention, with FlashInfer
-#   0.5.3 in the same process when `. .fi/env.sh` makes it importable.
+# bench: python3 -m benchmarks.decode_merge.bench and benchmarks.attention.bench,
+#   with FlashInfer 0.5.3 in the same process when `. .fi/env.sh` makes it
+#   importable.
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -19,6 +24,7 @@ mkdir -p "$O"
 export PYTHONUNBUFFERED=1
 export CMAKE_PREFIX_PATH=$PWD/$C/deps${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
 BUILD=${BUILD_DIR:-/tmp/cascade-rt}
+export SITE=${SITE:-/tmp/cascade-site-runtime}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
 rc=0
 if [[ $WHAT == all || $WHAT == checks ]]; then
@@ -29,6 +35,13 @@ if [[ $WHAT == all || $WHAT == checks ]]; then
     cmake --build "$BUILD" -j"$(nproc)" --target cascade-gpu-check cascade-mgpu-test
   ) > "$O/rt-build.log" 2>&1 &
   build=$!
+fi
+# The runtime's Python module (plans) for the check and the benchmarks.
+if ! CARRY=$C OUT=$O bash python_bindings/tests/gpu/run_h200.sh install; then
+  echo "runtime Python module: install FAILED"; exit 1
+fi
+export PYTHONPATH=$SITE:$PWD${PYTHONPATH:+:$PYTHONPATH}
+if [[ $WHAT == all || $WHAT == checks ]]; then
   echo "== float64 GPU check (test/Integration/gpu/check.py)"
   bash test/Integration/gpu/run_all.sh "$C/bundle" check > /dev/null
   grep -E "^FAIL|cases passed" "$O/check.log" || rc=1
@@ -50,9 +63,9 @@ if [[ $WHAT == all || $WHAT == checks ]]; then
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"
-  python3 benchmarks/decode_merge/bench.py "$C/bundle" > "$O/bench.log" 2>&1 || rc=1
+  python3 -m benchmarks.decode_merge.bench "$C/bundle" > "$O/bench.log" 2>&1 || rc=1
   tail -12 "$O/bench.log"
-  python3 benchmarks/attention/bench.py "$C/bundle" > "$O/attention.log" 2>&1 || rc=1
+  python3 -m benchmarks.attention.bench "$C/bundle" > "$O/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/attention.log" | cut -c1-220
 fi
 exit $rc

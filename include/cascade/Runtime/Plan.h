@@ -10,6 +10,7 @@
 #ifndef CASCADE_RUNTIME_PLAN_H
 #define CASCADE_RUNTIME_PLAN_H
 
+#include "cascade/Contract/DType.h"
 #include "cascade/Runtime/Status.h"
 
 #include <cstdint>
@@ -44,11 +45,12 @@ private:
 
 enum class PlanMode { Decode, Prefill };
 
-/// Storage types of q, KV and the output.
-enum class DType { F16, BF16, F32, F8E4M3, F8E5M2 };
-const char *dtypeName(DType t);
-int64_t dtypeBytes(DType t);
-bool parseDType(std::string_view name, DType &out);
+/// Storage types of q, KV and the output: the bundle contract's
+/// (cascade/Contract/DType.h).
+using contract::DType;
+using contract::dtypeBytes;
+using contract::dtypeName;
+using contract::parseDType;
 
 /// Everything a plan depends on. Arrays are host int32 copies.
 struct PlanInputs {

@@ -252,7 +252,7 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
     for (int64_t n = 0; n < d / 8; ++n) {
       Value off = k.add(colBase, k.idx(n * 8));
       Value old = vector::LoadOp::create(
-          b, k.loc, VectorType::get({2}, c.qType), a.o, ValueRange{off});
+          b, k.loc, VectorType::get({2}, c.oType), a.o, ValueRange{off});
       Value oldF = arith::ExtFOp::create(b, k.loc, pairTy, old);
       std::tie(vals[n], merged) = k.mergeStates(oldF, oldS, vals[n], s2);
     }
@@ -262,7 +262,7 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
     Value off = k.add(colBase, k.idx(n * 8));
     Value v = vals[n];
     if (!c.split)
-      v = arith::TruncFOp::create(b, k.loc, VectorType::get({2}, c.qType), v);
+      v = arith::TruncFOp::create(b, k.loc, VectorType::get({2}, c.oType), v);
     vector::StoreOp::create(b, k.loc, v, vDst, ValueRange{off}, false,
                             llvm::Align(c.split ? 8 : 4));
   }

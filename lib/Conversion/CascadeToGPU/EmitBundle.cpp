@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "KernelSupport.h"
+#include "cascade/Contract/BundleContract.h"
 #include "cascade/Conversion/Passes.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -26,6 +27,7 @@ namespace cascade {
 
 using namespace mlir;
 using namespace mlir::cascade;
+namespace mf = ::cascade::contract::manifest;
 
 /// The manifest is written with nlohmann-json, the JSON library the runtime
 /// reads it with: its numbers do not depend on the process locale (printf
@@ -60,7 +62,7 @@ static nlohmann::json toJson(Attribute a) {
 
 namespace {
 struct CascadeEmitBundlePass
-    : cascade::impl::CascadeEmitBundleBase<CascadeEmitBundlePass> {
+    : mlir::cascade::impl::CascadeEmitBundleBase<CascadeEmitBundlePass> {
   using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
@@ -96,8 +98,8 @@ struct CascadeEmitBundlePass
       return signalPassFailure();
     }
     llvm::SmallString<256> ptxPath(dir), manPath(dir);
-    llvm::sys::path::append(ptxPath, "kernels.ptx");
-    llvm::sys::path::append(manPath, "manifest.json");
+    llvm::sys::path::append(ptxPath, mf::kPtxFileName);
+    llvm::sys::path::append(manPath, mf::kFileName);
     {
       std::error_code ec;
       llvm::raw_fd_ostream os(ptxPath, ec);
@@ -111,10 +113,11 @@ struct CascadeEmitBundlePass
     if (auto entries = module->getAttrOfType<ArrayAttr>(kBundleAttrName))
       for (Attribute e : entries)
         kernels.push_back(toJson(e));
-    nlohmann::json root = {{"format", "cascade-kernel-bundle"},
-                           {"version", 1},
-                           {"target", {{"chip", chip}, {"features", features}}},
-                           {"kernels", std::move(kernels)}};
+    nlohmann::json root = {
+        {mf::kFormat, mf::kFormatName},
+        {mf::kVersionKey, mf::kVersion},
+        {mf::kTarget, {{mf::kChip, chip}, {mf::kFeatures, features}}},
+        {mf::kKernels, std::move(kernels)}};
     std::error_code ec;
     llvm::raw_fd_ostream os(manPath, ec);
     if (ec) {

@@ -3,10 +3,17 @@
 #include "KernelArgs.h"
 #include "KernelSpec.h"
 
+#include "cascade/Contract/BundleContract.h"
+
+// The bundle contract declares namespace ::cascade: this file's own
+// definitions are qualified mlir::cascade:: to stay unambiguous.
 using namespace mlir;
 using namespace mlir::cascade;
+namespace cplan = ::cascade::contract::plan;
+namespace cparam = ::cascade::contract::param;
 
-KernelArgs::KernelArgs(ArrayRef<KernelParam> params, gpu::GPUFuncOp fn) {
+mlir::cascade::KernelArgs::KernelArgs(ArrayRef<KernelParam> params,
+                                      gpu::GPUFuncOp fn) {
   auto args = fn.getArguments();
   assert(args.size() == params.size() &&
          "kernel arguments do not follow the spec's params");
@@ -18,43 +25,44 @@ KernelArgs::KernelArgs(ArrayRef<KernelParam> params, gpu::GPUFuncOp fn) {
   }
 }
 
-Value KernelArgs::get(StringRef name) const {
+Value mlir::cascade::KernelArgs::get(StringRef name) const {
   Value v = lookup(name);
   assert(v && "the kernel has no parameter of this name");
   return v;
 }
 
-AttentionArgs AttentionArgs::bind(const AttentionSpec &spec,
-                                  gpu::GPUFuncOp fn) {
+AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
+                                                 gpu::GPUFuncOp fn) {
   KernelArgs a(spec.params(fn.getContext()), fn);
   AttentionArgs r;
-  r.q = a.get("q");
+  r.q = a.get(cparam::kQ);
   if (spec.pool) {
-    r.kCache = r.vCache = a.get("kv_cache");
+    r.kCache = r.vCache = a.get(cparam::kKvCache);
   } else {
-    r.kCache = a.get("k_cache");
-    r.vCache = a.get("v_cache");
+    r.kCache = a.get(cparam::kKCache);
+    r.vCache = a.get(cparam::kVCache);
   }
-  r.qoIndptr = a.lookup("qo_indptr");
-  r.kvIndptr = a.get("kv_indptr");
-  r.kvIndices = a.get("kv_indices");
-  r.kvLastPageLen = a.get("kv_last_page_len");
-  r.requestIndices = a.lookup("request_indices");
-  r.kvTileIndices = a.lookup("kv_tile_indices");
-  r.oIndptr = a.lookup("o_indptr");
-  r.blockValidMask = a.lookup("block_valid_mask");
-  r.kvChunkSize = a.lookup("kv_chunk_size");
-  r.tmpV = a.lookup("tmp_v");
-  r.tmpS = a.lookup("tmp_s");
-  r.qoTileIndices = a.lookup("qo_tile_indices");
-  r.o = a.get("o");
-  r.lse = a.get("lse");
+  r.qoIndptr = a.lookup(cplan::kQoIndptr);
+  r.kvIndptr = a.get(cplan::kKvIndptr);
+  r.kvIndices = a.get(cplan::kKvIndices);
+  r.kvLastPageLen = a.get(cplan::kKvLastPageLen);
+  r.requestIndices = a.lookup(cplan::kRequestIndices);
+  r.kvTileIndices = a.lookup(cplan::kKvTileIndices);
+  r.oIndptr = a.lookup(cplan::kOIndptr);
+  r.blockValidMask = a.lookup(cplan::kBlockValidMask);
+  r.kvChunkSize = a.lookup(cplan::kKvChunkSize);
+  r.tmpV = a.lookup(cplan::kTmpV);
+  r.tmpS = a.lookup(cplan::kTmpS);
+  r.qoTileIndices = a.lookup(cplan::kQoTileIndices);
+  r.o = a.get(cparam::kO);
+  r.lse = a.get(cparam::kLse);
   r.gridCount = a.get(spec.gridParam());
-  r.batchSize = a.lookup("batch_size");
+  r.batchSize = a.lookup(cplan::kBatchSize);
   return r;
 }
 
-MergeArgs MergeArgs::bind(const MergeSpec &spec, gpu::GPUFuncOp fn) {
+MergeArgs mlir::cascade::MergeArgs::bind(const MergeSpec &spec,
+                                         gpu::GPUFuncOp fn) {
   KernelArgs a(spec.params(fn.getContext()), fn);
   MergeArgs r;
   r.vA = a.lookup("v_a");
@@ -74,13 +82,13 @@ MergeArgs MergeArgs::bind(const MergeSpec &spec, gpu::GPUFuncOp fn) {
   r.numHeads = a.lookup("num_heads");
   if (spec.kind == MergeKind::Indptr)
     r.indptr = a.get(spec.indptr);
-  r.tmpV = a.lookup("tmp_v");
-  r.tmpS = a.lookup("tmp_s");
-  r.o = a.lookup("o");
-  r.lse = a.lookup("lse");
-  r.qoIndptr = a.lookup("qo_indptr");
-  r.rowCapacity = a.lookup("row_capacity");
-  r.batchSize = a.lookup("batch_size");
-  r.numRows = a.lookup("num_rows");
+  r.tmpV = a.lookup(cplan::kTmpV);
+  r.tmpS = a.lookup(cplan::kTmpS);
+  r.o = a.lookup(cparam::kO);
+  r.lse = a.lookup(cparam::kLse);
+  r.qoIndptr = a.lookup(cplan::kQoIndptr);
+  r.rowCapacity = a.lookup(cplan::kRowCapacity);
+  r.batchSize = a.lookup(cplan::kBatchSize);
+  r.numRows = a.lookup(cplan::kNumRows);
   return r;
 }

@@ -2,6 +2,7 @@
 
 #include "KernelSpec.h"
 
+#include "cascade/Contract/BundleContract.h"
 #include "cascade/Conversion/KernelConfig.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -11,8 +12,15 @@
 
 #include <cmath>
 
+// The bundle contract declares namespace ::cascade: this file's own
+// definitions are qualified mlir::cascade:: to stay unambiguous.
 using namespace mlir;
 using namespace mlir::cascade;
+namespace ckey = ::cascade::contract::key;
+namespace cop = ::cascade::contract::op;
+namespace cplan = ::cascade::contract::plan;
+namespace cparam = ::cascade::contract::param;
+namespace cfamily = ::cascade::contract::family;
 
 static uint32_t bits(float f) { return llvm::bit_cast<uint32_t>(f); }
 
@@ -36,13 +44,13 @@ bool MergeSpec::operator==(const MergeSpec &o) const {
 StringRef MergeSpec::opName() const {
   switch (kind) {
   case MergeKind::Pair:
-    return "merge_state";
+    return cop::kMergeState;
   case MergeKind::InPlace:
-    return "merge_state_in_place";
+    return cop::kMergeStateInPlace;
   case MergeKind::States:
-    return "merge_states";
+    return cop::kMergeStates;
   case MergeKind::Indptr:
-    return "merge_states_indptr";
+    return cop::kMergeStatesIndptr;
   }
   llvm_unreachable("merge kind");
 }
@@ -52,7 +60,7 @@ std::string MergeSpec::name() const {
   llvm::raw_string_ostream os(s);
   os << "cascade_" << opName() << "_" << dtypeName(vType) << "_d" << headDim;
   if (kind == MergeKind::Indptr)
-    os << "_h" << numHeads << (indptr == "o_indptr" ? "_byreq" : "_byrow")
+    os << "_h" << numHeads << (indptr == cplan::kOIndptr ? "_byreq" : "_byrow")
        << (accumulate ? "_acc" : "");
   os << (baseE ? "_be" : "_b2");
   if (maskType)
@@ -93,56 +101,52 @@ SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
     if (byRow())
       // Rows past qo_indptr[batch_size] (the slack of a CUDA-graph plan
       // sized for row_capacity) are left alone.
-      return {mem(indptr, b.getI32Type()),
-              mem("tmp_v", f32),
-              mem("tmp_s", f32),
-              mem("o", vType),
-              mem("lse", f32),
-              mem("qo_indptr", b.getI32Type()),
-              scalar("row_capacity"),
-              scalar("batch_size")};
-    return {mem(indptr, b.getI32Type()),
-            mem("tmp_v", f32),
-            mem("tmp_s", f32),
-            mem("o", vType),
-            mem("lse", f32),
-            scalar("num_rows")};
+      return {
+          mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
+          mem(cplan::kTmpS, f32),      mem(cparam::kO, vType),
+          mem(cparam::kLse, f32),      mem(cplan::kQoIndptr, b.getI32Type()),
+          scalar(cplan::kRowCapacity), scalar(cplan::kBatchSize)};
+    return {mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
+            mem(cplan::kTmpS, f32),      mem(cparam::kO, vType),
+            mem(cparam::kLse, f32),      scalar(cplan::kNumRows)};
   }
   llvm_unreachable("merge kind");
 }
 
 SmallVector<NamedAttribute> MergeSpec::statics(Builder &b) const {
   SmallVector<NamedAttribute> s = {
-      b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim))};
+      b.getNamedAttr(ckey::kHeadDim, b.getI64IntegerAttr(headDim))};
   if (kind == MergeKind::Indptr)
-    s.push_back(b.getNamedAttr("num_qo_heads", b.getI64IntegerAttr(numHeads)));
-  s.push_back(b.getNamedAttr("v_dtype", b.getStringAttr(dtypeName(vType))));
-  s.push_back(b.getNamedAttr("lse_base", lseBaseStatic(b, baseE)));
+    s.push_back(
+        b.getNamedAttr(ckey::kNumQoHeads, b.getI64IntegerAttr(numHeads)));
+  s.push_back(b.getNamedAttr(ckey::kVDType, b.getStringAttr(dtypeName(vType))));
+  s.push_back(b.getNamedAttr(ckey::kLseBase, lseBaseStatic(b, baseE)));
   if (kind == MergeKind::InPlace)
     s.push_back(b.getNamedAttr(
-        "mask", b.getStringAttr(maskType ? dtypeName(maskType) : "none")));
+        ckey::kMask, b.getStringAttr(maskType ? dtypeName(maskType) : "none")));
   if (kind == MergeKind::Indptr) {
-    s.push_back(b.getNamedAttr("indptr", b.getStringAttr(indptr)));
-    s.push_back(b.getNamedAttr("accumulate", b.getBoolAttr(accumulate)));
+    s.push_back(b.getNamedAttr(ckey::kIndptr, b.getStringAttr(indptr)));
+    s.push_back(b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)));
   }
-  s.push_back(b.getNamedAttr("kernel_family", b.getStringAttr("merge")));
+  s.push_back(
+      b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(cfamily::kMerge)));
   return s;
 }
 
 SmallVector<StringRef> MergeSpec::planArrays() const {
   if (kind != MergeKind::Indptr)
     return {};
-  return {indptr, "tmp_v", "tmp_s"};
+  return {indptr, cplan::kTmpV, cplan::kTmpS};
 }
 
 StringRef MergeSpec::gridParam() const {
   if (kind != MergeKind::Indptr)
     return "num_tasks";
-  return byRow() ? "row_capacity" : "num_rows";
+  return byRow() ? cplan::kRowCapacity : cplan::kNumRows;
 }
 
-FailureOr<MergeSpec> cascade::analyseMerge(Operation *op,
-                                           KernelConfigAttr config) {
+FailureOr<MergeSpec> mlir::cascade::analyseMerge(Operation *op,
+                                                 KernelConfigAttr config) {
   MergeSpec s;
   s.config = config;
   Value v;
@@ -204,8 +208,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
          pool == o.pool && decode == o.decode && causal == o.causal &&
          split == o.split && accumulate == o.accumulate && qType == o.qType &&
-         kvType == o.kvType && bits(smScale) == bits(o.smScale) &&
-         bits(softCap) == bits(o.softCap) &&
+         kvType == o.kvType && oType == o.oType &&
+         bits(smScale) == bits(o.smScale) && bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
          pos == o.pos && baseE == o.baseE && config == o.config;
@@ -213,8 +217,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
 
 StringRef AttentionSpec::opName() const {
   if (decode)
-    return split ? "decode_split" : "decode";
-  return split ? "prefill_split" : "prefill";
+    return split ? cop::kDecodeSplit : cop::kDecode;
+  return split ? cop::kPrefillSplit : cop::kPrefill;
 }
 
 std::string AttentionSpec::name() const {
@@ -252,11 +256,11 @@ std::string AttentionSpec::name() const {
 
 StringRef AttentionSpec::gridParam() const {
   if (split)
-    return "padded_batch_size";
+    return cplan::kPaddedBatchSize;
   // A prefill grid covers the plan's row capacity (the rows of a CUDA-graph
   // plan may shrink on replay); the kernel reads the real row count from
   // qo_indptr[batch_size].
-  return decode ? "batch_size" : "row_capacity";
+  return decode ? cplan::kBatchSize : cplan::kRowCapacity;
 }
 
 int64_t AttentionSpec::decodeTilesPerRequest() const {
@@ -280,7 +284,7 @@ int64_t AttentionSpec::gridDiv() const {
 }
 
 StringRef AttentionSpec::gridAdd() const {
-  return selfScheduledPrefill() ? "batch_size" : "";
+  return selfScheduledPrefill() ? cplan::kBatchSize : "";
 }
 
 SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
@@ -289,46 +293,50 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   auto mem = [&](StringRef n, Type t) {
     return KernelParam{n.str(), "memref", flat(t)};
   };
-  SmallVector<KernelParam> p = {mem("q", qType)};
+  SmallVector<KernelParam> p = {mem(cparam::kQ, qType)};
   if (pool) {
-    p.push_back(mem("kv_cache", kvType));
+    p.push_back(mem(cparam::kKvCache, kvType));
   } else {
-    p.push_back(mem("k_cache", kvType));
-    p.push_back(mem("v_cache", kvType));
+    p.push_back(mem(cparam::kKCache, kvType));
+    p.push_back(mem(cparam::kVCache, kvType));
   }
   if (!decode)
-    p.push_back(mem("qo_indptr", i32));
-  p.push_back(mem("kv_indptr", i32));
-  p.push_back(mem("kv_indices", i32));
-  p.push_back(mem("kv_last_page_len", i32));
+    p.push_back(mem(cplan::kQoIndptr, i32));
+  p.push_back(mem(cplan::kKvIndptr, i32));
+  p.push_back(mem(cplan::kKvIndices, i32));
+  p.push_back(mem(cplan::kKvLastPageLen, i32));
   if (split) {
-    p.push_back(mem("request_indices", i32));
-    p.push_back(mem("kv_tile_indices", i32));
-    p.push_back(mem("o_indptr", i32));
-    p.push_back(mem("block_valid_mask", b.getI8Type()));
-    p.push_back(mem("kv_chunk_size", i32));
-    p.push_back(mem("tmp_v", f32));
-    p.push_back(mem("tmp_s", f32));
+    p.push_back(mem(cplan::kRequestIndices, i32));
+    p.push_back(mem(cplan::kKvTileIndices, i32));
+    p.push_back(mem(cplan::kOIndptr, i32));
+    p.push_back(mem(cplan::kBlockValidMask, b.getI8Type()));
+    p.push_back(mem(cplan::kKvChunkSize, i32));
+    p.push_back(mem(cplan::kTmpV, f32));
+    p.push_back(mem(cplan::kTmpS, f32));
     if (!decode)
-      p.push_back(mem("qo_tile_indices", i32));
+      p.push_back(mem(cplan::kQoTileIndices, i32));
   }
-  p.push_back(mem("o", qType));
-  p.push_back(mem("lse", f32));
+  p.push_back(mem(cparam::kO, oType));
+  p.push_back(mem(cparam::kLse, f32));
   p.push_back({gridParam().str(), "i64", i64});
   bool mma = family() == KernelFamily::MmaSync;
-  if (!decode || (mma && gridParam() != "batch_size"))
-    p.push_back({"batch_size", "i64", i64});
+  if (!decode || (mma && gridParam() != cplan::kBatchSize))
+    p.push_back({cplan::kBatchSize, "i64", i64});
   return p;
 }
 
 SmallVector<StringRef> AttentionSpec::planArrays() const {
   if (!split)
     return {};
-  SmallVector<StringRef> a = {
-      "request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask",
-      "kv_chunk_size",   "tmp_v",           "tmp_s"};
+  SmallVector<StringRef> a = {cplan::kRequestIndices,
+                              cplan::kKvTileIndices,
+                              cplan::kOIndptr,
+                              cplan::kBlockValidMask,
+                              cplan::kKvChunkSize,
+                              cplan::kTmpV,
+                              cplan::kTmpS};
   if (!decode)
-    a.push_back("qo_tile_indices");
+    a.push_back(cplan::kQoTileIndices);
   return a;
 }
 
@@ -338,35 +346,36 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
                                                       : "alibi";
   bool mma = family() == KernelFamily::MmaSync;
   SmallVector<NamedAttribute> s = {
-      b.getNamedAttr("head_dim", b.getI64IntegerAttr(headDim)),
-      b.getNamedAttr("num_qo_heads", b.getI64IntegerAttr(numQoHeads)),
-      b.getNamedAttr("num_kv_heads", b.getI64IntegerAttr(numKvHeads)),
-      b.getNamedAttr("gqa_group_size", b.getI64IntegerAttr(groupSize)),
-      b.getNamedAttr("page_size", b.getI64IntegerAttr(pageSize)),
-      b.getNamedAttr("kv_layout", b.getStringAttr(hnd ? "hnd" : "nhd")),
-      b.getNamedAttr("layout", b.getStringAttr(hnd ? "HND" : "NHD")),
-      b.getNamedAttr("o_dtype", b.getStringAttr(dtypeName(qType))),
-      b.getNamedAttr("causal", b.getBoolAttr(causal)),
-      b.getNamedAttr("kv_form", b.getStringAttr(pool ? "pool" : "pair")),
-      b.getNamedAttr("q_dtype", b.getStringAttr(dtypeName(qType))),
-      b.getNamedAttr("kv_dtype", b.getStringAttr(dtypeName(kvType))),
-      b.getNamedAttr("sm_scale", b.getF32FloatAttr(smScale)),
-      b.getNamedAttr("logits_soft_cap", b.getF32FloatAttr(softCap)),
-      b.getNamedAttr("window_left", b.getI64IntegerAttr(windowLeft)),
-      b.getNamedAttr("pos_encoding", b.getStringAttr(posName)),
-      b.getNamedAttr("rope_scale", b.getF32FloatAttr(ropeScale)),
-      b.getNamedAttr("rope_theta", b.getF32FloatAttr(ropeTheta)),
-      b.getNamedAttr("lse_base", lseBaseStatic(b, baseE)),
-      b.getNamedAttr("tile_tokens", b.getI64IntegerAttr(config.getKvTile())),
-      b.getNamedAttr("stages", b.getI64IntegerAttr(config.getStages())),
-      b.getNamedAttr("kernel_family",
-                     b.getStringAttr(mma ? "mma_sync" : "rows")),
-      b.getNamedAttr("accumulate", b.getBoolAttr(accumulate)),
+      b.getNamedAttr(ckey::kHeadDim, b.getI64IntegerAttr(headDim)),
+      b.getNamedAttr(ckey::kNumQoHeads, b.getI64IntegerAttr(numQoHeads)),
+      b.getNamedAttr(ckey::kNumKvHeads, b.getI64IntegerAttr(numKvHeads)),
+      b.getNamedAttr(ckey::kGqaGroupSize, b.getI64IntegerAttr(groupSize)),
+      b.getNamedAttr(ckey::kPageSize, b.getI64IntegerAttr(pageSize)),
+      b.getNamedAttr(ckey::kKvLayout, b.getStringAttr(hnd ? "hnd" : "nhd")),
+      b.getNamedAttr(ckey::kLayout, b.getStringAttr(hnd ? "HND" : "NHD")),
+      b.getNamedAttr(ckey::kODType, b.getStringAttr(dtypeName(oType))),
+      b.getNamedAttr(ckey::kCausal, b.getBoolAttr(causal)),
+      b.getNamedAttr(ckey::kKvForm, b.getStringAttr(pool ? "pool" : "pair")),
+      b.getNamedAttr(ckey::kQDType, b.getStringAttr(dtypeName(qType))),
+      b.getNamedAttr(ckey::kKvDType, b.getStringAttr(dtypeName(kvType))),
+      b.getNamedAttr(ckey::kSmScale, b.getF32FloatAttr(smScale)),
+      b.getNamedAttr(ckey::kLogitsSoftCap, b.getF32FloatAttr(softCap)),
+      b.getNamedAttr(ckey::kWindowLeft, b.getI64IntegerAttr(windowLeft)),
+      b.getNamedAttr(ckey::kPosEncoding, b.getStringAttr(posName)),
+      b.getNamedAttr(ckey::kRopeScale, b.getF32FloatAttr(ropeScale)),
+      b.getNamedAttr(ckey::kRopeTheta, b.getF32FloatAttr(ropeTheta)),
+      b.getNamedAttr(ckey::kLseBase, lseBaseStatic(b, baseE)),
+      b.getNamedAttr(ckey::kTileTokens,
+                     b.getI64IntegerAttr(config.getKvTile())),
+      b.getNamedAttr(ckey::kStages, b.getI64IntegerAttr(config.getStages())),
+      b.getNamedAttr(ckey::kKernelFamily,
+                     b.getStringAttr(mma ? cfamily::kMmaSync : cfamily::kRows)),
+      b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
   };
   // The runtime plans a prefill level with the kernel's query tile.
   if (mma && !decode)
-    s.push_back(
-        b.getNamedAttr("qo_tile_size", b.getI64IntegerAttr(config.getQTile())));
+    s.push_back(b.getNamedAttr(ckey::kQoTileSize,
+                               b.getI64IntegerAttr(config.getQTile())));
   return s;
 }
 
@@ -380,10 +389,10 @@ MergeSpec AttentionSpec::splitMerge() const {
   MergeSpec m;
   m.kind = MergeKind::Indptr;
   m.headDim = headDim;
-  m.vType = qType;
+  m.vType = oType;
   m.baseE = baseE;
   m.numHeads = numQoHeads;
-  m.indptr = decode ? "o_indptr" : "merge_indptr";
+  m.indptr = decode ? cplan::kOIndptr : cplan::kMergeIndptr;
   m.accumulate = accumulate;
   // ~128 threads a block, head_dim / 8 per state.
   int64_t tpt = headDim / 8, tpb = std::max<int64_t>(1, 128 / tpt);
@@ -392,8 +401,8 @@ MergeSpec AttentionSpec::splitMerge() const {
   return m;
 }
 
-FailureOr<AttentionSpec> cascade::analyseAttention(PagedAttentionOp op,
-                                                   KernelConfigAttr config) {
+FailureOr<AttentionSpec>
+mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   AttentionSpec c;
   c.config = config;
   auto qT = cast<MemRefType>(op.getQ().getType());
@@ -401,6 +410,7 @@ FailureOr<AttentionSpec> cascade::analyseAttention(PagedAttentionOp op,
   c.numQoHeads = qT.getDimSize(1);
   c.headDim = qT.getDimSize(2);
   c.qType = qT.getElementType();
+  c.oType = cast<MemRefType>(op.getO().getType()).getElementType();
   c.pool = kv.size() == 1;
   auto kT = cast<MemRefType>(kv[0].getType());
   c.kvType = kT.getElementType();

@@ -75,7 +75,9 @@ struct AttentionSpec {
           pageSize = 0;
   bool hnd = false, pool = true, decode = true, causal = false, split = false,
        accumulate = false;
-  Type qType, kvType;
+  /// Element types of q, KV and the output (o is q's type today; the
+  /// verifier requires it).
+  Type qType, kvType, oType;
   float smScale = 0.f, softCap = 0.f, ropeScale = 1.f, ropeTheta = 1e4f;
   int64_t windowLeft = -1;
   PosEncoding pos = PosEncoding::None;

@@ -6,7 +6,10 @@
  * parameter values, counted from the PTX .entry), so a test can check what
  * would have been launched with which arguments. Graphs built node by node
  * keep a copy of each kernel node's launch; launching the graph records its
- * nodes in order, as if they ran. One device: 132 SMs, sm_90. */
+ * nodes in order, as if they ran. Device and page-locked memory, streams,
+ * events, graphs and graph executables are counted while alive, so a test
+ * can check that everything a wrapper created is released. One device:
+ * 132 SMs, sm_90. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +35,7 @@ static struct launch launches[MAX_LAUNCHES];
 static int nlaunches;
 static int ctx_token = 1;
 static void *current;
+static long live_objects;
 
 /* Number of .param entries of `.entry name(` in the PTX text. */
 static int count_params(const char *ptx, const char *name) {
@@ -100,20 +104,20 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
     memcpy(&l->params[i], params[i], 8);
   return 0;
 }
-CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); return 0; }
-CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
+CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); ++live_objects; return 0; }
+CUresult cuStreamDestroy_v2(void *s) { free(s); --live_objects; return 0; }
 CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
 CUresult cuStreamWaitEvent(void *s, void *e, unsigned f) { (void)s; (void)e; (void)f; return 0; }
-CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); return 0; }
-CUresult cuEventDestroy_v2(void *e) { free(e); return 0; }
+CUresult cuEventCreate(void **e, unsigned f) { (void)f; *e = malloc(1); ++live_objects; return 0; }
+CUresult cuEventDestroy_v2(void *e) { free(e); --live_objects; return 0; }
 CUresult cuEventRecord(void *e, void *s) { (void)e; (void)s; return 0; }
 CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
 CUresult cuEventElapsedTime(float *ms, void *a, void *b) { (void)a; (void)b; *ms = 0; return 0; }
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { *p = (CUdeviceptr)calloc(1, n ? n : 1); return 0; }
-CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)p); return 0; }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { *p = (CUdeviceptr)calloc(1, n ? n : 1); ++live_objects; return 0; }
+CUresult cuMemFree_v2(CUdeviceptr p) { free((void *)p); --live_objects; return 0; }
 CUresult cuMemAllocManaged(CUdeviceptr *p, size_t n, unsigned f) { (void)f; return cuMemAlloc_v2(p, n); }
-CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n ? n : 1); return 0; }
-CUresult cuMemFreeHost(void *p) { free(p); return 0; }
+CUresult cuMemAllocHost_v2(void **p, size_t n) { *p = calloc(1, n ? n : 1); ++live_objects; return 0; }
+CUresult cuMemFreeHost(void *p) { free(p); --live_objects; return 0; }
 CUresult cuMemcpy(CUdeviceptr d, CUdeviceptr s, size_t n) { memcpy((void *)d, (void *)s, n); return 0; }
 CUresult cuMemcpyAsync(CUdeviceptr d, CUdeviceptr s, size_t n, void *st) { (void)st; return cuMemcpy(d, s, n); }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *s, size_t n, void *st) {
@@ -172,9 +176,10 @@ CUresult cuStreamEndCapture(void *s, void **g) {
   (void)s;
   capturing = NULL;
   *g = calloc(1, sizeof(struct graph));
+  ++live_objects;
   return 0;
 }
-CUresult cuGraphCreate(void **g, unsigned f) { (void)f; *g = calloc(1, sizeof(struct graph)); return 0; }
+CUresult cuGraphCreate(void **g, unsigned f) { (void)f; *g = calloc(1, sizeof(struct graph)); ++live_objects; return 0; }
 CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps,
                                  const struct kernel_node_params *p) {
   (void)deps; (void)ndeps;
@@ -191,6 +196,7 @@ CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
   struct graph *exec = malloc(sizeof *exec);
   memcpy(exec, g, sizeof *exec);
   *e = exec;
+  ++live_objects;
   return 0;
 }
 CUresult cuGraphExecKernelNodeSetParams_v2(void *e, void *node,
@@ -213,8 +219,8 @@ CUresult cuGraphLaunch(void *e, void *s) {
   ++ngraph_launches;
   return 0;
 }
-CUresult cuGraphExecDestroy(void *e) { free(e); return 0; }
-CUresult cuGraphDestroy(void *g) { free(g); return 0; }
+CUresult cuGraphExecDestroy(void *e) { free(e); --live_objects; return 0; }
+CUresult cuGraphDestroy(void *g) { free(g); --live_objects; return 0; }
 
 /* For the tests (ctypes). */
 int fake_cuda_num_launches(void) { return nlaunches; }
@@ -224,3 +230,5 @@ const char *fake_cuda_launch_name(int i) { return launches[i].name; }
 int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
 uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }
 unsigned fake_cuda_launch_grid(int i, int d) { return launches[i].grid[d]; }
+/* Memory, streams, events, graphs and graph executables alive now. */
+long fake_cuda_live_objects(void) { return live_objects; }

@@ -9,9 +9,11 @@ CASCADE_CUDA_DRIVER pointing at the compiled stand-in (the driver is loaded
 once per process) and CASCADE_MLIR_KERNEL_PATH at PTX-only bundles.
 """
 import ctypes
+import gc
 import json
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from cascade_mlir import _frameworks, _gpu, kernels
 FAKE = ctypes.CDLL(os.environ["CASCADE_CUDA_DRIVER"])
 FAKE.fake_cuda_launch_name.restype = ctypes.c_char_p
 FAKE.fake_cuda_launch_param.restype = ctypes.c_uint64
+FAKE.fake_cuda_live_objects.restype = ctypes.c_long
 
 
 # --- a DLPack producer whose arrays claim to live on cuda:0 --------------------
@@ -76,6 +79,9 @@ class Dev:
 
     def __getitem__(self, i):
         return Dev(self.a[i])
+
+    def reshape(self, *shape):
+        return Dev(self.a.reshape(*shape))
 
     def __dlpack_device__(self):
         return (2, 0)
@@ -450,6 +456,72 @@ def scenario_missing_kernels():
         check(False, "a configuration without a bundle must fail")
     except kernels.MissingKernelsError as e:
         check("heads=24/8" in str(e) and "python -m cascade_mlir.aot --key" in str(e), str(e))
+
+
+def _leak_cycle(kind):
+    """Constructs, plans, runs and returns one wrapper of `kind` with a fresh
+    float workspace, and the objects whose lifetime the test follows."""
+    ws = Dev(aligned((8 << 20,), np.uint8))
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    indices = np.arange(10, dtype=np.int32)
+    last = np.array([5, 1, 16], np.int32)
+    cache = Dev(aligned((10, 2, 16, 8, 128), np.float16))
+    if kind == "decode":
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+        w.plan(indptr, indices, last, 32, 8, 128, 16)
+        w.run(Dev(aligned((3, 32, 128), np.float16)), cache)
+    elif kind == "prefill":
+        w = cm.BatchPrefillWithPagedKVCacheWrapper(ws)
+        w.plan(np.array([0, 5, 6, 40], np.int32), indptr, indices, last, 32, 8, 128, 16,
+               causal=True)
+        w.run(Dev(aligned((40, 32, 128), np.float16)), cache)
+    elif kind == "multi_level":
+        total, levels = seed_levels(shared=20, unique=(3, 2, 1, 4, 2, 1, 3))
+        w = cm.MultiLevelCascadeAttentionWrapper(2, ws)
+        w.plan(*levels, 64, 8, 128, 16)
+        w.run(Dev(aligned((7, 64, 128), np.float16)),
+              Dev(aligned((total, 2, 16, 8, 128), np.float16)))
+    elif kind in ("shared_decode", "shared_prefill"):
+        k_shared = Dev(aligned((32, 8, 128), np.float16))
+        v_shared = Dev(aligned((32, 8, 128), np.float16))
+        if kind == "shared_decode":
+            w = cm.BatchDecodeWithSharedPrefixPagedKVCacheWrapper(ws)
+            w.begin_forward(indptr, indices, last, 64, 8, 128, 16)
+            q = Dev(aligned((3, 64, 128), np.float16))
+            w.forward(q, k_shared, v_shared, cache)
+        else:
+            w = cm.BatchPrefillWithSharedPrefixPagedKVCacheWrapper(ws)
+            w.begin_forward(np.array([0, 2, 3, 7], np.int32), indptr, indices, last,
+                            64, 8, 128, 16)
+            w.forward(Dev(aligned((7, 64, 128), np.float16)), k_shared, v_shared, cache)
+    else:
+        raise ValueError(kind)
+    launches()
+    check(w._engine.int_ws is not None, f"{kind}: planned (an int workspace)")
+    return w, [ws, w._engine.int_ws, w._engine, w]
+
+
+def scenario_no_leak():
+    """200 wrappers of each kind constructed, planned, run and deleted: every
+    workspace, engine and wrapper is freed, and what the driver allocated
+    for them (staging, graphs, device memory) returns to its baseline."""
+    for kind in ("decode", "prefill", "multi_level", "shared_decode", "shared_prefill"):
+        w, _ = _leak_cycle(kind)  # loads the kernels (kept by the device)
+        del w, _
+        gc.collect()
+        baseline = FAKE.fake_cuda_live_objects()
+        alive = []
+        for _ in range(200):
+            w, objs = _leak_cycle(kind)
+            alive += [weakref.ref(o) for o in objs]
+            del w, objs
+        gc.collect()
+        left = sum(r() is not None for r in alive)
+        check(left == 0, f"{kind}: {left} of {len(alive)} workspaces, engines and "
+                         "wrappers outlive their wrapper")
+        now = FAKE.fake_cuda_live_objects()
+        check(now == baseline, f"{kind}: {now - baseline} driver allocations left "
+                               "after 200 wrappers were deleted")
 
 
 if __name__ == "__main__":

@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
 # The Python package's GPU session, on the GPU machine (CUDA, cmake, torch,
 # pybind11, scikit-build-core; no LLVM/MLIR), from the repository root:
-#   bash python_bindings/tests/gpu/run_h200.sh [tests|bench|all]
+#   bash python_bindings/tests/gpu/run_h200.sh [install|tests|bench|all]
 # Needs the folder python_bindings/tests/gpu/prepare_carry.sh made here
 # (where the compiler is), next to the checkout at .carry/python (or CARRY):
 # the compiled kernel bundles and nlohmann-json for the runtime build.
-#   install  `pip install .` runtime-only (CASCADE_ENABLE_COMPILER=OFF) with
-#            the prebuilt bundles, into a --target directory (SITE); if pip
-#            or scikit-build-core is missing there, the CMake route instead
-#            (the build tree's python_packages)
+#   install  (always, first; alone with `install`) `pip install .`
+#            runtime-only (CASCADE_ENABLE_COMPILER=OFF) with the prebuilt
+#            bundles (none if CARRY has no kernels.tar.xz: plans and the
+#            CPU reference only, what test/Integration/run_h200.sh needs),
+#            into a --target directory (SITE); if pip or scikit-build-core
+#            is missing there, the CMake route instead (the build tree's
+#            python_packages)
 #   tests    pytest python_bindings/tests (GPU tests required to run:
 #            CASCADE_REQUIRE_GPU=1), examples/python/multi_level_cascade.py,
-#            benchmarks/python/host_overhead.py (run() host time, CUDA-graph
-#            replay after replans)
-#   bench    benchmarks/python/bench.py with FlashInfer when `. .fi/env.sh`
-#            made it importable: appends to benchmarks/RESULTS.md, plots in
-#            benchmarks/python/plots (both copied to OUT)
+#            python3 -m benchmarks.python.host_overhead (run() host time,
+#            CUDA-graph replay after replans)
+#   bench    python3 -m benchmarks.python.bench with FlashInfer when
+#            `. .fi/env.sh` made it importable: appends to
+#            benchmarks/RESULTS.md, plots in benchmarks/python/plots (both
+#            copied to OUT)
 # CASCADE_PLAN (optional): a cascade-plan binary for the GPU machine (e.g. a
 # static build of tools/cascade-plan) lets the tests that compare with it run
 # there too; without it they skip, saying so (they run in CI).
@@ -34,24 +38,28 @@ torch.__version__, "cuda", torch.version.cuda, "numpy", numpy.__version__)' | te
 
 install() {
   [ -f "$SITE/cascade_mlir/__init__.py" ] && return 0
-  local k=/tmp/cascade-kernels
-  rm -rf "$k" && mkdir -p "$k" && tar -C "$k" -xJf "$C/kernels.tar.xz" || return 1
-  echo "== pip install . (runtime only, $(ls "$k/kernels/sm_90" | wc -l) prebuilt bundles)"
+  local k=/tmp/cascade-kernels kernels="" what="no kernels"
+  rm -rf "$k" && mkdir -p "$k"
+  if [ -f "$C/kernels.tar.xz" ]; then
+    tar -C "$k" -xJf "$C/kernels.tar.xz" || return 1
+    kernels=$k/kernels what="$(ls "$k/kernels/sm_90" | wc -l) prebuilt bundles"
+  fi
+  echo "== pip install . (runtime only, $what) into $SITE"
   local t0=$SECONDS
   if python3 -c 'import pip, scikit_build_core, pybind11' 2>/dev/null &&
      python3 -m pip install --no-build-isolation --no-deps --target "$SITE" \
        -C cmake.define.CASCADE_ENABLE_COMPILER=OFF \
-       -C cmake.define.CASCADE_PYTHON_PREBUILT_KERNELS="$k/kernels" \
+       -C cmake.define.CASCADE_PYTHON_PREBUILT_KERNELS="$kernels" \
        -C cmake.define.CMAKE_PREFIX_PATH="$PWD/$C/deps" \
-       -C build-dir=/tmp/cascade-pip-build . > "$O/pip-install.log" 2>&1; then
+       -C build-dir="$SITE-build" . > "$O/pip-install.log" 2>&1; then
     echo "installed into $SITE in $((SECONDS - t0)) s"; tail -1 "$O/pip-install.log"
     return 0
   fi
   echo "pip install failed or unavailable (see $O/pip-install.log): CMake route"
-  local b=/tmp/cascade-rt-py
+  local b=$SITE-cmake
   cmake -S . -B "$b" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCASCADE_ENABLE_COMPILER=OFF \
     -DCASCADE_ENABLE_TESTS=OFF -DCASCADE_ENABLE_PYTHON=ON \
-    -DCASCADE_PYTHON_PREBUILT_KERNELS="$k/kernels" \
+    -DCASCADE_PYTHON_PREBUILT_KERNELS="$kernels" \
     -DCMAKE_PREFIX_PATH="$PWD/$C/deps" > "$O/cmake-build.log" 2>&1 &&
     cmake --build "$b" -j"$(nproc)" >> "$O/cmake-build.log" 2>&1 || return 1
   rm -rf "$SITE" && cp -r "$b/python_packages" "$SITE"
@@ -62,6 +70,7 @@ if ! install; then
   echo "install FAILED"; tail -30 "$O/pip-install.log" "$O/cmake-build.log" 2>/dev/null
   exit 1
 fi
+[[ $WHAT == install ]] && exit 0
 export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 
 if [[ $WHAT == all || $WHAT == tests ]]; then
@@ -73,13 +82,13 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
   echo "== examples/python/multi_level_cascade.py"
   python3 examples/python/multi_level_cascade.py 2>&1 | tee "$O/example.log"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
-  echo "== benchmarks/python/host_overhead.py"
-  python3 benchmarks/python/host_overhead.py --flashinfer 2>&1 | tee "$O/host_overhead.log"
+  echo "== python3 -m benchmarks.python.host_overhead"
+  python3 -m benchmarks.python.host_overhead --flashinfer 2>&1 | tee "$O/host_overhead.log"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
-  echo "== benchmarks/python/bench.py"
-  python3 benchmarks/python/bench.py --results benchmarks/RESULTS.md \
+  echo "== python3 -m benchmarks.python.bench"
+  python3 -m benchmarks.python.bench --results benchmarks/RESULTS.md \
     --plots benchmarks/python/plots 2>&1 | tee "$O/bench.log"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
   # One archive: the device tool brings back only a few files.

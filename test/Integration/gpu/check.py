@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """GPU check of the cascade kernels (run on the GPU machine; no MLIR there).
 
-Usage: check.py BUNDLE_DIR [--small] [--seed N]
+Usage, from the repository root, with the runtime's Python module
+(cascade_mlir, runtime-only is enough) and the repository root importable:
+  PYTHONPATH=.:SITE python3 test/Integration/gpu/check.py BUNDLE_DIR [--small] [--seed N]
 BUNDLE_DIR holds kernels.ptx + manifest.json produced by
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
 Every case draws fresh random inputs, poisons the outputs (NaN), launches the
@@ -9,6 +11,9 @@ kernel(s) and compares with a float64 reference. Error metric:
 max|out - ref| / max|ref| for v/o, and max|lse - ref| / max(1, max|ref|) over
 finite entries (the -inf entries must match exactly). Thresholds: f16/f32
 1e-3, bf16 1e-2; NaN never passes. Exit code 1 if any case fails.
+Every plan (split-KV work items, partial-state layout, grid slack) is the
+runtime's (cascade_mlir._runtime.plan; see plans.py); kernels are launched by
+benchmarks.common.bundle, which binds parameters by name from the manifest.
 """
 import argparse
 import math
@@ -17,8 +22,9 @@ import sys
 import numpy as np
 import cupy as cp
 
-from gpu_common import (Bundle, to_storage, from_storage, poison, alibi_slope,
-                        decode_plan, prefill_plan)
+from benchmarks.common.bundle import Bundle, plan_buffers
+from gpu_common import to_storage, from_storage, poison, alibi_slope
+from plans import ROW_SLACK, paged_layout, request_lengths, row_capacity, split_plan
 
 LN2 = math.log(2.0)
 results = []
@@ -264,16 +270,14 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     bufs["o"], bufs["lse"] = o, lse
     note = ""
     if split_chunk:
-        plan = decode_plan(pages, ps, split_chunk, pad_to=None)
-        if pad:
-            plan = decode_plan(pages, ps, split_chunk, pad_to=plan["num_work_items"] + pad)
-        for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
-            bufs[key] = dev(plan[key])
+        # The runtime's plan for a chunk of split_chunk pages, with `pad`
+        # padded work items appended (plans.split_plan).
+        plan = split_plan(decode=True, qo_indptr=None, kv_indptr=indptr, last=last, ps=ps,
+                          Hqo=Hqo, Hkv=Hkv, D=D, chunk_pages=split_chunk, pad=pad,
+                          dtype=dtype)
         # kv_chunk_size is a one-element device array (graph-safe); the grid
         # is the padded work-item count.
-        bufs["kv_chunk_size"] = dev(np.array([plan["kv_chunk_size"]], np.int32))
-        bufs["padded_batch_size"] = plan["num_work_items"]
-        bufs["num_rows"] = B
+        bufs.update(plan_buffers(plan))
         rows = plan["num_partial_rows"]
         bufs["tmp_v"] = poison((rows, Hqo, D), "f32")
         bufs["tmp_s"] = poison((rows, Hqo), "f32")
@@ -282,7 +286,8 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                        lse_base="e" if opts.get("base_e") else 2, accumulate=False,
                        indptr="o_indptr")
         b.launch(mname, bufs)
-        note = f"work items {plan['num_work_items']} (pad {pad}) partial rows {rows}"
+        note = (f"work items {plan['num_work_items']} of {plan['padded_batch_size']} (pad {pad}) "
+                f"chunk {plan['kv_chunk_size_pages']} pages partial rows {rows}")
     else:
         b.launch(name, bufs)
     cp.cuda.runtime.deviceSynchronize()
@@ -295,12 +300,10 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
 
 
 def make_paged(rng, lens, ps, Hkv, D, dtype):
-    pages = [-(-int(L) // ps) for L in lens]
-    last = np.array([(int(L) - (n - 1) * ps) if n else 1 for L, n in zip(lens, pages)], np.int32)
+    pages, last, indptr = paged_layout(lens, ps)
     total = sum(pages)
     P = total + 3
     perm = rng.permutation(P)[:total].astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(pages)]).astype(np.int32)
     Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
     Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
     return pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp
@@ -316,20 +319,19 @@ def kv_bufs(layout, form, Kp_s, Vp_s):
     return dict(k_cache=dev(Kl), v_cache=dev(Vl))
 
 
-# Rows of grid slack given to every prefill launch (see run_prefill).
-ROW_SLACK = 37
-
-
 def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = q_s.shape[0]
+    Hkv = Kp_s.shape[2]
     bufs = dict(q=dev(q_s), qo_indptr=dev(qo_indptr), kv_indptr=dev(indptr),
                 kv_indices=dev(perm), kv_last_page_len=dev(last),
                 num_rows=rows, batch_size=len(last),
-                # A CUDA-graph plan's grid covers more rows than are real;
-                # the kernel must leave the rows past qo_indptr[-1] alone
-                # (o is sized to the real rows: memcheck sees any write).
-                row_capacity=rows + ROW_SLACK)
+                # A CUDA-graph plan's grid covers more rows than are real
+                # (ROW_SLACK more, plans.row_capacity); the kernel must leave
+                # the rows past qo_indptr[-1] alone (o is sized to the real
+                # rows: memcheck sees any write).
+                row_capacity=row_capacity(qo_indptr, indptr, last, ps=Kp_s.shape[1],
+                                          Hqo=Hqo, Hkv=Hkv, D=D))
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
     bufs["o"] = poison((rows, Hqo, D), dtype)
     bufs["lse"] = poison((rows, Hqo), "f32")
@@ -379,60 +381,34 @@ def merge2(o1, s1, o2, s2):
     return merge_ref(np.stack([o1, o2], -2), np.stack([s1, s2], -1))
 
 
-def request_lengths(rng, B, max_qo, max_len, decode):
-    if decode:
-        qo = np.ones(B, np.int64)
-        lens = rng.integers(1, max_len + 1, B)
-        lens[rng.random(B) < 0.15] = 0
-        lens[0] = 0
-        if B > 1:
-            lens[1] = max_len
-        return qo, lens
-    qo = rng.integers(1, max_qo + 1, B)
-    qo[rng.random(B) < 0.15] = 0
-    lens = np.maximum(rng.integers(1, max_len + 1, B), qo)
-    lens[0] = 0
-    qo[0] = 2  # queries with no keys at all
-    if B > 2:
-        lens[2] = 1
-        qo[2] = 3  # more queries than keys: causal rows that see nothing
-    if B > 3:
-        qo[3] = max_qo  # a long query run (several query tiles)
-        lens[3] = max(lens[3], max_qo)
-    return qo, lens
-
-
-def launch_level(b, name, merge_name, bufs, *, T, G, qo_lens, pages, ps, split, pad,
-                 decode, Hqo, D):
+def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps, split,
+                 pad, decode, Hqo, Hkv, D, dtype):
     """Launches an attention level (and its partial-state merge when split)
-    as the runtime does; returns a note."""
-    B = len(qo_lens)
-    rows = int(np.sum(qo_lens))
-    bufs.update(batch_size=B, num_rows=rows, row_capacity=rows + ROW_SLACK)
+    with the runtime's plan (plans.py), as the runtime does; returns a note."""
+    B = len(last)
+    rows = B if decode else int(qo_indptr[-1])
+    shape = dict(ps=ps, Hqo=Hqo, Hkv=Hkv, D=D)
+    bufs.update(batch_size=B, num_rows=rows,
+                row_capacity=rows if decode else row_capacity(qo_indptr, kv_indptr, last,
+                                                              **shape))
     if not split:
         b.launch(name, bufs)
         return ""
-    if decode:
-        plan = decode_plan(pages, ps, split, pad_to=None)
-        plan = decode_plan(pages, ps, split, pad_to=plan["num_work_items"] + pad)
-        chunk_tokens = plan["kv_chunk_size"]
-    else:
-        plan = prefill_plan(qo_lens, pages, G, T, split)
-        plan = prefill_plan(qo_lens, pages, G, T, split,
-                            pad_to=plan["num_work_items"] + pad)
-        chunk_tokens = split * ps
-        bufs["qo_tile_indices"] = dev(plan["qo_tile_indices"])
-        bufs["merge_indptr"] = dev(plan["merge_indptr"])
-    for key in ("request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask"):
-        bufs[key] = dev(plan[key])
-    bufs["kv_chunk_size"] = dev(np.array([chunk_tokens], np.int32))
-    bufs["padded_batch_size"] = plan["num_work_items"]
+    # The runtime's plan for a chunk of `split` pages (the prefill one in
+    # CUDA-graph mode for rows + ROW_SLACK rows), `pad` padded work items
+    # appended.
+    plan = split_plan(decode=decode, qo_indptr=qo_indptr, kv_indptr=kv_indptr, last=last,
+                      chunk_pages=split, qo_tile=T, pad=pad, dtype=dtype,
+                      max_num_rows=-1 if decode else rows + ROW_SLACK, **shape)
+    bufs.update(plan_buffers(plan))
     prow = max(1, plan["num_partial_rows"])
     bufs["tmp_v"] = poison((prow, Hqo, D), "f32")
     bufs["tmp_s"] = poison((prow, Hqo), "f32")
     b.launch(name, bufs)
     b.launch(merge_name, bufs)
-    return f"work items {plan['num_work_items']} (pad {pad}) partial rows {plan['num_partial_rows']}"
+    return (f"work items {plan['num_work_items']} of {plan['padded_batch_size']} (pad {pad}) "
+            f"chunk {plan['kv_chunk_size_pages']} pages partial rows "
+            f"{plan['num_partial_rows']}")
 
 
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
@@ -475,8 +451,9 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         bufs["lse"] = poison((rows, Hqo), "f32")
     if base_e:
         lse_ref = lse_ref * LN2
-    note = launch_level(b, name, merge_name, bufs, T=T, G=G, qo_lens=qo_lens, pages=pages,
-                        ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo, D=D)
+    note = launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr, kv_indptr=indptr,
+                        last=last, ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo,
+                        Hkv=Hkv, D=D, dtype=dtype)
     cp.cuda.runtime.deviceSynchronize()
     oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
@@ -490,6 +467,26 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     record(f"mma {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
                                                       if not accumulate else "")).strip())
+
+
+def cascade_ref(q64, keys, G):
+    """Float64 attention of each decode query q64[r] over the concatenation
+    of its levels' keys: keys[r] = [(K, V) of a level, [L, Hkv, D]]."""
+    B, Hqo, D = q64.shape
+    o_ref = np.zeros((B, Hqo, D))
+    lse_ref = np.full((B, Hqo), -np.inf)
+    for r in range(B):
+        K = np.concatenate([k for k, _ in keys[r]])
+        V = np.concatenate([v for _, v in keys[r]])
+        K = np.repeat(K, G, axis=1)
+        V = np.repeat(V, G, axis=1)
+        x = np.matmul(q64[r][:, None, :], K.transpose(1, 2, 0))[:, 0, :] / math.sqrt(D)
+        m = x.max(-1)
+        p = np.exp(x - m[:, None])
+        d = p.sum(-1)
+        o_ref[r] = np.matmul(p[:, None, :], V.transpose(1, 0, 2))[:, 0, :] / d[:, None]
+        lse_ref[r] = (m + np.log(d)) / LN2
+    return o_ref, lse_ref
 
 
 def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=16,
@@ -523,7 +520,6 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
     g0 = 0
     for li, (qo_indptr, ls) in enumerate(lv):
         ng = len(ls)
-        gp = pages[g0:g0 + ng]
         ip = (indptr[g0:g0 + ng + 1]).astype(np.int32)
         for g in range(ng):
             tok = []
@@ -558,25 +554,13 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
         if not decode:
             bufs["qo_indptr"] = dev(qo_indptr.astype(np.int32))
         T = b.kernels[name]["static"].get("qo_tile_size", 0)
-        launch_level(b, name, merge_name, bufs, T=T, G=G,
-                     qo_lens=np.diff(qo_indptr), pages=gp, ps=ps, split=split, pad=0,
-                     decode=decode, Hqo=Hqo, D=D)
+        launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr.astype(np.int32),
+                     kv_indptr=ip - ip[0], last=last[g0:g0 + ng], ps=ps, split=split, pad=0,
+                     decode=decode, Hqo=Hqo, Hkv=Hkv, D=D, dtype=dtype)
         launches += 2 if split else 1
         g0 += ng
     cp.cuda.runtime.deviceSynchronize()
-    o_ref = np.zeros((B, Hqo, D))
-    lse_ref = np.full((B, Hqo), -np.inf)
-    for r in range(B):
-        K = np.concatenate([k for k, _ in keys[r]])
-        V = np.concatenate([v for _, v in keys[r]])
-        K = np.repeat(K, G, axis=1)
-        V = np.repeat(V, G, axis=1)
-        x = np.matmul(q64[r][:, None, :], K.transpose(1, 2, 0))[:, 0, :] / math.sqrt(D)
-        m = x.max(-1)
-        p = np.exp(x - m[:, None])
-        d = p.sum(-1)
-        o_ref[r] = np.matmul(p[:, None, :], V.transpose(1, 0, 2))[:, 0, :] / d[:, None]
-        lse_ref[r] = (m + np.log(d)) / LN2
+    o_ref, lse_ref = cascade_ref(q64, keys, G)
     record(f"cascade {levels} levels fused prefix={prefix} B={B} Hqo/Hkv={Hqo}/{Hkv} D={D} "
            f"split={split_prefix}/{split_last}", dtype,
            from_storage(cp.asnumpy(o), dtype), o_ref, cp.asnumpy(lse), lse_ref, True,

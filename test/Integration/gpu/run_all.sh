@@ -1,6 +1,8 @@
 #!/bin/bash
 # Runs on the GPU machine from the repo root:
 #   bash test/Integration/gpu/run_all.sh BUNDLE_DIR [check|sanitize|bench|attention|all]
+# with the runtime's Python module (cascade_mlir) importable: PYTHONPATH
+# holds it and the repository root (test/Integration/run_h200.sh sets both).
 # Writes logs under $OUT (or ./out). With FlashInfer importable (for example
 # after `. .fi/env.sh`), the attention benchmark measures it in the same run.
 set -u
@@ -13,22 +15,22 @@ G=test/Integration/gpu
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
 rc=0
 if [[ $WHAT == all || $WHAT == check ]]; then
-  (cd $G && python3 check.py "../../../$B") 2>&1 | tee "$O/check.log" | tail -45
+  python3 $G/check.py "$B" 2>&1 | tee "$O/check.log" | tail -45
   rc=$((rc + ${PIPESTATUS[0]}))
 fi
 if [[ $WHAT == all || $WHAT == sanitize ]]; then
   for tool in memcheck racecheck; do
-    (cd $G && timeout 240 compute-sanitizer --tool $tool python3 check.py "../../../$B" --small) \
+    timeout 240 compute-sanitizer --tool $tool python3 $G/check.py "$B" --small \
       > "$O/sanitizer-$tool.log" 2>&1
     echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/sanitizer-$tool.log" | tail -1)"
     grep -E "^(PASS|FAIL)" "$O/sanitizer-$tool.log" | head -8
   done
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
-  python3 benchmarks/decode_merge/bench.py "$B" 2>&1 | tee "$O/bench.log" | tail -16
+  python3 -m benchmarks.decode_merge.bench "$B" 2>&1 | tee "$O/bench.log" | tail -16
 fi
 if [[ $WHAT == all || $WHAT == attention ]]; then
-  python3 benchmarks/attention/bench.py "$B" 2>&1 | tee "$O/attention.log" | tail -24
+  python3 -m benchmarks.attention.bench "$B" 2>&1 | tee "$O/attention.log" | tail -24
   rc=$((rc + ${PIPESTATUS[0]}))
 fi
 exit $rc

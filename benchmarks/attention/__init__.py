@@ -1,0 +1,1 @@
+"""benchmarks/attention (run as python3 -m benchmarks.attention.<script>)."""

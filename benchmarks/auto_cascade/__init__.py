@@ -1,0 +1,1 @@
+"""benchmarks/auto_cascade (run as python3 -m benchmarks.auto_cascade.<script>)."""

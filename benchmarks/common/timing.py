@@ -1,0 +1,122 @@
+"""The benchmark timer: device time of a callable, in microseconds.
+
+`cuda_time_us(fn)` calls fn `warmup` times, then `reps` times records a CUDA
+event, calls fn `inner` times back to back and records another event; it
+returns the median over the reps of the elapsed time divided by `inner`
+(per call, microseconds). The events are torch's or cupy's, recorded on
+`stream`: a torch.cuda.Stream, a cupy.cuda.Stream, or None for the legacy
+default stream (torch's events when torch is importable, else cupy's; both
+libraries launch there by default).
+
+`graph_time_us(launch)` captures `inner` calls of launch() (cupy launches on
+the capturing stream) in one CUDA graph and times its replay with
+cuda_time_us, per call: host launch overhead stays out of the number.
+"""
+import statistics
+
+
+def _is_cupy_stream(stream):
+    return type(stream).__module__.split(".")[0] == "cupy"
+
+
+class _TorchEvents:
+    def __init__(self, stream):
+        import torch
+        self.torch = torch
+        self.stream = stream
+
+    def record(self):
+        e = self.torch.cuda.Event(enable_timing=True)
+        if self.stream is None:
+            e.record()
+        else:
+            e.record(self.stream)
+        return e
+
+    def sync(self):
+        if self.stream is None:
+            self.torch.cuda.synchronize()
+        else:
+            self.stream.synchronize()
+
+    @staticmethod
+    def elapsed_us(a, z):
+        z.synchronize()
+        return a.elapsed_time(z) * 1e3
+
+
+class _CupyEvents:
+    def __init__(self, stream):
+        import cupy
+        self.cp = cupy
+        self.stream = stream
+
+    def record(self):
+        e = self.cp.cuda.Event()
+        e.record(self.stream)
+        return e
+
+    def sync(self):
+        if self.stream is None:
+            self.cp.cuda.runtime.deviceSynchronize()
+        else:
+            self.stream.synchronize()
+
+    def elapsed_us(self, a, z):
+        z.synchronize()
+        return self.cp.cuda.get_elapsed_time(a, z) * 1e3
+
+
+def _events(stream):
+    if stream is not None:
+        return _CupyEvents(stream) if _is_cupy_stream(stream) else _TorchEvents(stream)
+    try:
+        import torch  # noqa: F401 - only whether it imports
+        return _TorchEvents(None)
+    except ImportError:
+        return _CupyEvents(None)
+
+
+def cuda_time_us(fn, *, reps=20, warmup=3, inner=1, stream=None):
+    """Median over `reps` of the device time of `inner` back-to-back calls of
+    fn between two CUDA events on `stream`, per call, in microseconds."""
+    if reps < 1 or inner < 1 or warmup < 0:
+        raise ValueError("reps and inner must be >= 1, warmup >= 0")
+    ev = _events(stream)
+    for _ in range(warmup):
+        fn()
+    ev.sync()
+    ts = []
+    for _ in range(reps):
+        a = ev.record()
+        for _ in range(inner):
+            fn()
+        z = ev.record()
+        ts.append(ev.elapsed_us(a, z) / inner)
+    return float(statistics.median(ts))
+
+
+def graph_time_us(launch, *, inner=10, reps=20, warmup=1):
+    """Per-call device time (us) of `launch()` (cupy launches on the current
+    stream), `inner` calls captured in a CUDA graph on a fresh stream and the
+    graph replayed with cuda_time_us. If capture fails, the plain launches
+    are timed instead (and a line says so)."""
+    import cupy as cp
+    # Inputs may have been written on the default stream: make them visible.
+    cp.cuda.runtime.deviceSynchronize()
+    st = cp.cuda.Stream(non_blocking=True)
+    with st:
+        launch()
+        st.synchronize()
+        try:
+            st.begin_capture()
+            for _ in range(inner):
+                launch()
+            g = st.end_capture()
+            return cuda_time_us(lambda: g.launch(st), reps=reps, warmup=warmup,
+                                stream=st) / inner
+        except Exception as ex:  # noqa: BLE001 - fall back, but say so
+            if st.is_capturing():
+                st.end_capture()
+            print(f"(graph capture failed: {ex}; timing plain launches)", flush=True)
+            return cuda_time_us(launch, reps=reps, warmup=warmup, inner=inner, stream=st)

@@ -1,0 +1,1 @@
+"""benchmarks/decode_merge (run as python3 -m benchmarks.decode_merge.<script>)."""

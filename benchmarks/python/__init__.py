@@ -1,0 +1,1 @@
+"""benchmarks/python (run as python3 -m benchmarks.python.<script>)."""

@@ -1,0 +1,197 @@
+//===- AttentionConfig.h - The static attention configuration ---*- C++ -*-===//
+//
+// What an attention kernel is specialised on, besides the kernel kind
+// (decode or prefill, causal, accumulating, split) and the tuning
+// (#cascade.kernel_config): dtypes of q, KV and the output (separate), the
+// KV scaling, head counts, head_dim, page size, KV layout and form, and the
+// score options (docs/semantics.md). One type for the compiler's Python
+// builders, the Python bindings' run() checks and the runtime's plan inputs;
+// the Python package's `AttentionConfig` dataclass is its mirror, and
+// `key()` spells it as the package's bundle keys do (docs/python.md).
+// Header-only, no MLIR, C++17.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_CONTRACT_ATTENTIONCONFIG_H
+#define CASCADE_CONTRACT_ATTENTIONCONFIG_H
+
+#include "cascade/Contract/BundleContract.h"
+#include "cascade/Contract/DType.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace cascade::contract {
+
+enum class KvLayout { NHD, HND };
+/// A 5-D page pool [pages, 2, ...] or a (k, v) pair of 4-D pools.
+enum class KvForm { Pool, Pair };
+enum class PosEncoding { None, RopeLlama, ALiBi };
+enum class LseBase { Base2, BaseE };
+/// How KV values are scaled: not at all (f16/bf16 KV), or by one scale per
+/// tensor (fp8 KV; reserved, no kernel reads it yet).
+enum class KvScale { None, PerTensor };
+
+// Names, as the manifest's statics and the configuration dict spell them.
+constexpr const char *kvLayoutName(KvLayout l) {
+  return l == KvLayout::HND ? "hnd" : "nhd";
+}
+constexpr const char *kvFormName(KvForm f) {
+  return f == KvForm::Pair ? "pair" : "pool";
+}
+constexpr const char *posEncodingName(PosEncoding p) {
+  return p == PosEncoding::RopeLlama ? "rope_llama"
+         : p == PosEncoding::ALiBi   ? "alibi"
+                                     : "none";
+}
+constexpr const char *lseBaseName(LseBase b) {
+  return b == LseBase::BaseE ? "e" : "2";
+}
+constexpr const char *kvScaleName(KvScale s) {
+  return s == KvScale::PerTensor ? "per_tensor" : "none";
+}
+
+constexpr bool parseKvLayout(std::string_view s, KvLayout &out) {
+  if (s == "nhd" || s == "NHD")
+    return out = KvLayout::NHD, true;
+  if (s == "hnd" || s == "HND")
+    return out = KvLayout::HND, true;
+  return false;
+}
+constexpr bool parseKvForm(std::string_view s, KvForm &out) {
+  if (s == "pool")
+    return out = KvForm::Pool, true;
+  if (s == "pair")
+    return out = KvForm::Pair, true;
+  return false;
+}
+constexpr bool parsePosEncoding(std::string_view s, PosEncoding &out) {
+  if (s == "none" || s == "NONE")
+    return out = PosEncoding::None, true;
+  if (s == "rope_llama" || s == "ROPE_LLAMA")
+    return out = PosEncoding::RopeLlama, true;
+  if (s == "alibi" || s == "ALIBI")
+    return out = PosEncoding::ALiBi, true;
+  return false;
+}
+constexpr bool parseLseBase(std::string_view s, LseBase &out) {
+  if (s == "2" || s == "base2")
+    return out = LseBase::Base2, true;
+  if (s == "e" || s == "base_e")
+    return out = LseBase::BaseE, true;
+  return false;
+}
+constexpr bool parseKvScale(std::string_view s, KvScale &out) {
+  if (s == "none")
+    return out = KvScale::None, true;
+  if (s == "per_tensor")
+    return out = KvScale::PerTensor, true;
+  return false;
+}
+
+/// The static configuration of an attention call.
+struct AttentionConfig {
+  DType qType = DType::F16, kvType = DType::F16, oType = DType::F16;
+  KvScale kvScale = KvScale::None;
+  int64_t numQoHeads = 32, numKvHeads = 8, headDim = 128, pageSize = 16;
+  KvLayout layout = KvLayout::NHD;
+  KvForm form = KvForm::Pool;
+  /// Absent: 1 / sqrt(head_dim).
+  std::optional<float> smScale;
+  float logitsSoftCap = 0.f, ropeScale = 1.f, ropeTheta = 1e4f;
+  int64_t windowLeft = -1;
+  PosEncoding pos = PosEncoding::None;
+  LseBase lseBase = LseBase::Base2;
+
+  int64_t groupSize() const {
+    return numKvHeads > 0 ? numQoHeads / numKvHeads : 0;
+  }
+  float effectiveSmScale() const {
+    return smScale ? *smScale : float(1.0 / std::sqrt(double(headDim)));
+  }
+
+  /// Field by field; floats compare by their bits (so a NaN option equals
+  /// itself and -0 differs from 0, as the kernel names do).
+  bool operator==(const AttentionConfig &o) const {
+    return qType == o.qType && kvType == o.kvType && oType == o.oType &&
+           kvScale == o.kvScale && numQoHeads == o.numQoHeads &&
+           numKvHeads == o.numKvHeads && headDim == o.headDim &&
+           pageSize == o.pageSize && layout == o.layout && form == o.form &&
+           smScale.has_value() == o.smScale.has_value() &&
+           (!smScale || bits(*smScale) == bits(*o.smScale)) &&
+           bits(logitsSoftCap) == bits(o.logitsSoftCap) &&
+           bits(ropeScale) == bits(o.ropeScale) &&
+           bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
+           pos == o.pos && lseBase == o.lseBase;
+  }
+  bool operator!=(const AttentionConfig &o) const { return !(*this == o); }
+
+  /// The first thing wrong with the configuration, "" if nothing is.
+  std::string validate() const {
+    if (numQoHeads <= 0 || numKvHeads <= 0 || headDim <= 0 || pageSize <= 0)
+      return "head_dim, num_qo_heads, num_kv_heads and page_size must be "
+             "positive";
+    if (windowLeft < -1)
+      return "window_left must be >= -1, got " + std::to_string(windowLeft);
+    if (!(logitsSoftCap >= 0.f))
+      return "logits_soft_cap must be >= 0";
+    if (smScale && !(*smScale > 0.f))
+      return "sm_scale must be positive";
+    return "";
+  }
+
+  /// The configuration's part of a kernel bundle key, as the Python package
+  /// spells it (`<q>-<kv>.d<D>.h<Hqo>x<Hkv>.p<page>.<layout>.<form>`, then
+  /// the options that differ from their defaults, floats as their IEEE bits
+  /// in hex): `f16-f16.d128.h32x8.p16.nhd.pool`.
+  std::string key() const {
+    std::string s =
+        std::string(dtypeName(qType)) + "-" + dtypeName(kvType) + ".d" +
+        std::to_string(headDim) + ".h" + std::to_string(numQoHeads) + "x" +
+        std::to_string(numKvHeads) + ".p" + std::to_string(pageSize) + "." +
+        kvLayoutName(layout) + "." + kvFormName(form);
+    if (smScale && bits(*smScale) != bits(effectiveDefaultScale()))
+      s += ".sm" + hex(*smScale);
+    if (logitsSoftCap != 0.f)
+      s += ".cap" + hex(logitsSoftCap);
+    if (windowLeft >= 0)
+      s += ".win" + std::to_string(windowLeft);
+    if (pos == PosEncoding::RopeLlama)
+      s += ".rope" + hex(ropeScale) + "x" + hex(ropeTheta);
+    if (pos == PosEncoding::ALiBi)
+      s += ".alibi";
+    if (oType != qType)
+      s += std::string(".o") + dtypeName(oType);
+    if (kvScale != KvScale::None)
+      s += std::string(".kvscale_") + kvScaleName(kvScale);
+    if (lseBase == LseBase::BaseE)
+      s += ".lsee";
+    return s;
+  }
+
+private:
+  static uint32_t bits(float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, sizeof u);
+    return u;
+  }
+  static std::string hex(float f) {
+    static const char digits[] = "0123456789abcdef";
+    uint32_t u = bits(f);
+    std::string s(8, '0');
+    for (int i = 7; i >= 0; --i, u >>= 4)
+      s[i] = digits[u & 0xf];
+    return s;
+  }
+  float effectiveDefaultScale() const {
+    return float(1.0 / std::sqrt(double(headDim)));
+  }
+};
+
+} // namespace cascade::contract
+
+#endif // CASCADE_CONTRACT_ATTENTIONCONFIG_H

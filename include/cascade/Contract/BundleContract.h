@@ -1,0 +1,180 @@
+//===- BundleContract.h - Names shared by compiler and runtime --*- C++ -*-===//
+//
+// The names a kernel bundle (docs/kernel-bundle.md) and a plan
+// (docs/plan-schema.md) are written and read with: manifest keys, kernel op
+// names, the keys of a kernel's "static" object, plan arrays and plan
+// scalars. The compiler writes them, the runtime and the Python package read
+// them; each is spelled here once. Header-only, no MLIR, C++17.
+//
+// The namespace is ::cascade::contract: a compiler file that says `using
+// namespace mlir;` and includes this qualifies its own definitions as
+// mlir::cascade::... (a bare cascade:: would be ambiguous).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_CONTRACT_BUNDLECONTRACT_H
+#define CASCADE_CONTRACT_BUNDLECONTRACT_H
+
+#include <cstdint>
+
+namespace cascade::contract {
+
+/// manifest.json: the document and each kernel entry.
+namespace manifest {
+inline constexpr char kFileName[] = "manifest.json";
+inline constexpr char kPtxFileName[] = "kernels.ptx";
+inline constexpr char kFormatName[] = "cascade-kernel-bundle";
+inline constexpr int64_t kVersion = 1;
+
+// Top-level keys.
+inline constexpr char kFormat[] = "format";
+inline constexpr char kVersionKey[] = "version";
+inline constexpr char kTarget[] = "target";
+inline constexpr char kChip[] = "chip";
+inline constexpr char kFeatures[] = "features";
+inline constexpr char kKernels[] = "kernels";
+
+// Keys of one kernel.
+inline constexpr char kName[] = "name";
+inline constexpr char kPtx[] = "ptx";
+inline constexpr char kOp[] = "op";
+inline constexpr char kBlock[] = "block";
+inline constexpr char kGrid[] = "grid";
+inline constexpr char kDynamicSharedBytes[] = "dynamic_shared_bytes";
+inline constexpr char kStatic[] = "static";
+inline constexpr char kParams[] = "params";
+inline constexpr char kPlanArrays[] = "plan_arrays";
+inline constexpr const char *kKernelKeys[] = {
+    kName,   kPtx,    kOp,        kBlock, kGrid, kDynamicSharedBytes,
+    kStatic, kParams, kPlanArrays};
+
+// Keys of one parameter ("name" as above) and the parameter kinds.
+inline constexpr char kKind[] = "kind";
+inline constexpr char kDType[] = "dtype";
+inline constexpr char kKindMemref[] = "memref";
+inline constexpr char kKindPtr[] = "ptr";
+inline constexpr char kKindI32[] = "i32";
+inline constexpr char kKindI64[] = "i64";
+inline constexpr char kKindF32[] = "f32";
+
+// Keys of a computed grid entry.
+inline constexpr char kGridParam[] = "param";
+inline constexpr char kGridDiv[] = "div";
+inline constexpr char kGridMul[] = "mul";
+inline constexpr char kGridAdd[] = "add";
+inline constexpr const char *kGridKeys[] = {kGridParam, kGridDiv, kGridMul,
+                                            kGridAdd};
+} // namespace manifest
+
+/// The "op" of a kernel: what it computes, which the runtime binds it for.
+namespace op {
+inline constexpr char kMergeState[] = "merge_state";
+inline constexpr char kMergeStateInPlace[] = "merge_state_in_place";
+inline constexpr char kMergeStates[] = "merge_states";
+inline constexpr char kMergeStatesIndptr[] = "merge_states_indptr";
+inline constexpr char kDecode[] = "decode";
+inline constexpr char kDecodeSplit[] = "decode_split";
+inline constexpr char kPrefill[] = "prefill";
+inline constexpr char kPrefillSplit[] = "prefill_split";
+inline constexpr const char *kAll[] = {
+    kMergeState, kMergeStateInPlace, kMergeStates, kMergeStatesIndptr,
+    kDecode,     kDecodeSplit,       kPrefill,     kPrefillSplit};
+} // namespace op
+
+/// Keys of a kernel's "static" object (what it was specialised on). The
+/// attention configuration (AttentionConfig.h) uses the same names.
+namespace key {
+inline constexpr char kHeadDim[] = "head_dim";
+inline constexpr char kNumQoHeads[] = "num_qo_heads";
+inline constexpr char kNumKvHeads[] = "num_kv_heads";
+inline constexpr char kGqaGroupSize[] = "gqa_group_size";
+inline constexpr char kPageSize[] = "page_size";
+inline constexpr char kKvLayout[] = "kv_layout"; ///< "nhd" / "hnd"
+inline constexpr char kLayout[] = "layout";      ///< "NHD" / "HND"
+inline constexpr char kKvForm[] = "kv_form";     ///< "pool" / "pair"
+inline constexpr char kQDType[] = "q_dtype";
+inline constexpr char kKvDType[] = "kv_dtype";
+inline constexpr char kODType[] = "o_dtype";
+inline constexpr char kVDType[] = "v_dtype";
+inline constexpr char kKvScale[] = "kv_scale"; ///< "none" / "per_tensor"
+inline constexpr char kCausal[] = "causal";
+inline constexpr char kSmScale[] = "sm_scale";
+inline constexpr char kLogitsSoftCap[] = "logits_soft_cap";
+inline constexpr char kWindowLeft[] = "window_left";
+inline constexpr char kPosEncoding[] = "pos_encoding";
+inline constexpr char kRopeScale[] = "rope_scale";
+inline constexpr char kRopeTheta[] = "rope_theta";
+inline constexpr char kLseBase[] = "lse_base"; ///< 2 or "e"
+inline constexpr char kTileTokens[] = "tile_tokens";
+inline constexpr char kStages[] = "stages";
+inline constexpr char kKernelFamily[] = "kernel_family";
+inline constexpr char kAccumulate[] = "accumulate";
+inline constexpr char kQoTileSize[] = "qo_tile_size";
+inline constexpr char kMask[] = "mask";     ///< "none" or the mask dtype
+inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
+} // namespace key
+
+/// Values of the "kernel_family" static.
+namespace family {
+inline constexpr char kMmaSync[] = "mma_sync";
+inline constexpr char kRows[] = "rows";
+inline constexpr char kMerge[] = "merge";
+} // namespace family
+
+/// Plans: the caller's index arrays, the plan's arrays (int workspace
+/// sections and kernel parameters of the same name), the partial states of
+/// split-KV, and the plan's scalars (Plan::scalar, kernel scalars and grid
+/// parameters).
+namespace plan {
+// The caller's index arrays.
+inline constexpr char kQoIndptr[] = "qo_indptr";
+inline constexpr char kKvIndptr[] = "kv_indptr";
+inline constexpr char kKvIndices[] = "kv_indices";
+inline constexpr char kKvLastPageLen[] = "kv_last_page_len";
+
+// The plan's arrays.
+inline constexpr char kRequestIndices[] = "request_indices";
+inline constexpr char kKvTileIndices[] = "kv_tile_indices";
+inline constexpr char kQoTileIndices[] = "qo_tile_indices";
+inline constexpr char kOIndptr[] = "o_indptr";
+inline constexpr char kMergeIndptr[] = "merge_indptr";
+inline constexpr char kBlockValidMask[] = "block_valid_mask";
+/// A scalar that is also a one-element device array (read by the kernels
+/// so that a captured CUDA graph stays right after a replan).
+inline constexpr char kKvChunkSize[] = "kv_chunk_size";
+// Partial states of split-KV (float workspace).
+inline constexpr char kTmpV[] = "tmp_v";
+inline constexpr char kTmpS[] = "tmp_s";
+
+// Scalars.
+inline constexpr char kBatchSize[] = "batch_size";
+inline constexpr char kNumRows[] = "num_rows";
+inline constexpr char kRowCapacity[] = "row_capacity";
+inline constexpr char kSplitKv[] = "split_kv";
+inline constexpr char kPaddedBatchSize[] = "padded_batch_size";
+inline constexpr char kNumWorkItems[] = "num_work_items";
+inline constexpr char kKvChunkSizePages[] = "kv_chunk_size_pages";
+inline constexpr char kNumPartialRows[] = "num_partial_rows";
+inline constexpr char kPartialRowsCapacity[] = "partial_rows_capacity";
+/// The integer scalars of a plan, in the order plans are printed
+/// (docs/plan-schema.md); split_kv is a boolean beside them.
+inline constexpr const char *kIntScalars[] = {
+    kBatchSize,       kNumRows,        kRowCapacity,        key::kNumQoHeads,
+    key::kNumKvHeads, key::kHeadDim,   key::kPageSize,      key::kGqaGroupSize,
+    kPaddedBatchSize, kNumWorkItems,   kKvChunkSize,        kKvChunkSizePages,
+    key::kQoTileSize, kNumPartialRows, kPartialRowsCapacity};
+} // namespace plan
+
+/// Kernel parameters the caller's tensors bind to.
+namespace param {
+inline constexpr char kQ[] = "q";
+inline constexpr char kKvCache[] = "kv_cache";
+inline constexpr char kKCache[] = "k_cache";
+inline constexpr char kVCache[] = "v_cache";
+inline constexpr char kO[] = "o";
+inline constexpr char kLse[] = "lse";
+} // namespace param
+
+} // namespace cascade::contract
+
+#endif // CASCADE_CONTRACT_BUNDLECONTRACT_H

@@ -1,0 +1,302 @@
+"""The static attention configuration: one frozen dataclass.
+
+Everything an attention kernel is specialised on besides the kind of level
+(decode or prefill, causal, accumulating; `kernels.Group`): the dtypes of q,
+KV and the output (separate), the KV scaling, head counts, head_dim, page
+size, KV layout and form, and the score options. It is the Python mirror of
+the C++ `cascade::contract::AttentionConfig` (include/cascade/Contract):
+`as_dict()` is what crosses into C++ (the compiler's IR builders, the GPU
+program's signature), `key()` spells the configuration's part of a kernel
+bundle key, and `ir()` builds the cascade IR of one call.
+
+Values are normalised on construction, so that equal kernels get equal
+configurations (and keys): dtypes as the contract names them ('float16',
+torch.float16 -> 'f16'), layouts lower-case, floats rounded to float32 (what
+the kernels see), the default sm_scale as None, RoPE parameters reset
+without RoPE.
+"""
+
+import struct
+from dataclasses import KW_ONLY, dataclass, replace
+from typing import Any, Dict, Optional
+
+__all__ = ["AttentionConfig", "dtype_code", "DTYPES", "KV_LAYOUTS", "KV_FORMS",
+           "POS_ENCODINGS", "KV_SCALES"]
+
+#: Element type names of the bundle contract (cascade/Contract/DType.h)
+#: that q, KV and outputs may have today, and their numpy/torch spellings.
+DTYPES = ("f16", "bf16", "f32")
+_DTYPE_NAMES: Dict[str, str] = {
+    "float16": "f16", "half": "f16", "f16": "f16", "torch.float16": "f16",
+    "bfloat16": "bf16", "bf16": "bf16", "torch.bfloat16": "bf16",
+    "float32": "f32", "f32": "f32", "torch.float32": "f32", "float": "f32",
+}
+KV_LAYOUTS = ("nhd", "hnd")
+KV_FORMS = ("pool", "pair")
+POS_ENCODINGS = ("none", "rope_llama", "alibi")
+#: How KV is scaled: not at all, or one scale per tensor (fp8 KV, to come).
+KV_SCALES = ("none", "per_tensor")
+LSE_BASES = ("2", "e")
+_POS_NAMES: Dict[str, str] = {"NONE": "none", "ROPE_LLAMA": "rope_llama",
+                              "ALIBI": "alibi", "none": "none",
+                              "rope_llama": "rope_llama", "alibi": "alibi"}
+
+
+def dtype_code(dtype: Any, name: str = "dtype", allow_f32: bool = False) -> str:
+    """'float16' / torch.float16 / 'f16' -> 'f16' (and bf16, f32 where
+    allowed); ValueError naming the argument otherwise."""
+    code = _DTYPE_NAMES.get(str(dtype))
+    if code is None or (code == "f32" and not allow_f32):
+        allowed = "float16, bfloat16 or float32" if allow_f32 else "float16 or bfloat16"
+        raise ValueError(f"{name} must be {allowed}, got {dtype!r}")
+    return code
+
+
+def f32(x: float) -> float:
+    """`x` rounded to float32 (what the kernels compute with)."""
+    return float(struct.unpack(">f", struct.pack(">f", float(x)))[0])
+
+
+def f32_bits(x: float) -> str:
+    """The IEEE bits of float32 `x`, 8 hex digits (as keys spell floats)."""
+    return struct.pack(">f", float(x)).hex()
+
+
+def f32_from_bits(h: str) -> float:
+    return float(struct.unpack(">f", bytes.fromhex(h))[0])
+
+
+def _positive_int(name: str, v: Any) -> int:
+    if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
+        raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return int(v)
+
+
+def _choice(name: str, v: Any, choices: tuple) -> str:
+    s = str(v).lower()
+    if s not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
+    return s
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """The static configuration of an attention call (docs/python.md)."""
+
+    num_qo_heads: int = 32
+    num_kv_heads: int = 8
+    head_dim: int = 128
+    page_size: int = 16
+    _: KW_ONLY
+    q_dtype: str = "f16"
+    #: None: q's dtype.
+    kv_dtype: Optional[str] = None
+    #: None: q's dtype.
+    o_dtype: Optional[str] = None
+    kv_scale: str = "none"
+    kv_layout: str = "nhd"
+    kv_form: str = "pool"
+    #: None: 1 / sqrt(head_dim).
+    sm_scale: Optional[float] = None
+    logits_soft_cap: float = 0.0
+    window_left: int = -1
+    pos_encoding: str = "none"
+    rope_scale: float = 1.0
+    rope_theta: float = 1e4
+    lse_base: str = "2"
+
+    def __post_init__(self) -> None:
+        put = object.__setattr__
+        for name in ("num_qo_heads", "num_kv_heads", "head_dim", "page_size"):
+            put(self, name, _positive_int(name, getattr(self, name)))
+        if self.num_qo_heads % self.num_kv_heads:
+            raise ValueError(f"num_qo_heads ({self.num_qo_heads}) must be a multiple of "
+                             f"num_kv_heads ({self.num_kv_heads})")
+        if self.head_dim % 8:
+            raise ValueError(f"head_dim must be a multiple of 8, got {self.head_dim}")
+        q = dtype_code(self.q_dtype, "q_data_type")
+        put(self, "q_dtype", q)
+        put(self, "kv_dtype", dtype_code(q if self.kv_dtype is None else self.kv_dtype,
+                                         "kv_data_type"))
+        put(self, "o_dtype", dtype_code(q if self.o_dtype is None else self.o_dtype,
+                                        "o_data_type", allow_f32=True))
+        put(self, "kv_scale", _choice("kv_scale", self.kv_scale, KV_SCALES))
+        put(self, "kv_layout", _choice("kv_layout", self.kv_layout, KV_LAYOUTS))
+        put(self, "kv_form", _choice("kv_form", self.kv_form, KV_FORMS))
+        pos = _POS_NAMES.get(str(self.pos_encoding))
+        if pos is None:
+            raise ValueError("pos_encoding_mode must be NONE, ROPE_LLAMA or ALIBI, "
+                             f"got {self.pos_encoding!r}")
+        put(self, "pos_encoding", pos)
+        put(self, "lse_base", _choice("lse_base", self.lse_base, LSE_BASES))
+        if self.sm_scale is not None:
+            scale = f32(self.sm_scale)
+            if not scale > 0:
+                raise ValueError(f"sm_scale must be positive, got {self.sm_scale!r}")
+            # The default is no option: one kernel, one key.
+            put(self, "sm_scale", None if scale == f32(self.head_dim ** -0.5) else scale)
+        cap = f32(self.logits_soft_cap or 0.0)
+        if not cap >= 0:
+            raise ValueError(f"logits_soft_cap must be >= 0, got {self.logits_soft_cap}")
+        put(self, "logits_soft_cap", cap)
+        if isinstance(self.window_left, bool) or int(self.window_left) < -1:
+            raise ValueError(f"window_left must be an int >= -1, got {self.window_left!r}")
+        put(self, "window_left", int(self.window_left))
+        rs = f32(1.0 if self.rope_scale is None else self.rope_scale)
+        rt = f32(1e4 if self.rope_theta is None else self.rope_theta)
+        if pos != "rope_llama":
+            rs, rt = 1.0, 1e4
+        put(self, "rope_scale", rs)
+        put(self, "rope_theta", rt)
+
+    @classmethod
+    def make(cls, *, q_dtype: Any = "float16", kv_dtype: Any = None,
+             o_dtype: Any = None, head_dim: int, num_qo_heads: int,
+             num_kv_heads: int, page_size: int, kv_layout: str = "NHD",
+             kv_form: str = "pool", sm_scale: Optional[float] = None,
+             logits_soft_cap: Optional[float] = None, window_left: int = -1,
+             pos_encoding_mode: str = "NONE", rope_scale: Optional[float] = None,
+             rope_theta: Optional[float] = None) -> "AttentionConfig":
+        """From FlashInfer's plan() arguments (its names and None defaults)."""
+        return cls(num_qo_heads, num_kv_heads, head_dim, page_size,
+                   q_dtype=q_dtype, kv_dtype=kv_dtype, o_dtype=o_dtype,
+                   kv_layout=kv_layout, kv_form=kv_form, sm_scale=sm_scale,
+                   logits_soft_cap=logits_soft_cap or 0.0, window_left=window_left,
+                   pos_encoding=pos_encoding_mode,
+                   rope_scale=1.0 if rope_scale is None else rope_scale,
+                   rope_theta=1e4 if rope_theta is None else rope_theta)
+
+    @property
+    def group_size(self) -> int:
+        return self.num_qo_heads // self.num_kv_heads
+
+    @property
+    def effective_sm_scale(self) -> float:
+        return self.sm_scale if self.sm_scale is not None else f32(self.head_dim ** -0.5)
+
+    def with_form(self, form: str) -> "AttentionConfig":
+        return replace(self, kv_form=form)
+
+    def key(self) -> str:
+        """The configuration's part of a bundle key
+        (`f16-f16.d128.h32x8.p16.nhd.pool`, then the options that differ
+        from their defaults, floats as float32 bits); kernels.attention_key
+        puts the group in front. cascade::contract::AttentionConfig::key()
+        spells the same."""
+        parts = [f"{self.q_dtype}-{self.kv_dtype}", f"d{self.head_dim}",
+                 f"h{self.num_qo_heads}x{self.num_kv_heads}", f"p{self.page_size}",
+                 self.kv_layout, self.kv_form]
+        if self.sm_scale is not None:
+            parts.append("sm" + f32_bits(self.sm_scale))
+        if self.logits_soft_cap:
+            parts.append("cap" + f32_bits(self.logits_soft_cap))
+        if self.window_left >= 0:
+            parts.append(f"win{self.window_left}")
+        if self.pos_encoding == "rope_llama":
+            parts.append(f"rope{f32_bits(self.rope_scale)}x{f32_bits(self.rope_theta)}")
+        if self.pos_encoding == "alibi":
+            parts.append("alibi")
+        if self.o_dtype != self.q_dtype:
+            parts.append(f"o{self.o_dtype}")
+        if self.kv_scale != "none":
+            parts.append(f"kvscale_{self.kv_scale}")
+        if self.lse_base == "e":
+            parts.append("lsee")
+        return ".".join(parts)
+
+    @classmethod
+    def from_key(cls, key: str) -> "AttentionConfig":
+        """The inverse of key(); ValueError for anything else."""
+        parts = key.split(".")
+        try:
+            q, kv = parts[0].split("-")
+            hq, hkv = parts[2][1:].split("x")
+            if parts[1][0] != "d" or parts[2][0] != "h" or parts[3][0] != "p":
+                raise ValueError
+            fields: Dict[str, Any] = dict(
+                q_dtype=dtype_code(q), kv_dtype=dtype_code(kv), kv_layout=parts[4],
+                kv_form=parts[5])
+            if parts[4] not in KV_LAYOUTS or parts[5] not in KV_FORMS:
+                raise ValueError
+            for p in parts[6:]:
+                if p.startswith("sm"):
+                    fields["sm_scale"] = f32_from_bits(p[2:])
+                elif p.startswith("cap"):
+                    fields["logits_soft_cap"] = f32_from_bits(p[3:])
+                elif p.startswith("win"):
+                    fields["window_left"] = int(p[3:])
+                elif p.startswith("rope"):
+                    s, t = p[4:].split("x")
+                    fields.update(pos_encoding="rope_llama", rope_scale=f32_from_bits(s),
+                                  rope_theta=f32_from_bits(t))
+                elif p == "alibi":
+                    fields["pos_encoding"] = "alibi"
+                elif p.startswith("kvscale_"):
+                    fields["kv_scale"] = p[len("kvscale_"):]
+                elif p == "lsee":
+                    fields["lse_base"] = "e"
+                elif p.startswith("o"):
+                    fields["o_dtype"] = dtype_code(p[1:], allow_f32=True)
+                else:
+                    raise ValueError
+            cfg = cls(int(hq), int(hkv), int(parts[1][1:]), int(parts[3][1:]), **fields)
+        except (ValueError, IndexError, TypeError):
+            raise ValueError(f"{key!r} is not an attention configuration key")
+        if cfg.key() != key:
+            raise ValueError(f"{key!r} is not an attention configuration key (not "
+                             f"normalised: {cfg.key()!r})")
+        return cfg
+
+    def as_dict(self) -> Dict[str, Any]:
+        """The configuration as C++ takes it (cascade_mlir.compiler's
+        builders, the GPU program's signature): the contract's key names,
+        every field present."""
+        return {
+            "q_dtype": self.q_dtype, "kv_dtype": self.kv_dtype, "o_dtype": self.o_dtype,
+            "kv_scale": self.kv_scale, "head_dim": self.head_dim,
+            "num_qo_heads": self.num_qo_heads, "num_kv_heads": self.num_kv_heads,
+            "page_size": self.page_size, "kv_layout": self.kv_layout,
+            "kv_form": self.kv_form, "sm_scale": self.sm_scale,
+            "logits_soft_cap": self.logits_soft_cap, "window_left": self.window_left,
+            "pos_encoding": self.pos_encoding, "rope_scale": self.rope_scale,
+            "rope_theta": self.rope_theta, "lse_base": self.lse_base,
+        }
+
+    def describe(self) -> str:
+        """A readable one-line summary (for messages)."""
+        parts = [f"q={self.q_dtype}", f"kv={self.kv_dtype}",
+                 f"head_dim={self.head_dim}",
+                 f"heads={self.num_qo_heads}/{self.num_kv_heads}",
+                 f"page_size={self.page_size}", f"layout={self.kv_layout.upper()}",
+                 f"kv_form={self.kv_form}"]
+        if self.o_dtype != self.q_dtype:
+            parts.append(f"o={self.o_dtype}")
+        if self.kv_scale != "none":
+            parts.append(f"kv_scale={self.kv_scale}")
+        if self.sm_scale is not None:
+            parts.append(f"sm_scale={self.sm_scale!r}")
+        if self.logits_soft_cap:
+            parts.append(f"logits_soft_cap={self.logits_soft_cap!r}")
+        if self.window_left >= 0:
+            parts.append(f"window_left={self.window_left}")
+        if self.pos_encoding != "none":
+            parts.append(f"pos_encoding={self.pos_encoding}")
+        if self.pos_encoding == "rope_llama":
+            parts.append(f"rope_scale={self.rope_scale!r} rope_theta={self.rope_theta!r}")
+        if self.lse_base == "e":
+            parts.append("lse_base=e")
+        return " ".join(parts)
+
+    def types(self) -> "tuple[str, str, str]":
+        """(q, paged KV pool, lse) tensor types, as printed in the IR."""
+        h, hkv, d, p = self.num_qo_heads, self.num_kv_heads, self.head_dim, self.page_size
+        kv = self.kv_dtype
+        pool = f"tensor<?x2x{p}x{hkv}x{d}x{kv}>" if self.kv_layout == "nhd" \
+            else f"tensor<?x2x{hkv}x{p}x{d}x{kv}>"
+        return f"tensor<?x{h}x{d}x{self.q_dtype}>", pool, f"tensor<?x{h}xf32>"
+
+    def ir(self, decode: bool = True, causal: bool = False, name: str = "attention") -> str:
+        """The cascade IR of one call (cascade_mlir.ir.decode / prefill)."""
+        from . import ir
+        return ir.decode(self, name=name) if decode else \
+            ir.prefill(self, name=name, causal=causal)

@@ -1,0 +1,262 @@
+"""The float64 GPU check (test/Integration/gpu/check.py) plans through the
+runtime (cascade_mlir._runtime): every case's plans are made here, on the CPU.
+
+check.py runs with cupy replaced by numpy and a stand-in kernel bundle whose
+launches record their parameters instead of running; the references are
+skipped. Every split launch must get a runtime plan whose arrays agree with
+its scalars, with the chunk the case asks for (or a smaller one giving each
+request as many chunks), and every prefill launch the grid slack of a
+CUDA-graph plan.
+"""
+import importlib
+import os
+import sys
+import types
+
+import numpy as np
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+GPU_CHECK = os.path.join(ROOT, "test", "Integration", "gpu")
+
+
+def numpy_cupy():
+    """A module standing in for cupy: device arrays are numpy arrays."""
+    cp = types.ModuleType("cupy")
+    for name in ("asarray", "zeros", "full", "empty", "float16", "float32", "uint16",
+                 "uint8", "int32"):
+        setattr(cp, name, getattr(np, name))
+    cp.asnumpy = np.asarray
+    cp.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+    return cp
+
+
+class RecordingBundle:
+    """A bundle whose kernels exist for any static configuration (query tile
+    64 for the tensor-core family) and whose launches are recorded."""
+
+    def __init__(self, path):
+        self.kernels = {}
+        self.launches = []
+
+    def find(self, op, **static):
+        name = f"{op}{sorted(static.items())}"
+        st = dict(static)
+        if static.get("kernel_family") == "mma_sync" and op.startswith("prefill"):
+            st["qo_tile_size"] = 64
+        self.kernels[name] = {"op": op, "static": st}
+        return name
+
+    def launch(self, name, bufs):
+        self.launches.append((self.kernels[name], dict(bufs)))
+
+
+@pytest.fixture
+def check(monkeypatch):
+    try:
+        from cascade_mlir import _runtime  # noqa: F401
+    except ImportError as e:
+        pytest.skip(f"cascade_mlir._runtime not importable: {e}")
+    monkeypatch.setitem(sys.modules, "cupy", numpy_cupy())
+    monkeypatch.syspath_prepend(ROOT)
+    monkeypatch.syspath_prepend(GPU_CHECK)
+    for mod in ("check", "gpu_common", "plans", "benchmarks.common.bundle"):
+        monkeypatch.delitem(sys.modules, mod, raising=False)
+    mod = importlib.import_module("check")
+    importlib.import_module("benchmarks.common.bundle")
+    bundles = []
+
+    def make_bundle(path):
+        bundles.append(RecordingBundle(path))
+        return bundles[-1]
+    monkeypatch.setattr(mod, "Bundle", make_bundle)
+
+    # No float64 references, no KV data: page pools of the right shapes that
+    # take no memory (the plans depend on the lengths only).
+    def no_reference(q, *args):
+        return np.zeros(q.shape), np.full(q.shape[:2], -np.inf)
+    monkeypatch.setattr(mod, "attention_ref", no_reference)
+    monkeypatch.setattr(mod, "cascade_ref", no_reference)
+    monkeypatch.setattr(mod, "dev", lambda a: a)
+
+    def make_paged(rng, lens, ps, Hkv, D, dtype):
+        pages, last, indptr = mod.paged_layout(lens, ps)
+        P = sum(pages) + 3
+        perm = rng.permutation(P)[:sum(pages)].astype(np.int32)
+        pool = np.broadcast_to(np.float16(0), (P, ps, Hkv, D))
+        return pages, last, perm, indptr, pool, pool, pool, pool
+    monkeypatch.setattr(mod, "make_paged", make_paged)
+
+    def kv_bufs(layout, form, Kp_s, Vp_s):
+        if form == "pool":
+            P = Kp_s.shape[0]
+            return dict(kv_cache=np.broadcast_to(np.float16(0), (P, 2) + Kp_s.shape[1:]))
+        return dict(k_cache=Kp_s, v_cache=Vp_s)
+    monkeypatch.setattr(mod, "kv_bufs", kv_bufs)
+    mod.bundles = bundles
+    yield mod
+    # What was imported against the stand-in cupy goes with it.
+    for name in ("check", "gpu_common", "plans", "benchmarks.common.bundle"):
+        sys.modules.pop(name, None)
+
+
+def run_check(check, monkeypatch, *args):
+    monkeypatch.setattr(sys, "argv", ["check.py", "unused-bundle", "--seed", "3", *args])
+    check.results.clear()
+    with pytest.raises(SystemExit):
+        check.main()
+    (bundle,) = check.bundles[-1:]
+    return bundle.launches, list(check.results)
+
+
+def chunks_per_request(kv_indptr, chunk):
+    pages = np.diff(kv_indptr)
+    return np.where(pages > chunk, -(-pages // chunk), 1)
+
+
+def check_split_launch(check, static, bufs):
+    """The plan of a split launch is whole and consistent."""
+    padded = bufs["padded_batch_size"]
+    for key in ("request_indices", "kv_tile_indices", "block_valid_mask"):
+        assert len(bufs[key]) == padded, key
+    valid = bufs["block_valid_mask"].astype(bool)
+    items = int(valid.sum())
+    assert np.all(valid[:items]) and not np.any(valid[items:]), "padding at the end"
+    ps = static["page_size"]
+    chunk_tokens = int(bufs["kv_chunk_size"][0])
+    assert chunk_tokens > 0 and chunk_tokens % ps == 0
+    kv_indptr = np.asarray(bufs["kv_indptr"])
+    B = len(kv_indptr) - 1
+    assert bufs["batch_size"] == B and len(bufs["o_indptr"]) == B + 1
+    n = chunks_per_request(kv_indptr, chunk_tokens // ps)
+    req = bufs["request_indices"][:items]
+    kt = bufs["kv_tile_indices"][:items]
+    decode = "qo_indptr" not in bufs
+    if decode:
+        assert np.array_equal(np.bincount(req, minlength=B), n)
+        assert np.all(kt < n[req])
+        assert np.array_equal(np.diff(bufs["o_indptr"]), n)
+    else:
+        qo = np.diff(bufs["qo_indptr"])
+        assert np.array_equal(np.diff(bufs["o_indptr"]), qo * n)
+        assert bufs["row_capacity"] == bufs["num_rows"] + check.ROW_SLACK
+        assert len(bufs["merge_indptr"]) == bufs["row_capacity"] + 1
+    rows = int(bufs["o_indptr"][-1])
+    assert bufs["tmp_v"].shape[0] >= max(rows, 1) and bufs["tmp_s"].shape[0] >= max(rows, 1)
+    return chunk_tokens // ps
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_every_case_plans_through_the_runtime(check, monkeypatch, small):
+    launches, results = run_check(check, monkeypatch, *(["--small"] if small else []))
+    assert len(results) == (9 if small else 62)
+    split = [(k, b) for k, b in launches if k["op"].endswith("_split")]
+    assert len(split) == (3 if small else 14)
+    for k, b in split:
+        check_split_launch(check, k["static"], b)
+    prefill = [(k, b) for k, b in launches if k["op"] == "prefill"]
+    assert prefill
+    for k, b in prefill:
+        assert b["row_capacity"] == b["num_rows"] + check.ROW_SLACK
+
+
+def test_split_plan_keeps_the_chunk(check):
+    plans = importlib.import_module("plans")
+    rng = np.random.default_rng(5)
+    for decode, ps, chunk, pad in ((True, 16, 2, 2), (True, 1, 37, 0), (False, 16, 3, 2),
+                                   (False, 1, 97, 0), (False, 16, 8, 3)):
+        qo, lens = plans.request_lengths(rng, 12, 60, 700, decode)
+        pages, last, kv_indptr = plans.paged_layout(lens, ps)
+        qo_indptr = np.concatenate([[0], np.cumsum(qo)]).astype(np.int32)
+        p = plans.split_plan(decode=decode, qo_indptr=qo_indptr, kv_indptr=kv_indptr,
+                             last=last, ps=ps, Hqo=32, Hkv=8, D=128, chunk_pages=chunk,
+                             qo_tile=64, pad=pad, max_num_rows=int(qo_indptr[-1]) + 5)
+        assert p["split_kv"]
+        got = p["kv_chunk_size_pages"]
+        assert 1 <= got <= chunk and p["kv_chunk_size"] == got * ps
+        assert np.array_equal(chunks_per_request(kv_indptr, got),
+                              chunks_per_request(kv_indptr, chunk))
+        assert p["padded_batch_size"] >= p["num_work_items"] + pad
+        assert not p["block_valid_mask"][p["num_work_items"]:].any()
+
+
+def test_row_capacity_is_the_graph_plans(check):
+    plans = importlib.import_module("plans")
+    qo_indptr = np.array([0, 3, 3, 10], np.int32)
+    kv_indptr = np.array([0, 2, 2, 5], np.int32)
+    last = np.array([4, 1, 16], np.int32)
+    assert plans.row_capacity(qo_indptr, kv_indptr, last, ps=16, Hqo=8, Hkv=2,
+                              D=64) == 10 + plans.ROW_SLACK
+
+
+# ---------------------------------------------------------------------------
+# The benchmarks' one timer (benchmarks/common/timing.py), with fake events
+# ---------------------------------------------------------------------------
+
+class FakeClock:
+    """Device time in ms; each call of `step` takes the next duration."""
+
+    def __init__(self, durations):
+        self.now = 0.0
+        self.durations = list(durations)
+
+    def step(self):
+        self.now += self.durations.pop(0)
+
+
+def fake_event_modules(clock):
+    class TorchEvent:
+        def __init__(self, enable_timing=False):
+            assert enable_timing
+            self.t = None
+
+        def record(self, stream=None):
+            self.t = clock.now
+
+        def synchronize(self):
+            pass
+
+        def elapsed_time(self, end):
+            return end.t - self.t
+
+    torch = types.ModuleType("torch")
+    torch.cuda = types.SimpleNamespace(Event=TorchEvent, synchronize=lambda: None)
+
+    class CupyEvent:
+        def record(self, stream=None):
+            self.t = clock.now
+
+        def synchronize(self):
+            pass
+
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(
+        Event=CupyEvent, get_elapsed_time=lambda a, z: z.t - a.t,
+        runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+    return torch, cupy
+
+
+class CupyStream:
+    def synchronize(self):
+        pass
+
+
+CupyStream.__module__ = "cupy.cuda.stream"
+
+
+@pytest.mark.parametrize("backend", ["torch", "cupy"])
+def test_benchmark_timer_is_a_median_in_us(monkeypatch, backend):
+    monkeypatch.syspath_prepend(ROOT)
+    timing = importlib.import_module("benchmarks.common.timing")
+    # 2 warm-up calls (not timed), then 3 reps of 2 calls: 1+3, 2+2, 10+10 ms.
+    clock = FakeClock([100.0, 100.0, 1.0, 3.0, 2.0, 2.0, 10.0, 10.0])
+    torch, cupy = fake_event_modules(clock)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    stream = CupyStream() if backend == "cupy" else None
+    t = timing.cuda_time_us(clock.step, reps=3, warmup=2, inner=2, stream=stream)
+    assert t == pytest.approx(2000.0)  # median of 2, 2 and 10 ms per call, in us
+    assert not clock.durations
+    with pytest.raises(ValueError):
+        timing.cuda_time_us(clock.step, reps=0)
