@@ -1,8 +1,8 @@
 //===- TestGPUCodegen.cpp - Kernels that exercise one building block ------===//
 //
 // `test-cascade-gpu-codegen{block=NAME}` adds to the module a gpu.module
-// @test_blocks holding one small kernel that uses the tensor-core building
-// block NAME (GPUCodegen/TensorCore.h) the way the attention kernels do, on
+// @test_blocks holding one small kernel that uses the mma.sync building
+// block NAME (GPUCodegen/MmaSync.h) the way the attention kernels do, on
 // global buffers, so that each block has a lit test of its IR and of the PTX
 // it lowers to:
 //
@@ -21,7 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cascade/Conversion/GPUCodegen/TensorCore.h"
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

@@ -125,48 +125,39 @@ void moveKernelBuffersToDevice(ModuleOp module) {
   }
 }
 
+/// A kernel family's generator: fills the body of the gpu.func of a spec.
+template <typename Spec>
+using Generator = void (*)(OpBuilder &, gpu::GPUFuncOp, gpu::GPUModuleOp,
+                           const Spec &);
+
 /// The kernels of the module, one per distinct spec.
 class KernelSet {
 public:
   explicit KernelSet(ModuleOp module)
       : module(module), gm(getOrCreateKernelModule(module)) {}
 
-  FailureOr<KernelLaunch> get(const AttentionSpec &spec, Operation *op) {
-    for (auto &[s, l] : attention)
+  /// The kernel of `spec` (built by `generate` the first time) and its
+  /// launch.
+  template <typename Spec>
+  FailureOr<KernelLaunch> get(const Spec &spec, Operation *op,
+                              Generator<Spec> generate) {
+    std::vector<std::pair<Spec, KernelLaunch>> &built = cache<Spec>();
+    for (auto &[s, l] : built)
       if (s == spec)
         return l;
     KernelLaunch l = launchOf(spec);
-    l.gridDiv = spec.gridDiv();
-    l.gridAdd = spec.gridAdd().str();
-    l.gridY = spec.numKvHeads;
-    l.dynamicSharedBytes = spec.dynamicSharedBytes();
     if (failed(build(spec, op, l, [&](OpBuilder &b, gpu::GPUFuncOp fn) {
-          if (spec.family() == KernelFamily::MmaSync)
-            buildMmaAttentionKernel(b, fn, gm, spec);
-          else
-            buildRowsAttentionKernel(b, fn, gm, spec);
+          generate(b, fn, gm, spec);
         })))
       return failure();
-    attention.push_back({spec, l});
-    return l;
-  }
-
-  FailureOr<KernelLaunch> get(const MergeSpec &spec, Operation *op) {
-    for (auto &[s, l] : merges)
-      if (s == spec)
-        return l;
-    KernelLaunch l = launchOf(spec);
-    l.gridDiv = spec.statesPerBlock();
-    if (failed(build(spec, op, l, [&](OpBuilder &b, gpu::GPUFuncOp fn) {
-          buildMergeKernel(b, fn, spec);
-        })))
-      return failure();
-    merges.push_back({spec, l});
+    built.push_back({spec, l});
     return l;
   }
 
 private:
-  /// The launch fields every kernel family sets the same way.
+  template <typename Spec> std::vector<std::pair<Spec, KernelLaunch>> &cache();
+
+  /// The launch of a spec's kernel: parameters, block and grid rule.
   template <typename Spec> KernelLaunch launchOf(const Spec &spec) {
     KernelLaunch l;
     l.params = spec.params(module.getContext());
@@ -174,6 +165,10 @@ private:
     l.block.assign(t.begin(), t.end());
     l.gridParam = spec.gridParam().str();
     l.gridMul = spec.gridMul();
+    l.gridDiv = spec.gridDiv();
+    l.gridAdd = spec.gridAdd().str();
+    l.gridY = spec.gridY();
+    l.dynamicSharedBytes = spec.dynamicSharedBytes();
     return l;
   }
 
@@ -212,6 +207,88 @@ private:
   std::vector<std::pair<AttentionSpec, KernelLaunch>> attention;
   std::vector<std::pair<MergeSpec, KernelLaunch>> merges;
 };
+
+template <>
+std::vector<std::pair<AttentionSpec, KernelLaunch>> &
+KernelSet::cache<AttentionSpec>() {
+  return attention;
+}
+template <>
+std::vector<std::pair<MergeSpec, KernelLaunch>> &KernelSet::cache<MergeSpec>() {
+  return merges;
+}
+
+/// An attention family: the op's spec under `config` (analyseAttention
+/// diagnoses what the family cannot run), its kernel and, for a split-KV
+/// level, the merge of the partial states.
+template <Generator<AttentionSpec> Generate>
+FailureOr<OpLaunches> lowerAttention(KernelSet &kernels, Operation *op,
+                                     KernelConfigAttr config) {
+  FailureOr<AttentionSpec> spec =
+      analyseAttention(cast<PagedAttentionOp>(op), config);
+  if (failed(spec))
+    return failure();
+  OpLaunches launches;
+  FailureOr<KernelLaunch> main = kernels.get(*spec, op, Generate);
+  if (failed(main))
+    return failure();
+  launches.main = *main;
+  if (spec->split) {
+    FailureOr<KernelLaunch> merge =
+        kernels.get(spec->splitMerge(), op, buildMergeKernel);
+    if (failed(merge))
+      return failure();
+    launches.merge = *merge;
+  }
+  return launches;
+}
+
+/// The merge family: merge_state, merge_state_in_place, merge_states.
+FailureOr<OpLaunches> lowerMerge(KernelSet &kernels, Operation *op,
+                                 KernelConfigAttr config) {
+  FailureOr<MergeSpec> spec = analyseMerge(op, config);
+  if (failed(spec))
+    return failure();
+  FailureOr<KernelLaunch> main = kernels.get(*spec, op, buildMergeKernel);
+  if (failed(main))
+    return failure();
+  OpLaunches launches;
+  launches.main = *main;
+  return launches;
+}
+
+bool isAttention(Operation *op) { return isa<PagedAttentionOp>(op); }
+bool isMerge(Operation *op) {
+  return isa<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(op);
+}
+
+/// The kernel families, one row each: the ops its kernels run and how an
+/// op is lowered with it (analyse the op's spec, generate its kernels).
+struct KernelFamilyRow {
+  KernelFamily family;
+  bool (*runs)(Operation *);
+  FailureOr<OpLaunches> (*lower)(KernelSet &, Operation *, KernelConfigAttr);
+};
+const KernelFamilyRow kKernelFamilies[] = {
+    {KernelFamily::Rows, isAttention, lowerAttention<buildRowsAttentionKernel>},
+    {KernelFamily::MmaSync, isAttention,
+     lowerAttention<buildMmaAttentionKernel>},
+    {KernelFamily::Merge, isMerge, lowerMerge},
+};
+
+/// The launches of `op` under `config`: the row of config's family, or,
+/// where that family does not run the op, the first that does (whose
+/// analysis then rejects the config with a diagnostic).
+FailureOr<OpLaunches> lowerOp(KernelSet &kernels, Operation *op,
+                              KernelConfigAttr config) {
+  const KernelFamilyRow *row = nullptr;
+  for (const KernelFamilyRow &r : kKernelFamilies)
+    if (r.runs(op) && (!row || r.family == config.getFamily()))
+      row = &r;
+  if (!row)
+    return op->emitError("no kernel family runs this op"), failure();
+  return row->lower(kernels, op, config);
+}
 
 struct ConvertCascadeToGPUPass
     : cascade::impl::ConvertCascadeToGPUBase<ConvertCascadeToGPUPass> {
@@ -262,37 +339,12 @@ struct ConvertCascadeToGPUPass
         }
         config = *c;
       }
-      OpLaunches launches;
-      if (auto attention = dyn_cast<PagedAttentionOp>(op)) {
-        FailureOr<AttentionSpec> spec = analyseAttention(attention, config);
-        FailureOr<KernelLaunch> main = failure();
-        if (succeeded(spec))
-          main = kernels.get(*spec, op);
-        if (failed(main)) {
-          failedAny = true;
-          continue;
-        }
-        launches.main = *main;
-        if (spec->split) {
-          FailureOr<KernelLaunch> merge = kernels.get(spec->splitMerge(), op);
-          if (failed(merge)) {
-            failedAny = true;
-            continue;
-          }
-          launches.merge = *merge;
-        }
-      } else {
-        FailureOr<MergeSpec> spec = analyseMerge(op, config);
-        FailureOr<KernelLaunch> main = failure();
-        if (succeeded(spec))
-          main = kernels.get(*spec, op);
-        if (failed(main)) {
-          failedAny = true;
-          continue;
-        }
-        launches.main = *main;
+      FailureOr<OpLaunches> launches = lowerOp(kernels, op, config);
+      if (failed(launches)) {
+        failedAny = true;
+        continue;
       }
-      table[op] = launches;
+      table[op] = *launches;
     }
     if (failedAny)
       return signalPassFailure();

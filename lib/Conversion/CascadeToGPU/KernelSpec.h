@@ -58,9 +58,13 @@ struct MergeSpec {
   /// States merged per block and threads per state.
   int64_t statesPerBlock() const { return config.getQTile(); }
   int64_t threadsPerState() const { return headDim / 8; }
-  /// The scalar the grid is sized from: ceil(param * gridMul / states).
+  /// The grid is (ceil(gridParam * gridMul / statesPerBlock), 1, 1).
   StringRef gridParam() const;
   int64_t gridMul() const { return kind == MergeKind::Indptr ? numHeads : 1; }
+  int64_t gridDiv() const { return statesPerBlock(); }
+  StringRef gridAdd() const { return ""; }
+  int64_t gridY() const { return 1; }
+  int64_t dynamicSharedBytes() const { return 0; }
 };
 
 /// The merge spec of a merge op (its kernel_config given).
@@ -100,6 +104,7 @@ struct AttentionSpec {
   int64_t gridMul() const;
   int64_t gridDiv() const;
   StringRef gridAdd() const;
+  int64_t gridY() const { return numKvHeads; }
   /// An unsplit tensor-core prefill: blocks find their query tile.
   bool selfScheduledPrefill() const;
   /// mma_sync decode: query tiles per request, ceil(G / q_tile).
@@ -112,15 +117,6 @@ struct AttentionSpec {
 /// kernel_config given). Emits a diagnostic on unsupported configurations.
 FailureOr<AttentionSpec> analyseAttention(PagedAttentionOp op,
                                           KernelConfigAttr config);
-
-/// FlashInfer's ALiBi slope of head h out of n heads.
-double alibiSlope(int64_t h, int64_t n);
-/// A constant f32 table in the kernel module; returns a memref.get_global.
-Value constantTable(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
-                    StringRef name, ArrayRef<float> values);
-/// RoPE inverse frequency of element i of head_dim d (the pairs (i, i + d/2)
-/// share it): 1 / (rope_scale * rope_theta^(2 (i mod d/2) / d)).
-SmallVector<float> ropeInverseFrequencies(const AttentionSpec &s);
 
 /// How the host launches one kernel: the pass records it per op when it
 /// builds the kernel, and the launch patterns read it.
@@ -146,9 +142,12 @@ using LaunchTable = llvm::DenseMap<Operation *, OpLaunches>;
 void populateCascadeLaunchPatterns(RewritePatternSet &patterns,
                                    const LaunchTable &table);
 
-// Kernel generators, one per family (one file each). The builder is at the
-// start of the kernel's entry block; the arguments follow the spec's params.
-void buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn, const MergeSpec &spec);
+// Kernel generators, one per family (one file each), each a composition of
+// the stages (WorkItems, PagedKV, ScoreVariant, a mainloop,
+// AttentionEpilogue). The builder is at the start of the kernel's entry
+// block; the arguments follow the spec's params, bound by name (KernelArgs).
+void buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn, gpu::GPUModuleOp module,
+                      const MergeSpec &spec);
 void buildRowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
                               gpu::GPUModuleOp module,
                               const AttentionSpec &spec);

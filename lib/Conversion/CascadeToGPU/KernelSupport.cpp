@@ -133,27 +133,3 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
       b.getNamedAttr("plan_arrays", b.getArrayAttr(pa)),
   });
 }
-
-RequestKv cascade::requestKv(KernelBuilder &k, Value kvIndptr, Value lastLen,
-                             Value req, int64_t pageSize, Value chunkSize,
-                             Value chunk) {
-  RequestKv r;
-  r.pageStart = k.toIndex(k.loadScalar(kvIndptr, req));
-  Value pageEnd = k.toIndex(k.loadScalar(kvIndptr, k.add(req, k.idx(1))));
-  Value pages = k.sub(pageEnd, r.pageStart);
-  Value last = k.toIndex(k.loadScalar(lastLen, req));
-  Value zero = k.idx(0);
-  Value fullLen = k.add(k.mul(k.sub(pages, k.idx(1)), k.idx(pageSize)), last);
-  r.kvLen = k.select(k.cmp(arith::CmpIPredicate::sgt, pages, k.idx(0)), fullLen,
-                     zero);
-  if (chunkSize) {
-    Value cs = k.toIndex(k.loadScalar(chunkSize, k.idx(0)));
-    r.t0 = k.mul(chunk, cs);
-    r.t1 = k.minU(k.add(r.t0, cs), r.kvLen);
-    r.t0 = k.minU(r.t0, r.t1);
-  } else {
-    r.t0 = k.idx(0);
-    r.t1 = r.kvLen;
-  }
-  return r;
-}

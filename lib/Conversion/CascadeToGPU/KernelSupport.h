@@ -72,17 +72,6 @@ DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
 Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,
                    int64_t mul = 1, StringRef add = {});
 
-/// The KV of request `req` of a paged cache and the tokens [t0, t1) one work
-/// item reads: kv_len = (pages - 1) * pageSize + kv_last_page_len[req] (0
-/// without pages); [t0, t1) is the whole KV, or with `chunkSize` (split-KV:
-/// the device i32 kv_chunk_size, read there so that a captured CUDA graph
-/// stays right after a replan) the item's chunk `chunk` of it.
-struct RequestKv {
-  Value pageStart, kvLen, t0, t1;
-};
-RequestKv requestKv(KernelBuilder &k, Value kvIndptr, Value lastLen, Value req,
-                    int64_t pageSize, Value chunkSize = {}, Value chunk = {});
-
 } // namespace cascade
 } // namespace mlir
 

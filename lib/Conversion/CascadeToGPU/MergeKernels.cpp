@@ -11,6 +11,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionEpilogue.h"
+#include "KernelArgs.h"
 #include "KernelSpec.h"
 
 #include <cmath>
@@ -19,14 +21,6 @@ using namespace mlir;
 using namespace mlir::cascade;
 
 namespace {
-
-/// Converts an s value to base 2 (in) or from base 2 (out).
-static Value toBase2(KernelBuilder &k, Value s, bool baseE) {
-  return baseE ? k.fmul(s, k.f32(M_LOG2E)) : s;
-}
-static Value fromBase2(KernelBuilder &k, Value s, bool baseE) {
-  return baseE ? k.fmul(s, k.f32(M_LN2)) : s;
-}
 
 /// Common prologue: computes (task, lane, inRange).
 struct TaskIds {
@@ -48,43 +42,38 @@ static void buildPairBody(OpBuilder &b, gpu::GPUFuncOp f,
                           const MergeSpec &geom) {
   bool baseE = geom.baseE;
   KernelBuilder k(b, f.getLoc());
-  auto a = f.getArguments();
-  TaskIds t = taskIds(k, geom, a[6]);
+  MergeArgs a = MergeArgs::bind(geom, f);
+  TaskIds t = taskIds(k, geom, a.numTasks);
   auto ifOp = scf::IfOp::create(b, k.loc, t.inRange, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
   Value off =
       k.add(k.mul(t.task, k.idx(geom.headDim)), k.mul(t.lane, k.idx(8)));
-  Value sa = toBase2(k, k.loadScalar(a[1], t.task), baseE);
-  Value sb = toBase2(k, k.loadScalar(a[3], t.task), baseE);
-  Value va = k.load8(a[0], off), vb = k.load8(a[2], off);
+  Value sa = lseToBase2(k, k.loadScalar(a.sA, t.task), baseE);
+  Value sb = lseToBase2(k, k.loadScalar(a.sB, t.task), baseE);
+  Value va = k.load8(a.vA, off), vb = k.load8(a.vB, off);
   auto [v, s] = k.mergeStates(va, sa, vb, sb);
-  k.store8(v, a[4], off);
+  k.store8(v, a.v, off);
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
   b.setInsertionPointToStart(if0.thenBlock());
   // Exactness: an empty input returns the other s unconverted.
-  Value sOut = fromBase2(k, s, baseE);
+  Value sOut = lseFromBase2(k, s, baseE);
   if (baseE) {
-    Value sar = k.loadScalar(a[1], t.task), sbr = k.loadScalar(a[3], t.task);
+    Value sar = k.loadScalar(a.sA, t.task), sbr = k.loadScalar(a.sB, t.task);
     sOut = k.select(k.isNegInf(sb), sar, sOut);
     sOut = k.select(k.isNegInf(sa), sbr, sOut);
   }
-  k.storeScalar(sOut, a[5], t.task);
+  k.storeScalar(sOut, a.s, t.task);
 }
 
 static void buildInPlaceBody(OpBuilder &b, gpu::GPUFuncOp f,
                              const MergeSpec &geom) {
   bool baseE = geom.baseE;
   KernelBuilder k(b, f.getLoc());
-  auto a = f.getArguments();
-  unsigned i = 0;
-  Value vO = a[i++], sO = a[i++], mask, maskStride;
-  if (geom.maskType) {
-    mask = a[i++];
-    maskStride = a[i++];
-  }
-  Value v = a[i++], s = a[i++], numTasks = a[i++], numHeads = a[i++];
+  MergeArgs a = MergeArgs::bind(geom, f);
+  Value vO = a.vOther, sO = a.sOther, mask = a.mask, maskStride = a.maskStride;
+  Value v = a.v, s = a.s, numTasks = a.numTasks, numHeads = a.numHeads;
   TaskIds t = taskIds(k, geom, numTasks);
   // Every thread of a task reads the old s before lane 0 of the task
   // overwrites it: read (clamped) before a block barrier.
@@ -106,7 +95,7 @@ static void buildInPlaceBody(OpBuilder &b, gpu::GPUFuncOp f,
   }
   Value off =
       k.add(k.mul(t.task, k.idx(geom.headDim)), k.mul(t.lane, k.idx(8)));
-  Value sa = toBase2(k, sar, baseE), sb = toBase2(k, sbr, baseE);
+  Value sa = lseToBase2(k, sar, baseE), sb = lseToBase2(k, sbr, baseE);
   Value va = k.load8(v, off), vb = k.load8(vO, off);
   auto [vm, sm] = k.mergeStates(va, sa, vb, sb);
   k.store8(vm, v, off);
@@ -117,7 +106,7 @@ static void buildInPlaceBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
   b.setInsertionPointToStart(if0.thenBlock());
-  Value sOut = fromBase2(k, sm, baseE);
+  Value sOut = lseFromBase2(k, sm, baseE);
   if (baseE) {
     sOut = k.select(k.isNegInf(sb), sar, sOut);
     sOut = k.select(k.isNegInf(sa), sbr, sOut);
@@ -129,12 +118,12 @@ static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
                             const MergeSpec &geom) {
   bool baseE = geom.baseE;
   KernelBuilder k(b, f.getLoc());
-  auto a = f.getArguments();
-  TaskIds t = taskIds(k, geom, a[4]);
+  MergeArgs a = MergeArgs::bind(geom, f);
+  TaskIds t = taskIds(k, geom, a.numTasks);
   auto ifOp = scf::IfOp::create(b, k.loc, t.inRange, false);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPointToStart(ifOp.thenBlock());
-  Value nStates = k.toIndex(a[5]), nHeads = k.toIndex(a[6]);
+  Value nStates = k.toIndex(a.numStates), nHeads = k.toIndex(a.numHeads);
   Value row = k.div(t.task, nHeads), head = k.rem(t.task, nHeads);
   Value laneOff = k.mul(t.lane, k.idx(8));
   Value rowBase = k.mul(row, nStates);
@@ -143,19 +132,20 @@ static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
       [&](OpBuilder &lb, Location l, Value i, ValueRange it) {
         KernelBuilder kk(lb, l);
         Value sidx = kk.add(kk.mul(kk.add(rowBase, i), nHeads), head);
-        Value si = toBase2(kk, kk.loadScalar(a[1], sidx), baseE);
-        Value vi =
-            kk.load8(a[0], kk.add(kk.mul(sidx, kk.idx(geom.headDim)), laneOff));
+        Value si = lseToBase2(kk, kk.loadScalar(a.sIn, sidx), baseE);
+        Value vi = kk.load8(
+            a.vIn, kk.add(kk.mul(sidx, kk.idx(geom.headDim)), laneOff));
         scf::YieldOp::create(lb, l, kk.absorbState(it, vi, si));
       });
   KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
   Value v = merged.v;
-  Value s = k.select(merged.empty, k.negInf(), fromBase2(k, merged.lse, baseE));
-  k.store8(v, a[2], k.add(k.mul(t.task, k.idx(geom.headDim)), laneOff));
+  Value s =
+      k.select(merged.empty, k.negInf(), lseFromBase2(k, merged.lse, baseE));
+  k.store8(v, a.v, k.add(k.mul(t.task, k.idx(geom.headDim)), laneOff));
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, t.lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, k.loc, isLane0, false);
   b.setInsertionPointToStart(if0.thenBlock());
-  k.storeScalar(s, a[3], t.task);
+  k.storeScalar(s, a.s, t.task);
 }
 
 /// The partial states of a split-KV level: state (row, head) merges rows
@@ -166,11 +156,12 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
                             const MergeSpec &c) {
   KernelBuilder k(b, f.getLoc());
   Location loc = f.getLoc();
-  auto a = f.getArguments();
-  Value indptr = a[0], tmpV = a[1], tmpS = a[2], o = a[3], lse = a[4];
-  Value rows = k.toIndex(a[5 + (c.byRow() ? 1 : 0)]);
+  MergeArgs a = MergeArgs::bind(c, f);
+  Value indptr = a.indptr, tmpV = a.tmpV, tmpS = a.tmpS, o = a.o, lse = a.lse;
+  Value rows = k.toIndex(c.byRow() ? a.rowCapacity : a.numRows);
   if (c.byRow())
-    rows = k.minU(rows, k.toIndex(k.loadScalar(a[5], k.toIndex(a[7]))));
+    rows = k.minU(rows,
+                  k.toIndex(k.loadScalar(a.qoIndptr, k.toIndex(a.batchSize))));
   Value numTasks = k.mul(rows, k.idx(c.numHeads));
   int64_t tpb = c.statesPerBlock(), tpt = c.threadsPerState();
   Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
@@ -182,8 +173,7 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
     // Every thread of a state reads its lse before lane 0 overwrites it:
     // read (clamped to a real state) before a block barrier.
     Value last = k.sub(numTasks, k.idx(1));
-    oldS = k.loadScalar(lse, k.minU(task, last));
-    oldS = c.baseE ? k.fmul(oldS, k.f32(M_LOG2E)) : oldS;
+    oldS = lseToBase2(k, k.loadScalar(lse, k.minU(task, last)), c.baseE);
     gpu::BarrierOp::create(b, loc);
   }
   auto ifOp = scf::IfOp::create(b, loc, inRange, false);
@@ -210,7 +200,7 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value vOff = k.add(k.mul(task, k.idx(c.headDim)), laneOff);
   if (c.accumulate)
     std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);
-  Value s = c.baseE ? k.fmul(s2, k.f32(M_LN2)) : s2;
+  Value s = lseFromBase2(k, s2, c.baseE);
   k.store8(v, o, vOff);
   Value isLane0 = k.cmp(arith::CmpIPredicate::eq, lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, loc, isLane0, false);
@@ -221,7 +211,7 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
 } // namespace
 
 void cascade::buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                               const MergeSpec &spec) {
+                               gpu::GPUModuleOp, const MergeSpec &spec) {
   switch (spec.kind) {
   case MergeKind::Pair:
     return buildPairBody(b, fn, spec);

@@ -1,6 +1,6 @@
-//===- TensorCore.cpp - Tensor-core building blocks -----------------------===//
+//===- MmaSync.cpp - Building blocks of mma.sync kernels ------------------===//
 
-#include "cascade/Conversion/GPUCodegen/TensorCore.h"
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

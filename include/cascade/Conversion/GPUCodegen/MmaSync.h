@@ -1,6 +1,8 @@
-//===- TensorCore.h - Tensor-core building blocks ---------------*- C++ -*-===//
+//===- MmaSync.h - Building blocks of mma.sync kernels ----------*- C++ -*-===//
 //
-// The pieces a tiled tensor-core kernel is assembled from, each built from
+// The pieces a tiled kernel on the mma.sync generation of tensor cores
+// (Ampere and later: ldmatrix, mma.sync, cp.async) is assembled from; the
+// wgmma and TMA pieces of Hopper sit beside this file. Each is built from
 // upstream ops (nvgpu.ldmatrix, nvgpu.mma.sync / nvvm.mma.sync,
 // nvgpu.device_async_copy, gpu.shuffle, vector) and each exercised by its own
 // lit test (test/Conversion/GPUCodegen):
@@ -23,8 +25,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_CONVERSION_GPUCODEGEN_TENSORCORE_H
-#define CASCADE_CONVERSION_GPUCODEGEN_TENSORCORE_H
+#ifndef CASCADE_CONVERSION_GPUCODEGEN_MMASYNC_H
+#define CASCADE_CONVERSION_GPUCODEGEN_MMASYNC_H
 
 #include "cascade/Conversion/GPUCodegen/KernelBuilder.h"
 #include "cascade/Conversion/GPUCodegen/MmaLayout.h"
@@ -173,4 +175,4 @@ Value accumulatorElement(KernelBuilder &k, Value frag, int64_t pair,
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_CONVERSION_GPUCODEGEN_TENSORCORE_H
+#endif // CASCADE_CONVERSION_GPUCODEGEN_MMASYNC_H

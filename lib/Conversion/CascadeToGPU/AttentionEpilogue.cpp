@@ -1,0 +1,323 @@
+//===- AttentionEpilogue.cpp - Where attention states go ------------------===//
+
+#include "AttentionEpilogue.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+Value cascade::lseToBase2(KernelBuilder &k, Value s, bool baseE) {
+  return baseE ? k.fmul(s, k.f32(M_LOG2E)) : s;
+}
+
+Value cascade::lseFromBase2(KernelBuilder &k, Value s, bool baseE) {
+  return baseE ? k.fmul(s, k.f32(M_LN2)) : s;
+}
+
+Value cascade::stateIndex(KernelBuilder &k, Value row, int64_t numHeads,
+                          Value head) {
+  return k.add(k.mul(row, k.idx(numHeads)), head);
+}
+
+Value cascade::partialRowBase(KernelBuilder &k, const AttentionArgs &args,
+                              Value req) {
+  return k.toIndex(k.loadScalar(args.oIndptr, req));
+}
+
+//===----------------------------------------------------------------------===//
+// rows
+//===----------------------------------------------------------------------===//
+
+/// Merges head g's bdz partial states (m, d, acc) through shared memory;
+/// every thread gets the merged state.
+static void mergeSlices(KernelBuilder &k, const RowsOutput &out, int64_t g,
+                        Value isTx0, Value &m, Value &d, Value &acc) {
+  OpBuilder &b = k.b;
+  int64_t dim = out.spec.headDim;
+  if (g > 0)
+    gpu::BarrierOp::create(b, k.loc);
+  k.store8(acc, out.redO, k.add(k.mul(out.tz, k.idx(dim)), out.laneOff));
+  auto ifx = scf::IfOp::create(b, k.loc, isTx0, false);
+  {
+    OpBuilder::InsertionGuard gd(b);
+    b.setInsertionPointToStart(ifx.thenBlock());
+    k.storeScalar(m, out.redM, k.mul(out.tz, k.idx(2)));
+    k.storeScalar(d, out.redM, k.add(k.mul(out.tz, k.idx(2)), k.idx(1)));
+  }
+  gpu::BarrierOp::create(b, k.loc);
+  Value mm = k.negInf();
+  SmallVector<Value> mz, dz;
+  for (int64_t z = 0; z < out.bdz; ++z) {
+    mz.push_back(k.loadScalar(out.redM, k.idx(2 * z)));
+    dz.push_back(k.loadScalar(out.redM, k.idx(2 * z + 1)));
+    mm = k.fmax(mm, mz.back());
+  }
+  Value dd = k.f32(0.0), aa = k.vsplat(0.0);
+  for (int64_t z = 0; z < out.bdz; ++z) {
+    Value wz =
+        k.select(k.isNegInf(mz[z]), k.f32(0.0), k.ex2(k.fsub(mz[z], mm)));
+    dd = k.fma(dz[z], wz, dd);
+    Value oz = k.load8(out.redO, k.add(k.idx(z * dim), out.laneOff));
+    aa = k.fma(oz, k.splat(wz), aa);
+  }
+  m = mm;
+  d = dd;
+  acc = aa;
+}
+
+void cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
+                           ValueRange states) {
+  OpBuilder &b = k.b;
+  const AttentionSpec &c = out.spec;
+  const AttentionArgs &a = out.args;
+  Value prow;
+  if (c.split)
+    prow = k.add(partialRowBase(k, a, out.request), out.chunk);
+  Value isZ0 = k.cmp(arith::CmpIPredicate::eq, out.tz, k.idx(0));
+  Value isTx0 = k.cmp(arith::CmpIPredicate::eq, out.tx, k.idx(0));
+  // accumulate: every lane of a head reads the state's lse before lane 0
+  // overwrites it (a block barrier in between).
+  SmallVector<Value> oldS;
+  if (c.accumulate && !c.split) {
+    for (int64_t g = 0; g < c.groupSize; ++g)
+      oldS.push_back(lseToBase2(k, k.loadScalar(a.lse, out.qRows[g]), c.baseE));
+    gpu::BarrierOp::create(b, k.loc);
+  }
+  for (int64_t g = 0; g < c.groupSize; ++g) {
+    Value m = states[3 * g], d = states[3 * g + 1], acc = states[3 * g + 2];
+    if (out.bdz > 1)
+      mergeSlices(k, out, g, isTx0, m, d, acc);
+    KernelBuilder::MergedState fin = k.finishRunningState({m, d, acc});
+    Value outV = fin.v;
+    Value outS2 = k.select(fin.empty, k.negInf(), fin.lse);
+    auto ifz = scf::IfOp::create(b, k.loc, isZ0, false);
+    OpBuilder::InsertionGuard gd(b);
+    b.setInsertionPointToStart(ifz.thenBlock());
+    Value outRow, vDst, sDst, outS;
+    if (c.split) {
+      Value qoHead = k.add(k.mul(out.kvHead, k.idx(c.groupSize)), k.idx(g));
+      outRow = stateIndex(k, prow, c.numQoHeads, qoHead);
+      vDst = a.tmpV;
+      sDst = a.tmpS;
+      outS = outS2;
+    } else {
+      outRow = out.qRows[g];
+      vDst = a.o;
+      sDst = a.lse;
+      if (c.accumulate) {
+        Value oldV =
+            k.load8(a.o, k.add(k.mul(outRow, k.idx(c.headDim)), out.laneOff));
+        std::tie(outV, outS2) = k.mergeStates(oldV, oldS[g], outV, outS2);
+      }
+      outS = lseFromBase2(k, outS2, c.baseE);
+    }
+    k.store8(outV, vDst, k.add(k.mul(outRow, k.idx(c.headDim)), out.laneOff));
+    auto ifx = scf::IfOp::create(b, k.loc, isTx0, false);
+    b.setInsertionPointToStart(ifx.thenBlock());
+    k.storeScalar(outS, sDst, outRow);
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// mma_sync
+//===----------------------------------------------------------------------===//
+
+/// Warps along the KV tile hold partial states of the same rows: warp z
+/// stages (m, l, unnormalised O) in shared memory, warp 0 merges them.
+/// Leaves the builder inside warp 0's branch.
+static void mergeWarpStates(KernelBuilder &k, const MmaSyncOutput &out,
+                            MmaSyncState &st, Value quadLane, Value isQuad0) {
+  OpBuilder &b = k.b;
+  const MmaSyncTiles &t = out.tiles;
+  const MmaSyncThread &th = out.thread;
+  int64_t rowsPerWarp = 16 * t.mTiles, stride = t.dp + 2, dp = t.dp;
+  Value partial = dynamicSharedMemory(k, out.module, b.getF32Type(), 0,
+                                      t.qTile * t.warpsKV * stride);
+  auto slot = [&](Value z, int64_t r) {
+    // Row of pair r of this thread in warp (warpQ, z)'s staging area.
+    Value row = k.add(
+        k.mul(k.add(k.mul(th.warpQ, k.idx(t.warpsKV)), z), k.idx(rowsPerWarp)),
+        k.add(k.idx((r / 2) * 16 + (r % 2) * 8), k.div(th.lane, k.idx(4))));
+    return k.mul(row, k.idx(stride));
+  };
+  gpu::BarrierOp::create(b, k.loc); // the K/V tiles are no longer read
+  for (int64_t r = 0; r < 2 * t.mTiles; ++r) {
+    Value base = slot(th.warpKV, r);
+    auto ifq = scf::IfOp::create(b, k.loc, isQuad0, false);
+    {
+      OpBuilder::InsertionGuard g(b);
+      b.setInsertionPointToStart(ifq.thenBlock());
+      k.storeScalar(st.m[r], partial, k.add(base, k.idx(dp)));
+      k.storeScalar(st.l[r], partial, k.add(base, k.idx(dp + 1)));
+    }
+    for (int64_t n = 0; n < t.oTiles; ++n)
+      for (int64_t e = 0; e < 2; ++e)
+        k.storeScalar(
+            accumulatorElement(k, st.o[(r / 2) * t.oTiles + n], r % 2, e),
+            partial,
+            k.add(base, k.add(k.mul(quadLane, k.idx(2)), k.idx(n * 8 + e))));
+  }
+  gpu::BarrierOp::create(b, k.loc);
+  Value outWarp = k.cmp(arith::CmpIPredicate::eq, th.warpKV, k.idx(0));
+  auto ifw = scf::IfOp::create(b, k.loc, outWarp, false);
+  b.setInsertionPointToStart(ifw.thenBlock());
+  for (int64_t r = 0; r < 2 * t.mTiles; ++r) {
+    SmallVector<Value> mz, lz;
+    Value mMax = k.negInf();
+    for (int64_t z = 0; z < t.warpsKV; ++z) {
+      Value base = slot(k.idx(z), r);
+      mz.push_back(k.loadScalar(partial, k.add(base, k.idx(dp))));
+      lz.push_back(k.loadScalar(partial, k.add(base, k.idx(dp + 1))));
+      mMax = k.fmax(mMax, mz.back());
+    }
+    Value mUse = k.select(k.isNegInf(mMax), k.f32(0.0), mMax);
+    SmallVector<Value> w;
+    Value lSum = k.f32(0.0);
+    for (int64_t z = 0; z < t.warpsKV; ++z) {
+      w.push_back(k.ex2(k.fmul(k.fsub(mz[z], mUse), k.f32(out.expScale))));
+      lSum = k.fma(lz[z], w[z], lSum);
+    }
+    st.m[r] = mMax;
+    st.l[r] = lSum;
+    for (int64_t n = 0; n < t.oTiles; ++n) {
+      Value frag = st.o[(r / 2) * t.oTiles + n];
+      SmallVector<Value> els;
+      for (int64_t pr = 0; pr < 2; ++pr)
+        for (int64_t e = 0; e < 2; ++e) {
+          if (pr != r % 2) {
+            els.push_back(accumulatorElement(k, frag, pr, e));
+            continue;
+          }
+          Value sum = k.f32(0.0);
+          for (int64_t z = 0; z < t.warpsKV; ++z) {
+            Value x = k.loadScalar(
+                partial,
+                k.add(slot(k.idx(z), r),
+                      k.add(k.mul(quadLane, k.idx(2)), k.idx(n * 8 + e))));
+            sum = k.fma(x, w[z], sum);
+          }
+          els.push_back(sum);
+        }
+      st.o[(r / 2) * t.oTiles + n] = vector::FromElementsOp::create(
+          b, k.loc, cast<VectorType>(frag.getType()), els);
+    }
+  }
+}
+
+/// Normalises row r (O / l, lse = m * scale + log2 l) and writes it.
+static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
+                            const MmaSyncState &st, int64_t r,
+                            const PackedRow &row, function_ref<Value()> outRow,
+                            Value oldS, Value quadLane, Value isQuad0,
+                            Value prowBase, Value nChunks) {
+  OpBuilder &b = k.b;
+  const AttentionSpec &c = out.spec;
+  const AttentionArgs &a = out.args;
+  int64_t mt = r / 2, pair = r % 2, d = c.headDim;
+  auto pairTy = VectorType::get({2}, b.getF32Type());
+  Value empty = k.fcmp(arith::CmpFPredicate::OEQ, st.l[r], k.f32(0.0));
+  Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), st.l[r]));
+  Value mUse = k.select(k.isNegInf(st.m[r]), k.f32(0.0), st.m[r]);
+  Value s2 =
+      k.select(empty, k.negInf(),
+               k.fadd(k.fmul(mUse, k.f32(out.expScale)), k.lg2(st.l[r])));
+  auto ifv = scf::IfOp::create(b, k.loc, row.valid, false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifv.thenBlock());
+  Value outIdx, vDst = a.o, sDst = a.lse;
+  if (c.split) {
+    Value prow =
+        c.decode ? k.add(prowBase, out.chunk)
+                 : k.add(prowBase, k.add(k.mul(row.query, nChunks), out.chunk));
+    outIdx = stateIndex(k, prow, c.numQoHeads, row.head);
+    vDst = a.tmpV;
+    sDst = a.tmpS;
+  } else {
+    outIdx = outRow();
+  }
+  Value sOut = s2;
+  SmallVector<Value> vals;
+  for (int64_t n = 0; n < d / 8; ++n) {
+    Value frag = st.o[mt * out.tiles.oTiles + n];
+    Value v = vector::FromElementsOp::create(
+        b, k.loc, pairTy,
+        ValueRange{k.fmul(accumulatorElement(k, frag, pair, 0), inv),
+                   k.fmul(accumulatorElement(k, frag, pair, 1), inv)});
+    vals.push_back(v);
+  }
+  Value colBase = k.add(k.mul(outIdx, k.idx(d)), k.mul(quadLane, k.idx(2)));
+  if (c.accumulate && !c.split) {
+    Value merged;
+    for (int64_t n = 0; n < d / 8; ++n) {
+      Value off = k.add(colBase, k.idx(n * 8));
+      Value old = vector::LoadOp::create(
+          b, k.loc, VectorType::get({2}, c.oType), a.o, ValueRange{off});
+      Value oldF = arith::ExtFOp::create(b, k.loc, pairTy, old);
+      std::tie(vals[n], merged) = k.mergeStates(oldF, oldS, vals[n], s2);
+    }
+    sOut = merged ? merged : s2;
+  }
+  for (int64_t n = 0; n < d / 8; ++n) {
+    Value off = k.add(colBase, k.idx(n * 8));
+    Value v = vals[n];
+    if (!c.split)
+      v = arith::TruncFOp::create(b, k.loc, VectorType::get({2}, c.oType), v);
+    vector::StoreOp::create(b, k.loc, v, vDst, ValueRange{off}, false,
+                            llvm::Align(c.split ? 8 : 4));
+  }
+  if (!c.split)
+    sOut = lseFromBase2(k, sOut, c.baseE);
+  auto ifq = scf::IfOp::create(b, k.loc, isQuad0, false);
+  b.setInsertionPointToStart(ifq.thenBlock());
+  k.storeScalar(sOut, sDst, outIdx);
+}
+
+void cascade::mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
+                              MmaSyncState st) {
+  const AttentionSpec &c = out.spec;
+  const AttentionArgs &a = out.args;
+  const MmaSyncTiles &t = out.tiles;
+  for (Value &x : st.l)
+    x = quadAllReduce(k, x, /*max=*/false);
+  Value quadLane = k.rem(out.thread.lane, k.idx(4));
+  Value isQuad0 = k.cmp(arith::CmpIPredicate::eq, quadLane, k.idx(0));
+
+  // accumulate: the lanes of a row read its lse before lane 0 of the quad
+  // overwrites it; the barrier below separates the two.
+  SmallVector<Value> oldS;
+  SmallVector<PackedRow> rows;
+  for (int64_t r = 0; r < 2 * t.mTiles; ++r)
+    rows.push_back(out.row(r));
+  auto outRow = [&](int64_t r) {
+    return stateIndex(k, k.add(out.qoStart, rows[r].query), c.numQoHeads,
+                      rows[r].head);
+  };
+  if (c.accumulate && !c.split)
+    for (int64_t r = 0; r < 2 * t.mTiles; ++r) {
+      // Clamp invalid rows to a real row of the request.
+      Value clamped = k.select(rows[r].valid, outRow(r),
+                               k.mul(out.qoStart, k.idx(c.numQoHeads)));
+      oldS.push_back(lseToBase2(k, k.loadScalar(a.lse, clamped), c.baseE));
+    }
+
+  if (t.warpsKV > 1)
+    mergeWarpStates(k, out, st, quadLane, isQuad0);
+  else if (c.accumulate && !c.split)
+    gpu::BarrierOp::create(k.b, k.loc);
+
+  // Normalise and write.
+  Value prowBase, nChunks;
+  if (c.split) {
+    prowBase = partialRowBase(k, a, out.request);
+    if (!c.decode) {
+      Value cs = k.toIndex(k.loadScalar(a.kvChunkSize, k.idx(0)));
+      nChunks =
+          k.maxS(k.div(k.add(out.kvLen, k.sub(cs, k.idx(1))), cs), k.idx(1));
+    }
+  }
+  for (int64_t r = 0; r < 2 * t.mTiles; ++r)
+    writeMmaSyncRow(
+        k, out, st, r, rows[r], [&] { return outRow(r); },
+        oldS.empty() ? Value() : oldS[r], quadLane, isQuad0, prowBase, nChunks);
+}

@@ -1,0 +1,94 @@
+//===- KernelArgs.cpp - A kernel's arguments, bound by name ---------------===//
+
+#include "KernelArgs.h"
+#include "KernelSpec.h"
+
+#include "cascade/Contract/BundleContract.h"
+
+// The bundle contract declares namespace ::cascade: this file's own
+// definitions are qualified mlir::cascade:: to stay unambiguous.
+using namespace mlir;
+using namespace mlir::cascade;
+namespace cplan = ::cascade::contract::plan;
+namespace cparam = ::cascade::contract::param;
+
+mlir::cascade::KernelArgs::KernelArgs(ArrayRef<KernelParam> params,
+                                      gpu::GPUFuncOp fn) {
+  auto args = fn.getArguments();
+  assert(args.size() == params.size() &&
+         "kernel arguments do not follow the spec's params");
+  for (auto [param, arg] : llvm::zip_equal(params, args)) {
+    assert(arg.getType() == param.type && "kernel argument of another type");
+    bool inserted = byName.try_emplace(param.name, arg).second;
+    assert(inserted && "two kernel parameters of one name");
+    (void)inserted;
+  }
+}
+
+Value mlir::cascade::KernelArgs::get(StringRef name) const {
+  Value v = lookup(name);
+  assert(v && "the kernel has no parameter of this name");
+  return v;
+}
+
+AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
+                                                 gpu::GPUFuncOp fn) {
+  KernelArgs a(spec.params(fn.getContext()), fn);
+  AttentionArgs r;
+  r.q = a.get(cparam::kQ);
+  if (spec.pool) {
+    r.kCache = r.vCache = a.get(cparam::kKvCache);
+  } else {
+    r.kCache = a.get(cparam::kKCache);
+    r.vCache = a.get(cparam::kVCache);
+  }
+  r.qoIndptr = a.lookup(cplan::kQoIndptr);
+  r.kvIndptr = a.get(cplan::kKvIndptr);
+  r.kvIndices = a.get(cplan::kKvIndices);
+  r.kvLastPageLen = a.get(cplan::kKvLastPageLen);
+  r.requestIndices = a.lookup(cplan::kRequestIndices);
+  r.kvTileIndices = a.lookup(cplan::kKvTileIndices);
+  r.oIndptr = a.lookup(cplan::kOIndptr);
+  r.blockValidMask = a.lookup(cplan::kBlockValidMask);
+  r.kvChunkSize = a.lookup(cplan::kKvChunkSize);
+  r.tmpV = a.lookup(cplan::kTmpV);
+  r.tmpS = a.lookup(cplan::kTmpS);
+  r.qoTileIndices = a.lookup(cplan::kQoTileIndices);
+  r.o = a.get(cparam::kO);
+  r.lse = a.get(cparam::kLse);
+  r.gridCount = a.get(spec.gridParam());
+  r.batchSize = a.lookup(cplan::kBatchSize);
+  return r;
+}
+
+MergeArgs mlir::cascade::MergeArgs::bind(const MergeSpec &spec,
+                                         gpu::GPUFuncOp fn) {
+  KernelArgs a(spec.params(fn.getContext()), fn);
+  MergeArgs r;
+  r.vA = a.lookup("v_a");
+  r.sA = a.lookup("s_a");
+  r.vB = a.lookup("v_b");
+  r.sB = a.lookup("s_b");
+  r.vOther = a.lookup("v_other");
+  r.sOther = a.lookup("s_other");
+  r.mask = a.lookup("mask");
+  r.maskStride = a.lookup("mask_stride");
+  r.vIn = a.lookup("v_in");
+  r.sIn = a.lookup("s_in");
+  r.numStates = a.lookup("num_states");
+  r.v = a.lookup("v");
+  r.s = a.lookup("s");
+  r.numTasks = a.lookup("num_tasks");
+  r.numHeads = a.lookup("num_heads");
+  if (spec.kind == MergeKind::Indptr)
+    r.indptr = a.get(spec.indptr);
+  r.tmpV = a.lookup(cplan::kTmpV);
+  r.tmpS = a.lookup(cplan::kTmpS);
+  r.o = a.lookup(cparam::kO);
+  r.lse = a.lookup(cparam::kLse);
+  r.qoIndptr = a.lookup(cplan::kQoIndptr);
+  r.rowCapacity = a.lookup(cplan::kRowCapacity);
+  r.batchSize = a.lookup(cplan::kBatchSize);
+  r.numRows = a.lookup(cplan::kNumRows);
+  return r;
+}

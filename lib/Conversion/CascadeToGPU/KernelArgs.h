@@ -1,0 +1,81 @@
+//===- KernelArgs.h - A kernel's arguments, bound by name -------*- C++ -*-===//
+//
+// The parameters of a kernel are declared once, in order, by its spec
+// (`AttentionSpec::params`, `MergeSpec::params`): the manifest and the host
+// launch read that list. Generators never index the gpu.func's arguments by
+// position; they bind them by name here, from that same list, into a typed
+// struct whose fields are null where the spec has no such parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H
+
+#include "KernelSupport.h"
+
+#include "llvm/ADT/StringMap.h"
+
+namespace mlir {
+namespace cascade {
+
+struct AttentionSpec;
+struct MergeSpec;
+
+/// The block arguments of a kernel by parameter name.
+class KernelArgs {
+public:
+  /// Pairs `params` (the spec's list) with `fn`'s entry block arguments;
+  /// they must agree in number.
+  KernelArgs(ArrayRef<KernelParam> params, gpu::GPUFuncOp fn);
+
+  /// The argument named `name`; null when the kernel has none.
+  Value lookup(StringRef name) const { return byName.lookup(name); }
+  /// The argument named `name`, which the kernel must have.
+  Value get(StringRef name) const;
+
+private:
+  llvm::StringMap<Value> byName;
+};
+
+/// The arguments of an attention kernel (either family).
+struct AttentionArgs {
+  Value q;
+  /// K and V pages: one pool (kv_cache; both fields hold it) or k_cache and
+  /// v_cache.
+  Value kCache, vCache;
+  Value qoIndptr; ///< prefill only
+  Value kvIndptr, kvIndices, kvLastPageLen;
+  // The plan of a split-KV level.
+  Value requestIndices, kvTileIndices, oIndptr, blockValidMask, kvChunkSize;
+  Value tmpV, tmpS;
+  Value qoTileIndices; ///< split prefill only
+  Value o, lse;
+  /// The scalar the grid is sized from (AttentionSpec::gridParam).
+  Value gridCount;
+  /// batch_size (null where the kernel does not take it).
+  Value batchSize;
+
+  static AttentionArgs bind(const AttentionSpec &spec, gpu::GPUFuncOp fn);
+};
+
+/// The arguments of a merge kernel; the fields a merge kind does not take
+/// are null.
+struct MergeArgs {
+  // merge_state: (v_a, s_a) and (v_b, s_b) into (v, s).
+  Value vA, sA, vB, sB;
+  // merge_state_in_place: (v_other, s_other) into (v, s), optional mask.
+  Value vOther, sOther, mask, maskStride;
+  // merge_states: num_states states (v_in, s_in) per row into (v, s).
+  Value vIn, sIn, numStates;
+  Value v, s, numTasks, numHeads;
+  // merge_states_indptr: rows indptr[i] .. indptr[i + 1] of tmp_v / tmp_s
+  // into (o, lse); by row: the real rows are qo_indptr[batch_size].
+  Value indptr, tmpV, tmpS, o, lse, qoIndptr, rowCapacity, batchSize, numRows;
+
+  static MergeArgs bind(const MergeSpec &spec, gpu::GPUFuncOp fn);
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H

@@ -1,0 +1,144 @@
+//===- MmaSyncMainloop.h - The KV loop of attention on mma.sync -*- C++ -*-===//
+//
+// The mainloop of the tensor-core attention kernels on mma.sync.m16n8k16
+// (Ampere and later): per KV tile a warp computes S = Q K^T (ldmatrix +
+// mma), hands S to the kernel's score transform, runs the online softmax in
+// base 2 on the accumulator fragments (row max / sum over the quad of lanes
+// of a row, FlashAttention-4's lazy rescaling), turns P into A fragments in
+// registers and accumulates O += P V (ldmatrix .trans + mma). What feeds the
+// tiles (the KV gather, RoPE on the K tile) and what a score becomes (the
+// variant and masks) come in as hooks, so a mainloop for another MMA
+// generation (wgmma) can sit beside this one behind the same hooks.
+//
+// Warps are laid out [32, warps_q, warps_kv]: warp (y, z) owns rows [y * 16
+// * M, (y + 1) * 16 * M) of the query tile (M m16 tiles) and keys [z *
+// kv_tile / warps_kv, ...) of every KV tile.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H
+
+#include "KernelSpec.h"
+#include "PagedKV.h"
+
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
+
+namespace mlir {
+namespace cascade {
+
+/// The tile geometry of an mma_sync attention kernel (its kernel_config) and
+/// its dynamic shared memory: the Q tile, then the K ring, then the V ring.
+struct MmaSyncTiles {
+  int64_t d, dp, warpsQ, warpsKV, mTiles, qTile, kvTile, stages, kvPerWarp,
+      sTiles, oTiles, numThreads;
+  SmemTileLayout qLayout, kvLayout;
+
+  explicit MmaSyncTiles(const AttentionSpec &spec);
+  int64_t sharedElements() const {
+    return qLayout.numElements() + 2 * stages * kvLayout.numElements();
+  }
+  SmemRing kRing() const {
+    return {qLayout.numElements(), kvLayout.numElements()};
+  }
+  SmemRing vRing() const {
+    return {qLayout.numElements() + stages * kvLayout.numElements(),
+            kvLayout.numElements()};
+  }
+};
+
+/// This thread's place in the block: lane, warp (y along the query rows, z
+/// along the keys), linear id, the block's KV head (block y) and the first
+/// tile row of its warp.
+struct MmaSyncThread {
+  Value lane, warpQ, warpKV, tid, kvHead, warpRow0;
+
+  static MmaSyncThread get(KernelBuilder &k, const MmaSyncTiles &tiles);
+  /// Tile-local row of pair `pair` of m-tile `mt` held by this thread.
+  Value localRow(KernelBuilder &k, int64_t mt, int64_t pair) const {
+    return k.add(warpRow0, k.idx(mt * 16 + 8 * pair));
+  }
+};
+
+/// Accumulator row r (m-tile r / 2, pair r % 2) of this thread as a query
+/// row: packed tile row p is query p / G of query head kv_head * G + p % G
+/// (the GQA group packed into the rows), valid below the request's query
+/// count, at position kv_len - qo_len + query.
+struct PackedRow {
+  Value query, head, valid, pos;
+};
+
+/// The online-softmax state of a warp's rows: O accumulators [mt * oTiles +
+/// n], the running max m and this thread's part of the row sums l [mt * 2 +
+/// pair].
+struct MmaSyncState {
+  SmallVector<Value> o, m, l;
+};
+
+/// What the mainloop asks of the kernel around it.
+struct MmaSyncTileHooks {
+  /// Called once before the loop: the values (page ids looked up a tile
+  /// ahead) the loop carries for `produce`; may be empty.
+  function_ref<SmallVector<Value>()> carriedInit;
+  /// At the start of iteration i (tile i landed, the stage of tile i - 1
+  /// free): issues the loads of a later tile and returns the next carried
+  /// values.
+  function_ref<SmallVector<Value>(Value i, ArrayRef<Value> carried)> produce;
+  /// Before the scores of tile i (stage `stage`, first key `tileStart`):
+  /// work on the tile in shared memory (RoPE on K); may be null.
+  function_ref<void(Value stage, Value tileStart)> prepare;
+  /// The raw scores S of the tile ([mt * sTiles + n] accumulators) as
+  /// log2-unit logits with masked keys at -inf.
+  function_ref<SmallVector<Value>(ArrayRef<Value> s, Value tileStart)>
+      transform;
+};
+
+class MmaSyncMainloop {
+public:
+  /// `smem` is the kernel's dynamic shared memory (MmaSyncTiles' layout),
+  /// `expScale` what raw logits are multiplied by before exp2.
+  MmaSyncMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
+                  const MmaSyncThread &thread, Value smem, Type elementType,
+                  double expScale);
+
+  /// Runs tiles [0, numTiles) (first key t0 + i * kv_tile) after the
+  /// pipeline's prologue; `qGroup` is the Q tile's cp.async group (the
+  /// oldest). Returns the final state after draining the copies.
+  MmaSyncState run(Value numTiles, Value t0, Value qGroup,
+                   const MmaSyncTileHooks &hooks);
+
+  /// S = Q K^T for this warp's rows and keys of stage `stage`.
+  SmallVector<Value> scores(Value stage);
+
+private:
+  /// One online-softmax step on the tile's logits `s`: updates m and l and
+  /// returns P as A operands [kk * mTiles + mt], each m-tile's rescale
+  /// factors and whether any row of the thread needs O rescaled.
+  struct Softmax {
+    SmallVector<Value> pA;
+    SmallVector<RowPair> alphas;
+    Value rescale;
+  };
+  Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state);
+  /// O *= alpha where some row of the warp has a new maximum.
+  void rescale(MmaBuilder &mma, const Softmax &p, SmallVector<Value> &o);
+  /// O += P V on stage `stage`.
+  void accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA, Value stage,
+                    SmallVector<Value> &o);
+  /// The loop body of tile i.
+  SmallVector<Value> step(MmaBuilder &mma, Value i, ValueRange carried,
+                          Value t0, Value qGroup,
+                          const MmaSyncTileHooks &hooks);
+
+  KernelBuilder &k;
+  const MmaSyncTiles &tiles;
+  const MmaSyncThread &thread;
+  Value smem;
+  Type elementType;
+  double expScale;
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H

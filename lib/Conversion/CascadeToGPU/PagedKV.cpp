@@ -1,0 +1,189 @@
+//===- PagedKV.cpp - Pages of a KV cache and their gathering --------------===//
+
+#include "PagedKV.h"
+
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+RequestKv cascade::requestKv(KernelBuilder &k, Value kvIndptr, Value lastLen,
+                             Value req, int64_t pageSize, Value chunkSize,
+                             Value chunk) {
+  RequestKv r;
+  r.pageStart = k.toIndex(k.loadScalar(kvIndptr, req));
+  Value pageEnd = k.toIndex(k.loadScalar(kvIndptr, k.add(req, k.idx(1))));
+  Value pages = k.sub(pageEnd, r.pageStart);
+  Value last = k.toIndex(k.loadScalar(lastLen, req));
+  Value zero = k.idx(0);
+  Value fullLen = k.add(k.mul(k.sub(pages, k.idx(1)), k.idx(pageSize)), last);
+  r.kvLen = k.select(k.cmp(arith::CmpIPredicate::sgt, pages, k.idx(0)), fullLen,
+                     zero);
+  if (chunkSize) {
+    Value cs = k.toIndex(k.loadScalar(chunkSize, k.idx(0)));
+    r.t0 = k.mul(chunk, cs);
+    r.t1 = k.minU(k.add(r.t0, cs), r.kvLen);
+    r.t0 = k.minU(r.t0, r.t1);
+  } else {
+    r.t0 = k.idx(0);
+    r.t1 = r.kvLen;
+  }
+  return r;
+}
+
+//===----------------------------------------------------------------------===//
+// PagedKVLayout
+//===----------------------------------------------------------------------===//
+
+PagedKVLayout::PagedKVLayout(const AttentionSpec &spec)
+    : pageSize(spec.pageSize) {
+  int64_t d = spec.headDim;
+  int64_t page = spec.pageSize * spec.numKvHeads * d;
+  pageStride = spec.pool ? 2 * page : page;
+  vOffset = spec.pool ? page : 0;
+  tokenStride = spec.hnd ? d : spec.numKvHeads * d;
+  headStride = spec.hnd ? spec.pageSize * d : d;
+}
+
+Value PagedKVLayout::page(KernelBuilder &k, Value kvIndices, Value pageStart,
+                          Value token) const {
+  return k.toIndex(
+      k.loadScalar(kvIndices, k.add(pageStart, k.div(token, k.idx(pageSize)))));
+}
+
+Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
+                                 Value head) const {
+  return k.add(k.add(k.mul(page, k.idx(pageStride)),
+                     k.mul(k.rem(token, k.idx(pageSize)), k.idx(tokenStride))),
+               k.mul(head, k.idx(headStride)));
+}
+
+Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
+                                 Value head, Value chunk) const {
+  return k.add(
+      k.add(k.mul(page, k.idx(pageStride)), k.mul(slot, k.idx(tokenStride))),
+      k.add(k.mul(head, k.idx(headStride)), k.mul(chunk, k.idx(8))));
+}
+
+//===----------------------------------------------------------------------===//
+// PagedKVRowGather
+//===----------------------------------------------------------------------===//
+
+PagedKVRowGather::PagedKVRowGather(const PagedKVLayout &layout,
+                                   const KVSource &src, Value smemK,
+                                   Value smemV, int64_t tile, int64_t headDim,
+                                   int64_t lanes, int64_t numThreads, Value tid)
+    : layout(layout), src(src), smemK(smemK), smemV(smemV), tid(tid),
+      tile(tile), headDim(headDim), lanes(lanes), numThreads(numThreads),
+      chunksPerThread(tile * lanes / numThreads), loc(tid.getLoc()) {}
+
+SmallVector<Value> PagedKVRowGather::lookupPages(OpBuilder &b, Value i) const {
+  KernelBuilder k(b, loc);
+  SmallVector<Value> pages;
+  for (int64_t cc = 0; cc < chunksPerThread; ++cc) {
+    Value ch = k.add(tid, k.idx(cc * numThreads));
+    Value j = k.div(ch, k.idx(lanes));
+    Value t = k.add(k.add(src.t0, k.mul(i, k.idx(tile))), j);
+    Value valid = k.cmp(arith::CmpIPredicate::ult, t, src.t1);
+    auto ifp =
+        scf::IfOp::create(b, loc, TypeRange{b.getIndexType()}, valid, true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifp.thenBlock());
+    Value pg = layout.page(k, src.kvIndices, src.pageStart, t);
+    scf::YieldOp::create(b, loc, pg);
+    b.setInsertionPointToStart(ifp.elseBlock());
+    scf::YieldOp::create(b, loc, k.idx(0));
+    pages.push_back(ifp.getResult(0));
+  }
+  return pages;
+}
+
+Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
+                              ValueRange pages) const {
+  KernelBuilder k(b, loc);
+  SmallVector<Value> toks;
+  for (int64_t cc = 0; cc < chunksPerThread; ++cc) {
+    Value ch = k.add(tid, k.idx(cc * numThreads));
+    Value j = k.div(ch, k.idx(lanes));
+    Value p = k.rem(ch, k.idx(lanes));
+    Value t = k.add(k.add(src.t0, k.mul(i, k.idx(tile))), j);
+    Value valid = k.cmp(arith::CmpIPredicate::ult, t, src.t1);
+    Value page = pages[cc];
+    Value slot = k.select(valid, k.rem(t, k.idx(layout.pageSize)), k.idx(0));
+    Value off = layout.chunkOffset(k, page, slot, src.kvHead, p);
+    Value n = k.select(valid, k.idx(8), k.idx(0));
+    Value dst =
+        k.add(k.mul(k.add(k.mul(stage, k.idx(tile)), j), k.idx(headDim)),
+              k.mul(p, k.idx(8)));
+    auto unit = b.getUnitAttr();
+    toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, smemK, ValueRange{dst}, src.kCache, ValueRange{off},
+        b.getIndexAttr(8), n, unit));
+    Value voff = layout.vFromK(k, off);
+    toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        b, loc, smemV, ValueRange{dst}, src.vCache, ValueRange{voff},
+        b.getIndexAttr(8), n, unit));
+  }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, toks).getResult();
+}
+
+//===----------------------------------------------------------------------===//
+// PagedKVTileGather
+//===----------------------------------------------------------------------===//
+
+PagedKVTileGather::PagedKVTileGather(
+    KernelBuilder &k, const PagedKVLayout &layout, const KVSource &src,
+    Value smem, const SmemTileLayout &tileLayout, SmemRing kRing,
+    SmemRing vRing, int64_t headDim, int64_t numThreads, Value tid)
+    : k(k), layout(layout), src(src), smem(smem), tileLayout(tileLayout),
+      kRing(kRing), vRing(vRing), headDim(headDim),
+      copy(distributeTileCopy(k, tileLayout.rows, tileLayout.cols / 8,
+                              numThreads, tid)) {}
+
+SmallVector<Value> PagedKVTileGather::lookupPages(Value i) const {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  // One branch for the tile (is any of its keys real?); inside it, rows past
+  // t1 read the page of key t1 - 1 (in bounds) and are zeroed by a select.
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(tileLayout.rows)));
+  SmallVector<Type> types(copy.rows.size(), b.getI32Type());
+  auto ifOp = scf::IfOp::create(
+      b, loc, types, k.cmp(arith::CmpIPredicate::ult, tileStart, src.t1),
+      /*withElse=*/true);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
+  SmallVector<Value> pages;
+  Value lastKey = k.sub(src.t1, k.idx(1));
+  for (Value row : copy.rows) {
+    Value t = k.add(tileStart, row);
+    Value page = k.toI32(
+        layout.page(k, src.kvIndices, src.pageStart, k.minU(t, lastKey)));
+    pages.push_back(
+        k.select(k.cmp(arith::CmpIPredicate::ult, t, src.t1), page, k.i32(0)));
+  }
+  scf::YieldOp::create(b, loc, pages);
+  b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(b, loc, SmallVector<Value>(types.size(), k.i32(0)));
+  return SmallVector<Value>(ifOp.getResults());
+}
+
+void PagedKVTileGather::issue(Value i, Value stage,
+                              ArrayRef<Value> pages) const {
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(tileLayout.rows)));
+  SmallVector<Value> offs, valid;
+  for (auto [row, page] : llvm::zip(copy.rows, pages)) {
+    Value t = k.add(tileStart, row);
+    valid.push_back(k.cmp(arith::CmpIPredicate::ult, t, src.t1));
+    offs.push_back(layout.tokenOffset(k, k.toIndex(page), t, src.kvHead));
+  }
+  SmallVector<Value> tokens =
+      issueTileCopy(k, smem, kRing.stage(k, stage), tileLayout, copy,
+                    src.kCache, offs, valid, headDim / 8);
+  SmallVector<Value> vOffs;
+  for (Value off : offs)
+    vOffs.push_back(layout.vFromK(k, off));
+  llvm::append_range(tokens, issueTileCopy(k, smem, vRing.stage(k, stage),
+                                           tileLayout, copy, src.vCache, vOffs,
+                                           valid, headDim / 8));
+  commitGroup(k, tokens);
+}

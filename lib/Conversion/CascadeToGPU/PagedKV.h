@@ -1,0 +1,128 @@
+//===- PagedKV.h - Pages of a KV cache and their gathering ------*- C++ -*-===//
+//
+// A request's KV in a paged cache (its pages, length and the token range a
+// work item reads), where token t of KV head h lives in a page (one pool of
+// [page][K|V][...] or a (k_cache, v_cache) pair, NHD or HND), and the two
+// cp.async gathers of K/V tiles into shared memory: rows of a plain
+// [stage][token][head_dim] buffer (the rows family) and swizzled
+// SmemTileLayout tiles in a ring of stages (the tensor-core families).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
+
+#include "KernelSpec.h"
+
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
+
+namespace mlir {
+namespace cascade {
+
+/// The KV of request `req` of a paged cache and the tokens [t0, t1) one work
+/// item reads: kv_len = (pages - 1) * pageSize + kv_last_page_len[req] (0
+/// without pages); [t0, t1) is the whole KV, or with `chunkSize` (split-KV:
+/// the device i32 kv_chunk_size, read there so that a captured CUDA graph
+/// stays right after a replan) the item's chunk `chunk` of it.
+struct RequestKv {
+  Value pageStart, kvLen, t0, t1;
+};
+RequestKv requestKv(KernelBuilder &k, Value kvIndptr, Value lastLen, Value req,
+                    int64_t pageSize, Value chunkSize = {}, Value chunk = {});
+
+/// Where the K and V rows of a token live (element offsets).
+struct PagedKVLayout {
+  int64_t pageSize = 0;
+  /// Elements of a page (K and V of a pool page), of a token's row of all
+  /// KV heads (NHD) or of one head's (HND), and of a head's slice.
+  int64_t pageStride = 0, tokenStride = 0, headStride = 0;
+  /// V's offset from K in the same buffer (a pool page); 0 for a pair.
+  int64_t vOffset = 0;
+
+  explicit PagedKVLayout(const AttentionSpec &spec);
+
+  /// The page holding `token` of a request whose pages start at `pageStart`
+  /// of kv_indices (index).
+  Value page(KernelBuilder &k, Value kvIndices, Value pageStart,
+             Value token) const;
+  /// K offset of (page, token % page_size, head).
+  Value tokenOffset(KernelBuilder &k, Value page, Value token,
+                    Value head) const;
+  /// K offset of 8-element chunk `chunk` of (page, slot in page, head).
+  Value chunkOffset(KernelBuilder &k, Value page, Value slot, Value head,
+                    Value chunk) const;
+  /// V's offset for K's `kOffset`.
+  Value vFromK(KernelBuilder &k, Value kOffset) const {
+    return k.add(kOffset, k.idx(vOffset));
+  }
+};
+
+/// What a work item gathers: the key range [t0, t1) of one request's pages
+/// and KV head, from K and V buffers (one pool: the same value).
+struct KVSource {
+  Value kCache, vCache, kvIndices, pageStart, kvHead, t0, t1;
+};
+
+/// The rows family's gather: tiles of `tile` tokens into K and V buffers
+/// [stages][tile][headDim]; thread `tid` (of `numThreads`, `lanes` per token
+/// row) copies `chunksPerThread` 16-byte chunks of a tile.
+class PagedKVRowGather {
+public:
+  PagedKVRowGather(const PagedKVLayout &layout, const KVSource &src,
+                   Value smemK, Value smemV, int64_t tile, int64_t headDim,
+                   int64_t lanes, int64_t numThreads, Value tid);
+  /// Page ids of the chunks this thread copies of tile `i` (0 past t1).
+  SmallVector<Value> lookupPages(OpBuilder &b, Value i) const;
+  /// The copies of tile `i` into stage `stage` (zero-fill past t1), as one
+  /// cp.async group; returns its token.
+  Value issue(OpBuilder &b, Value i, Value stage, ValueRange pages) const;
+
+private:
+  PagedKVLayout layout;
+  KVSource src;
+  Value smemK, smemV, tid;
+  int64_t tile, headDim, lanes, numThreads, chunksPerThread;
+  Location loc;
+};
+
+/// A ring of tiles in shared memory: stage s starts at element base + s *
+/// stageElements.
+struct SmemRing {
+  int64_t base = 0, stageElements = 0;
+  Value stage(KernelBuilder &k, Value s) const {
+    return k.add(k.idx(base), k.mul(s, k.idx(stageElements)));
+  }
+};
+
+/// The tensor-core families' gather: KV tiles of `layout.rows` tokens into
+/// K and V rings of `tileLayout` tiles of the dynamic shared memory `smem`,
+/// the block's threads sharing each tile's 16-byte chunks (`copy`).
+class PagedKVTileGather {
+public:
+  PagedKVTileGather(KernelBuilder &k, const PagedKVLayout &layout,
+                    const KVSource &src, Value smem,
+                    const SmemTileLayout &tileLayout, SmemRing kRing,
+                    SmemRing vRing, int64_t headDim, int64_t numThreads,
+                    Value tid);
+  /// The page ids (i32, to keep prefetch registers few) of the rows this
+  /// thread copies of tile `i`; 0 past t1.
+  SmallVector<Value> lookupPages(Value i) const;
+  /// The copies of tile `i` into stage `stage` (zero-filled past t1),
+  /// committed as one cp.async group.
+  void issue(Value i, Value stage, ArrayRef<Value> pages) const;
+
+private:
+  KernelBuilder &k;
+  PagedKVLayout layout;
+  KVSource src;
+  Value smem;
+  SmemTileLayout tileLayout;
+  SmemRing kRing, vRing;
+  int64_t headDim;
+  TileCopyPlan copy;
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
