@@ -261,14 +261,16 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
   if (!c)
     return failure();
   while (!fitsTarget(in.op, c, in.target)) {
-    if (stages > 2)
+    if (stages > 2) {
       --stages;
-    else if (kvTile > 16 * warpsKV)
+    } else if (kvTile > 16 * warpsKV) {
       kvTile /= 2;
-    else if (!o.mmaWarpsKV && warpsKV > 1)
-      warpsKV /= 2, kvTile /= 2;
-    else
+    } else if (!o.mmaWarpsKV && warpsKV > 1) {
+      warpsKV /= 2;
+      kvTile /= 2;
+    } else {
       break;
+    }
     c = make();
     if (!c)
       return failure();
