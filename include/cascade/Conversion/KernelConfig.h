@@ -1,59 +1,72 @@
 //===- KernelConfig.h - Kernel family and tiling selection ------*- C++ -*-===//
 //
 // The one place that decides, for each cascade op, which kernel family runs
-// it and with which tiling (#cascade.kernel_config). The
-// `cascade-select-kernel-config` pass records the choice on the ops;
-// `convert-cascade-to-gpu` reads it (and applies these defaults to ops that
-// carry none). Tuning happens through the options below (pass options) or by
-// writing the attribute, never through the environment.
+// it and with which tiling (#cascade.kernel_config), for one target chip
+// (TargetInfo.h). The `cascade-select-kernel-config` pass records the choice
+// on the ops; `convert-cascade-to-gpu` reads it (and applies these defaults
+// to ops that carry none). Tuning happens through the pass options (declared
+// once, in Passes.td) or by writing the attribute, never through the
+// environment.
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef CASCADE_CONVERSION_KERNELCONFIG_H
 #define CASCADE_CONVERSION_KERNELCONFIG_H
 
+#include "cascade/Conversion/Passes.h"
+#include "cascade/Conversion/TargetInfo.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 
 namespace mlir {
+class ModuleOp;
 namespace cascade {
 
-/// Knobs of the default selection; 0 means "choose automatically".
-struct KernelConfigOptions {
-  /// Merge kernels: threads per block (rounded to whole states).
-  int64_t mergeThreads = 128;
-  /// rows family: threads per block, KV tokens per stage, the deepest
-  /// pipeline and the shared memory budget of the K/V stages (KiB).
-  int64_t rowsThreads = 128;
-  int64_t rowsKVTile = 32;
-  int64_t rowsMaxStages = 4;
-  int64_t rowsSmemKiB = 40;
-  /// Decode runs on the rows family while the GQA group is at most this
-  /// (and head_dim / 8 divides a warp); larger groups use tensor cores, as
-  /// FlashInfer's use_tensor_cores.
-  int64_t rowsMaxGroup = 8;
-  /// mma_sync family: packed query rows per block, KV tokens per stage,
-  /// pipeline stages and warps along the KV tile.
-  int64_t mmaQTile = 0;
-  int64_t mmaKVTile = 0;
-  int64_t mmaStages = 0;
-  int64_t mmaWarpsKV = 0;
-};
+/// Knobs of the default selection: the options of
+/// `cascade-select-kernel-config` as tablegen generates them from Passes.td
+/// (one declaration, with the defaults); 0 means "choose automatically".
+/// `chip` names the target (empty: kDefaultChip); `overwrite` only concerns
+/// the pass.
+using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 
 /// The shared memory (bytes) a block of the mma_sync attention kernel uses
 /// for `config` at `headDim`: the query tile, the K/V pipeline stages, or
 /// the staging of the warps' partial states, whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
-/// Shared memory per block that a kernel may use on the targets we build for
-/// (sm_80 and sm_90: 227 KiB with the opt-in attribute).
-inline constexpr int64_t kMaxSharedBytesPerBlock = 227 * 1024;
+/// Shared memory per block that a kernel may use on some known target (the
+/// largest opt-in of TargetInfo.cpp's table): the bound of code that does
+/// not know the chip. Selection checks the chip's own limit
+/// (verifyKernelConfigFitsTarget).
+inline constexpr int64_t kMaxSharedBytesPerBlock = kMaxSharedBytesOnAnyTarget;
 
 /// Whether the rows family can run an attention op of this shape: head_dim
 /// / 8 lanes must divide a warp (head_dim 8, 16, 32, 64, 128, 256).
 bool rowsFamilySupportsHeadDim(int64_t headDim);
 
+/// Whether a block of `op`'s kernel with `config` fits the shared memory of
+/// `target`. Fails with a diagnostic on `op` (naming the bytes needed and the
+/// chip's limit) where it does not. The one check of a configuration against
+/// a chip: selection applies it to the configurations it chooses and to the
+/// hand-written ones it keeps.
+LogicalResult verifyKernelConfigFitsTarget(Operation *op,
+                                           KernelConfigAttr config,
+                                           const TargetInfo &target);
+
+/// The target selection works for. Precedence: the chip of the
+/// `#nvvm.target`s attached to the gpu.modules inside `module`, else
+/// `chipOption` (the pass option), else kDefaultChip. A chip option that
+/// disagrees with an attached target, gpu.modules targeting different chips,
+/// or a chip missing from getKnownTargets() fail with a diagnostic on
+/// `module`.
+FailureOr<const TargetInfo *> resolveSelectionTarget(ModuleOp module,
+                                                     StringRef chipOption);
+
 /// The default kernel configuration of `op` (a merge op or
-/// cascade.paged_attention). Emits a diagnostic and fails where no kernel
-/// family can run the op.
+/// cascade.paged_attention) on `target`. Emits a diagnostic and fails where
+/// no kernel family can run the op there.
+FailureOr<KernelConfigAttr> selectKernelConfig(Operation *op,
+                                               const KernelConfigOptions &opts,
+                                               const TargetInfo &target);
+/// The same on the chip `opts.chip` names (kDefaultChip when empty).
 FailureOr<KernelConfigAttr> selectKernelConfig(Operation *op,
                                                const KernelConfigOptions &opts);
 

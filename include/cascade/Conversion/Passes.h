@@ -12,31 +12,31 @@ class RewritePatternSet;
 class ModuleOp;
 namespace arith {
 class ArithDialect;
-}
+} // namespace arith
 namespace gpu {
 class GPUDialect;
-}
+} // namespace gpu
 namespace memref {
 class MemRefDialect;
-}
+} // namespace memref
 namespace scf {
 class SCFDialect;
-}
+} // namespace scf
 namespace vector {
 class VectorDialect;
-}
+} // namespace vector
 namespace nvgpu {
 class NVGPUDialect;
-}
+} // namespace nvgpu
 namespace NVVM {
 class NVVMDialect;
-}
+} // namespace NVVM
 namespace LLVM {
 class LLVMDialect;
-}
+} // namespace LLVM
 namespace func {
 class FuncDialect;
-}
+} // namespace func
 
 namespace cascade {
 class CascadeDialect;

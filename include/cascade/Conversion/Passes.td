@@ -20,7 +20,16 @@ def CascadeSelectKernelConfig
     Defaults: merges one state per head_dim/8 threads; decode with GQA groups
     up to `rows-max-group` and head_dim 8..256 a power of two on the `rows`
     family; everything else (prefill/append, shared-prefix levels, large
-    groups, other head dims) on `mma_sync`.
+    groups, other head dims) on `mma_sync`, within the shared memory of the
+    target chip.
+
+    The target chip (its shared-memory, register and instruction limits,
+    `cascade/Conversion/TargetInfo.h`) is the chip of the `#nvvm.target`
+    attached to the module's `gpu.module`s where there is one, else the
+    `chip` option, else sm_90. A `chip` option that disagrees with an
+    attached target, gpu.modules for different chips and unknown chips are
+    errors. Configurations already on ops are checked against the chip's
+    shared memory.
 
     Example:
 
@@ -39,6 +48,9 @@ def CascadeSelectKernelConfig
   let options = [
     Option<"overwrite", "overwrite", "bool", /*default=*/"false",
            "Replace configurations already on the ops">,
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "Target chip (sm_80, sm_86, sm_87, sm_89, sm_90, sm_90a); empty: "
+           "the attached #nvvm.target's, else sm_90">,
     Option<"mergeThreads", "merge-threads", "int64_t", /*default=*/"128",
            "Merge kernels: threads per block">,
     Option<"rowsThreads", "rows-threads", "int64_t", /*default=*/"128",

@@ -1,16 +1,21 @@
 //===- KernelConfig.cpp - Kernel family and tiling selection --------------===//
 //
-// Default #cascade.kernel_config of every cascade op, and the
-// cascade-select-kernel-config pass that records it. The choices:
-// - merges: one 16-byte chunk of a state per thread, ~128 threads a block;
-// - decode with a small GQA group (<= rows-max-group) and head_dim 64, 128
-//   or 256: the bandwidth-bound rows family (all G query heads of a KV head
-//   share each K/V tile read);
-// - every other attention (prefill/append, shared-prefix levels, decode with
-//   large groups or other head dims): the mma_sync family, FlashAttention-2
-//   on tensor cores with the GQA group packed into the query rows;
-// - q and KV of different dtypes (f16 / bf16 mixes): the rows family, which
-//   converts both to f32.
+// Default #cascade.kernel_config of every cascade op on a target chip, and
+// the cascade-select-kernel-config pass that records it. The kernel families
+// are rows of one table (kFamilies), tried in order; the first that applies
+// to an op chooses its configuration:
+// - merge: merges, one 16-byte chunk of a state per thread, ~128 threads a
+//   block;
+// - rows: q and KV of different dtypes (the only family that converts), and
+//   decode with a small GQA group (<= rows-max-group) at a head_dim the
+//   family splits over a warp: the bandwidth-bound CUDA-core kernel (all G
+//   query heads of a KV head share each K/V tile read);
+// - mma_sync: every other attention (prefill/append, shared-prefix levels,
+//   decode with large groups or other head dims), FlashAttention-2 on tensor
+//   cores with the GQA group packed into the query rows, shrunk until it
+//   fits the chip's shared memory.
+// A family for a new MMA generation (wgmma on sm_90a) is one more row,
+// before mma_sync, applying where TargetInfo::hasWgmma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -20,7 +25,10 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 
+#include "llvm/ADT/SetVector.h"
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/MathExtras.h"
 
@@ -58,18 +66,128 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   return std::max(tiles, merge);
 }
 
-static KernelConfigAttr mergeConfig(MLIRContext *ctx, int64_t headDim,
-                                    const KernelConfigOptions &o) {
-  int64_t tpt = headDim / 8;
-  int64_t tpb = std::max<int64_t>(1, o.mergeThreads / tpt);
-  return KernelConfigAttr::get(ctx, KernelFamily::Merge, {tpb * tpt, 1, 1}, tpb,
-                               0, 1);
+//===----------------------------------------------------------------------===//
+// The target
+//===----------------------------------------------------------------------===//
+
+/// The dynamic shared memory of a block of `op`'s kernel under `config`
+/// (0 for the families whose shared memory is static: rows, merge).
+static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
+  auto attention = dyn_cast<PagedAttentionOp>(op);
+  if (!attention || config.getFamily() != KernelFamily::MmaSync)
+    return 0;
+  int64_t headDim =
+      cast<ShapedType>(attention.getQ().getType()).getShape().back();
+  if (ShapedType::isDynamic(headDim))
+    return 0;
+  return mmaAttentionSharedBytes(config, headDim);
+}
+
+static bool fitsTarget(Operation *op, KernelConfigAttr config,
+                       const TargetInfo &target) {
+  return dynamicSharedBytes(op, config) <= target.sharedBytesPerBlockOptin;
+}
+
+LogicalResult cascade::verifyKernelConfigFitsTarget(Operation *op,
+                                                    KernelConfigAttr config,
+                                                    const TargetInfo &target) {
+  if (fitsTarget(op, config, target))
+    return success();
+  return op->emitError("kernel_config ")
+         << config << " needs " << dynamicSharedBytes(op, config)
+         << " bytes of shared memory per block; " << target.chip
+         << " allows at most " << target.sharedBytesPerBlockOptin;
+}
+
+FailureOr<const TargetInfo *>
+cascade::resolveSelectionTarget(ModuleOp module, StringRef chipOption) {
+  // The chips the kernels are built for, where a target is attached.
+  llvm::SetVector<StringRef> attached;
+  module.walk([&](gpu::GPUModuleOp gpuModule) {
+    if (ArrayAttr targets = gpuModule.getTargetsAttr())
+      for (Attribute t : targets)
+        if (auto nvvm = dyn_cast<NVVM::NVVMTargetAttr>(t))
+          attached.insert(nvvm.getChip());
+  });
+  if (attached.size() > 1)
+    return module.emitError("kernel selection needs one target chip; the "
+                            "gpu.modules target ")
+               << llvm::join(attached, ", "),
+           failure();
+  StringRef chip = chipOption;
+  if (!attached.empty()) {
+    if (!chipOption.empty() && chipOption != attached.front())
+      return module.emitError("kernel selection for chip '")
+                 << chipOption << "', but the gpu.modules target '"
+                 << attached.front() << "' (#nvvm.target)",
+             failure();
+    chip = attached.front();
+  }
+  if (chip.empty())
+    chip = kDefaultChip;
+  const TargetInfo *target = lookupTarget(chip);
+  if (!target)
+    return module.emitError("kernel selection does not know chip '")
+               << chip << "' (known: " << getKnownChipsString() << ")",
+           failure();
+  return target;
+}
+
+//===----------------------------------------------------------------------===//
+// The families
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// What selection looks at in an op.
+struct OpShape {
+  bool merge = false;
+  int64_t headDim = 0;
+  /// Attention only.
+  int64_t group = 1;
+  bool decode = false;
+  /// q and KV of different element types.
+  bool mixedTypes = false;
+  /// Options computed per score (ALiBi bias, soft cap) or per tile (RoPE in
+  /// shared memory): they need registers that a 128-row tile does not leave.
+  bool heavyOptions = false;
+};
+
+/// Everything a family's choice depends on.
+struct SelectionInput {
+  Operation *op;
+  const OpShape &shape;
+  const KernelConfigOptions &opts;
+  const TargetInfo &target;
+};
+
+/// One kernel family: when it runs an op, and how it configures it.
+struct FamilyRule {
+  KernelFamily family;
+  bool (*applies)(const SelectionInput &);
+  FailureOr<KernelConfigAttr> (*choose)(const SelectionInput &);
+};
+} // namespace
+
+static bool mergeApplies(const SelectionInput &in) { return in.shape.merge; }
+
+static FailureOr<KernelConfigAttr> chooseMerge(const SelectionInput &in) {
+  int64_t tpt = in.shape.headDim / 8;
+  int64_t tpb = std::max<int64_t>(1, in.opts.mergeThreads / tpt);
+  return KernelConfigAttr::get(in.op->getContext(), KernelFamily::Merge,
+                               {tpb * tpt, 1, 1}, tpb, 0, 1);
+}
+
+static bool rowsApplies(const SelectionInput &in) {
+  const OpShape &s = in.shape;
+  return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
+         (s.mixedTypes || (s.decode && s.group <= in.opts.rowsMaxGroup));
 }
 
 /// The rows family: D/8 lanes own 8 elements each, bdz slices of a tile;
 /// the tile (tokens) and the pipeline depth fit the K/V smem budget.
-static KernelConfigAttr rowsConfig(MLIRContext *ctx, int64_t headDim,
-                                   const KernelConfigOptions &o) {
+static FailureOr<KernelConfigAttr> chooseRows(const SelectionInput &in) {
+  const KernelConfigOptions &o = in.opts;
+  int64_t headDim = in.shape.headDim;
   int64_t bdx = headDim / 8;
   int64_t bdz = std::max<int64_t>(1, o.rowsThreads / bdx);
   int64_t nthreads = bdx * bdz;
@@ -83,8 +201,14 @@ static KernelConfigAttr rowsConfig(MLIRContext *ctx, int64_t headDim,
     if (stages >= 2 || tile <= 16)
       break;
   }
-  return KernelConfigAttr::get(ctx, KernelFamily::Rows, {bdx, 1, bdz}, 1, tile,
+  return KernelConfigAttr::get(in.op->getContext(), KernelFamily::Rows,
+                               {bdx, 1, bdz}, 1, tile,
                                std::max<int64_t>(stages, 1));
+}
+
+/// Tensor cores need q and KV of one dtype.
+static bool mmaSyncApplies(const SelectionInput &in) {
+  return !in.shape.merge && !in.shape.mixedTypes;
 }
 
 /// The mma_sync family. Prefill: 4 warps along the query rows with two m16
@@ -97,23 +221,24 @@ static KernelConfigAttr rowsConfig(MLIRContext *ctx, int64_t headDim,
 /// 3 stages for the 128-row, 32-token tiles (80 KiB: two blocks an SM), 2
 /// otherwise. Decode: the packed rows of one request (its GQA group) in
 /// 16..128 rows, and the warps a block has to spare along the KV tile.
-static KernelConfigAttr
-mmaConfig(MLIRContext *ctx, int64_t headDim, int64_t group, bool decode,
-          bool heavyOptions, const KernelConfigOptions &o,
-          function_ref<InFlightDiagnostic()> emitError) {
-  int64_t dp = llvm::alignTo(headDim, 16);
+/// Then fewer stages, shorter KV tiles and (where chosen here) fewer warps
+/// along KV until the block fits the chip's shared memory.
+static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
+  const KernelConfigOptions &o = in.opts;
+  const OpShape &s = in.shape;
+  int64_t dp = llvm::alignTo(s.headDim, 16);
   int64_t qTile, warpsQ, warpsKV, kvTile, stages;
-  if (decode) {
+  if (s.decode) {
     qTile = o.mmaQTile
                 ? o.mmaQTile
                 : std::min<int64_t>(
-                      128, llvm::PowerOf2Ceil(std::max<int64_t>(group, 16)));
+                      128, llvm::PowerOf2Ceil(std::max<int64_t>(s.group, 16)));
     warpsQ = std::min<int64_t>(4, std::max<int64_t>(1, qTile / 16));
     warpsKV = o.mmaWarpsKV ? o.mmaWarpsKV : std::max<int64_t>(1, 4 / warpsQ);
     kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
     stages = o.mmaStages ? o.mmaStages : 3;
   } else {
-    qTile = o.mmaQTile ? o.mmaQTile : dp <= 128 && !heavyOptions ? 128 : 64;
+    qTile = o.mmaQTile ? o.mmaQTile : dp <= 128 && !s.heavyOptions ? 128 : 64;
     warpsQ = std::min<int64_t>(4, std::max<int64_t>(1, qTile / 16));
     warpsKV = o.mmaWarpsKV ? o.mmaWarpsKV : 1;
     kvTile = o.mmaKVTile    ? o.mmaKVTile
@@ -124,88 +249,114 @@ mmaConfig(MLIRContext *ctx, int64_t headDim, int64_t group, bool decode,
     stages = o.mmaStages ? o.mmaStages : qTile == 128 && kvTile <= 32 ? 3 : 2;
   }
   auto make = [&] {
-    return KernelConfigAttr::getChecked(emitError, ctx, KernelFamily::MmaSync,
-                                        ArrayRef<int64_t>{32, warpsQ, warpsKV},
-                                        qTile, kvTile, stages);
+    return KernelConfigAttr::getChecked(
+        [&] { return in.op->emitError("invalid mma_sync tuning options: "); },
+        in.op->getContext(), KernelFamily::MmaSync,
+        ArrayRef<int64_t>{32, warpsQ, warpsKV}, qTile, kvTile, stages);
   };
-  // Fit the shared memory: fewer stages first, then shorter KV tiles.
+  // Fit the shared memory: fewer stages first, then shorter KV tiles, then
+  // (unless the options fix them) fewer warps along KV, each with half the
+  // tile.
   KernelConfigAttr c = make();
-  while (c && mmaAttentionSharedBytes(c, headDim) > kMaxSharedBytesPerBlock) {
-    if (stages > 2)
+  if (!c)
+    return failure();
+  while (!fitsTarget(in.op, c, in.target)) {
+    if (stages > 2) {
       --stages;
-    else if (kvTile > 16 * warpsKV)
+    } else if (kvTile > 16 * warpsKV) {
       kvTile /= 2;
-    else
+    } else if (!o.mmaWarpsKV && warpsKV > 1) {
+      warpsKV /= 2;
+      kvTile /= 2;
+    } else {
       break;
+    }
     c = make();
+    if (!c)
+      return failure();
   }
+  if (failed(verifyKernelConfigFitsTarget(in.op, c, in.target)))
+    return failure();
   return c;
 }
 
-FailureOr<KernelConfigAttr>
-cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &o) {
-  MLIRContext *ctx = op->getContext();
+/// The families, in the order selection tries them.
+static const FamilyRule kFamilies[] = {
+    {KernelFamily::Merge, mergeApplies, chooseMerge},
+    {KernelFamily::Rows, rowsApplies, chooseRows},
+    {KernelFamily::MmaSync, mmaSyncApplies, chooseMmaSync},
+};
+
+/// What selection looks at in `op`; fails with a diagnostic where the
+/// shapes it needs are not static.
+static FailureOr<OpShape> analyseOp(Operation *op) {
   auto headDimOf = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape().back();
   };
-  auto mergeOf = [&](Value v) -> FailureOr<KernelConfigAttr> {
-    int64_t d = headDimOf(v);
-    if (ShapedType::isDynamic(d) || d % 8 != 0 || d / 8 > 1024) {
-      op->emitError("merge lowering needs a static head_dim multiple of 8 and "
-                    "<= 8192");
-      return failure();
-    }
-    return mergeConfig(ctx, d, o);
-  };
-  return llvm::TypeSwitch<Operation *, FailureOr<KernelConfigAttr>>(op)
-      .Case<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(
-          [&](auto m) { return mergeOf(m.getV()); })
-      .Case<PagedAttentionOp>([&](PagedAttentionOp a)
-                                  -> FailureOr<KernelConfigAttr> {
-        auto qt = cast<ShapedType>(a.getQ().getType());
-        auto kt = cast<ShapedType>(a.getKv()[0].getType());
-        bool hnd = a.getKvLayout() == KVLayout::HND;
-        int64_t headsDim =
-            a.getKv().size() == 1 ? (hnd ? 2 : 3) : (hnd ? 1 : 2);
-        int64_t d = qt.getDimSize(2), hqo = qt.getDimSize(1),
-                hkv = kt.getDimSize(headsDim);
-        if (ShapedType::isDynamic(hqo) || ShapedType::isDynamic(hkv)) {
-          a.emitError("attention lowering needs static head counts (dims of "
-                      "'q' and the KV cache)");
-          return failure();
-        }
-        int64_t group = hqo / hkv;
-        bool mixed = qt.getElementType() != kt.getElementType();
-        bool rowsOk = rowsFamilySupportsHeadDim(d);
-        if (mixed) {
-          if (!rowsOk) {
-            a.emitError("q and KV of different dtypes run on the rows kernel "
-                        "family, which needs head_dim 8, 16, 32, 64, 128 or "
-                        "256; got ")
-                << d;
-            return failure();
-          }
-          return rowsConfig(ctx, d, o);
-        }
-        if (a.isDecode() && rowsOk && group <= o.rowsMaxGroup)
-          return rowsConfig(ctx, d, o);
-        // Options computed per score (ALiBi bias, soft cap) or per tile
-        // (RoPE in shared memory) need registers that a 128-row tile does
-        // not leave: one m16 tile per warp.
-        bool heavyOptions = a.getPosEncoding() != PosEncoding::None ||
-                            !a.getLogitsSoftCap().isZero();
-        KernelConfigAttr c =
-            mmaConfig(ctx, d, group, a.isDecode(), heavyOptions, o, [&] {
-              return a.emitError("invalid mma_sync tuning options: ");
-            });
-        if (!c)
-          return failure();
-        return c;
-      })
-      .Default([&](Operation *) -> FailureOr<KernelConfigAttr> {
-        op->emitError("no kernel family for this op");
-        return failure();
-      });
+  OpShape s;
+  Value mergedV = llvm::TypeSwitch<Operation *, Value>(op)
+                      .Case<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(
+                          [](auto m) { return m.getV(); })
+                      .Default([](Operation *) { return Value(); });
+  if (mergedV) {
+    s.merge = true;
+    s.headDim = headDimOf(mergedV);
+    if (ShapedType::isDynamic(s.headDim) || s.headDim % 8 != 0 ||
+        s.headDim / 8 > 1024)
+      return op->emitError("merge lowering needs a static head_dim multiple "
+                           "of 8 and <= 8192"),
+             failure();
+    return s;
+  }
+  auto a = dyn_cast<PagedAttentionOp>(op);
+  if (!a)
+    return op->emitError("no kernel family for this op"), failure();
+  auto qt = cast<ShapedType>(a.getQ().getType());
+  auto kt = cast<ShapedType>(a.getKv()[0].getType());
+  bool hnd = a.getKvLayout() == KVLayout::HND;
+  int64_t headsDim = a.getKv().size() == 1 ? (hnd ? 2 : 3) : (hnd ? 1 : 2);
+  int64_t hqo = qt.getDimSize(1), hkv = kt.getDimSize(headsDim);
+  if (ShapedType::isDynamic(hqo) || ShapedType::isDynamic(hkv))
+    return a.emitError("attention lowering needs static head counts (dims of "
+                       "'q' and the KV cache)"),
+           failure();
+  s.headDim = qt.getDimSize(2);
+  s.group = hqo / hkv;
+  s.decode = a.isDecode();
+  s.mixedTypes = qt.getElementType() != kt.getElementType();
+  s.heavyOptions =
+      a.getPosEncoding() != PosEncoding::None || !a.getLogitsSoftCap().isZero();
+  return s;
+}
+
+FailureOr<KernelConfigAttr>
+cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts,
+                            const TargetInfo &target) {
+  FailureOr<OpShape> shape = analyseOp(op);
+  if (failed(shape))
+    return failure();
+  SelectionInput in{op, *shape, opts, target};
+  for (const FamilyRule &rule : kFamilies)
+    if (rule.applies(in))
+      return rule.choose(in);
+  if (shape->mixedTypes)
+    return op->emitError("q and KV of different dtypes run on the rows kernel "
+                         "family, which needs head_dim 8, 16, 32, 64, 128 or "
+                         "256; got ")
+               << shape->headDim,
+           failure();
+  return op->emitError("no kernel family for this op"), failure();
+}
+
+FailureOr<KernelConfigAttr>
+cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts) {
+  StringRef chip = opts.chip.empty() ? StringRef(kDefaultChip) : opts.chip;
+  const TargetInfo *target = lookupTarget(chip);
+  if (!target)
+    return op->emitError("kernel selection does not know chip '")
+               << chip << "' (known: " << getKnownChipsString() << ")",
+           failure();
+  return selectKernelConfig(op, opts, *target);
 }
 
 //===----------------------------------------------------------------------===//
@@ -216,8 +367,12 @@ namespace {
 struct SelectKernelConfigPass
     : cascade::impl::CascadeSelectKernelConfigBase<SelectKernelConfigPass> {
   using Base::Base;
-  void runOnOperation() override {
+
+  /// The pass's options as the generated struct that selection takes.
+  KernelConfigOptions getSelectionOptions() const {
     KernelConfigOptions o;
+    o.overwrite = overwrite;
+    o.chip = chip;
     o.mergeThreads = mergeThreads;
     o.rowsThreads = rowsThreads;
     o.rowsKVTile = rowsKVTile;
@@ -228,6 +383,15 @@ struct SelectKernelConfigPass
     o.mmaKVTile = mmaKVTile;
     o.mmaStages = mmaStages;
     o.mmaWarpsKV = mmaWarpsKV;
+    return o;
+  }
+
+  void runOnOperation() override {
+    FailureOr<const TargetInfo *> target =
+        resolveSelectionTarget(getOperation(), chip);
+    if (failed(target))
+      return signalPassFailure();
+    KernelConfigOptions opts = getSelectionOptions();
     auto helper = getContext()
                       .getLoadedDialect<CascadeDialect>()
                       ->getKernelConfigAttrHelper();
@@ -237,9 +401,13 @@ struct SelectKernelConfigPass
                PagedAttentionOp>(op) ||
           op->getParentOfType<gpu::GPUModuleOp>())
         return;
-      if (helper.isAttrPresent(op) && !overwrite)
+      if (KernelConfigAttr kept = helper.getAttr(op); kept && !overwrite) {
+        // A hand-written configuration must still fit the chip.
+        if (failed(verifyKernelConfigFitsTarget(op, kept, **target)))
+          failedAny = true;
         return;
-      FailureOr<KernelConfigAttr> c = selectKernelConfig(op, o);
+      }
+      FailureOr<KernelConfigAttr> c = selectKernelConfig(op, opts, **target);
       if (failed(c)) {
         failedAny = true;
         return;

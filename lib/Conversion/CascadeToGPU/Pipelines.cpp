@@ -1,6 +1,7 @@
 //===- Pipelines.cpp - cascade-to-ptx pipeline + registration -------------===//
 
 #include "cascade/Conversion/Passes.h"
+#include "cascade/Conversion/TargetInfo.h"
 #include "cascade/Dialect/Cascade/Transforms/Passes.h"
 
 #include "mlir/Conversion/ArithToLLVM/ArithToLLVM.h"
@@ -69,7 +70,10 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   bo.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bo));
-  pm.addPass(createCascadeSelectKernelConfig());
+  // Kernels are chosen for the chip they are built for.
+  CascadeSelectKernelConfigOptions so;
+  so.chip = o.chip;
+  pm.addPass(createCascadeSelectKernelConfig(so));
   pm.addPass(createConvertCascadeToGPU());
   GpuNVVMAttachTargetOptions t;
   t.triple = "nvptx64-nvidia-cuda";
@@ -113,6 +117,10 @@ void cascade::registerConversionPasses() {
           return errorHandler("cascade-to-ptx: chip must look like sm_80 or "
                               "sm_90a, got '" +
                               po.chip + "'");
+        if (!lookupTarget(po.chip))
+          return errorHandler("cascade-to-ptx: no kernel selection for chip '" +
+                              po.chip + "' (known: " + getKnownChipsString() +
+                              ")");
         if (!llvm::Regex("^\\+ptx[0-9]+$").match(po.features))
           return errorHandler("cascade-to-ptx: features must look like "
                               "+ptx80, got '" +
