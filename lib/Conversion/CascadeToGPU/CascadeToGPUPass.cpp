@@ -326,13 +326,21 @@ struct ConvertCascadeToGPUPass
     auto helper = getContext()
                       .getLoadedDialect<CascadeDialect>()
                       ->getKernelConfigAttrHelper();
+    // Ops without a configuration get the selection pass's defaults for the
+    // chip the module targets (an attached #nvvm.target, else sm_90), as if
+    // cascade-select-kernel-config had run first.
     KernelConfigOptions defaults;
+    FailureOr<const TargetInfo *> target =
+        resolveSelectionTarget(module, /*chipOption=*/"");
+    if (failed(target))
+      return signalPassFailure();
     KernelSet kernels(module);
     LaunchTable table;
     for (Operation *op : ops) {
       KernelConfigAttr config = helper.getAttr(op);
       if (!config) {
-        FailureOr<KernelConfigAttr> c = selectKernelConfig(op, defaults);
+        FailureOr<KernelConfigAttr> c =
+            selectKernelConfig(op, defaults, **target);
         if (failed(c)) {
           failedAny = true;
           continue;
