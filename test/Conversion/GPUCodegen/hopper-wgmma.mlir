@@ -5,7 +5,7 @@
 // RUN: rm -rf %t && mkdir -p %t
 // RUN: cascade-opt %s --test-cascade-hopper-codegen=block=wgmma | cascade-opt %{to_ptx_sm90a} -o %t/f16.mlir
 // RUN: %python %S/Inputs/gpu-binary-ptx.py %t/f16.mlir %t/f16.ptx
-// RUN: FileCheck %s --check-prefix=PTX < %t/f16.ptx
+// RUN: FileCheck %s --check-prefix=PTX --implicit-check-not=cvta.shared --implicit-check-not=cvta.to.shared < %t/f16.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/f16.ptx -o %t/f16.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 // RUN: cascade-opt %s --test-cascade-hopper-codegen=block=wgmma-bf16 | cascade-opt %{to_ptx_sm90a} -o %t/bf16.mlir
 // RUN: %python %S/Inputs/gpu-binary-ptx.py %t/bf16.mlir %t/bf16.ptx
@@ -58,12 +58,16 @@
 // BF16-LABEL: gpu.func @wgmma_bf16
 // BF16-COUNT-4: nvvm.wgmma.mma_async {{.*}} A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 
+// The descriptors take the shared-window address of the buffer (no generic
+// address conversion anywhere).
 // PTX: .target sm_90a
 // PTX: .extern .shared .align 1024 .b8 cascade_dynamic_smem[];
 // PTX: .maxntid 128, 1, 1
+// PTX: mov.b64 %rd[[BASE:[0-9]+]], cascade_dynamic_smem;
 // PTX: fence.proxy.async.shared::cta;
 // PTX-NEXT: bar.sync 0;
 // PTX-NEXT: wgmma.fence.sync.aligned;
+// PTX: shr.u64 %rd{{[0-9]+}}, %rd[[BASE]], 4;
 // PTX: or.b64 {{.*}}, 4611686293305360384;
 // PTX-COUNT-4: wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 {{.*}}, 1, 1, 0, 0;
 // PTX-NOT: wgmma.mma_async
