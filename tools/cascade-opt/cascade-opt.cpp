@@ -17,12 +17,14 @@
 namespace mlir::cascade {
 // Test passes (test/lib): not part of the installed libraries.
 void registerTestGPUCodegenPass();
+void registerTestHopperCodegenPass();
 } // namespace mlir::cascade
 
 int main(int argc, char **argv) {
   mlir::registerAllPasses();
   mlir::cascade::registerAllCascadePasses();
   mlir::cascade::registerTestGPUCodegenPass();
+  mlir::cascade::registerTestHopperCodegenPass();
 
   mlir::DialectRegistry registry;
   mlir::registerAllDialects(registry);

@@ -1,0 +1,120 @@
+//===- Wgmma.h - Building blocks of Hopper (sm_90a) kernels -----*- C++ -*-===//
+//
+// The pieces a warpgroup kernel on Hopper's tensor cores is assembled from,
+// next to the mma.sync pieces of MmaSync.h, each built from upstream ops and
+// exercised by its own lit test (test/Conversion/GPUCodegen/hopper-*.mlir):
+//
+// - wgmma: the shared-memory matrix descriptor of an operand computed in IR
+//   (WgmmaLayout.h's encoding: the address field from a shared address, the
+//   constant fields folded), nvvm.wgmma.fence.aligned,
+//   nvvm.wgmma.mma_async m64nNk16 on f16 / bf16 operands from descriptors
+//   with an f32 accumulator struct (scale-d zero or one), commit group and
+//   wait group, and the proxy fence between generic shared-memory writes
+//   and wgmma's reads. The accumulator is a plain !llvm.struct of n / 2 f32,
+//   laid out as wgmma::Accumulator says, so kernels read and rewrite it with
+//   llvm.extractvalue / insertvalue.
+// - mbarriers (nvgpu.mbarrier.*): a group in shared memory, init,
+//   arrive.expect_tx and the try_wait.parity retry loop.
+// - nvvm.setmaxregister: per-warpgroup register reallocation of
+//   warp-specialized kernels.
+//
+// Nothing here checks the target: these ops need sm_90a (`nvvm.wgmma.*` is
+// rejected for sm_90; setmaxnreg cannot be selected for it).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_CONVERSION_GPUCODEGEN_WGMMA_H
+#define CASCADE_CONVERSION_GPUCODEGEN_WGMMA_H
+
+#include "cascade/Conversion/GPUCodegen/KernelBuilder.h"
+#include "cascade/Conversion/GPUCodegen/WgmmaLayout.h"
+
+namespace mlir {
+namespace cascade {
+
+//===----------------------------------------------------------------------===//
+// wgmma
+//===----------------------------------------------------------------------===//
+
+/// The shared-memory byte address (i64) of element `elementOffset` (index)
+/// of a workgroup memref.
+Value sharedAddress(KernelBuilder &k, Value smem, Value elementOffset);
+
+/// The matrix descriptor (i64) of an operand starting at shared byte address
+/// `address` (i64, 16-byte aligned) with the given byte offsets and swizzle
+/// mode. The byte offsets must fit their fields (wgmma::fitsField); an
+/// out-of-range value is a generator bug and aborts with a message.
+Value wgmmaDescriptor(KernelBuilder &k, Value address,
+                      int64_t leadingByteOffset, int64_t strideByteOffset,
+                      wgmma::Swizzle swizzle);
+
+/// !llvm.struct of n / 2 f32: the accumulator of a 64 x n wgmma.
+Type wgmmaAccumulatorType(MLIRContext *ctx, int64_t n);
+/// An all-zero accumulator of a 64 x n wgmma.
+Value wgmmaZeroAccumulator(KernelBuilder &k, int64_t n);
+/// Register `reg` of an accumulator (f32).
+Value wgmmaAccumulatorElement(KernelBuilder &k, Value acc, int64_t reg);
+
+/// fence.proxy.async.shared::cta: makes this thread's earlier shared-memory
+/// writes (st.shared, cp.async) visible to the async proxy that wgmma and
+/// TMA read through; follow it with a barrier before the wgmma.
+void fenceProxyAsyncShared(KernelBuilder &k);
+
+/// wgmma.fence: orders earlier register accesses of the warpgroup before
+/// the following wgmma.mma_async.
+void wgmmaFence(KernelBuilder &k);
+
+/// How an operand is laid out in shared memory.
+enum class WgmmaMajor { K, MN };
+
+/// wgmma.mma_async m64nNk16 with f32 accumulators: acc (+)= A * B with A
+/// (64 x 16) and B (16 x n) read through descriptors, `elementType` f16 or
+/// bf16. `accumulate` false gives A * B (scale-d 0; `acc` is only the
+/// result's type then). B K-major is B stored [n][k] (K in Q.K^T), MN-major
+/// stored [k][n] (V in P.V).
+Value wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA, Value descB,
+                    int64_t n, Type elementType, bool accumulate,
+                    WgmmaMajor majorA = WgmmaMajor::K,
+                    WgmmaMajor majorB = WgmmaMajor::K);
+
+/// wgmma.commit_group: the wgmma.mma_async ops issued since the last commit
+/// become one group.
+void wgmmaCommitGroup(KernelBuilder &k);
+/// wgmma.wait_group: waits until at most `pending` groups are in flight.
+void wgmmaWaitGroup(KernelBuilder &k, int64_t pending);
+
+//===----------------------------------------------------------------------===//
+// mbarrier
+//===----------------------------------------------------------------------===//
+
+/// `count` mbarriers in shared memory (!nvgpu.mbarrier.group).
+Value createMbarriers(KernelBuilder &k, int64_t count);
+/// Initializes barrier `id` of `group` to expect `arrivals` arrivals per
+/// phase; only threads where `pred` (i1, may be null: all) holds do it.
+void mbarrierInit(KernelBuilder &k, Value group, Value id, Value arrivals,
+                  Value pred = nullptr);
+/// Arrives on barrier `id` and adds `txBytes` to the bytes the current
+/// phase waits for (the TMA copies that complete on it); only where `pred`
+/// (i1, may be null) holds.
+void mbarrierArriveExpectTx(KernelBuilder &k, Value group, Value id,
+                            Value txBytes, Value pred = nullptr);
+/// Blocks until the phase of barrier `id` with parity `parity` (i1) has
+/// completed (mbarrier.try_wait.parity in a retry loop).
+void mbarrierWait(KernelBuilder &k, Value group, Value id, Value parity);
+
+//===----------------------------------------------------------------------===//
+// Register reallocation
+//===----------------------------------------------------------------------===//
+
+/// setmaxnreg: the executing warpgroup's per-thread register budget grows
+/// (`increase`) or shrinks to `count`, a multiple of 8 in [24, 256]; other
+/// counts abort with a message. ptxas honours it only when the kernel's
+/// register count at entry is known from launch bounds: .maxntid
+/// (known_block_size) with .minnctapersm (`nvvm.minctasm`), or .reqntid or
+/// .maxnreg; otherwise it ignores it with warning C7508.
+void setMaxRegisters(KernelBuilder &k, int64_t count, bool increase);
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_CONVERSION_GPUCODEGEN_WGMMA_H

@@ -1,0 +1,215 @@
+//===- TestHopperCodegen.cpp - Kernels that exercise one Hopper block -----===//
+//
+// `test-cascade-hopper-codegen{block=NAME}` adds to the module a gpu.module
+// @test_blocks holding one small kernel that uses the Hopper building block
+// NAME (GPUCodegen/Wgmma.h), so that each block has a lit test of its IR and
+// of the sm_90a PTX it lowers to:
+//
+//   wgmma       one warpgroup: D[64x64] = A[64x64] B^T (f16, B stored
+//               [n][k]): both tiles copied to shared memory in the 128-byte
+//               swizzle, four m64n64k16 wgmma from descriptors (the first
+//               with scale-d 0), commit, wait 0, and D written to global
+//               memory through the accumulator fragment layout
+//   wgmma-bf16  the same on bf16
+//   mbarrier    one mbarrier: init by one thread, arrive.expect_tx, and every
+//               thread waiting on phase 0 with try_wait.parity
+//   setmaxnreg  two warpgroups: the first gives registers up (40), the
+//               second takes them (232), as a producer and a consumer would
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Conversion/GPUCodegen/MmaSync.h"
+#include "cascade/Conversion/GPUCodegen/Wgmma.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Pass/Pass.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace {
+
+struct TestHopperCodegenPass
+    : PassWrapper<TestHopperCodegenPass, OperationPass<ModuleOp>> {
+  MLIR_DEFINE_EXPLICIT_INTERNAL_INLINE_TYPE_ID(TestHopperCodegenPass)
+
+  TestHopperCodegenPass() = default;
+  TestHopperCodegenPass(const TestHopperCodegenPass &other)
+      : PassWrapper(other) {}
+
+  StringRef getArgument() const final { return "test-cascade-hopper-codegen"; }
+  StringRef getDescription() const final {
+    return "Add a kernel exercising one Hopper (sm_90a) codegen building block";
+  }
+  void getDependentDialects(DialectRegistry &registry) const override {
+    registry.insert<arith::ArithDialect, gpu::GPUDialect, memref::MemRefDialect,
+                    nvgpu::NVGPUDialect, NVVM::NVVMDialect, LLVM::LLVMDialect,
+                    scf::SCFDialect, vector::VectorDialect>();
+  }
+
+  Option<std::string> block{*this, "block",
+                            llvm::cl::desc("The building block to exercise")};
+
+  void runOnOperation() override;
+};
+
+MemRefType flat(Type t) { return MemRefType::get({ShapedType::kDynamic}, t); }
+
+/// A kernel `name` with the given flat buffer parameters, block size and
+/// body.
+void makeKernel(
+    ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
+    int32_t blockSize,
+    function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
+  OpBuilder b(module.getContext());
+  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
+                  b.getUnitAttr());
+  auto gm = module.lookupSymbol<gpu::GPUModuleOp>("test_blocks");
+  if (!gm) {
+    b.setInsertionPointToEnd(module.getBody());
+    gm = gpu::GPUModuleOp::create(b, module.getLoc(), "test_blocks");
+  }
+  b.setInsertionPointToEnd(gm.getBody());
+  SmallVector<Type> types;
+  for (Type t : elementTypes)
+    types.push_back(flat(t));
+  auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
+                                   b.getFunctionType(types, {}));
+  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
+  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({blockSize, 1, 1}));
+  b.setInsertionPointToStart(&fn.getBody().front());
+  KernelBuilder k(b, fn.getLoc());
+  body(k, gm, fn.getArguments());
+  gpu::ReturnOp::create(b, fn.getLoc());
+}
+
+/// D[64x64] (f32) = A[64x64] B^T on one warpgroup, A and B row-major 64x64
+/// tiles (B stored [n][k]) staged in 128B-swizzled shared memory.
+void wgmmaGemm(ModuleOp module, StringRef name, Type t) {
+  OpBuilder b(module.getContext());
+  makeKernel(
+      module, name, {t, t, b.getF32Type()}, wgmma::kWarpgroupSize,
+      [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
+        constexpr int64_t kTile = 64 * 64;
+        // 64 f16 = 128 bytes a row: SmemTileLayout's XOR swizzle is the
+        // 128-byte swizzle (wgmma::swizzle128B), and the buffer is
+        // 1024-byte aligned as the swizzle atoms need.
+        SmemTileLayout layout = SmemTileLayout::get(64, 64);
+        Value smem = dynamicSharedMemory(k, gm, t, 0, 2 * kTile);
+        Value tid = k.threadId(gpu::Dimension::x);
+        auto vt = VectorType::get({8}, t);
+        for (int64_t p = 0; p < kTile / 8 / wgmma::kWarpgroupSize; ++p) {
+          Value c = k.add(tid, k.idx(p * wgmma::kWarpgroupSize));
+          Value row = k.div(c, k.idx(8)), chunk = k.rem(c, k.idx(8));
+          Value src = k.add(k.mul(row, k.idx(64)), k.mul(chunk, k.idx(8)));
+          Value dst = layout.chunkOffset(k, row, chunk);
+          for (int64_t m = 0; m < 2; ++m) {
+            Value v = vector::LoadOp::create(k.b, k.loc, vt, args[m],
+                                             ValueRange{src});
+            vector::StoreOp::create(k.b, k.loc, v, smem,
+                                    ValueRange{k.add(dst, k.idx(m * kTile))});
+          }
+        }
+        fenceProxyAsyncShared(k);
+        gpu::BarrierOp::create(k.b, k.loc);
+        // K-major operands with the 128B swizzle: 8-row groups are 1024
+        // bytes apart (SBO), the leading offset is unused (16); the k16
+        // step j starts 32 j bytes into the rows.
+        Value addrA = sharedAddress(k, smem, k.idx(0));
+        Value addrB = sharedAddress(k, smem, k.idx(kTile));
+        Value acc = wgmmaZeroAccumulator(k, 64);
+        wgmmaFence(k);
+        for (int64_t j = 0; j < 4; ++j) {
+          Value descA = wgmmaDescriptor(k, k.add(addrA, k.i64(32 * j)), 16,
+                                        1024, wgmma::Swizzle::B128);
+          Value descB = wgmmaDescriptor(k, k.add(addrB, k.i64(32 * j)), 16,
+                                        1024, wgmma::Swizzle::B128);
+          acc = wgmmaMmaAsync(k, acc, descA, descB, 64, t,
+                              /*accumulate=*/j > 0);
+        }
+        wgmmaCommitGroup(k);
+        wgmmaWaitGroup(k, 0);
+        // Register i of thread tid is D[row0 + 8 ((i / 2) % 2)][col0 + 8 (i
+        // / 4) + i % 2] (wgmma::Accumulator).
+        Value row0 = k.add(k.mul(k.div(tid, k.idx(32)), k.idx(16)),
+                           k.div(k.rem(tid, k.idx(32)), k.idx(4)));
+        Value col0 = k.mul(k.rem(tid, k.idx(4)), k.idx(2));
+        for (int64_t i = 0; i < wgmma::Accumulator::numRegisters(64); ++i) {
+          Value row = k.add(row0, k.idx(8 * ((i / 2) % 2)));
+          Value col = k.add(col0, k.idx(8 * (i / 4) + i % 2));
+          k.storeScalar(wgmmaAccumulatorElement(k, acc, i), args[2],
+                        k.add(k.mul(row, k.idx(64)), col));
+        }
+      });
+}
+
+/// One mbarrier: thread 0 initializes it (one arrival) and arrives with an
+/// expected transaction count of 0 bytes (no TMA copy here), every thread
+/// waits for phase 0 and then writes its id.
+void mbarrierKernel(ModuleOp module, StringRef name) {
+  OpBuilder b(module.getContext());
+  makeKernel(module, name, {b.getF32Type()}, wgmma::kWarpgroupSize,
+             [&](KernelBuilder &k, gpu::GPUModuleOp, ValueRange args) {
+               Value tid = k.threadId(gpu::Dimension::x);
+               Value leader = k.cmp(arith::CmpIPredicate::eq, tid, k.idx(0));
+               Value bars = createMbarriers(k, 1);
+               mbarrierInit(k, bars, k.idx(0), k.idx(1), leader);
+               gpu::BarrierOp::create(k.b, k.loc);
+               mbarrierArriveExpectTx(k, bars, k.idx(0), k.idx(0), leader);
+               Value phase0 = arith::ConstantIntOp::create(k.b, k.loc, 0, 1);
+               mbarrierWait(k, bars, k.idx(0), phase0);
+               k.storeScalar(k.toF32(tid), args[0], tid);
+             });
+}
+
+/// Two warpgroups: warpgroup 0 shrinks its registers to 40, warpgroup 1
+/// grows them to 232.
+void setMaxRegistersKernel(ModuleOp module, StringRef name) {
+  OpBuilder b(module.getContext());
+  makeKernel(module, name, {b.getF32Type()}, 2 * wgmma::kWarpgroupSize,
+             [&](KernelBuilder &k, gpu::GPUModuleOp, ValueRange args) {
+               // .minnctapersm 1 with .maxntid: the launch bounds that let
+               // ptxas know the register count at entry.
+               k.b.getInsertionBlock()->getParentOp()->setAttr(
+                   "nvvm.minctasm", k.b.getI32IntegerAttr(1));
+               Value tid = k.threadId(gpu::Dimension::x);
+               Value producer = k.cmp(arith::CmpIPredicate::ult, tid,
+                                      k.idx(wgmma::kWarpgroupSize));
+               auto ifOp = scf::IfOp::create(k.b, k.loc, producer,
+                                             /*withElseRegion=*/true);
+               {
+                 OpBuilder::InsertionGuard guard(k.b);
+                 k.b.setInsertionPointToStart(ifOp.thenBlock());
+                 setMaxRegisters(k, 40, /*increase=*/false);
+                 k.b.setInsertionPointToStart(ifOp.elseBlock());
+                 setMaxRegisters(k, 232, /*increase=*/true);
+               }
+               k.storeScalar(k.toF32(tid), args[0], tid);
+             });
+}
+
+void TestHopperCodegenPass::runOnOperation() {
+  ModuleOp module = getOperation();
+  OpBuilder b(module.getContext());
+  if (block == "wgmma")
+    return wgmmaGemm(module, "wgmma_f16", b.getF16Type());
+  if (block == "wgmma-bf16")
+    return wgmmaGemm(module, "wgmma_bf16", b.getBF16Type());
+  if (block == "mbarrier")
+    return mbarrierKernel(module, "mbarrier");
+  if (block == "setmaxnreg")
+    return setMaxRegistersKernel(module, "setmaxnreg");
+  module.emitError("unknown Hopper building block '") << block << "'";
+  signalPassFailure();
+}
+
+} // namespace
+
+namespace mlir::cascade {
+void registerTestHopperCodegenPass() {
+  PassRegistration<TestHopperCodegenPass>();
+}
+} // namespace mlir::cascade
