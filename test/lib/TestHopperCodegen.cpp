@@ -23,6 +23,10 @@
 //               the 128-byte swizzle; every thread waits on the barrier and
 //               copies the tile, un-swizzled, to output tile
 //               blockIdx.y * gridDim.x + blockIdx.x (row-major 64x64)
+//   tma-3d      the same on a 3-D tensor with 1x64x64 boxes, blockIdx.z the
+//               outermost coordinate (a page id, say): output tile
+//               (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x +
+//               blockIdx.x
 //
 //===----------------------------------------------------------------------===//
 
@@ -208,9 +212,10 @@ void setMaxRegistersKernel(ModuleOp module, StringRef name) {
 }
 
 /// One 64x64 f16 tile a block, loaded by TMA (128-byte swizzle) on one
-/// mbarrier and copied un-swizzled to the block's output tile. Parameters:
+/// mbarrier and copied un-swizzled to the block's output tile; `rank` 3
+/// loads 1x64x64 boxes with blockIdx.z as the outer coordinate. Parameters:
 /// the device address of the tensor map (!llvm.ptr), the output.
-void tmaKernel(ModuleOp module, StringRef name) {
+void tmaKernel(ModuleOp module, StringRef name, int64_t rank) {
   MLIRContext *ctx = module.getContext();
   OpBuilder b(ctx);
   Type f16 = b.getF16Type();
@@ -219,8 +224,11 @@ void tmaKernel(ModuleOp module, StringRef name) {
       wgmma::kWarpgroupSize,
       [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
         constexpr int64_t kRows = 64, kCols = 64, kTile = kRows * kCols;
+        SmallVector<int64_t> boxShape = {kRows, kCols};
+        if (rank == 3)
+          boxShape.insert(boxShape.begin(), 1);
         nvgpu::TensorMapDescriptorType type =
-            tmaDescriptorType(ctx, {kRows, kCols}, f16);
+            tmaDescriptorType(ctx, boxShape, f16);
         Value desc = tmaDescriptorFromPointer(k, args[0], type);
         Value smem = dynamicSharedMemory(k, gm, f16, 0, kTile);
         Value box = tmaBoxView(k, smem, type);
@@ -245,16 +253,24 @@ void tmaKernel(ModuleOp module, StringRef name) {
         mbarrierArriveExpectTx(k, bars, k.idx(0), k.idx(tmaBoxBytes(type)),
                                leader);
         // Coordinates innermost first: column 64 blockIdx.x, row 64
-        // blockIdx.y.
+        // blockIdx.y (then blockIdx.z for rank 3).
         Value bx = k.blockId(gpu::Dimension::x);
         Value by = k.blockId(gpu::Dimension::y);
-        tmaLoadBox(k, desc, {k.mul(bx, k.idx(kCols)), k.mul(by, k.idx(kRows))},
-                   bars, k.idx(0), box, leader);
+        SmallVector<Value> coords = {k.mul(bx, k.idx(kCols)),
+                                     k.mul(by, k.idx(kRows))};
+        Value tile = by;
+        if (rank == 3) {
+          Value bz = k.blockId(gpu::Dimension::z);
+          coords.push_back(bz);
+          Value gy = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::y);
+          tile = k.add(k.mul(bz, gy), by);
+        }
+        tmaLoadBox(k, desc, coords, bars, k.idx(0), box, leader);
         Value phase0 = arith::ConstantIntOp::create(k.b, k.loc, 0, 1);
         mbarrierWait(k, bars, k.idx(0), phase0);
         // 16-byte chunk c of row r sits at swizzle128B(r, 16 c).
         Value gx = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::x);
-        Value outBase = k.mul(k.add(k.mul(by, gx), bx), k.idx(kTile));
+        Value outBase = k.mul(k.add(k.mul(tile, gx), bx), k.idx(kTile));
         auto vt = VectorType::get({8}, f16);
         for (int64_t p = 0; p < kTile / 8 / wgmma::kWarpgroupSize; ++p) {
           Value c = k.add(tid, k.idx(p * wgmma::kWarpgroupSize));
@@ -282,7 +298,9 @@ void TestHopperCodegenPass::runOnOperation() {
   if (block == "setmaxnreg")
     return setMaxRegistersKernel(module, "setmaxnreg");
   if (block == "tma")
-    return tmaKernel(module, "tma");
+    return tmaKernel(module, "tma", 2);
+  if (block == "tma-3d")
+    return tmaKernel(module, "tma_3d", 3);
   module.emitError("unknown Hopper building block '") << block << "'";
   signalPassFailure();
 }

@@ -6,6 +6,11 @@
 // RUN: %python %S/Inputs/gpu-binary-ptx.py %t/k.mlir %t/k.ptx
 // RUN: FileCheck %s --check-prefix=PTX < %t/k.ptx
 // RUN: %ptxas -arch=sm_90a -v %t/k.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: cascade-opt %s --test-cascade-hopper-codegen=block=tma-3d --canonicalize --cse | FileCheck %s --check-prefix=3D
+// RUN: cascade-opt %s --test-cascade-hopper-codegen=block=tma-3d | cascade-opt %{to_ptx_sm90a} -o %t/k3.mlir
+// RUN: %python %S/Inputs/gpu-binary-ptx.py %t/k3.mlir %t/k3.ptx
+// RUN: FileCheck %s --check-prefix=PTX-3D < %t/k3.ptx
+// RUN: %ptxas -arch=sm_90a -v %t/k3.ptx -o %t/k3.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // Tma.h on one warpgroup a block: the tensor map arrives as an !llvm.ptr
 // (the device address of the CUtensorMap) and is cast to the descriptor of
@@ -84,6 +89,26 @@
 // PTX-NEXT: mbarrier.try_wait.parity.shared.b64 P1, [%r[[BAR]]], 0, %r{{[0-9]+}};
 // PTX-COUNT-4: ld.shared.v4.b32
 // PTX-NOT: ld.shared
+
+// The 3-D block: 1x64x64 boxes (the same 8192 bytes), blockIdx.z the
+// outermost coordinate, output tile (z * gridDim.y + y) * gridDim.x + x.
+// 3D-LABEL: gpu.func @tma_3d
+// 3D: %[[DESC:.*]] = builtin.unrealized_conversion_cast %{{.*}} : !llvm.ptr to !nvgpu.tensormap.descriptor<tensor = memref<1x64x64xf16, #gpu.address_space<workgroup>>, swizzle = swizzle_128b
+// 3D: %[[BOX:.*]] = memref.view {{.*}} to memref<1x64x64xf16, #gpu.address_space<workgroup>>
+// 3D: nvgpu.mbarrier.arrive.expect_tx %{{.*}}[%{{.*}}], %c8192
+// 3D: %[[BX:.*]] = gpu.block_id x
+// 3D: %[[BY:.*]] = gpu.block_id y
+// 3D: %[[X:.*]] = arith.muli %[[BX]], %c64 : index
+// 3D: %[[Y:.*]] = arith.muli %[[BY]], %c64 : index
+// 3D: %[[BZ:.*]] = gpu.block_id z
+// 3D: %[[GY:.*]] = gpu.grid_dim y
+// 3D: %[[ZG:.*]] = arith.muli %[[BZ]], %[[GY]] : index
+// 3D: %[[TILE:.*]] = arith.addi %[[ZG]], %[[BY]] : index
+// 3D: nvgpu.tma.async.load %[[DESC]][%[[X]], %[[Y]], %[[BZ]]], %{{.*}} to %[[BOX]]
+// 3D: %[[GX:.*]] = gpu.grid_dim x
+// 3D: arith.muli %[[TILE]], %[[GX]] : index
+// PTX-3D: .target sm_90a
+// PTX-3D: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%rd{{[0-9]+}}], [%rd{{[0-9]+}}, {%r{{[0-9]+}},%r{{[0-9]+}},%r{{[0-9]+}}} ], [%r{{[0-9]+}}];
 
 // PTXAS-NOT: warning
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads

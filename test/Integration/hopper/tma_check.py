@@ -1,5 +1,6 @@
 """GPU check of the TMA building block (GPUCodegen/Tma.h) on an sm_90 chip:
-the `tma` kernel of -test-cascade-hopper-codegen, built by prepare_tma.sh.
+the `tma` and `tma-3d` kernels of -test-cascade-hopper-codegen, built by
+prepare_tma.sh.
 
 Each block of 128 threads loads one 64x64 f16 box of a row-major global
 tensor through a tensor map (128-byte swizzle) into shared memory on an
@@ -11,7 +12,9 @@ encodeTiledTensorMap passes, and copied to device memory; the kernel gets its
 address. The output (poisoned with NaN first) must equal the input tiles bit
 for bit: a wrong coordinate order, swizzle, byte count or barrier shows. A
 tensor whose height is not a multiple of 64 checks that the rows past its
-end read as zero (out-of-bounds fill).
+end read as zero (out-of-bounds fill). The 3-D kernel loads 1x64x64 boxes of
+a [pages][rows][cols] tensor, the page (blockIdx.z) the outermost
+coordinate, as a paged KV pool would be read.
 
   python3 test/Integration/hopper/tma_check.py [DIR]   (default .carry/hopper)
 """
@@ -69,24 +72,31 @@ def encode(addr, dims, strides, box):
         return encode_ctypes(addr, dims, strides, box), "ctypes"
 
 
-def run_tma(kern, rows, cols, rng):
-    x = rng.standard_normal((rows, cols)).astype(np.float16)
+def run_tma(kern, pages, rows, cols, rng):
+    """pages = 0: the 2-D kernel on a rows x cols tensor; else the 3-D one on
+    pages x rows x cols."""
+    shape = (pages, rows, cols) if pages else (rows, cols)
+    x = rng.standard_normal(shape).astype(np.float16)
     dx = cp.asarray(x)
-    # dims / strides innermost first: (cols, rows), row stride in bytes.
-    tmap, how = encode(dx.data.ptr, [cols, rows], [cols * 2], [BOX, BOX])
+    # dims / strides / box innermost first; strides in bytes.
+    dims, strides, box = [cols, rows], [cols * 2], [BOX, BOX]
+    if pages:
+        dims, strides, box = dims + [pages], strides + [rows * cols * 2], box + [1]
+    tmap, how = encode(dx.data.ptr, dims, strides, box)
     dmap = cp.asarray(np.frombuffer(tmap, dtype=np.uint8))
-    gx, gy = cols // BOX, -(-rows // BOX)
-    out = cp.full(gx * gy * BOX * BOX, np.nan, dtype=cp.float16)
-    kern((gx, gy), (128,), (np.uint64(dmap.data.ptr), out, out, np.int64(0),
-                            np.int64(out.size), np.int64(1)),
+    gx, gy, gz = cols // BOX, -(-rows // BOX), max(pages, 1)
+    out = cp.full(gx * gy * gz * BOX * BOX, np.nan, dtype=cp.float16)
+    kern((gx, gy, gz), (128,), (np.uint64(dmap.data.ptr), out, out, np.int64(0),
+                                np.int64(out.size), np.int64(1)),
          shared_mem=BOX * BOX * 2)
     cp.cuda.runtime.deviceSynchronize()
-    padded = np.zeros((gy * BOX, cols), dtype=np.float16)
-    padded[:rows] = x
-    ref = padded.reshape(gy, BOX, gx, BOX).transpose(0, 2, 1, 3).ravel()
+    padded = np.zeros((gz, gy * BOX, cols), dtype=np.float16)
+    padded[:, :rows] = x.reshape(gz, rows, cols)
+    ref = padded.reshape(gz, gy, BOX, gx, BOX).transpose(0, 1, 3, 2, 4).ravel()
     got = cp.asnumpy(out)
     bad = int((got.view(np.uint16) != ref.view(np.uint16)).sum())
-    return bad == 0, (f"tma {rows}x{cols} ({gy}x{gx} boxes, map by {how}): "
+    name = f"tma-3d {pages}x{rows}x{cols}" if pages else f"tma {rows}x{cols}"
+    return bad == 0, (f"{name} ({gz}x{gy}x{gx} boxes, map by {how}): "
                       f"{bad} of {got.size} elements differ")
 
 
@@ -97,11 +107,14 @@ def main():
     if cc != "90":
         print(f"SKIP: the kernel is sm_90a; this device is sm_{cc}")
         return 0
-    kern = cp.RawModule(path=os.path.join(DIR, "tma.ptx")).get_function("tma")
+    k2 = cp.RawModule(path=os.path.join(DIR, "tma.ptx")).get_function("tma")
+    k3 = cp.RawModule(path=os.path.join(DIR, "tma-3d.ptx")).get_function("tma_3d")
     rng = np.random.default_rng(SEED)
     results = []
     for rows, cols in [(64, 64), (192, 320), (160, 128), (128, 448)]:
-        results.append(run_tma(kern, rows, cols, rng))
+        results.append(run_tma(k2, 0, rows, cols, rng))
+    for pages, rows, cols in [(1, 64, 64), (7, 64, 128), (5, 96, 64)]:
+        results.append(run_tma(k3, pages, rows, cols, rng))
     for ok, msg in results:
         print(("PASS " if ok else "FAIL ") + msg)
     failed = sum(not ok for ok, _ in results)
