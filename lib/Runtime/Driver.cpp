@@ -98,6 +98,10 @@ Status loadDriverLibrary(const char *path, DriverApi &out) {
     api.cuGraphExecKernelNodeSetParams = nullptr;
     api.cuStreamIsCapturing = nullptr;
   }
+  // Optional: only the Hopper kernels' tensor maps need it.
+  std::string noTensorMaps;
+  resolve(handle, "cuTensorMapEncodeTiled", api.cuTensorMapEncodeTiled,
+          noTensorMaps);
   if (!missing.empty()) {
     dlclose(handle);
     return makeError(ErrorCode::DriverUnavailable,

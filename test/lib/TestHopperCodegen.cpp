@@ -15,10 +15,23 @@
 //               thread waiting on phase 0 with try_wait.parity
 //   setmaxnreg  two warpgroups: the first gives registers up (40), the
 //               second takes them (232), as a producer and a consumer would
+//   tma         one warpgroup per 64x64 f16 tile of a row-major global
+//               tensor behind a tensor map (GPUCodegen/Tma.h): one elected
+//               thread prefetches the map, inits the mbarrier and fences
+//               the init, arrives with the tile's 8192 bytes expected and
+//               issues the TMA load of tile (blockIdx.y, blockIdx.x) in
+//               the 128-byte swizzle; every thread waits on the barrier and
+//               copies the tile, un-swizzled, to output tile
+//               blockIdx.y * gridDim.x + blockIdx.x (row-major 64x64)
+//   tma-3d      the same on a 3-D tensor with 1x64x64 boxes, blockIdx.z the
+//               outermost coordinate (a page id, say): output tile
+//               (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x +
+//               blockIdx.x
 //
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Conversion/GPUCodegen/MmaSync.h"
+#include "cascade/Conversion/GPUCodegen/Tma.h"
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -58,11 +71,9 @@ struct TestHopperCodegenPass
 
 MemRefType flat(Type t) { return MemRefType::get({ShapedType::kDynamic}, t); }
 
-/// A kernel `name` with the given flat buffer parameters, block size and
-/// body.
-void makeKernel(
-    ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
-    int32_t blockSize,
+/// A kernel `name` with parameters of the given types, block size and body.
+void makeKernelOfTypes(
+    ModuleOp module, StringRef name, ArrayRef<Type> types, int32_t blockSize,
     function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
   OpBuilder b(module.getContext());
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
@@ -73,9 +84,6 @@ void makeKernel(
     gm = gpu::GPUModuleOp::create(b, module.getLoc(), "test_blocks");
   }
   b.setInsertionPointToEnd(gm.getBody());
-  SmallVector<Type> types;
-  for (Type t : elementTypes)
-    types.push_back(flat(t));
   auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
                                    b.getFunctionType(types, {}));
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
@@ -84,6 +92,18 @@ void makeKernel(
   KernelBuilder k(b, fn.getLoc());
   body(k, gm, fn.getArguments());
   gpu::ReturnOp::create(b, fn.getLoc());
+}
+
+/// A kernel `name` with the given flat buffer parameters, block size and
+/// body.
+void makeKernel(
+    ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
+    int32_t blockSize,
+    function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
+  SmallVector<Type> types;
+  for (Type t : elementTypes)
+    types.push_back(flat(t));
+  makeKernelOfTypes(module, name, types, blockSize, body);
 }
 
 /// D[64x64] (f32) = A[64x64] B^T on one warpgroup, A and B row-major 64x64
@@ -191,6 +211,81 @@ void setMaxRegistersKernel(ModuleOp module, StringRef name) {
              });
 }
 
+/// One 64x64 f16 tile a block, loaded by TMA (128-byte swizzle) on one
+/// mbarrier and copied un-swizzled to the block's output tile; `rank` 3
+/// loads 1x64x64 boxes with blockIdx.z as the outer coordinate. Parameters:
+/// the device address of the tensor map (!llvm.ptr), the output.
+void tmaKernel(ModuleOp module, StringRef name, int64_t rank) {
+  MLIRContext *ctx = module.getContext();
+  OpBuilder b(ctx);
+  Type f16 = b.getF16Type();
+  makeKernelOfTypes(
+      module, name, {LLVM::LLVMPointerType::get(ctx), flat(f16)},
+      wgmma::kWarpgroupSize,
+      [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
+        constexpr int64_t kRows = 64, kCols = 64, kTile = kRows * kCols;
+        SmallVector<int64_t> boxShape = {kRows, kCols};
+        if (rank == 3)
+          boxShape.insert(boxShape.begin(), 1);
+        nvgpu::TensorMapDescriptorType type =
+            tmaDescriptorType(ctx, boxShape, f16);
+        Value desc = tmaDescriptorFromPointer(k, args[0], type);
+        Value smem = dynamicSharedMemory(k, gm, f16, 0, kTile);
+        Value box = tmaBoxView(k, smem, type);
+        Value tid = k.threadId(gpu::Dimension::x);
+        // One thread of warp 0, chosen by elect.sync.
+        Value warp0 =
+            k.cmp(arith::CmpIPredicate::eq, k.div(tid, k.idx(32)), k.idx(0));
+        Value elected =
+            NVVM::ElectSyncOp::create(k.b, k.loc, k.b.getI1Type(), Value());
+        Value leader = arith::AndIOp::create(k.b, k.loc, warp0, elected);
+        Value bars = createMbarriers(k, 1);
+        auto ifOp = scf::IfOp::create(k.b, k.loc, leader,
+                                      /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPointToStart(ifOp.thenBlock());
+          tmaPrefetchDescriptor(k, desc);
+          mbarrierInit(k, bars, k.idx(0), k.idx(1));
+          fenceMbarrierInit(k);
+        }
+        gpu::BarrierOp::create(k.b, k.loc);
+        mbarrierArriveExpectTx(k, bars, k.idx(0), k.idx(tmaBoxBytes(type)),
+                               leader);
+        // Coordinates innermost first: column 64 blockIdx.x, row 64
+        // blockIdx.y (then blockIdx.z for rank 3).
+        Value bx = k.blockId(gpu::Dimension::x);
+        Value by = k.blockId(gpu::Dimension::y);
+        SmallVector<Value> coords = {k.mul(bx, k.idx(kCols)),
+                                     k.mul(by, k.idx(kRows))};
+        Value tile = by;
+        if (rank == 3) {
+          Value bz = k.blockId(gpu::Dimension::z);
+          coords.push_back(bz);
+          Value gy = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::y);
+          tile = k.add(k.mul(bz, gy), by);
+        }
+        tmaLoadBox(k, desc, coords, bars, k.idx(0), box, leader);
+        Value phase0 = arith::ConstantIntOp::create(k.b, k.loc, 0, 1);
+        mbarrierWait(k, bars, k.idx(0), phase0);
+        // 16-byte chunk c of row r sits at swizzle128B(r, 16 c).
+        Value gx = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::x);
+        Value outBase = k.mul(k.add(k.mul(tile, gx), bx), k.idx(kTile));
+        auto vt = VectorType::get({8}, f16);
+        for (int64_t p = 0; p < kTile / 8 / wgmma::kWarpgroupSize; ++p) {
+          Value c = k.add(tid, k.idx(p * wgmma::kWarpgroupSize));
+          Value row = k.div(c, k.idx(8)), chunk = k.rem(c, k.idx(8));
+          Value src = k.div(swizzle128BOffset(k, row, k.mul(chunk, k.idx(16))),
+                            k.idx(2));
+          Value v =
+              vector::LoadOp::create(k.b, k.loc, vt, smem, ValueRange{src});
+          Value dst = k.add(
+              outBase, k.add(k.mul(row, k.idx(kCols)), k.mul(chunk, k.idx(8))));
+          vector::StoreOp::create(k.b, k.loc, v, args[1], ValueRange{dst});
+        }
+      });
+}
+
 void TestHopperCodegenPass::runOnOperation() {
   ModuleOp module = getOperation();
   OpBuilder b(module.getContext());
@@ -202,6 +297,10 @@ void TestHopperCodegenPass::runOnOperation() {
     return mbarrierKernel(module, "mbarrier");
   if (block == "setmaxnreg")
     return setMaxRegistersKernel(module, "setmaxnreg");
+  if (block == "tma")
+    return tmaKernel(module, "tma", 2);
+  if (block == "tma-3d")
+    return tmaKernel(module, "tma_3d", 3);
   module.emitError("unknown Hopper building block '") << block << "'";
   signalPassFailure();
 }

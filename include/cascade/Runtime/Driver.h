@@ -128,6 +128,14 @@ struct DriverApi {
   CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
                                              const CudaKernelNodeParams *);
   CUresult (*cuStreamIsCapturing)(CUstream, int *);
+  // Optional (null before CUDA 12.0 drivers): TMA tensor maps. The enums
+  // are passed as their cuda.h values; TensorMap.h checks the description
+  // and reports a missing entry point when a map is encoded.
+  CUresult (*cuTensorMapEncodeTiled)(
+      void *tensorMap, int dataType, unsigned rank, void *globalAddress,
+      const uint64_t *globalDim, const uint64_t *globalStrides,
+      const uint32_t *boxDim, const uint32_t *elementStrides, int interleave,
+      int swizzle, int l2Promotion, int oobFill);
   /// Whether the optional graph-building entry points were found.
   bool canBuildGraphs() const {
     return cuGraphCreate && cuGraphAddKernelNode &&

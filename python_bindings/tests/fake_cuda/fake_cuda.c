@@ -8,7 +8,9 @@
  * keep a copy of each kernel node's launch; launching the graph records its
  * nodes in order, as if they ran. Device and page-locked memory, streams,
  * events, graphs and graph executables are counted while alive, so a test
- * can check that everything a wrapper created is released. One device:
+ * can check that everything a wrapper created is released. Tensor maps
+ * (cuTensorMapEncodeTiled) are not encoded: the call's arguments are
+ * recorded and the map is filled with a byte pattern. One device:
  * 132 SMs, sm_90. */
 #include <stdint.h>
 #include <stdio.h>
@@ -223,8 +225,45 @@ CUresult cuGraphExecDestroy(void *e) { free(e); --live_objects; return 0; }
 CUresult cuGraphDestroy(void *g) { free(g); --live_objects; return 0; }
 
 /* For the tests (ctypes). */
+/* cuTensorMapEncodeTiled: the arguments of every call are recorded (the
+ * arrays up to the rank), the 128-byte map is filled with 0xA5 and
+ * CUDA_ERROR_INVALID_VALUE (1) is returned for a rank outside 1..5. */
+struct tensor_map_call {
+  int dtype, interleave, swizzle, l2, oob;
+  unsigned rank;
+  uint64_t address, dims[5], strides[4];
+  unsigned box[5], estrides[5];
+  void *map;
+};
+#define MAX_TENSOR_MAPS 64
+static struct tensor_map_call tensor_maps[MAX_TENSOR_MAPS];
+static int ntensor_maps;
+CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *address,
+                                const uint64_t *dims, const uint64_t *strides,
+                                const unsigned *box, const unsigned *estrides,
+                                int interleave, int swizzle, int l2, int oob) {
+  if (ntensor_maps == MAX_TENSOR_MAPS)
+    return 1;
+  struct tensor_map_call *c = &tensor_maps[ntensor_maps++];
+  memset(c, 0, sizeof *c);
+  c->dtype = dtype; c->rank = rank; c->address = (uint64_t)(uintptr_t)address;
+  c->interleave = interleave; c->swizzle = swizzle; c->l2 = l2; c->oob = oob;
+  c->map = map;
+  if (rank < 1 || rank > 5)
+    return 1;
+  for (unsigned i = 0; i < rank; ++i) {
+    c->dims[i] = dims[i];
+    c->box[i] = box[i];
+    c->estrides[i] = estrides[i];
+    if (i + 1 < rank)
+      c->strides[i] = strides[i];
+  }
+  memset(map, 0xA5, 128);
+  return 0;
+}
+
 int fake_cuda_num_launches(void) { return nlaunches; }
-void fake_cuda_reset(void) { nlaunches = 0; ngraph_launches = 0; }
+void fake_cuda_reset(void) { nlaunches = 0; ngraph_launches = 0; ntensor_maps = 0; }
 int fake_cuda_num_graph_launches(void) { return ngraph_launches; }
 const char *fake_cuda_launch_name(int i) { return launches[i].name; }
 int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
@@ -232,3 +271,23 @@ uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }
 unsigned fake_cuda_launch_grid(int i, int d) { return launches[i].grid[d]; }
 /* Memory, streams, events, graphs and graph executables alive now. */
 long fake_cuda_live_objects(void) { return live_objects; }
+int fake_cuda_num_tensor_maps(void) { return ntensor_maps; }
+/* Argument `field` of tensor-map call `i`: "dtype", "rank", "address",
+ * "interleave", "swizzle", "l2", "oob", "map" (the output pointer), or
+ * element `j` of "dims", "strides", "box", "estrides". */
+uint64_t fake_cuda_tensor_map_arg(int i, const char *field, int j) {
+  const struct tensor_map_call *c = &tensor_maps[i];
+  if (!strcmp(field, "dtype")) return (uint64_t)c->dtype;
+  if (!strcmp(field, "rank")) return c->rank;
+  if (!strcmp(field, "address")) return c->address;
+  if (!strcmp(field, "interleave")) return (uint64_t)c->interleave;
+  if (!strcmp(field, "swizzle")) return (uint64_t)c->swizzle;
+  if (!strcmp(field, "l2")) return (uint64_t)c->l2;
+  if (!strcmp(field, "oob")) return (uint64_t)c->oob;
+  if (!strcmp(field, "map")) return (uint64_t)(uintptr_t)c->map;
+  if (!strcmp(field, "dims")) return c->dims[j];
+  if (!strcmp(field, "strides")) return c->strides[j];
+  if (!strcmp(field, "box")) return c->box[j];
+  if (!strcmp(field, "estrides")) return c->estrides[j];
+  return ~0ull;
+}
