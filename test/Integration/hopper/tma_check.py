@@ -1,13 +1,13 @@
 """GPU check of the TMA building block (GPUCodegen/Tma.h) on an sm_90 chip:
 the `tma` and `tma-3d` kernels of -test-cascade-hopper-codegen, built by
-prepare_tma.sh.
+prepare.sh.
 
 Each block of 128 threads loads one 64x64 f16 box of a row-major global
 tensor through a tensor map (128-byte swizzle) into shared memory on an
 mbarrier, waits, and copies the box un-swizzled to its output tile
 (blockIdx.y * gridDim.x + blockIdx.x, row-major 64x64). The map is encoded
-here with the driver's cuTensorMapEncodeTiled (cuda-python when importable,
-else libcuda through ctypes), with the arguments the runtime's
+here with the driver's cuTensorMapEncodeTiled (libcuda through ctypes, the
+call the runtime's encodeTiledTensorMap makes), with the arguments the runtime's
 encodeTiledTensorMap passes, and copied to device memory; the kernel gets its
 address. The output (poisoned with NaN first) must equal the input tiles bit
 for bit: a wrong coordinate order, swizzle, byte count or barrier shows. A
@@ -32,18 +32,6 @@ BOX = 64
 F16, INTERLEAVE_NONE, SWIZZLE_128B, L2_NONE, OOB_ZERO = 6, 0, 3, 0, 0
 
 
-def encode_cuda_python(addr, dims, strides, box):
-    from cuda.bindings import driver as cu
-    err, tmap = cu.cuTensorMapEncodeTiled(
-        cu.CUtensorMapDataType(F16), len(dims), addr, dims, strides, box,
-        [1] * len(dims), cu.CUtensorMapInterleave(INTERLEAVE_NONE),
-        cu.CUtensorMapSwizzle(SWIZZLE_128B), cu.CUtensorMapL2promotion(L2_NONE),
-        cu.CUtensorMapFloatOOBfill(OOB_ZERO))
-    if err != cu.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled: {err}")
-    return ctypes.string_at(tmap.getPtr(), 128)
-
-
 def encode_ctypes(addr, dims, strides, box):
     lib = ctypes.CDLL("libcuda.so.1")
     fn = lib.cuTensorMapEncodeTiled
@@ -65,11 +53,7 @@ def encode_ctypes(addr, dims, strides, box):
 
 
 def encode(addr, dims, strides, box):
-    try:
-        return encode_cuda_python(addr, dims, strides, box), "cuda-python"
-    except Exception as e:  # no cuda-python, or another binding version
-        print(f"note: cuda-python path unavailable ({type(e).__name__}: {e}); using ctypes")
-        return encode_ctypes(addr, dims, strides, box), "ctypes"
+    return encode_ctypes(addr, dims, strides, box), "ctypes"
 
 
 def run_tma(kern, pages, rows, cols, rng):
