@@ -29,6 +29,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "TestKernel.h"
+
 using namespace mlir;
 using namespace mlir::cascade;
 
@@ -57,42 +59,14 @@ struct TestGPUCodegenPass
   void runOnOperation() override;
 };
 
-MemRefType flat(Type t) { return MemRefType::get({ShapedType::kDynamic}, t); }
-
-/// A kernel `name` with the given flat buffer parameters, block size and
-/// body.
-void makeKernel(
-    ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
-    ArrayRef<int32_t> blockSize,
-    function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
-  OpBuilder b(module.getContext());
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  auto gm = module.lookupSymbol<gpu::GPUModuleOp>("test_blocks");
-  if (!gm) {
-    b.setInsertionPointToEnd(module.getBody());
-    gm = gpu::GPUModuleOp::create(b, module.getLoc(), "test_blocks");
-  }
-  b.setInsertionPointToEnd(gm.getBody());
-  SmallVector<Type> types;
-  for (Type t : elementTypes)
-    types.push_back(flat(t));
-  auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
-                                   b.getFunctionType(types, {}));
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(blockSize));
-  b.setInsertionPointToStart(&fn.getBody().front());
-  KernelBuilder k(b, fn.getLoc());
-  body(k, gm, fn.getArguments());
-  gpu::ReturnOp::create(b, fn.getLoc());
-}
+using test::makeTestKernelOfBuffers;
 
 /// Copies a rows x cols f16 tile into shared memory and writes it back.
 void tileRoundTrip(ModuleOp module, StringRef name, int64_t rows,
                    int64_t cols) {
   OpBuilder b(module.getContext());
   Type f16 = b.getF16Type();
-  makeKernel(
+  makeTestKernelOfBuffers(
       module, name, {f16, f16}, {128, 1, 1},
       [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
         SmemTileLayout layout = SmemTileLayout::get(rows, cols);
@@ -124,7 +98,7 @@ void tileRoundTrip(ModuleOp module, StringRef name, int64_t rows,
 /// C stored through the accumulator layout.
 void mmaGemm(ModuleOp module, StringRef name, Type t) {
   OpBuilder b(module.getContext());
-  makeKernel(
+  makeTestKernelOfBuffers(
       module, name, {t, t, b.getF32Type()}, {32, 1, 1},
       [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
         SmemTileLayout layout = SmemTileLayout::get(16, 64);
@@ -172,7 +146,7 @@ void mmaGemm(ModuleOp module, StringRef name, Type t) {
 void mmaTrans(ModuleOp module, StringRef name) {
   OpBuilder b(module.getContext());
   Type f16 = b.getF16Type();
-  makeKernel(
+  makeTestKernelOfBuffers(
       module, name, {b.getF32Type(), f16, b.getF32Type()}, {32, 1, 1},
       [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
         SmemTileLayout layout = SmemTileLayout::get(16, 64);
@@ -223,7 +197,7 @@ void mmaTrans(ModuleOp module, StringRef name) {
 void rowReduceKernel(ModuleOp module, StringRef name) {
   OpBuilder b(module.getContext());
   Type f32 = b.getF32Type();
-  makeKernel(
+  makeTestKernelOfBuffers(
       module, name, {f32, f32, f32}, {32, 1, 1},
       [&](KernelBuilder &k, gpu::GPUModuleOp, ValueRange args) {
         Value lane = k.threadId(gpu::Dimension::x);

@@ -40,6 +40,8 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Pass/Pass.h"
 
+#include "TestKernel.h"
+
 using namespace mlir;
 using namespace mlir::cascade;
 
@@ -69,41 +71,20 @@ struct TestHopperCodegenPass
   void runOnOperation() override;
 };
 
-MemRefType flat(Type t) { return MemRefType::get({ShapedType::kDynamic}, t); }
+using test::flatBuffer;
 
-/// A kernel `name` with parameters of the given types, block size and body.
-void makeKernelOfTypes(
-    ModuleOp module, StringRef name, ArrayRef<Type> types, int32_t blockSize,
-    function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
-  OpBuilder b(module.getContext());
-  module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
-                  b.getUnitAttr());
-  auto gm = module.lookupSymbol<gpu::GPUModuleOp>("test_blocks");
-  if (!gm) {
-    b.setInsertionPointToEnd(module.getBody());
-    gm = gpu::GPUModuleOp::create(b, module.getLoc(), "test_blocks");
-  }
-  b.setInsertionPointToEnd(gm.getBody());
-  auto fn = gpu::GPUFuncOp::create(b, module.getLoc(), name,
-                                   b.getFunctionType(types, {}));
-  fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
-  fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr({blockSize, 1, 1}));
-  b.setInsertionPointToStart(&fn.getBody().front());
-  KernelBuilder k(b, fn.getLoc());
-  body(k, gm, fn.getArguments());
-  gpu::ReturnOp::create(b, fn.getLoc());
+/// A test kernel of one-dimensional blocks of `blockSize` threads with
+/// parameters `types`.
+void makeKernelOfTypes(ModuleOp module, StringRef name, ArrayRef<Type> types,
+                       int32_t blockSize, test::TestKernelBody body) {
+  test::makeTestKernel(module, name, types, {blockSize, 1, 1}, body);
 }
 
-/// A kernel `name` with the given flat buffer parameters, block size and
-/// body.
-void makeKernel(
-    ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
-    int32_t blockSize,
-    function_ref<void(KernelBuilder &, gpu::GPUModuleOp, ValueRange)> body) {
-  SmallVector<Type> types;
-  for (Type t : elementTypes)
-    types.push_back(flat(t));
-  makeKernelOfTypes(module, name, types, blockSize, body);
+/// The same with flat buffers of the given element types.
+void makeKernel(ModuleOp module, StringRef name, ArrayRef<Type> elementTypes,
+                int32_t blockSize, test::TestKernelBody body) {
+  test::makeTestKernelOfBuffers(module, name, elementTypes, {blockSize, 1, 1},
+                                body);
 }
 
 /// D[64x64] (f32) = A[64x64] B^T on one warpgroup, A and B row-major 64x64
@@ -220,7 +201,7 @@ void tmaKernel(ModuleOp module, StringRef name, int64_t rank) {
   OpBuilder b(ctx);
   Type f16 = b.getF16Type();
   makeKernelOfTypes(
-      module, name, {LLVM::LLVMPointerType::get(ctx), flat(f16)},
+      module, name, {LLVM::LLVMPointerType::get(ctx), flatBuffer(f16)},
       wgmma::kWarpgroupSize,
       [&](KernelBuilder &k, gpu::GPUModuleOp gm, ValueRange args) {
         constexpr int64_t kRows = 64, kCols = 64, kTile = kRows * kCols;
