@@ -45,8 +45,15 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
         reject("seq_lens", seq_lens)
         reject("fixed_split_size", fixed_split_size)
         reject("disable_split_kv", disable_split_kv, False)
+        # As FlashInfer 0.5.3: data_type fills only the dtypes left unset
+        # (q_data_type defaults to float16, so alone it sets the KV dtype).
         if data_type is not None:
-            q_data_type = kv_data_type = data_type
+            if q_data_type is None:
+                q_data_type = data_type
+            if kv_data_type is None:
+                kv_data_type = data_type
+        if q_data_type is None:
+            q_data_type = "float16"
         self._plan(None, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
                    head_dim, page_size, False, pos_encoding_mode, sm_scale, window_left,
                    logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type,

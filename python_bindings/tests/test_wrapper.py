@@ -119,3 +119,21 @@ def test_run_before_plan_and_wrong_level_count(rng):
         w.run(np.zeros((1, 4, 8), np.float32), np.zeros((1, 2, 4, 4, 8), np.float32))
     with pytest.raises(ValueError, match="one per level"):
         w.plan([np.array([0, 1])], [np.array([0, 1])], [np.array([0])], [np.array([1])], 4, 4, 8, 4)
+
+
+@pytest.mark.parametrize("kwargs, q, kv", [
+    ({"data_type": "bfloat16"}, "f16", "bf16"),  # q_data_type keeps its default
+    ({"data_type": "bfloat16", "q_data_type": None}, "bf16", "bf16"),
+    ({"data_type": "bfloat16", "q_data_type": "bfloat16"}, "bf16", "bf16"),
+    ({"data_type": "float16", "kv_data_type": "bfloat16"}, "f16", "bf16"),
+    ({"q_data_type": None}, "f16", "f16"),
+    ({}, "f16", "f16"),
+])
+def test_decode_plan_data_type_fills_only_unset_dtypes(kwargs, q, kv):
+    # FlashInfer 0.5.3's BatchDecodeWithPagedKVCacheWrapper.plan: data_type
+    # sets q_data_type / kv_data_type only where they are None.
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+    kp = np.array([0, 2, 3], np.int32)
+    w.plan(kp, np.arange(3, dtype=np.int32), np.array([5, 16], np.int32),
+           8, 2, 64, 16, **kwargs)
+    assert (w._config.q_dtype, w._config.kv_dtype) == (q, kv)
