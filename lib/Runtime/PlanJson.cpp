@@ -105,11 +105,15 @@ Status getMode(const Json &obj, bool required, bool &present, PlanMode &out) {
   return Status::success();
 }
 
-Status checkKeys(const Json &obj, const char *const *allowed,
-                 const char *where) {
+/// Checks that every key of `obj` is in `allowed` or `alsoAllowed` (both
+/// null-terminated; `alsoAllowed` may be null).
+Status checkKeys(const Json &obj, const char *const *allowed, const char *where,
+                 const char *const *alsoAllowed = nullptr) {
   for (const auto &m : obj.items()) {
     bool known = false;
     for (const char *const *k = allowed; *k; ++k)
+      known |= m.key() == *k;
+    for (const char *const *k = alsoAllowed; k && *k; ++k)
       known |= m.key() == *k;
     if (!known)
       return schemaError("unknown key " + json::quote(m.key()) + " in " +
@@ -129,6 +133,10 @@ const char *const kTopKeys[] = {
     "cuda_graph",    ck::kQDType,    ck::kKvDType,  ck::kODType,
     ck::kQoTileSize, "max_num_rows", "levels",      ck::kCausal,
     "auto_cascade",  nullptr};
+
+/// Plan options (top level only: shared by every level).
+const char *const kOptionKeys[] = {"fixed_split_pages", "disable_split_kv",
+                                   nullptr};
 
 const char *const kAutoKeys[] = {
     "max_levels",          "graph_group_capacity",
@@ -244,7 +252,8 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
     return schemaError(std::string("the batch description must be a JSON "
                                    "object, got ") +
                        json::kindName(root));
-  CASCADE_RETURN_IF_ERROR(checkKeys(root, kTopKeys, "the batch description"));
+  CASCADE_RETURN_IF_ERROR(
+      checkKeys(root, kTopKeys, "the batch description", kOptionKeys));
   BatchDescription d;
   PlanInputs &c = d.common;
   bool hasMode = false;
@@ -259,6 +268,10 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
   CASCADE_RETURN_IF_ERROR(getInt(root, ck::kQoTileSize, false, c.qo_tile_size));
   CASCADE_RETURN_IF_ERROR(getInt(root, "max_num_rows", false, c.max_num_rows));
   CASCADE_RETURN_IF_ERROR(getBool(root, "cuda_graph", c.cuda_graph));
+  CASCADE_RETURN_IF_ERROR(
+      getInt(root, "fixed_split_pages", false, c.fixed_split_pages));
+  CASCADE_RETURN_IF_ERROR(
+      getBool(root, "disable_split_kv", c.disable_split_kv));
   CASCADE_RETURN_IF_ERROR(getBool(root, ck::kCausal, d.causal));
   CASCADE_RETURN_IF_ERROR(getDType(root, ck::kQDType, c.q_dtype));
   CASCADE_RETURN_IF_ERROR(getDType(root, ck::kKvDType, c.kv_dtype));

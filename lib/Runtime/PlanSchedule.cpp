@@ -127,7 +127,10 @@ int64_t requestTiles(const PlanInputs &in, Plan &p, std::vector<int64_t> &pages,
 
 /// The split-KV decision and the chunk size in pages: the smallest chunk
 /// whose work items fit the grid (decode splits only when the batch alone
-/// does not fill it). Sets split_kv, kv_chunk_size_pages and kv_chunk_size.
+/// does not fill it). A fixed chunk (fixed_split_pages) replaces the search
+/// and splits when some request is longer or in CUDA-graph mode;
+/// disable_split_kv never splits. Sets split_kv, kv_chunk_size_pages and
+/// kv_chunk_size.
 void chooseChunk(const PlanInputs &in, Plan &p,
                  const std::vector<int64_t> &pages,
                  const std::vector<int64_t> &tiles, int64_t maxPages) {
@@ -138,7 +141,13 @@ void chooseChunk(const PlanInputs &in, Plan &p,
   const int64_t minChunk = std::max<int64_t>(128 / in.page_size, 1);
   int64_t chunk = std::max<int64_t>(maxPages, 1);
   bool split = false;
-  if (decode) {
+  if (in.disable_split_kv) {
+    // One chunk per request.
+  } else if (in.fixed_split_pages > 0) {
+    split = in.cuda_graph || maxPages > in.fixed_split_pages;
+    if (split)
+      chunk = in.fixed_split_pages;
+  } else if (decode) {
     if (b * hkv < p.grid_limit) {
       int64_t c =
           searchChunkPages(tiles, pages, maxItemsIfSplit, minChunk, maxPages);
@@ -186,8 +195,17 @@ Status countWorkItems(const PlanInputs &in, Plan &p,
     } else {
       const int64_t t = p.qo_tile_size;
       int64_t tileBound = (p.row_capacity * g + b * (t - 1)) / t;
-      padded = std::max(maxItemsIfSplit, tileBound);
+      padded = in.disable_split_kv ? tileBound
+                                   : std::max(maxItemsIfSplit, tileBound);
     }
+    // The grid must not depend on the lengths; a fixed chunk does not adapt
+    // to it, so a batch whose chunks exceed it cannot be planned.
+    if (in.fixed_split_pages > 0 && items > padded)
+      return makeError(ErrorCode::InvalidArgument,
+                       "fixed_split_pages (fixed_split_size) = %lld gives "
+                       "%lld work items, more than the %lld of the "
+                       "CUDA-graph grid; use a larger chunk",
+                       ll(in.fixed_split_pages), ll(items), ll(padded));
   }
   if (padded > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,

@@ -142,6 +142,16 @@ Status detail::validateBeforePageIds(const PlanInputs &in) {
                      "qo_tile_size must be in [0, 4096] (0 = automatic), got "
                      "%lld",
                      ll(in.qo_tile_size));
+  if (in.fixed_split_pages < 0)
+    return makeError(ErrorCode::InvalidArgument,
+                     "fixed_split_pages must be >= 0 (0 = automatic), got "
+                     "%lld",
+                     ll(in.fixed_split_pages));
+  if (in.fixed_split_pages > 0 && in.disable_split_kv)
+    return makeError(ErrorCode::InvalidArgument,
+                     "fixed_split_pages (%lld) and disable_split_kv are "
+                     "exclusive: a fixed chunk splits KV",
+                     ll(in.fixed_split_pages));
 
   // Sizes.
   if (!in.kv_indptr.present() || in.kv_indptr.size() < 1)

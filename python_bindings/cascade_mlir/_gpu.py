@@ -86,21 +86,29 @@ def workspace_device(buf: Any) -> Optional[int]:
 
 
 class Level:
-    """One level of a plan: host index arrays and its kernel group."""
+    """One level of a plan: host index arrays, its kernel group and the plan
+    options of its split-KV schedule (fixed_split_pages: a fixed chunk in
+    pages, 0 = automatic; disable_split_kv: never split), which are not
+    part of the kernels' configuration."""
 
     def __init__(self, qo_indptr: np.ndarray, kv_indptr: np.ndarray,
                  kv_indices: np.ndarray, kv_last_page_len: np.ndarray,
-                 group: Group, kv_slot: int = 0):
+                 group: Group, kv_slot: int = 0, fixed_split_pages: int = 0,
+                 disable_split_kv: bool = False):
         self.qo_indptr, self.kv_indptr = qo_indptr, kv_indptr
         self.kv_indices, self.kv_last_page_len = kv_indices, kv_last_page_len
         self.group, self.kv_slot = group, kv_slot
+        self.fixed_split_pages = fixed_split_pages
+        self.disable_split_kv = disable_split_kv
 
     def as_dict(self) -> Dict[str, Any]:
         return {"mode": "decode" if self.group.decode else "prefill",
                 "kv_slot": self.kv_slot,
                 "qo_indptr": None if self.group.decode else self.qo_indptr,
                 "kv_indptr": self.kv_indptr, "kv_indices": self.kv_indices,
-                "kv_last_page_len": self.kv_last_page_len}
+                "kv_last_page_len": self.kv_last_page_len,
+                "fixed_split_pages": self.fixed_split_pages,
+                "disable_split_kv": self.disable_split_kv}
 
 
 def check_csr(qo: Optional[np.ndarray], kv_indptr: np.ndarray, kv_indices: np.ndarray,

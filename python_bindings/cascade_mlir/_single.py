@@ -22,6 +22,25 @@ def reject(name: str, value: Any, default: Any = None) -> None:
                          f"(only {default!r})")
 
 
+def split_options(fixed_split_size: Optional[int], disable_split_kv: bool
+                  ) -> Tuple[int, bool]:
+    """FlashInfer's plan options `fixed_split_size` (a fixed split-KV chunk
+    in pages, batch-invariant; None = automatic) and `disable_split_kv`
+    (never split) as the runtime's (fixed_split_pages, disable_split_kv)."""
+    if not isinstance(disable_split_kv, (bool, np.bool_)):
+        raise ValueError(f"disable_split_kv must be a bool, got {disable_split_kv!r}")
+    if fixed_split_size is None:
+        return 0, bool(disable_split_kv)
+    if isinstance(fixed_split_size, (bool, np.bool_)) or \
+            not isinstance(fixed_split_size, (int, np.integer)) or fixed_split_size <= 0:
+        raise ValueError("fixed_split_size must be a positive number of pages (or "
+                         f"None = automatic), got {fixed_split_size!r}")
+    if disable_split_kv:
+        raise ValueError(f"fixed_split_size={fixed_split_size} and "
+                         "disable_split_kv=True are exclusive: a fixed chunk splits KV")
+    return int(fixed_split_size), False
+
+
 #: What `plan(..., auto_cascade={...})` may set (AutoCascadeOptions,
 #: docs/auto-cascade.md); `causal` comes from plan()'s own argument.
 AUTO_CASCADE_OPTIONS = ("max_levels", "graph_group_capacity", "shared_qo_tile_size",
@@ -80,6 +99,9 @@ class SingleLevelWrapper:
         self._causal = False
         self._auto: Optional[Dict[str, Any]] = None
         self._auto_buffers: Optional[List[Dict[str, Any]]] = None
+        #: The host plan of the last plain plan() on the CPU reference path
+        #: (_runtime.plan's dict, num_sms=1); None otherwise.
+        self._host_plan: Optional[Dict[str, Any]] = None
 
     @property
     def is_cuda(self) -> bool:
@@ -119,8 +141,13 @@ class SingleLevelWrapper:
               window_left: int, logits_soft_cap: Optional[float],
               rope_scale: Optional[float], rope_theta: Optional[float],
               q_data_type: Any, kv_data_type: Any,
-              auto_cascade: Union[bool, Dict[str, float]] = False) -> None:
+              auto_cascade: Union[bool, Dict[str, float]] = False,
+              fixed_split_size: Optional[int] = None,
+              disable_split_kv: bool = False) -> None:
         auto = auto_cascade_options(auto_cascade)
+        fixed_pages, no_split = split_options(fixed_split_size, disable_split_kv)
+        split: Dict[str, Any] = {"fixed_split_pages": fixed_pages,
+                                 "disable_split_kv": no_split}
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
@@ -143,25 +170,29 @@ class SingleLevelWrapper:
         self._config, self._causal = cfg, causal
         buffers: Optional[List[Dict[str, Any]]]
         if auto is not None:
-            levels, buffers = self._auto_levels(cfg, qo, kp, ki, kl, causal, auto)
+            levels, buffers = self._auto_levels(cfg, qo, kp, ki, kl, causal, auto, split)
         else:
             self._auto = None
-            levels = [_gpu.Level(qo, kp, ki, kl, Group(decode=self._decode, causal=causal))]
+            levels = [_gpu.Level(qo, kp, ki, kl, Group(decode=self._decode, causal=causal),
+                                 **split)]
             buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
             self._engine.plan(cfg, levels, buffers)
             self.__dict__.pop("run", None)
             return
-        if auto is None:
-            _runtime.plan("prefill", kp, kl, qo_indptr=qo, kv_indices=ki,
-                          num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                          head_dim=head_dim, page_size=page_size, num_sms=1)
+        self._host_plan = None
+        if auto is None:  # checks the inputs; the CPU reference needs no plan
+            self._host_plan = _runtime.plan(
+                "decode" if self._decode else "prefill", kp, kl,
+                qo_indptr=None if self._decode else qo, kv_indices=ki,
+                num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                head_dim=head_dim, page_size=page_size, num_sms=1, **split)
         self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,
                                        lv.kv_last_page_len) for lv in levels]
 
     def _auto_levels(self, cfg: AttentionConfig, qo: np.ndarray, kp: np.ndarray,
                      ki: np.ndarray, kl: np.ndarray, causal: bool,
-                     options: Dict[str, Union[int, float]]
+                     options: Dict[str, Union[int, float]], split: Dict[str, Any]
                      ) -> Tuple[List[_gpu.Level], Optional[List[Dict[str, Any]]]]:
         """The levels of an automatic cascade: the runtime's
         makeAutoCascadePlan over the batch (shared levels are non-causal
@@ -174,7 +205,7 @@ class SingleLevelWrapper:
             num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
             head_dim=cfg.head_dim, page_size=cfg.page_size, num_sms=1,
             cuda_graph=int(graph), q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype,
-            causal=causal, **options)
+            causal=causal, **split, **options)
         self._auto = res
         n = len(res["levels"])
         levels = []
@@ -184,7 +215,7 @@ class SingleLevelWrapper:
                           accumulate=i > 0)
             lqo = lv["qo_indptr"] if lv["qo_indptr"] is not None else qo
             levels.append(_gpu.Level(lqo, lv["kv_indptr"], lv["kv_indices"],
-                                     lv["kv_last_page_len"], group))
+                                     lv["kv_last_page_len"], group, **split))
         if n == 1:  # the plain batch: the caller's buffers, as without auto
             return levels, [self._buffers] if self._buffers else None
         if not graph or self._engine is None:

@@ -40,11 +40,12 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
         that adjacent requests share and runs them as the shared levels of a
         cascade; without worthwhile sharing the plan is the plain one.
-        `auto_cascade_stats` reports what was found."""
+        `auto_cascade_stats` reports what was found. `fixed_split_size`
+        (pages; None = automatic) splits every request's KV into chunks of
+        that many pages whatever the rest of the batch (batch-invariant);
+        `disable_split_kv` never splits."""
         reject("block_tables", block_tables)
         reject("seq_lens", seq_lens)
-        reject("fixed_split_size", fixed_split_size)
-        reject("disable_split_kv", disable_split_kv, False)
         # As FlashInfer 0.5.3: data_type fills only the dtypes left unset
         # (q_data_type defaults to float16, so alone it sets the KV dtype).
         if data_type is not None:
@@ -57,7 +58,7 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
         self._plan(None, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
                    head_dim, page_size, False, pos_encoding_mode, sm_scale, window_left,
                    logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type,
-                   auto_cascade)
+                   auto_cascade, fixed_split_size, disable_split_kv)
 
     begin_forward = plan
 

@@ -39,6 +39,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
              q_data_type: Any = "float16", kv_data_type: Any = None,
              non_blocking: bool = True, *,
              auto_cascade: Union[bool, Dict[str, float]] = False,
+             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
              **unsupported: Any) -> None:
         """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
@@ -46,7 +47,9 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         cascade (non-causal; `causal` masks the last level, and only pages
         that every query of a request sees are shared); without worthwhile
         sharing the plan is the plain one. `auto_cascade_stats` reports what
-        was found."""
+        was found. `fixed_split_size` (pages; None = automatic) splits every
+        request's KV into chunks of that many pages whatever the rest of the
+        batch (batch-invariant); `disable_split_kv` never splits."""
         reject("custom_mask", custom_mask)
         reject("packed_custom_mask", packed_custom_mask)
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
@@ -57,7 +60,8 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         self._plan(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
                    num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
                    pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
-                   rope_theta, q_data_type, kv_data_type, auto_cascade)
+                   rope_theta, q_data_type, kv_data_type, auto_cascade,
+                   fixed_split_size, disable_split_kv)
 
     begin_forward = plan
 

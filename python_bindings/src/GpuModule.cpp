@@ -323,7 +323,8 @@ public:
   }
 
   /// levels: dicts with mode ("decode"/"prefill"), qo_indptr (None in
-  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays);
+  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays)
+  /// and optionally the plan options fixed_split_pages and disable_split_kv;
   /// the static configuration is the signature's. Returns (int workspace
   /// bytes, float workspace bytes) needed.
   py::tuple plan(const py::list &levels,
@@ -353,6 +354,11 @@ public:
       in.kv_indices = keep("kv_indices");
       in.kv_last_page_len = keep("kv_last_page_len");
       setPlanStatics(in, sig_.config);
+      // Plan options (not part of the kernels' configuration).
+      if (lv.contains("fixed_split_pages"))
+        in.fixed_split_pages = lv["fixed_split_pages"].cast<int64_t>();
+      if (lv.contains("disable_split_kv"))
+        in.disable_split_kv = lv["disable_split_kv"].cast<bool>();
       // The largest page id each KV slot's levels read (run() checks the
       // caller's caches against them).
       const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;

@@ -83,6 +83,9 @@ PlanInputs makeInputs(const LevelArrays &arrays, bool hasQo, bool hasIndices,
   in.cuda_graph = get("cuda_graph", 0) != 0;
   in.qo_tile_size = get("qo_tile_size", 0);
   in.max_num_rows = get("max_num_rows", -1);
+  in.fixed_split_pages = get("fixed_split_pages", 0);
+  in.disable_split_kv = opts.contains("disable_split_kv") &&
+                        opts["disable_split_kv"].cast<bool>();
   auto dtype = [&](const char *key, DType &out) {
     if (!opts.contains(key) || opts[key].is_none())
       return;
@@ -110,6 +113,7 @@ py::dict planToDict(const Plan &p) {
   d["padded_batch_size"] = p.padded_batch_size;
   d["num_work_items"] = p.num_work_items;
   d["kv_chunk_size"] = p.kv_chunk_size;
+  d["kv_chunk_size_pages"] = p.kv_chunk_size_pages;
   d["qo_tile_size"] = p.qo_tile_size;
   d["num_partial_rows"] = p.num_partial_rows;
   d["request_indices"] = toNumpy(p.request_indices);
@@ -164,10 +168,10 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
                      std::optional<I32Array> kvIndices,
                      const py::kwargs &opts) {
   static const char *const kPlanKeys[] = {
-      "num_pages",    "num_qo_heads", "num_kv_heads", "head_dim",
-      "page_size",    "num_sms",      "occupancy",    "cuda_graph",
-      "qo_tile_size", "max_num_rows", "q_dtype",      "kv_dtype",
-      "o_dtype"};
+      "num_pages",    "num_qo_heads",      "num_kv_heads",    "head_dim",
+      "page_size",    "num_sms",           "occupancy",       "cuda_graph",
+      "qo_tile_size", "max_num_rows",      "q_dtype",         "kv_dtype",
+      "o_dtype",      "fixed_split_pages", "disable_split_kv"};
   for (auto item : opts) {
     const std::string key = py::str(item.first);
     bool known = false;

@@ -4,9 +4,8 @@ runtime (cascade_mlir._runtime): every case's plans are made here, on the CPU.
 check.py runs with cupy replaced by numpy and a stand-in kernel bundle whose
 launches record their parameters instead of running; the references are
 skipped. Every split launch must get a runtime plan whose arrays agree with
-its scalars, with the chunk the case asks for (or a smaller one giving each
-request as many chunks), and every prefill launch the grid slack of a
-CUDA-graph plan.
+its scalars, with the chunk the case asks for (plans.py: fixed_split_pages),
+and every prefill launch the grid slack of a CUDA-graph plan.
 """
 import importlib
 import os
@@ -173,10 +172,11 @@ def test_split_plan_keeps_the_chunk(check):
                              last=last, ps=ps, Hqo=32, Hkv=8, D=128, chunk_pages=chunk,
                              qo_tile=64, pad=pad, max_num_rows=int(qo_indptr[-1]) + 5)
         assert p["split_kv"]
-        got = p["kv_chunk_size_pages"]
-        assert 1 <= got <= chunk and p["kv_chunk_size"] == got * ps
-        assert np.array_equal(chunks_per_request(kv_indptr, got),
-                              chunks_per_request(kv_indptr, chunk))
+        assert p["kv_chunk_size_pages"] == chunk and p["kv_chunk_size"] == chunk * ps
+        n = chunks_per_request(kv_indptr, chunk)
+        valid = p["request_indices"][:p["num_work_items"]]
+        assert np.array_equal(np.bincount(valid, minlength=len(last)),
+                              n * (1 if decode else np.ceil(np.diff(qo_indptr) * 4 / 64)))
         assert p["padded_batch_size"] >= p["num_work_items"] + pad
         assert not p["block_valid_mask"][p["num_work_items"]:].any()
 

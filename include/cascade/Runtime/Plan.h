@@ -110,6 +110,13 @@ struct PlanInputs {
   /// Prefill in graph mode: the most query rows any replan will have
   /// (-1 = the rows of this call).
   int64_t max_num_rows = -1;
+  /// Split-KV chunk in pages, fixed (FlashInfer's fixed_split_size): every
+  /// request is split into chunks of this many pages, whatever the other
+  /// requests are (batch-invariant); no grid-budget search. 0 = automatic.
+  int64_t fixed_split_pages = 0;
+  /// Never split KV, not even in CUDA-graph mode (FlashInfer's
+  /// disable_split_kv). Exclusive with fixed_split_pages.
+  bool disable_split_kv = false;
 
   /// The device facts above as one value, and back.
   PlanTarget target() const { return {num_sms, occupancy, qo_tile_size}; }

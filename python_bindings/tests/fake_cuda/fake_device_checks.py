@@ -356,6 +356,30 @@ def scenario_single_and_merges():
     launches()
 
 
+def scenario_split_options():
+    """fixed_split_size / disable_split_kv reach the runtime's plan through
+    the GPU path: the attention launch's grid is the plan's work items."""
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    last = np.array([5, 1, 16], np.int32)
+    q = Dev(aligned((3, 32, 128), np.float16))
+    cache = Dev(aligned((10, 2, 16, 8, 128), np.float16))
+    grids = {}
+    for name, opts in (("fixed", {"fixed_split_size": 2}),
+                       ("none", {"disable_split_kv": True})):
+        d = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+        d.plan(indptr, np.arange(10, dtype=np.int32), last, 32, 8, 128, 16, **opts)
+        d.run(q, cache)
+        rec = launches()
+        grids[name] = [(r["name"], r["grid"][0]) for r in rec]
+    print(grids)
+    # Chunks of 2 pages: 2 + 1 + 4 = 7 split items, then their merge.
+    fixed = grids["fixed"]
+    check(len(fixed) == 2 and fixed[0][1] == 7 and "merge" in fixed[1][0], fixed)
+    none = grids["none"]
+    check(len(none) == 1 and none[0][1] == 3, none)
+
+
 def grouped_decode_batch(groups, own=2):
     """Requests in groups sharing `shared` leading pages, `own` pages each
     after them; page ids in order of first use."""

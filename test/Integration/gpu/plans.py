@@ -5,17 +5,14 @@ the CPU.
 
 The check wants some plans that the runtime makes only on request:
 - a split-KV level with a given KV chunk (cases name it in pages, as small as
-  2 pages, so that short requests still get several chunks): the runtime
-  picks its chunk as the smallest that fits its grid budget (num_sms *
-  occupancy blocks), so the budget is searched, with the runtime, for the
-  smallest one whose chunk is at most the case's. That chunk splits every
-  request into as many chunks as the case's would (it may be a few pages
-  smaller). The runtime never chunks finer than 128 tokens (a performance
-  rule, not a kernel limit): these levels are planned with a page size of
-  128 tokens, which nothing else in a plan depends on (work items count
-  pages), and the chunk is converted back to tokens of the real page size.
-  They are planned in CUDA-graph mode, where the runtime always splits and
-  pads the work items as a graph-stable plan does;
+  2 pages, so that short requests still get several chunks): planned with
+  `fixed_split_pages` (FlashInfer's fixed_split_size), which splits every
+  request into chunks of exactly that many pages, in CUDA-graph mode, where
+  the runtime always splits and pads the work items as a graph-stable plan
+  does. The grid budget (num_sms * occupancy blocks) is the number of work
+  items the chunk gives (a first plan with the largest grid counts them; in
+  decode at least B + 1), so that the padding is the graph plan's own
+  (prefill: at least its query-tile bound);
 - `pad` more padded work items (block_valid_mask 0): appended to the plan;
 - a prefill grid with rows of slack past qo_indptr[-1] (what a CUDA-graph
   plan's max_num_rows does): row_capacity of a CUDA-graph plan with
@@ -27,8 +24,9 @@ from cascade_mlir import _runtime
 
 # Rows of grid slack given to every prefill launch.
 ROW_SLACK = 37
-# A page size at which the runtime's minimum chunk (128 tokens) is one page.
-PLAN_PAGE_SIZE = 128
+# The largest num_sms the runtime takes: the grid of the plan that counts the
+# work items of a chunk.
+MAX_NUM_SMS = 1 << 20
 
 
 def paged_layout(lens, ps):
@@ -85,41 +83,25 @@ def row_capacity(qo_indptr, kv_indptr, last, *, ps, Hqo, Hkv, D):
 
 def split_plan(*, decode, qo_indptr, kv_indptr, last, ps, Hqo, Hkv, D, chunk_pages,
                qo_tile=0, pad=0, max_num_rows=-1, dtype="f16"):
-    """A split-KV runtime plan whose chunk is at most `chunk_pages` pages with
-    as many chunks per request as that chunk gives, plus `pad` padded work
-    items (see the module docstring). kv_chunk_size is in tokens of `ps`."""
-    kw = dict(page_size=max(ps, PLAN_PAGE_SIZE), num_qo_heads=Hqo, num_kv_heads=Hkv,
-              head_dim=D, qo_tile_size=qo_tile, cuda_graph=1, q_dtype=dtype,
+    """A split-KV runtime plan with KV chunks of `chunk_pages` pages (every
+    request split into ceil(pages / chunk_pages) chunks, at least one), plus
+    `pad` padded work items (see the module docstring)."""
+    kw = dict(page_size=ps, num_qo_heads=Hqo, num_kv_heads=Hkv, head_dim=D,
+              qo_tile_size=qo_tile, cuda_graph=1, q_dtype=dtype,
+              fixed_split_pages=chunk_pages, occupancy=1,
               **_inputs(kv_indptr, last, qo_indptr, decode))
     if not decode:
         kw["max_num_rows"] = max_num_rows
     mode = "decode" if decode else "prefill"
-    # The smallest budget of work items per KV head (num_sms = Hkv * budget,
-    # occupancy 1) whose chunk is at most chunk_pages: the budget doubled
-    # until one is, then bisected.
-
-    def plan(budget):
-        return _runtime.plan(mode, num_sms=Hkv * budget, occupancy=1, **kw)
-
-    def ok(budget):
-        p = plan(budget)
-        return p["split_kv"] and p["kv_chunk_size"] // kw["page_size"] <= chunk_pages
-    lo, hi = 1, int(kv_indptr[-1]) + len(last) + 1
-    while not ok(hi):
-        if Hkv * hi * 2 > 1 << 20:
-            raise ValueError(f"the runtime does not split this batch into chunks of "
-                             f"{chunk_pages} pages")
-        lo, hi = hi + 1, hi * 2
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    p = plan(lo)
-    chunk = p["kv_chunk_size"] // kw["page_size"]
-    p["kv_chunk_size_pages"] = chunk
-    p["kv_chunk_size"] = chunk * ps
+    # The work items of the chunk (the query tile does not depend on the
+    # grid), then the plan whose grid is that many items per KV head; in
+    # decode at least B + 1 (the grid the runtime's automatic rule needs to
+    # split a decode batch, which these plans have always had: one padded
+    # item when every request is one chunk).
+    items = _runtime.plan(mode, num_sms=MAX_NUM_SMS, **kw)["num_work_items"]
+    budget = max(items, len(last) + 1) if decode else max(items, 1)
+    p = _runtime.plan(mode, num_sms=Hkv * budget, **kw)
+    assert p["split_kv"] and p["kv_chunk_size_pages"] == chunk_pages
     return pad_plan(p, pad)
 
 

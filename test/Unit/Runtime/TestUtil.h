@@ -199,9 +199,17 @@ inline void checkPlanInvariants(const PlanInputs &in, const Plan &p) {
   ASSERT_EQ(p.num_partial_rows, p.split_kv ? p.o_indptr[b] : 0);
   ASSERT_LE(p.num_partial_rows, p.partial_rows_capacity);
 
+  // A fixed chunk (or none) instead of the grid search below.
+  if (in.disable_split_kv) {
+    ASSERT_FALSE(p.split_kv);
+  }
+  if (in.fixed_split_pages > 0 && p.split_kv) {
+    ASSERT_EQ(p.kv_chunk_size_pages, in.fixed_split_pages);
+  }
   // Grid: the split plan fits occupancy * num_sms (or one chunk each).
   const int64_t grid = in.num_sms * in.occupancy;
-  if (p.split_kv &&
+  const bool searched = in.fixed_split_pages == 0 && !in.disable_split_kv;
+  if (searched && p.split_kv &&
       p.kv_chunk_size_pages > std::max<int64_t>(128 / in.page_size, 1)) {
     // The chunk is minimal: one page less would not fit.
     int64_t items = 0;
@@ -212,10 +220,10 @@ inline void checkPlanInvariants(const PlanInputs &in, const Plan &p) {
     }
     ASSERT_GT(items, grid / in.num_kv_heads);
   }
-  if (decode && b * in.num_kv_heads >= grid) {
+  if (searched && decode && b * in.num_kv_heads >= grid) {
     ASSERT_FALSE(p.split_kv);
   }
-  if (decode && p.split_kv) {
+  if (searched && decode && p.split_kv) {
     ASSERT_LE(p.num_work_items * in.num_kv_heads, grid);
   }
 
