@@ -12,8 +12,6 @@
 
 namespace cascade::runtime {
 
-using detail::kInt32Max;
-using detail::kMaxPlanEntries;
 using detail::ll;
 
 namespace {
@@ -105,7 +103,7 @@ Status detail::validateBeforePageIds(const PlanInputs &in) {
   if (in.page_size <= 0)
     return makeError(ErrorCode::InvalidPageSize,
                      "page_size must be positive, got %lld", ll(in.page_size));
-  if (in.page_size > kInt32Max)
+  if (in.page_size > detail::kInt32Max)
     return makeError(ErrorCode::InvalidPageSize,
                      "page_size %lld does not fit in int32", ll(in.page_size));
   if (in.head_dim <= 0 || in.head_dim % 8 != 0 || in.head_dim > 256)
@@ -158,7 +156,7 @@ Status detail::validateBeforePageIds(const PlanInputs &in) {
     return makeError(ErrorCode::SizeMismatch,
                      "kv_indptr must have batch_size + 1 >= 1 entries");
   const int64_t b = in.kv_indptr.size() - 1;
-  if (b > kInt32Max)
+  if (b > detail::kInt32Max)
     return makeError(ErrorCode::Overflow, "batch size %lld exceeds 2^31 - 1",
                      ll(b));
   if (!in.kv_last_page_len.present() || in.kv_last_page_len.size() != b)
@@ -202,7 +200,7 @@ bool detail::pageIdsInRange(const int32_t *ids, int64_t n, int64_t numPages) {
     return true;
   if (numPages == 0)
     return false;
-  const uint32_t maxId = numPages >= 1 && numPages <= kInt32Max
+  const uint32_t maxId = numPages >= 1 && numPages <= detail::kInt32Max
                              ? static_cast<uint32_t>(numPages - 1)
                              : 0x7fffffffu;
   return !anyIdAbove(ids, n, maxId);
@@ -243,7 +241,7 @@ Status detail::validateAfterPageIds(const PlanInputs &in) {
                        "= %lld]",
                        ll(i), last, ll(in.page_size));
     int64_t kvLen = (pages - 1) * in.page_size + last; // < 2^62
-    if (kvLen > kInt32Max)
+    if (kvLen > detail::kInt32Max)
       return makeError(ErrorCode::Overflow,
                        "request %lld has %lld KV tokens, more than 2^31 - 1",
                        ll(i), ll(kvLen));
@@ -254,11 +252,11 @@ Status detail::validateAfterPageIds(const PlanInputs &in) {
                      "max_num_rows (%lld) is smaller than the %d query rows "
                      "of this batch",
                      ll(in.max_num_rows), in.qo_indptr[b]);
-  if (in.max_num_rows > kMaxPlanEntries)
+  if (in.max_num_rows > detail::kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
                      "max_num_rows %lld exceeds the plan's bound of 2^26 rows",
                      ll(in.max_num_rows));
-  if (in.mode == PlanMode::Prefill && in.qo_indptr[b] > kMaxPlanEntries)
+  if (in.mode == PlanMode::Prefill && in.qo_indptr[b] > detail::kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
                      "the batch has %d query rows, more than the plan's bound "
                      "of 2^26",

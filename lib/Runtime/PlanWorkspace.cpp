@@ -18,7 +18,6 @@
 namespace cascade::runtime {
 
 using detail::alignUp;
-using detail::ll;
 using detail::mulOverflows;
 
 namespace {
@@ -96,8 +95,8 @@ Status detail::layoutWorkspaces(Plan &p) {
     return makeError(ErrorCode::Overflow,
                      "workspace size overflows int64 (%lld partial rows x "
                      "%lld heads x %lld head_dim)",
-                     ll(p.partial_rows_capacity), ll(p.num_qo_heads),
-                     ll(p.head_dim));
+                     detail::ll(p.partial_rows_capacity),
+                     detail::ll(p.num_qo_heads), detail::ll(p.head_dim));
 
   const int32_t chunkTokens = static_cast<int32_t>(p.kv_chunk_size);
   const int32_t rows = static_cast<int32_t>(p.num_rows);
