@@ -13,24 +13,16 @@ run on fresh random inputs against a float64 reference.
 
   python3 test/Integration/hopper/check.py [DIR]   (default .carry/hopper)
 """
-import os
 import sys
 
 import cupy as cp
 import numpy as np
 
-DIR = sys.argv[1] if len(sys.argv) > 1 else ".carry/hopper"
-SEED = int(os.environ.get("CASCADE_TEST_SEED", np.random.SeedSequence().entropy % 2**31))
-
-
-def memref(a):
-    """The five kernel parameters of a flat memref<?xT>: allocated and
-    aligned pointers, offset, size, stride."""
-    return [a, a, np.int64(0), np.int64(a.size), np.int64(1)]
+from common import SEED, is_sm90, kernel, memref, report
 
 
 def run_wgmma(name, ptx, dtype, rng):
-    kern = cp.RawModule(path=os.path.join(DIR, ptx)).get_function(name)
+    kern = kernel(ptx, name)
     a = rng.standard_normal((64, 64))
     b = rng.standard_normal((64, 64))
     if dtype == "bf16":
@@ -59,7 +51,7 @@ def run_wgmma(name, ptx, dtype, rng):
 
 
 def run_mbarrier():
-    kern = cp.RawModule(path=os.path.join(DIR, "mbarrier.ptx")).get_function("mbarrier")
+    kern = kernel("mbarrier.ptx", "mbarrier")
     out = cp.full(128, np.nan, dtype=cp.float32)
     kern((1,), (128,), tuple(memref(out)))
     cp.cuda.runtime.deviceSynchronize()
@@ -68,11 +60,7 @@ def run_mbarrier():
 
 
 def main():
-    dev = cp.cuda.Device()
-    cc = dev.compute_capability
-    print(f"seed {SEED}; device compute capability {cc}")
-    if cc != "90":
-        print(f"SKIP: these kernels are sm_90a (wgmma); this device is sm_{cc}")
+    if not is_sm90("these kernels (wgmma) are"):
         return 0
     rng = np.random.default_rng(SEED)
     results = []
@@ -80,11 +68,7 @@ def main():
         results.append(run_wgmma("wgmma_f16", "wgmma.ptx", "f16", rng))
         results.append(run_wgmma("wgmma_bf16", "wgmma-bf16.ptx", "bf16", rng))
     results.append(run_mbarrier())
-    for ok, msg in results:
-        print(("PASS " if ok else "FAIL ") + msg)
-    failed = sum(not ok for ok, _ in results)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report(results)
 
 
 if __name__ == "__main__":

@@ -19,20 +19,21 @@ coordinate, as a paged KV pool would be read.
   python3 test/Integration/hopper/tma_check.py [DIR]   (default .carry/hopper)
 """
 import ctypes
-import os
 import sys
 
 import cupy as cp
 import numpy as np
 
-DIR = sys.argv[1] if len(sys.argv) > 1 else ".carry/hopper"
-SEED = int(os.environ.get("CASCADE_TEST_SEED", np.random.SeedSequence().entropy % 2**31))
+from common import SEED, is_sm90, kernel, report
+
 BOX = 64
 # cuda.h values (the runtime's TensorMap.h uses the same).
 F16, INTERLEAVE_NONE, SWIZZLE_128B, L2_NONE, OOB_ZERO = 6, 0, 3, 0, 0
 
 
-def encode_ctypes(addr, dims, strides, box):
+def encode(addr, dims, strides, box):
+    """The 128-byte CUtensorMap of a row-major f16 tensor, 128B swizzle, from
+    libcuda's cuTensorMapEncodeTiled (the call the runtime makes)."""
     lib = ctypes.CDLL("libcuda.so.1")
     fn = lib.cuTensorMapEncodeTiled
     u64p, u32p = ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint32)
@@ -52,10 +53,6 @@ def encode_ctypes(addr, dims, strides, box):
     return ctypes.string_at(base, 128)
 
 
-def encode(addr, dims, strides, box):
-    return encode_ctypes(addr, dims, strides, box), "ctypes"
-
-
 def run_tma(kern, pages, rows, cols, rng):
     """pages = 0: the 2-D kernel on a rows x cols tensor; else the 3-D one on
     pages x rows x cols."""
@@ -66,7 +63,7 @@ def run_tma(kern, pages, rows, cols, rng):
     dims, strides, box = [cols, rows], [cols * 2], [BOX, BOX]
     if pages:
         dims, strides, box = dims + [pages], strides + [rows * cols * 2], box + [1]
-    tmap, how = encode(dx.data.ptr, dims, strides, box)
+    tmap = encode(dx.data.ptr, dims, strides, box)
     dmap = cp.asarray(np.frombuffer(tmap, dtype=np.uint8))
     gx, gy, gz = cols // BOX, -(-rows // BOX), max(pages, 1)
     out = cp.full(gx * gy * gz * BOX * BOX, np.nan, dtype=cp.float16)
@@ -80,30 +77,22 @@ def run_tma(kern, pages, rows, cols, rng):
     got = cp.asnumpy(out)
     bad = int((got.view(np.uint16) != ref.view(np.uint16)).sum())
     name = f"tma-3d {pages}x{rows}x{cols}" if pages else f"tma {rows}x{cols}"
-    return bad == 0, (f"{name} ({gz}x{gy}x{gx} boxes, map by {how}): "
+    return bad == 0, (f"{name} ({gz}x{gy}x{gx} boxes): "
                       f"{bad} of {got.size} elements differ")
 
 
 def main():
-    dev = cp.cuda.Device()
-    cc = dev.compute_capability
-    print(f"seed {SEED}; device compute capability {cc}")
-    if cc != "90":
-        print(f"SKIP: the kernel is sm_90a; this device is sm_{cc}")
+    if not is_sm90("the kernel is"):
         return 0
-    k2 = cp.RawModule(path=os.path.join(DIR, "tma.ptx")).get_function("tma")
-    k3 = cp.RawModule(path=os.path.join(DIR, "tma-3d.ptx")).get_function("tma_3d")
+    k2 = kernel("tma.ptx", "tma")
+    k3 = kernel("tma-3d.ptx", "tma_3d")
     rng = np.random.default_rng(SEED)
     results = []
     for rows, cols in [(64, 64), (192, 320), (160, 128), (128, 448)]:
         results.append(run_tma(k2, 0, rows, cols, rng))
     for pages, rows, cols in [(1, 64, 64), (7, 64, 128), (5, 96, 64)]:
         results.append(run_tma(k3, pages, rows, cols, rng))
-    for ok, msg in results:
-        print(("PASS " if ok else "FAIL ") + msg)
-    failed = sum(not ok for ok, _ in results)
-    print(f"{len(results) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return report(results)
 
 
 if __name__ == "__main__":
