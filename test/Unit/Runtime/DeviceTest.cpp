@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCuda.h"
 #include "TestUtil.h"
 
 #include "cascade/Runtime/Device.h"
@@ -17,12 +18,9 @@
 
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
-
 #include <array>
 #include <cstring>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 using namespace cascade::runtime;
@@ -95,9 +93,7 @@ std::string ptxOf(const Bundle &b) {
 /// The stand-in driver, its recording hooks, one Device and one Launcher of
 /// the test bundle: per process and never destroyed, like a driver (the
 /// stand-in's function handles stay reachable for the leak checker).
-struct Fake {
-  cuda::DriverApi api{};
-  Status status;
+struct Fake : test::FakeCudaLibrary {
   int (*numLaunches)() = nullptr;
   void (*reset)() = nullptr;
   int (*numGraphLaunches)() = nullptr;
@@ -111,26 +107,15 @@ struct Fake {
 Fake &fake() {
   static Fake *f = [] {
     auto *f = new Fake();
-    f->status = cuda::loadDriverLibrary(CASCADE_FAKE_CUDA, f->api);
+    f->open();
     if (!f->status.ok())
       return f;
-    f->status = cuda::checkCuda(f->api, f->api.cuInit(0), "cuInit");
-    // The library is loaded already: this handle is the same instance.
-    void *h = dlopen(CASCADE_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      f->status = Status(ErrorCode::DriverUnavailable, dlerror());
-      return f;
-    }
-    auto sym = [&](auto &fn, const char *name) {
-      fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(
-          dlsym(h, name));
-    };
-    sym(f->numLaunches, "fake_cuda_num_launches");
-    sym(f->reset, "fake_cuda_reset");
-    sym(f->numGraphLaunches, "fake_cuda_num_graph_launches");
-    sym(f->launchName, "fake_cuda_launch_name");
-    sym(f->launchGrid, "fake_cuda_launch_grid");
-    sym(f->launchParam, "fake_cuda_launch_param");
+    f->hook(f->numLaunches, "fake_cuda_num_launches");
+    f->hook(f->reset, "fake_cuda_reset");
+    f->hook(f->numGraphLaunches, "fake_cuda_num_graph_launches");
+    f->hook(f->launchName, "fake_cuda_launch_name");
+    f->hook(f->launchGrid, "fake_cuda_launch_grid");
+    f->hook(f->launchParam, "fake_cuda_launch_param");
     if (f->status.ok())
       f->status = Device::open(f->api, 0, f->device);
     Bundle b;
@@ -143,12 +128,6 @@ Fake &fake() {
   }();
   return *f;
 }
-
-#define NEED_FAKE()                                                            \
-  do {                                                                         \
-    ASSERT_TRUE(fake().status.ok()) << fake().status.message();                \
-    fake().reset();                                                            \
-  } while (0)
 
 /// A two-level cascade: a prefill level over a shared prefix (one request
 /// of 6 queries) and a decode level of 6 requests of different lengths.

@@ -9,11 +9,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCuda.h"
+
 #include "cascade/Runtime/TensorMap.h"
 
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
 #include <functional>
 #include <string>
 
@@ -21,9 +22,7 @@ using namespace cascade::runtime;
 
 namespace {
 
-struct FakeDriver {
-  cuda::DriverApi api{};
-  Status status;
+struct FakeDriver : test::FakeCudaLibrary {
   void (*reset)() = nullptr;
   int (*numTensorMaps)() = nullptr;
   uint64_t (*arg)(int, const char *, int) = nullptr;
@@ -32,19 +31,12 @@ struct FakeDriver {
 FakeDriver &fake() {
   static FakeDriver *f = [] {
     auto *f = new FakeDriver();
-    f->status = cuda::loadDriverLibrary(CASCADE_FAKE_CUDA, f->api);
+    f->open();
     if (!f->status.ok())
       return f;
-    void *h = dlopen(CASCADE_FAKE_CUDA, RTLD_NOW | RTLD_LOCAL);
-    if (!h) {
-      f->status = Status(ErrorCode::DriverUnavailable, dlerror());
-      return f;
-    }
-    f->reset = reinterpret_cast<void (*)()>(dlsym(h, "fake_cuda_reset"));
-    f->numTensorMaps =
-        reinterpret_cast<int (*)()>(dlsym(h, "fake_cuda_num_tensor_maps"));
-    f->arg = reinterpret_cast<uint64_t (*)(int, const char *, int)>(
-        dlsym(h, "fake_cuda_tensor_map_arg"));
+    f->hook(f->reset, "fake_cuda_reset");
+    f->hook(f->numTensorMaps, "fake_cuda_num_tensor_maps");
+    f->hook(f->arg, "fake_cuda_tensor_map_arg");
     if (!f->reset || !f->numTensorMaps || !f->arg)
       f->status = Status(ErrorCode::DriverUnavailable,
                          "the stand-in driver lacks its tensor-map hooks");
@@ -52,12 +44,6 @@ FakeDriver &fake() {
   }();
   return *f;
 }
-
-#define NEED_FAKE()                                                            \
-  do {                                                                         \
-    ASSERT_TRUE(fake().status.ok()) << fake().status.message();                \
-    fake().reset();                                                            \
-  } while (0)
 
 /// A 64x64 f16 tile of a 192 x 320 row-major f16 tensor (rows 640 bytes
 /// apart) in the 128-byte swizzle: the description of the tma check.
