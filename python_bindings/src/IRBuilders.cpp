@@ -30,12 +30,12 @@ Type elementType(MLIRContext *ctx, contract::DType t) {
   case contract::DType::F32:
     return Float32Type::get(ctx);
   case contract::DType::F8E4M3:
+    return Float8E4M3FNType::get(ctx);
   case contract::DType::F8E5M2:
-    break;
+    return Float8E5M2Type::get(ctx);
   }
   throw std::invalid_argument("unsupported dtype '" +
-                              std::string(contract::dtypeName(t)) +
-                              "' (f16, bf16 or f32)");
+                              std::string(contract::dtypeName(t)) + "'");
 }
 
 /// Builds memrefs or tensors of one shape.
@@ -176,9 +176,10 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Value o = args[i++], lse = args[i++];
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
-      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last, plan, o,
-      lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-      opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
+      /*k_scale=*/Value(), /*v_scale=*/Value(), plan, o, lse, opt.pageSize,
+      opt.layout, opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
+      opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
 }
@@ -241,9 +242,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
-        kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
-        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
-        opt.ropeTheta, opt.base, UnitAttr());
+        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(), ValueRange{}, o, lse,
+        opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+        UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {
@@ -251,10 +253,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
       levels = b.getDenseBoolArrayAttr(flags);
     }
     op = MultiLevelAttentionOp::create(
-        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl, o,
-        lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
-        levels);
+        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
+        /*k_scale=*/Value(), /*v_scale=*/Value(), o, lse, opt.pageSize,
+        opt.layout, opt.causal, opt.smScale, opt.softCap, opt.windowLeft,
+        opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels);
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }

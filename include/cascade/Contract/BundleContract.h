@@ -173,6 +173,11 @@ inline constexpr char kKCache[] = "k_cache";
 inline constexpr char kVCache[] = "v_cache";
 inline constexpr char kO[] = "o";
 inline constexpr char kLse[] = "lse";
+/// f32 scalars of the kernels that read an fp8 KV cache: the per-tensor
+/// dequantization scales (k_scale multiplies the logits, v_scale the output;
+/// docs/semantics.md).
+inline constexpr char kKScale[] = "k_scale";
+inline constexpr char kVScale[] = "v_scale";
 } // namespace param
 
 } // namespace cascade::contract

@@ -42,6 +42,15 @@ inline constexpr int64_t kMaxSharedBytesPerBlock = kMaxSharedBytesOnAnyTarget;
 /// / 8 lanes must divide a warp (head_dim 8, 16, 32, 64, 128, 256).
 bool rowsFamilySupportsHeadDim(int64_t headDim);
 
+/// Whether kernel family `family` reads a KV cache of element type `kvType`
+/// with queries of `qType` on `target`: the one place that says which family
+/// takes which KV dtype (selection skips a family that does not). rows: f16
+/// and bf16 KV with either query type, fp8 KV (f8E4M3FN, f8E5M2) on chips
+/// with the fp8 conversion instructions (sm_89 and up); mma_sync: KV of q's
+/// type (no fp8 yet: fp8 KV falls back to rows); merge: no KV.
+bool kernelFamilySupportsKVType(KernelFamily family, Type qType, Type kvType,
+                                const TargetInfo &target);
+
 /// Whether a block of `op`'s kernel with `config` fits the shared memory of
 /// `target`. Fails with a diagnostic on `op` (naming the bytes needed and the
 /// chip's limit) where it does not. The one check of a configuration against

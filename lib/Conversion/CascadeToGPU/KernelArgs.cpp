@@ -58,6 +58,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.lse = a.get(cparam::kLse);
   r.gridCount = a.get(spec.gridParam());
   r.batchSize = a.lookup(cplan::kBatchSize);
+  r.kScale = a.lookup(cparam::kKScale);
+  r.vScale = a.lookup(cparam::kVScale);
   return r;
 }
 

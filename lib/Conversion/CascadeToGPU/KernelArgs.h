@@ -54,6 +54,8 @@ struct AttentionArgs {
   Value gridCount;
   /// batch_size (null where the kernel does not take it).
   Value batchSize;
+  /// The fp8 dequantization scales, f32 (null unless KV is fp8).
+  Value kScale, vScale;
 
   static AttentionArgs bind(const AttentionSpec &spec, gpu::GPUFuncOp fn);
 };

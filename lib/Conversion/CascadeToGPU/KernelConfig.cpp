@@ -20,6 +20,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Conversion/KernelConfig.h"
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 
@@ -44,6 +45,22 @@ using namespace mlir::cascade;
 
 bool cascade::rowsFamilySupportsHeadDim(int64_t headDim) {
   return headDim % 8 == 0 && headDim / 8 <= 32 && 32 % (headDim / 8) == 0;
+}
+
+bool cascade::kernelFamilySupportsKVType(KernelFamily family, Type qType,
+                                         Type kvType,
+                                         const TargetInfo &target) {
+  bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
+  switch (family) {
+  case KernelFamily::Merge:
+    return false;
+  case KernelFamily::Rows:
+    return f16OrBf16 || (isFp8KVType(kvType) &&
+                         fp8KVConvertSupported(target.computeCapability));
+  case KernelFamily::MmaSync:
+    return f16OrBf16 && kvType == qType;
+  }
+  return false;
 }
 
 /// Row stride (elements) of a tile of head_dim columns rounded up to 16:
@@ -147,6 +164,8 @@ struct OpShape {
   bool decode = false;
   /// q and KV of different element types.
   bool mixedTypes = false;
+  /// Attention: the element types of q and KV.
+  Type qType, kvType;
   /// Options computed per score (ALiBi bias, soft cap) or per tile (RoPE in
   /// shared memory): they need registers that a 128-row tile does not leave.
   bool heavyOptions = false;
@@ -180,6 +199,8 @@ static FailureOr<KernelConfigAttr> chooseMerge(const SelectionInput &in) {
 static bool rowsApplies(const SelectionInput &in) {
   const OpShape &s = in.shape;
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
+         kernelFamilySupportsKVType(KernelFamily::Rows, s.qType, s.kvType,
+                                    in.target) &&
          (s.mixedTypes || (s.decode && s.group <= in.opts.rowsMaxGroup));
 }
 
@@ -208,7 +229,9 @@ static FailureOr<KernelConfigAttr> chooseRows(const SelectionInput &in) {
 
 /// Tensor cores need q and KV of one dtype.
 static bool mmaSyncApplies(const SelectionInput &in) {
-  return !in.shape.merge && !in.shape.mixedTypes;
+  return !in.shape.merge &&
+         kernelFamilySupportsKVType(KernelFamily::MmaSync, in.shape.qType,
+                                    in.shape.kvType, in.target);
 }
 
 /// The mma_sync family. Prefill: 4 warps along the query rows with two m16
@@ -323,7 +346,9 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.headDim = qt.getDimSize(2);
   s.group = hqo / hkv;
   s.decode = a.isDecode();
-  s.mixedTypes = qt.getElementType() != kt.getElementType();
+  s.qType = qt.getElementType();
+  s.kvType = kt.getElementType();
+  s.mixedTypes = s.qType != s.kvType;
   s.heavyOptions =
       a.getPosEncoding() != PosEncoding::None || !a.getLogitsSoftCap().isZero();
   return s;
@@ -339,6 +364,14 @@ cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts,
   for (const FamilyRule &rule : kFamilies)
     if (rule.applies(in))
       return rule.choose(in);
+  if (isFp8KVType(shape->kvType) &&
+      !fp8KVConvertSupported(target.computeCapability))
+    return op->emitError("an fp8 KV cache (")
+               << shape->kvType << ") needs sm_"
+               << kFp8ConvertMinComputeCapability
+               << " or newer (cvt.rn.f16x2.e4m3x2 / .e5m2x2); the target is "
+               << target.chip,
+           failure();
   if (shape->mixedTypes)
     return op->emitError("q and KV of different dtypes run on the rows kernel "
                          "family, which needs head_dim 8, 16, 32, 64, 128 or "

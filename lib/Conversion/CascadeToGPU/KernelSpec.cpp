@@ -3,6 +3,7 @@
 #include "KernelSpec.h"
 
 #include "cascade/Contract/BundleContract.h"
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/KernelConfig.h"
 
 #include "llvm/ADT/TypeSwitch.h"
@@ -322,6 +323,10 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   bool mma = family() == KernelFamily::MmaSync;
   if (!decode || (mma && gridParam() != cplan::kBatchSize))
     p.push_back({cplan::kBatchSize, "i64", i64});
+  if (isFp8KVType(kvType)) {
+    p.push_back({cparam::kKScale, "f32", f32});
+    p.push_back({cparam::kVScale, "f32", f32});
+  }
   return p;
 }
 

@@ -34,6 +34,11 @@ public:
   void strided(StringRef name, Value memref) { stridedBuffers[name] = memref; }
   /// An index-valued scalar (passed as i64).
   void scalar(StringRef name, Value index) { scalars[name] = index; }
+  /// An f32 scalar; where `value` is null, a launch that takes it gets
+  /// `absent`.
+  void f32(StringRef name, Value value, float absent) {
+    floats[name] = {value, absent};
+  }
 
   Value index(StringRef name) {
     auto it = scalars.find(name);
@@ -52,6 +57,14 @@ public:
       assert(it != buffers.end() && "no host value for a buffer parameter");
       return flattenContiguous(b, loc, it->second).first;
     }
+    if (p.kind == "f32") {
+      auto it = floats.find(p.name);
+      assert(it != floats.end() && "no host value for an f32 parameter");
+      auto [value, absent] = it->second;
+      return value ? value
+                   : arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
+                                                    APFloat(absent));
+    }
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index(p.name));
   }
 
@@ -59,6 +72,7 @@ private:
   OpBuilder &b;
   Location loc;
   llvm::StringMap<Value> buffers, stridedBuffers, scalars;
+  llvm::StringMap<std::pair<Value, float>> floats;
 };
 
 Value cst(OpBuilder &b, Location loc, int64_t v) {
@@ -176,6 +190,9 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     v.scalar("num_rows", rows);
     v.scalar("row_capacity", rows);
     v.scalar("batch_size", batch);
+    // fp8 KV: the dequantization scales, 1 when the op has none.
+    v.f32("k_scale", op.getKScale(), 1.0f);
+    v.f32("v_scale", op.getVScale(), 1.0f);
     auto plan = op.getPlan();
     if (!plan.empty()) {
       static constexpr StringLiteral kNames[] = {

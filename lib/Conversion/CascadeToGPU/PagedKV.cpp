@@ -59,10 +59,11 @@ Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
 }
 
 Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
-                                 Value head, Value chunk) const {
+                                 Value head, Value chunk,
+                                 int64_t chunkElems) const {
   return k.add(
       k.add(k.mul(page, k.idx(pageStride)), k.mul(slot, k.idx(tokenStride))),
-      k.add(k.mul(head, k.idx(headStride)), k.mul(chunk, k.idx(8))));
+      k.add(k.mul(head, k.idx(headStride)), k.mul(chunk, k.idx(chunkElems))));
 }
 
 //===----------------------------------------------------------------------===//
@@ -72,10 +73,22 @@ Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
 PagedKVRowGather::PagedKVRowGather(const PagedKVLayout &layout,
                                    const KVSource &src, Value smemK,
                                    Value smemV, int64_t tile, int64_t headDim,
-                                   int64_t lanes, int64_t numThreads, Value tid)
+                                   int64_t lanes, int64_t numThreads, Value tid,
+                                   int64_t elementBytes)
     : layout(layout), src(src), smemK(smemK), smemV(smemV), tid(tid),
       tile(tile), headDim(headDim), lanes(lanes), numThreads(numThreads),
-      chunksPerThread(tile * lanes / numThreads), loc(tid.getLoc()) {}
+      chunksPerThread(tile * lanes / numThreads), loc(tid.getLoc()) {
+  chunkBytes = 8 * elementBytes;
+  // One-byte elements: 16-byte chunks where they spread evenly.
+  int64_t wide = 16 / elementBytes;
+  if (elementBytes < 2 && headDim % wide == 0 &&
+      (tile * (headDim / wide)) % numThreads == 0) {
+    chunkElems = wide;
+    chunkBytes = 16;
+    this->lanes = headDim / wide;
+    chunksPerThread = tile * this->lanes / numThreads;
+  }
+}
 
 SmallVector<Value> PagedKVRowGather::lookupPages(OpBuilder &b, Value i) const {
   KernelBuilder k(b, loc);
@@ -110,19 +123,20 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
     Value valid = k.cmp(arith::CmpIPredicate::ult, t, src.t1);
     Value page = pages[cc];
     Value slot = k.select(valid, k.rem(t, k.idx(layout.pageSize)), k.idx(0));
-    Value off = layout.chunkOffset(k, page, slot, src.kvHead, p);
-    Value n = k.select(valid, k.idx(8), k.idx(0));
+    Value off = layout.chunkOffset(k, page, slot, src.kvHead, p, chunkElems);
+    Value n = k.select(valid, k.idx(chunkElems), k.idx(0));
     Value dst =
         k.add(k.mul(k.add(k.mul(stage, k.idx(tile)), j), k.idx(headDim)),
-              k.mul(p, k.idx(8)));
-    auto unit = b.getUnitAttr();
+              k.mul(p, k.idx(chunkElems)));
+    // cp.async.cg (bypassing L1) copies 16 bytes only.
+    auto bypassL1 = chunkBytes == 16 ? b.getUnitAttr() : UnitAttr();
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
         b, loc, smemK, ValueRange{dst}, src.kCache, ValueRange{off},
-        b.getIndexAttr(8), n, unit));
+        b.getIndexAttr(chunkElems), n, bypassL1));
     Value voff = layout.vFromK(k, off);
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
         b, loc, smemV, ValueRange{dst}, src.vCache, ValueRange{voff},
-        b.getIndexAttr(8), n, unit));
+        b.getIndexAttr(chunkElems), n, bypassL1));
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, toks).getResult();
 }

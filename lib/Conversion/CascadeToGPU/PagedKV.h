@@ -48,9 +48,10 @@ struct PagedKVLayout {
   /// K offset of (page, token % page_size, head).
   Value tokenOffset(KernelBuilder &k, Value page, Value token,
                     Value head) const;
-  /// K offset of 8-element chunk `chunk` of (page, slot in page, head).
+  /// K offset of `chunkElems`-element chunk `chunk` of (page, slot in page,
+  /// head).
   Value chunkOffset(KernelBuilder &k, Value page, Value slot, Value head,
-                    Value chunk) const;
+                    Value chunk, int64_t chunkElems = 8) const;
   /// V's offset for K's `kOffset`.
   Value vFromK(KernelBuilder &k, Value kOffset) const {
     return k.add(kOffset, k.idx(vOffset));
@@ -64,13 +65,17 @@ struct KVSource {
 };
 
 /// The rows family's gather: tiles of `tile` tokens into K and V buffers
-/// [stages][tile][headDim]; thread `tid` (of `numThreads`, `lanes` per token
-/// row) copies `chunksPerThread` 16-byte chunks of a tile.
+/// [stages][tile][headDim]; thread `tid` (of `numThreads`) copies
+/// `chunksPerThread` chunks of a tile. Chunks are 8 elements (`lanes` per
+/// token row: 16 bytes of f16/bf16); with `elementBytes` = 1 (an fp8 cache)
+/// they are 16 elements (16 bytes, headDim / 16 a row) where the tile's
+/// chunks spread evenly over the threads, else 8 (8-byte copies).
 class PagedKVRowGather {
 public:
   PagedKVRowGather(const PagedKVLayout &layout, const KVSource &src,
                    Value smemK, Value smemV, int64_t tile, int64_t headDim,
-                   int64_t lanes, int64_t numThreads, Value tid);
+                   int64_t lanes, int64_t numThreads, Value tid,
+                   int64_t elementBytes = 2);
   /// Page ids of the chunks this thread copies of tile `i` (0 past t1).
   SmallVector<Value> lookupPages(OpBuilder &b, Value i) const;
   /// The copies of tile `i` into stage `stage` (zero-fill past t1), as one
@@ -82,6 +87,8 @@ private:
   KVSource src;
   Value smemK, smemV, tid;
   int64_t tile, headDim, lanes, numThreads, chunksPerThread;
+  /// Elements of one cp.async chunk and its size in bytes.
+  int64_t chunkElems = 8, chunkBytes = 16;
   Location loc;
 };
 

@@ -24,6 +24,13 @@
 // read once per KV head and feeds all G query heads) and for q/KV of
 // different dtypes; everything else runs on the mma_sync family.
 //
+// fp8 KV (f8E4M3FN, f8E5M2): tiles move as fp8 bytes (16-byte cp.async
+// chunks of 16 elements, half an f16 cache's bytes) and each lane converts
+// its 8 elements to f32 after its 8-byte shared-memory load (Fp8Convert.h).
+// k_scale folds into q's scale (so into every logit), v_scale multiplies the
+// accumulated output before the epilogue (the partial states of a split and
+// an accumulating level's merge see the dequantized output).
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionEpilogue.h"
@@ -32,6 +39,8 @@
 #include "PagedKV.h"
 #include "ScoreVariant.h"
 #include "WorkItems.h"
+
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -202,7 +211,10 @@ void RowsAttentionKernel::loadQueries() {
       Value qp = k.load8(args.q, k.add(qBase, partnerOff));
       q8 = ropeLane8(k, q8, qp, invFreq8, k.toF32(qPos), firstHalf);
     }
-    q8s.push_back(k.fmul(q8, k.vsplat(qScale)));
+    if (args.kScale)
+      q8s.push_back(k.fmul(q8, k.splat(k.fmul(k.f32(qScale), args.kScale))));
+    else
+      q8s.push_back(k.fmul(q8, k.vsplat(qScale)));
     qRows.push_back(qRow);
     if (variant.alibi())
       slopes.push_back(k.loadScalar(alibiTab, qoHead));
@@ -215,8 +227,13 @@ void RowsAttentionKernel::block() {
   loadQueries();
   KVSource src{args.kCache, args.vCache, args.kvIndices, pageStart, kvh,
                t0,          t1};
-  PagedKVRowGather gather(kvLayout, src, smK, smV, tile, d, bdx, nthreads, lt);
-  ValueRange states = mainloop(gather);
+  int64_t kvBytes = isFp8KVType(c.kvType) ? 1 : 2;
+  PagedKVRowGather gather(kvLayout, src, smK, smV, tile, d, bdx, nthreads, lt,
+                          kvBytes);
+  SmallVector<Value> states(mainloop(gather));
+  if (args.vScale)
+    for (int64_t g = 0; g < c.groupSize; ++g)
+      states[3 * g + 2] = k.fmul(states[3 * g + 2], k.splat(args.vScale));
   RowsOutput out{c,    args, tx,  tz,    kvh, laneOff,
                  redO, redM, bdz, qRows, req, chunk};
   rowsEpilogue(k, out, states);
@@ -254,10 +271,10 @@ RowsAttentionKernel::tileScores(Value st, Value tileBase,
     Value j = k.add(k.mul(tz, k.idx(tpz)), k.idx(jj));
     Value row = k.mul(k.add(k.mul(st, k.idx(tile)), j), k.idx(d));
     rows.push_back(row);
-    Value k8 = k.load8(smK, k.add(row, laneOff));
+    Value k8 = loadKV8AsF32(k, smK, k.add(row, laneOff));
     Value t = k.add(tileBase, j);
     if (variant.rope()) {
-      Value kp = k.load8(smK, k.add(row, partnerOff));
+      Value kp = loadKV8AsF32(k, smK, k.add(row, partnerOff));
       k8 = ropeLane8(k, k8, kp, invFreq8, k.toF32(t), firstHalf);
     }
     Value valid = k.cmp(arith::CmpIPredicate::ult, t, t1);
@@ -308,7 +325,7 @@ SmallVector<Value> RowsAttentionKernel::step(const PagedKVRowGather &gather,
     accs.push_back(acc);
   }
   for (int64_t jj = 0; jj < tpz; ++jj) {
-    Value v8 = k.load8(smV, k.add(rows[jj], laneOff));
+    Value v8 = loadKV8AsF32(k, smV, k.add(rows[jj], laneOff));
     for (int64_t g = 0; g < c.groupSize; ++g) {
       Value sc = scores[g][jj];
       Value p = k.select(k.isNegInf(sc), zero, k.ex2(k.fsub(sc, ms[g])));

@@ -17,6 +17,10 @@ std::string cascade::dtypeName(Type t) {
     return "bf16";
   if (t.isF32())
     return "f32";
+  if (isa<Float8E4M3FNType>(t))
+    return "f8e4m3";
+  if (isa<Float8E5M2Type>(t))
+    return "f8e5m2";
   if (t.isInteger(32))
     return "i32";
   if (t.isInteger(64))

@@ -18,7 +18,7 @@ func.func @kv_empty(%q: tensor<4x32x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<
                     %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
   // expected-error@+1 {{expects one page pool or a (k, v) pair in 'kv', got 0 values}}
   %r:2 = "cascade.paged_attention"(%q, %kvp, %kvi, %last, %o, %lse)
-      <{operandSegmentSizes = array<i32: 1, 0, 0, 1, 1, 1, 0, 1, 1>, page_size = 16 : i64}>
+      <{operandSegmentSizes = array<i32: 1, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
       : (tensor<4x32x128xf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<4x32x128xf16>, tensor<4x32xf32>)
       -> (tensor<4x32x128xf16>, tensor<4x32xf32>)
   return
@@ -115,7 +115,7 @@ func.func @pair_shape_mismatch(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128
 // -----
 
 func.func @pool_f32(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{KV cache element type must be f16 or bf16, got 'f32'}}
+  // expected-error@+1 {{KV cache element type must be f16, bf16, f8E4M3FN or f8E5M2, got 'f32'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf32>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
@@ -126,7 +126,7 @@ func.func @pool_f32(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf32>, %k
 // -----
 
 func.func @pair_f32(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf32>, %kv1: tensor<?x16x8x128xf32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{KV cache element type must be f16 or bf16, got 'f32'}}
+  // expected-error@+1 {{KV cache element type must be f16, bf16, f8E4M3FN or f8E5M2, got 'f32'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf32>, tensor<?x16x8x128xf32>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}

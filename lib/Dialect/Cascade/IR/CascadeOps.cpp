@@ -48,6 +48,9 @@ bool dimsAgree(int64_t a, int64_t b) {
 
 bool isF16OrBF16(Type t) { return t.isF16() || t.isBF16(); }
 
+/// The fp8 KV element types (docs/semantics.md, "fp8 KV cache").
+bool isFp8KV(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
+
 /// Checks the destination-passing form shared by every cascade op: all shaped
 /// operands are tensors (then there are two results, typed like the
 /// destinations) or all are memrefs (then there are no results).
@@ -181,6 +184,8 @@ struct AttentionView {
   float softCap;
   int64_t windowLeft;
   float ropeScale, ropeTheta;
+  /// The fp8 dequantization scales (null when absent).
+  Value kScale, vScale;
 };
 
 /// Verifies q, the page pool, the destinations and the options.
@@ -231,9 +236,17 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
     pageDim = nhd ? 1 : 2;
     headsDim = nhd ? 2 : 1;
   }
-  if (!isF16OrBF16(kt.getElementType()))
-    return op->emitOpError("KV cache element type must be f16 or bf16, got ")
-           << kt.getElementType();
+  Type kvType = kt.getElementType();
+  if (!isF16OrBF16(kvType) && !isFp8KV(kvType))
+    return op->emitOpError("KV cache element type must be f16, bf16, "
+                           "f8E4M3FN or f8E5M2, got ")
+           << kvType;
+  for (auto [scale, name] :
+       {std::pair(a.kScale, "k_scale"), std::pair(a.vScale, "v_scale")})
+    if (scale && !isFp8KV(kvType))
+      return op->emitOpError("'")
+             << name << "' dequantizes an fp8 KV cache (f8E4M3FN or "
+             << "f8E5M2), but the KV cache is " << kvType;
   if (!dimsAgree(kt.getDimSize(pageDim), a.pageSize))
     return op->emitOpError("page dimension of the KV cache is ")
            << kt.getDimSize(pageDim) << " but page_size = " << a.pageSize;
@@ -300,7 +313,9 @@ template <typename OpTy> AttentionView viewOf(OpTy op) {
                        op.getLogitsSoftCap().convertToFloat(),
                        op.getWindowLeftAttr().getValue().getSExtValue(),
                        op.getRopeScale().convertToFloat(),
-                       op.getRopeTheta().convertToFloat()};
+                       op.getRopeTheta().convertToFloat(),
+                       op.getKScale(),
+                       op.getVScale()};
 }
 
 template <typename OpTy> float effectiveSmScale(OpTy op) {

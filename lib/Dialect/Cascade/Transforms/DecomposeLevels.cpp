@@ -71,11 +71,12 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
-          /*plan=*/ValueRange{}, o, lse, op.getPageSizeAttr(),
-          op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
-          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
-          op.getWindowLeftAttr(), op.getPosEncodingAttr(),
-          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr(),
+          op.getKScale(), op.getVScale(), /*plan=*/ValueRange{}, o, lse,
+          op.getPageSizeAttr(), op.getKvLayoutAttr(),
+          causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
+          op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),
+          op.getPosEncodingAttr(), op.getRopeScaleAttr(), op.getRopeThetaAttr(),
+          op.getLseBaseAttr(),
           accumulate ? rewriter.getUnitAttr() : UnitAttr());
     };
 

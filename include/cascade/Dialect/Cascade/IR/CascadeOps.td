@@ -170,6 +170,15 @@ def Cascade_PagedAttentionOp
     - `kv`: the page pool, either one `[P, 2, page_size, Hkv, D]` (`nhd`) /
       `[P, 2, Hkv, page_size, D]` (`hnd`) value, index 0 of dim 1 the keys,
       or a pair `(k, v)` of `[P, page_size, Hkv, D]` / `[P, Hkv, page_size, D]`.
+      Elements f16 or bf16 (q's type, or the other one: the rows kernels
+      convert), or fp8 (`f8E4M3FN`, `f8E5M2`), converted to q's type as
+      they are read.
+    - `k_scale`, `v_scale` (optional f32, fp8 KV only; absent = 1): the
+      per-tensor dequantization scales of an fp8 cache (FlashInfer's
+      `run(k_scale=, v_scale=)`). `k_scale` multiplies every logit before
+      soft cap, ALiBi bias and softmax (`s = sm_scale * k_scale * q.k`),
+      `v_scale` the attention output (`o = v_scale * sum p v`, so the LSE
+      is unchanged by it).
     - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`,
       `kv_last_page_len [B]`: i32 CSR index arrays. Without `qo_indptr` the op
       is a *decode*: one query per request (`rows = B`), and it lowers to a
@@ -215,6 +224,8 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$kv_indptr,
       Cascade_TensorOrMemRef:$kv_indices,
       Cascade_TensorOrMemRef:$kv_last_page_len,
+      Optional<F32>:$k_scale,
+      Optional<F32>:$v_scale,
       Variadic<AnyType>:$plan,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
@@ -225,6 +236,7 @@ def Cascade_PagedAttentionOp
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
     `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
+    (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
@@ -244,7 +256,8 @@ def Cascade_MultiLevelAttentionOp
     FlashInfer's `MultiLevelCascadeAttentionWrapper`: L levels over one page
     pool, level `l` with its own `qo_indptr`, `kv_indptr`, `kv_indices` and
     `kv_last_page_len` (the four operand lists hold one value per level, in
-    level order). Every level covers the same query rows. A shared prefix is a
+    level order). Every level covers the same query rows. `k_scale` /
+    `v_scale` (fp8 KV) apply to every level. A shared prefix is a
     level whose `qo_indptr` is `[0, B]`: all B queries form one group that
     reads the prefix pages once. The result is the merge over levels of every
     level's attention state; `causal` applies to the last level only. The
@@ -281,6 +294,8 @@ def Cascade_MultiLevelAttentionOp
       Variadic<Cascade_TensorOrMemRef>:$kv_indptr,
       Variadic<Cascade_TensorOrMemRef>:$kv_indices,
       Variadic<Cascade_TensorOrMemRef>:$kv_last_page_len,
+      Optional<F32>:$k_scale,
+      Optional<F32>:$v_scale,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels));
@@ -290,6 +305,7 @@ def Cascade_MultiLevelAttentionOp
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
     `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
+    (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
   }];

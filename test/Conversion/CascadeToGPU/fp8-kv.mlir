@@ -1,0 +1,66 @@
+// REQUIRES: ptxas
+// fp8 KV caches (e4m3, e5m2) on the rows family: 16-byte cp.async chunks of
+// 16 fp8 elements, cvt.rn.f16x2.{e4m3x2,e5m2x2} after the shared-memory
+// loads, k_scale / v_scale f32 kernel parameters (1.0 at launch where the op
+// has none), a manifest naming the fp8 dtype; ptxas accepts the PTX with no
+// spills; sm_80 is refused with an error naming the chip.
+// RUN: rm -rf %t && mkdir -p %t
+// RUN: cascade-opt %s --cascade-to-ptx="bundle-dir=%t/b" -o %t/host.mlir
+// RUN: %ptxas -arch=sm_90 -v %t/b/kernels.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
+// RUN: FileCheck %s --check-prefix=PTX < %t/b/kernels.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/b/manifest.json
+// RUN: FileCheck %s --check-prefix=HOST < %t/host.mlir
+// RUN: not cascade-opt %s --cascade-to-ptx="chip=sm_80 bundle-dir=%t/b80" -o /dev/null 2>&1 | FileCheck %s --check-prefix=SM80
+
+// PTXAS-NOT: spill stores
+// PTXAS: 0 bytes spill stores, 0 bytes spill loads
+// PTXAS-NOT: warning
+
+// PTX-LABEL: .visible .entry cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2(
+// PTX: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2_param_{{[0-9]+}},
+// PTX-NEXT: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2_param_{{[0-9]+}}
+// PTX-NOT: .entry
+// PTX-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// PTX-DAG: cvt.rn.f16x2.e4m3x2
+// PTX-LABEL: .visible .entry cascade_decode_split_rows_bf16_f8e5m2_d64_g2_h4_p8_hnd_pair
+// PTX-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
+// PTX-DAG: cvt.rn.f16x2.e5m2x2
+
+// MANIFEST: "name": "cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2",
+// MANIFEST: "kind": "f32",
+// MANIFEST-NEXT: "name": "k_scale"
+// MANIFEST: "kind": "f32",
+// MANIFEST-NEXT: "name": "v_scale"
+// MANIFEST: "kv_dtype": "f8e4m3",
+
+// HOST-LABEL: func.func @decode_e4m3
+// HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2
+// HOST-SAME: %arg5 : f32, %arg6 : f32)
+// HOST-LABEL: func.func @split_e5m2_unscaled
+// HOST: %[[K:.*]] = arith.constant 1.000000e+00 : f32
+// HOST: %[[V:.*]] = arith.constant 1.000000e+00 : f32
+// HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_split_rows_bf16_f8e5m2
+// HOST-SAME: %[[K]] : f32, %[[V]] : f32)
+
+// SM80: error: an fp8 KV cache ('f8E4M3FN') needs sm_89 or newer (cvt.rn.f16x2.e4m3x2 / .e5m2x2); the target is sm_80
+
+func.func @decode_e4m3(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf8E4M3FN>,
+                       %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                       %ks: f32, %vs: f32, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      k_scale(%ks) v_scale(%vs)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
+  return
+}
+
+func.func @split_e5m2_unscaled(%q: memref<?x8x64xbf16>, %k: memref<?x4x8x64xf8E5M2>, %v: memref<?x4x8x64xf8E5M2>,
+    %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %ri: memref<?xi32>, %kti: memref<?xi32>, %oi: memref<?xi32>, %bvm: memref<?xi8>, %cs: memref<1xi32>,
+    %tv: memref<?x8x64xf32>, %ts: memref<?x8xf32>, %o: memref<?x8x64xbf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x64xbf16>) kv(%k, %v : memref<?x4x8x64xf8E5M2>, memref<?x4x8x64xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      plan(%ri, %kti, %oi, %bvm, %cs, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x8x64xf32>, memref<?x8xf32>)
+      outs(%o, %lse : memref<?x8x64xbf16>, memref<?x8xf32>) {page_size = 8 : i64, kv_layout = #cascade.kv_layout<hnd>, logits_soft_cap = 30.0 : f32, pos_encoding = #cascade.pos_encoding<rope_llama>}
+  return
+}
