@@ -32,6 +32,11 @@ using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 /// for `config` at `headDim`: the query tile, the K/V pipeline stages, or
 /// the staging of the warps' partial states, whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
+/// The same for a KV cache of element type `kvType`: an fp8 cache adds the
+/// staging rings its tiles land in before their conversion (K and V, every
+/// stage, head_dim bytes a key).
+int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
+                                Type kvType);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
 /// not know the chip. Selection checks the chip's own limit
@@ -45,9 +50,10 @@ bool rowsFamilySupportsHeadDim(int64_t headDim);
 /// Whether kernel family `family` reads a KV cache of element type `kvType`
 /// with queries of `qType` on `target`: the one place that says which family
 /// takes which KV dtype (selection skips a family that does not). rows: f16
-/// and bf16 KV with either query type, fp8 KV (f8E4M3FN, f8E5M2) on chips
-/// with the fp8 conversion instructions (sm_89 and up); mma_sync: KV of q's
-/// type (no fp8 yet: fp8 KV falls back to rows); merge: no KV.
+/// and bf16 KV with either query type; mma_sync: KV of q's type; both: fp8
+/// KV (f8E4M3FN, f8E5M2) on chips with the fp8 conversion instructions
+/// (sm_89 and up), converted to q's type (rows: in registers; mma_sync: K/V
+/// tiles in shared memory before the mma); merge: no KV.
 bool kernelFamilySupportsKVType(KernelFamily family, Type qType, Type kvType,
                                 const TargetInfo &target);
 

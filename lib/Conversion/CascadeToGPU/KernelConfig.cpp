@@ -6,14 +6,17 @@
 // to an op chooses its configuration:
 // - merge: merges, one 16-byte chunk of a state per thread, ~128 threads a
 //   block;
-// - rows: q and KV of different dtypes (the only family that converts), and
-//   decode with a small GQA group (<= rows-max-group) at a head_dim the
-//   family splits over a warp: the bandwidth-bound CUDA-core kernel (all G
-//   query heads of a KV head share each K/V tile read);
+// - rows: q and KV of different f16/bf16 dtypes (the only family that
+//   converts those), and decode with a small GQA group (<= rows-max-group)
+//   at a head_dim the family splits over a warp (f16, bf16 or fp8 KV): the
+//   bandwidth-bound CUDA-core kernel (all G query heads of a KV head share
+//   each K/V tile read);
 // - mma_sync: every other attention (prefill/append, shared-prefix levels,
 //   decode with large groups or other head dims), FlashAttention-2 on tensor
 //   cores with the GQA group packed into the query rows, shrunk until it
-//   fits the chip's shared memory.
+//   fits the chip's shared memory; fp8 KV tiles are converted to q's dtype.
+// Which family reads which KV dtype is kernelFamilySupportsKVType (fp8: both
+// families on sm_89 and up; a new family says what it takes there).
 // A family for a new MMA generation (wgmma on sm_90a) is one more row,
 // before mma_sync, applying where TargetInfo::hasWgmma.
 //
@@ -58,7 +61,9 @@ bool cascade::kernelFamilySupportsKVType(KernelFamily family, Type qType,
     return f16OrBf16 || (isFp8KVType(kvType) &&
                          fp8KVConvertSupported(target.computeCapability));
   case KernelFamily::MmaSync:
-    return f16OrBf16 && kvType == qType;
+    return (f16OrBf16 && kvType == qType) ||
+           (isFp8KVType(kvType) &&
+            fp8KVConvertSupported(target.computeCapability));
   }
   return false;
 }
@@ -83,6 +88,19 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   return std::max(tiles, merge);
 }
 
+int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
+                                         Type kvType) {
+  if (!isFp8KVType(kvType))
+    return mmaAttentionSharedBytes(c, headDim);
+  // The Q tile and the f16/bf16 K/V rings, then the fp8 staging rings; the
+  // partial states of the warps along KV reuse the memory from 0.
+  int64_t stride = mmaRowStride(headDim);
+  int64_t tiles =
+      (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * stride * 2;
+  int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
+  return std::max(tiles + staging, mmaAttentionSharedBytes(c, headDim));
+}
+
 //===----------------------------------------------------------------------===//
 // The target
 //===----------------------------------------------------------------------===//
@@ -97,7 +115,9 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
       cast<ShapedType>(attention.getQ().getType()).getShape().back();
   if (ShapedType::isDynamic(headDim))
     return 0;
-  return mmaAttentionSharedBytes(config, headDim);
+  return mmaAttentionSharedBytes(
+      config, headDim,
+      cast<ShapedType>(attention.getKv()[0].getType()).getElementType());
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,
@@ -198,10 +218,14 @@ static FailureOr<KernelConfigAttr> chooseMerge(const SelectionInput &in) {
 
 static bool rowsApplies(const SelectionInput &in) {
   const OpShape &s = in.shape;
+  // q and KV of different f16/bf16 dtypes run here only; an fp8 cache runs
+  // here for small-group decode (bandwidth-bound) and on tensor cores
+  // otherwise, like f16.
+  bool onlyRows = s.mixedTypes && !isFp8KVType(s.kvType);
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
          kernelFamilySupportsKVType(KernelFamily::Rows, s.qType, s.kvType,
                                     in.target) &&
-         (s.mixedTypes || (s.decode && s.group <= in.opts.rowsMaxGroup));
+         (onlyRows || (s.decode && s.group <= in.opts.rowsMaxGroup));
 }
 
 /// The rows family: D/8 lanes own 8 elements each, bdz slices of a tile;

@@ -387,7 +387,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 int64_t AttentionSpec::dynamicSharedBytes() const {
   if (family() != KernelFamily::MmaSync)
     return 0;
-  return mmaAttentionSharedBytes(config, headDim);
+  return mmaAttentionSharedBytes(config, headDim, kvType);
 }
 
 MergeSpec AttentionSpec::splitMerge() const {
@@ -467,8 +467,18 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
       return bad("the K/V stages exceed 48 KiB of static shared memory");
     break;
   case KernelFamily::MmaSync:
-    if (c.qType != c.kvType)
-      return bad("tensor cores need q and KV of one dtype");
+    if (c.qType != c.kvType && !isFp8KVType(c.kvType))
+      return bad("tensor cores need q and KV of one dtype (or an fp8 KV "
+                 "cache, converted to q's)");
+    if (isFp8KVType(c.kvType) && c.headDim % 16 != 0)
+      return bad("an fp8 KV cache on tensor cores needs head_dim a multiple "
+                 "of 16 (16-byte rows of the staging tiles)");
+    if (isFp8KVType(c.kvType) &&
+        (config.getKvTile() * c.headDim / 8) %
+                (32 * config.getWarpsQ() * config.getWarpsKV()) !=
+            0)
+      return bad("an fp8 KV cache on tensor cores needs the KV tile's "
+                 "8-element chunks to spread evenly over the threads");
     if (c.decode && c.split && c.decodeTilesPerRequest() != 1)
       return bad("a split decode keeps a request's GQA group in one query "
                  "tile: q_tile must be >= " +

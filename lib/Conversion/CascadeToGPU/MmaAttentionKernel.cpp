@@ -32,6 +32,14 @@
 // that merge_states_indptr merges. `accumulate` merges the result into the
 // state the outputs hold.
 //
+// fp8 KV (f8E4M3FN, f8E5M2): tiles are gathered as fp8 bytes (16-byte
+// cp.async chunks of 16 elements, half an f16 tile's bytes) into staging
+// rings after the f16/bf16 rings, and converted to q's dtype into the
+// swizzled tile of their stage just before the tile's scores (the
+// mainloop's prepare hook; cvt.rn.f16x2.{e4m3x2,e5m2x2}, Fp8Convert.h).
+// k_scale multiplies the raw scores, v_scale the output accumulators
+// before the epilogue.
+//
 //===----------------------------------------------------------------------===//
 
 #include "AttentionEpilogue.h"
@@ -41,6 +49,8 @@
 #include "PagedKV.h"
 #include "ScoreVariant.h"
 #include "WorkItems.h"
+
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 
 using namespace mlir;
 using namespace mlir::cascade;
@@ -71,6 +81,11 @@ private:
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
                                      bool masked);
+  /// fp8 KV: converts the staging tiles of `stage` into the K and V tiles
+  /// of the stage (q's dtype).
+  void convertStagedTiles(const TileCopyPlan &plan, Value stage);
+  /// `v` (a vector or scalar of f32) times the f32 scalar `s`.
+  Value scaled(Value v, Value s);
 
   KernelBuilder k;
   gpu::GPUFuncOp fn;
@@ -83,6 +98,8 @@ private:
 
   MmaSyncThread th;
   Value smem, ropeTable, slopes;
+  /// fp8 KV: the staging rings [stages][kv_tile][head_dim] of K and V.
+  Value stagingK, stagingV;
   WorkItem item;
   QueryRows queries;
   RequestKv kv;
@@ -95,6 +112,12 @@ private:
 void MmaAttentionKernel::build() {
   th = MmaSyncThread::get(k, tiles);
   smem = dynamicSharedMemory(k, module, c.qType, 0, tiles.sharedElements());
+  if (isFp8KVType(c.kvType)) {
+    int64_t ring = tiles.stages * tiles.kvTile * c.headDim;
+    int64_t base = tiles.sharedElements() * 2; // after the 16-bit tiles
+    stagingK = dynamicSharedMemory(k, module, c.kvType, base, ring);
+    stagingV = dynamicSharedMemory(k, module, c.kvType, base + ring, ring);
+  }
   if (variant.rope())
     ropeTable = variant.ropeInverseFrequencies(k, module, fn.getName());
   findWorkItem();
@@ -232,6 +255,36 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
   return SmallVector<Value>(ifMask.getResults());
 }
 
+Value MmaAttentionKernel::scaled(Value v, Value s) {
+  if (auto vt = dyn_cast<VectorType>(v.getType()))
+    s = vector::BroadcastOp::create(k.b, k.loc, vt, s);
+  return k.fmul(v, s);
+}
+
+void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
+                                            Value stage) {
+  int64_t d = c.headDim;
+  Value stagingBase = k.mul(stage, k.idx(tiles.kvTile * d));
+  for (auto [row, chunk, inRange] :
+       llvm::zip(plan.rows, plan.chunks, plan.inRange)) {
+    auto ifOp = scf::IfOp::create(k.b, k.loc, inRange, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(k.b);
+    k.b.setInsertionPointToStart(ifOp.thenBlock());
+    Value from =
+        k.add(stagingBase, k.add(k.mul(row, k.idx(d)), k.mul(chunk, k.idx(8))));
+    Value to = tiles.kvLayout.chunkOffset(k, row, chunk);
+    for (auto [staging, ring] : {std::pair(stagingK, tiles.kRing()),
+                                 std::pair(stagingV, tiles.vRing())}) {
+      Value v8 = vector::LoadOp::create(
+          k.b, k.loc, VectorType::get({8}, c.kvType), staging, ValueRange{from},
+          /*nontemporal=*/false, llvm::Align(8));
+      vector::StoreOp::create(k.b, k.loc, fp8Convert(k, v8, c.qType), smem,
+                              ValueRange{k.add(ring.stage(k, stage), to)},
+                              /*nontemporal=*/false, llvm::Align(16));
+    }
+  }
+}
+
 void MmaAttentionKernel::run() {
   int64_t stages = tiles.stages;
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
@@ -239,9 +292,30 @@ void MmaAttentionKernel::run() {
   PagedKVTileGather gather(k, kvLayout, src, smem, tiles.kvLayout,
                            tiles.kRing(), tiles.vRing(), c.headDim,
                            tiles.numThreads, th.tid);
+  // fp8 KV: rows of the tile into the staging rings (Fp8 gathers), then
+  // converted into the rings above.
+  bool fp8 = isFp8KVType(c.kvType);
+  std::optional<PagedKVRowGather> fp8Gather;
+  TileCopyPlan convertPlan;
+  if (fp8) {
+    fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
+                      c.headDim, c.headDim / 8, tiles.numThreads, th.tid,
+                      /*elementBytes=*/1);
+    convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
+                                     tiles.numThreads, th.tid);
+  }
+  auto lookupPages = [&](Value i) {
+    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather.lookupPages(i);
+  };
+  auto issue = [&](Value i, Value stage, ArrayRef<Value> pages) {
+    if (fp8)
+      fp8Gather->issue(k.b, i, stage, pages);
+    else
+      gather.issue(i, stage, pages);
+  };
   // Prologue: tiles 0 .. S-2 in flight, the page ids of tile S-1 looked up.
   for (int64_t s = 0; s + 1 < stages; ++s)
-    gather.issue(k.idx(s), k.idx(s), gather.lookupPages(k.idx(s)));
+    issue(k.idx(s), k.idx(s), lookupPages(k.idx(s)));
   if (variant.rope()) {
     waitGroups(k, qGroup, stages - 1); // the Q group is the oldest
     gpu::BarrierOp::create(k.b, k.loc);
@@ -259,33 +333,48 @@ void MmaAttentionKernel::run() {
   auto carriedInit = [&]() -> SmallVector<Value> {
     if (!prefetchPages)
       return {};
-    return gather.lookupPages(k.idx(stages - 1));
+    return lookupPages(k.idx(stages - 1));
   };
   auto produce = [&](Value i, ArrayRef<Value> pages) -> SmallVector<Value> {
     Value next = k.add(i, k.idx(stages - 1));
     if (!prefetchPages) {
-      gather.issue(next, k.rem(next, k.idx(stages)), gather.lookupPages(next));
+      issue(next, k.rem(next, k.idx(stages)), lookupPages(next));
       return {};
     }
-    gather.issue(next, k.rem(next, k.idx(stages)), pages);
-    return gather.lookupPages(k.add(i, k.idx(stages)));
+    issue(next, k.rem(next, k.idx(stages)), pages);
+    return lookupPages(k.add(i, k.idx(stages)));
   };
   auto prepare = [&](Value stage, Value tileStart) {
+    if (fp8) {
+      convertStagedTiles(convertPlan, stage);
+      gpu::BarrierOp::create(k.b, k.loc);
+    }
+    if (!variant.rope())
+      return;
     ropeSmemTile(k, smem, tiles.kRing().stage(k, stage), tiles.kvLayout,
                  tiles.kvTile, c.headDim, c.qType, tiles.numThreads, th.tid,
                  ropeTable, [&](Value r) { return k.add(tileStart, r); });
     gpu::BarrierOp::create(k.b, k.loc);
   };
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    return transformScores(s, tileStart);
+    if (!args.kScale)
+      return transformScores(s, tileStart);
+    // k_scale multiplies every logit (docs/semantics.md).
+    SmallVector<Value> sk;
+    for (Value x : s)
+      sk.push_back(scaled(x, args.kScale));
+    return transformScores(sk, tileStart);
   };
   hooks.carriedInit = carriedInit;
   hooks.produce = produce;
-  if (variant.rope())
+  if (variant.rope() || fp8)
     hooks.prepare = prepare;
   hooks.transform = transform;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
+  if (args.vScale)
+    for (Value &o : state.o)
+      o = scaled(o, args.vScale);
 
   auto rowOf = [&](int64_t r) { return row(r); };
   MmaSyncOutput out{c,

@@ -46,7 +46,7 @@ Value cascade::fp8ToF16(KernelBuilder &k, Value v) {
       next.push_back(parts.back());
     parts = std::move(next);
   }
-  return parts.front();
+  return parts.empty() ? Value() : parts.front();
 }
 
 Value cascade::fp8Convert(KernelBuilder &k, Value v, Type to) {
