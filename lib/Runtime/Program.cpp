@@ -2,6 +2,8 @@
 
 #include "cascade/Runtime/Program.h"
 
+#include "cascade/Contract/BundleContract.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -381,6 +383,9 @@ Status Program::prepare(int variant,
     t.setBuffer("kv_last_page_len", a.last, b, "i32");
     t.setBuffer("o", sentinel(Role::O), vCount, odt);
     t.setBuffer("lse", sentinel(Role::LSE), rows * first.num_qo_heads, "f32");
+    // fp8 KV kernels' dequantization scales, patched by run().
+    t.setFloat(contract::param::kKScale, 1.0);
+    t.setFloat(contract::param::kVScale, 1.0);
   }
   Variant v;
   launcher_.setRecorder(&v.launches);
@@ -391,8 +396,16 @@ Status Program::prepare(int variant,
   for (PreparedLaunch &pl : v.launches) {
     pl.finalize();
     std::vector<Patch> patches;
+    std::vector<ScalePatch> scalePatches;
     const std::vector<uint64_t> &slots = pl.launch.slots;
     for (size_t i = 0; i < slots.size(); ++i) {
+      const std::string &slotName = pl.launch.slotNames[i];
+      if (slotName == contract::param::kKScale ||
+          slotName == contract::param::kVScale) {
+        scalePatches.push_back(
+            {static_cast<uint32_t>(i), slotName == contract::param::kVScale});
+        continue;
+      }
       if ((slots[i] & 0xFFFFFF00000000FFull) != kSentinelBase)
         continue;
       const auto role = static_cast<uint8_t>((slots[i] >> 8) & 0xFF);
@@ -408,6 +421,7 @@ Status Program::prepare(int variant,
         patches.push_back({static_cast<uint32_t>(i + 2), role, true});
     }
     v.patches.push_back(std::move(patches));
+    v.scalePatches.push_back(std::move(scalePatches));
   }
   variants_[variant] = std::move(v);
   return Status::success();
@@ -426,7 +440,7 @@ int64_t Program::numLaunches(int variant) const {
 
 Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
                     const std::array<int64_t, kNumRoles> &counts,
-                    CUstream stream) {
+                    CUstream stream, float kScale, float vScale) {
   auto it = variants_.find(variant);
   if (it == variants_.end())
     return makeError(ErrorCode::InvalidArgument,
@@ -454,6 +468,16 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     for (const Patch &patch : v.patches[i]) {
       const uint64_t value =
           patch.count ? static_cast<uint64_t>(c[patch.role]) : p[patch.role];
+      if (pl.launch.slots[patch.slot] != value) {
+        pl.launch.slots[patch.slot] = value;
+        if (v.graph)
+          v.dirty[i] = 1;
+      }
+    }
+    for (const ScalePatch &patch : v.scalePatches[i]) {
+      const float f = patch.v ? vScale : kScale;
+      uint64_t value = 0; // an f32 in the low 4 bytes of its slot
+      std::memcpy(&value, &f, sizeof f);
       if (pl.launch.slots[patch.slot] != value) {
         pl.launch.slots[patch.slot] = value;
         if (v.graph)

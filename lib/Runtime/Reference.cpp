@@ -110,7 +110,8 @@ Status attentionRequest(const AttentionBatch &batch,
   const int64_t lo = std::max<int64_t>(kvBegin, 0);
   const int64_t hi = kvEnd < 0 ? kvLen : std::min(kvEnd, kvLen);
   const double smScale =
-      opts.smScale > 0 ? opts.smScale : 1.0 / std::sqrt(double(d));
+      (opts.smScale > 0 ? opts.smScale : 1.0 / std::sqrt(double(d))) *
+      opts.kScale;
   const bool rope = opts.posEncoding == PosEncoding::RopeLlama;
 
   // Keys and values of [lo, hi) per KV head, keys rotated if RoPE.
@@ -184,7 +185,7 @@ Status attentionRequest(const AttentionBatch &batch,
           o[i] += w * vRow[i];
       }
       for (int64_t i = 0; i < d; ++i)
-        o[i] /= denom;
+        o[i] = o[i] / denom * opts.vScale;
       outS[j * hqo + h] = m + std::log2(denom);
     }
   }

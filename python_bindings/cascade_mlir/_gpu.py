@@ -222,10 +222,12 @@ class Engine:
         self.program.prepare(variant, spec, "")
 
     def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
-            return_lse: bool = False, kv_shared: Any = None) -> Any:
+            return_lse: bool = False, kv_shared: Any = None, k_scale: float = 1.0,
+            v_scale: float = 1.0) -> Any:
         if self.program is None:
             raise NotPlannedError("run() before plan(): call plan() first")
-        return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared)
+        return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared,
+                                k_scale, v_scale)
 
 
 def _weak_resolver(engine: Engine) -> Callable[[int], None]:

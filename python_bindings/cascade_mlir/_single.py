@@ -10,7 +10,7 @@ import numpy as np
 from . import _gpu, _runtime
 from ._frameworks import host_int32
 from ._gpu import NotPlannedError
-from .config import AttentionConfig
+from .config import AttentionConfig, kv_scales
 from .kernels import Group
 
 
@@ -237,29 +237,34 @@ class SingleLevelWrapper:
         return levels, self._auto_buffers + [own]
 
     def _run(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
-             window_left: Optional[int]) -> Any:
+             window_left: Optional[int], k_scale: Optional[float] = None,
+             v_scale: Optional[float] = None) -> Any:
         if self._config is None:
             raise NotPlannedError("run() before plan(): call plan() first")
+        ks, vs = kv_scales(self._config, k_scale, v_scale)
         if window_left is not None and window_left != self._config.window_left:
             raise ValueError(f"window_left={window_left} differs from plan()'s "
                              f"{self._config.window_left}: the kernels are compiled for "
                              "the planned window")
         if self._engine is not None:
-            return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
+            return self._engine.run(q, paged_kv_cache, out, lse, return_lse,
+                                    k_scale=ks, v_scale=vs)
         from .cascade import _reference_outputs
         assert self._levels is not None
         return _reference_outputs(self._config, self._causal, self._levels, q,
-                                  paged_kv_cache, out, lse, return_lse)
+                                  paged_kv_cache, out, lse, return_lse, ks, vs)
 
     def _run_checked(self, q: Any, paged_kv_cache: Any, args: Tuple[Any, ...], out: Any,
                      lse: Any, return_lse: bool, window_left: Optional[int],
+                     k_scale: Optional[float] = None, v_scale: Optional[float] = None,
                      **unsupported: Any) -> Any:
         if args:
             raise TypeError("run() takes q and paged_kv_cache positionally; pass the "
                             "rest by keyword")
         for name, value in unsupported.items():
             reject(name, value)
-        return self._run(q, paged_kv_cache, out, lse, return_lse, window_left)
+        return self._run(q, paged_kv_cache, out, lse, return_lse, window_left,
+                         k_scale, v_scale)
 
     def forward_return_lse(self, q: Any, paged_kv_cache: Any, **kwargs: Any) -> Any:
         return self.run(q, paged_kv_cache, return_lse=True, **kwargs)

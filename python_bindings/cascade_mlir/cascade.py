@@ -20,7 +20,7 @@ import numpy as np
 from . import _gpu, _runtime
 from ._frameworks import framework_of, host_int32, is_cuda
 from ._gpu import NotPlannedError
-from .config import AttentionConfig, dtype_code
+from .config import AttentionConfig, dtype_code, kv_scales
 from .kernels import Group, merge_key
 
 #: What run() returns: the output, or (output, lse) with return_lse=True.
@@ -48,8 +48,8 @@ def _to_numpy(x: Any, name: str) -> np.ndarray:
         if x.device.type != "cpu":
             raise ValueError(f"{name} is on {x.device} while the other arguments are on "
                              "the host: pass all tensors on one device")
-        if str(x.dtype) == "torch.bfloat16":
-            x = x.float()
+        if str(x.dtype) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
+            x = x.float()  # exact
         return x.detach().numpy()
     if not isinstance(x, np.ndarray):
         raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
@@ -383,20 +383,26 @@ class MultiLevelCascadeAttentionWrapper:
         return self._config
 
     def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
-            return_lse: bool = False) -> RunResult:
+            return_lse: bool = False, k_scale: Optional[float] = None,
+            v_scale: Optional[float] = None) -> RunResult:
         """Attention of q [rows, num_qo_heads, head_dim] over the cascade.
 
         paged_kv_cache: one [P, 2, page, Hkv, D] (NHD) / [P, 2, Hkv, page, D]
         (HND) tensor, or a (k, v) pair of 4-D tensors. Returns o (and the
         base-2 lse when return_lse=True); `out` / `lse` receive the results
-        when given.
+        when given. k_scale / v_scale: the per-tensor dequantization scales
+        of an fp8 cache (docs/semantics.md).
         """
+        if self._config is None:
+            raise NotPlannedError("plan() must be called before run()")
+        ks, vs = kv_scales(self._config, k_scale, v_scale)
         if self._engine is not None:
-            return self._engine.run(q, paged_kv_cache, out, lse, return_lse)
+            return self._engine.run(q, paged_kv_cache, out, lse, return_lse,
+                                    k_scale=ks, v_scale=vs)
         if self._levels is None:
             raise NotPlannedError("plan() must be called before run()")
         return _reference_outputs(self.config, self._causal, self._levels, q,
-                                  paged_kv_cache, out, lse, return_lse)
+                                  paged_kv_cache, out, lse, return_lse, ks, vs)
 
     forward = run
 
@@ -414,7 +420,8 @@ class MultiLevelCascadeAttentionWrapper:
 
 
 def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
-                   paged_kv_cache: Any) -> Tuple[np.ndarray, np.ndarray]:
+                   paged_kv_cache: Any, k_scale: float = 1.0,
+                   v_scale: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
     qn = _to_numpy(q, "q")
     if qn.ndim != 3 or qn.shape[1] != cfg.num_qo_heads or qn.shape[2] != cfg.head_dim:
         raise ValueError(f"q must be [rows, {cfg.num_qo_heads}, {cfg.head_dim}], "
@@ -429,16 +436,17 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
         cfg.kv_layout.upper(), causal=causal, sm_scale=cfg.sm_scale,
         logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
         pos_encoding_mode=cfg.pos_encoding.upper(), rope_scale=cfg.rope_scale,
-        rope_theta=cfg.rope_theta)
+        rope_theta=cfg.rope_theta, k_scale=k_scale, v_scale=v_scale)
     return o, lse
 
 
 def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                        paged_kv_cache: Any, out: Any, lse: Any,
-                       return_lse: bool) -> RunResult:
+                       return_lse: bool, k_scale: float = 1.0,
+                       v_scale: float = 1.0) -> RunResult:
     """run() without a GPU: the float64 reference, in q's framework and
     dtype, written into `out` / `lse` when given."""
-    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache)
+    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale)
     o, l = _like(o, q), _lse_out(l, q)
     if out is not None:
         out[...] = o

@@ -16,25 +16,32 @@ the kernels see), the default sm_scale as None, RoPE parameters reset
 without RoPE.
 """
 
+import math
 import struct
 from dataclasses import KW_ONLY, dataclass, replace
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
-__all__ = ["AttentionConfig", "dtype_code", "DTYPES", "KV_LAYOUTS", "KV_FORMS",
-           "POS_ENCODINGS", "KV_SCALES"]
+__all__ = ["AttentionConfig", "dtype_code", "DTYPES", "FP8_DTYPES", "KV_LAYOUTS", "KV_FORMS",
+           "POS_ENCODINGS", "KV_SCALES", "kv_scales"]
 
 #: Element type names of the bundle contract (cascade/Contract/DType.h)
 #: that q, KV and outputs may have today, and their numpy/torch spellings.
-DTYPES = ("f16", "bf16", "f32")
+DTYPES = ("f16", "bf16", "f32", "f8e4m3", "f8e5m2")
 _DTYPE_NAMES: Dict[str, str] = {
     "float16": "f16", "half": "f16", "f16": "f16", "torch.float16": "f16",
     "bfloat16": "bf16", "bf16": "bf16", "torch.bfloat16": "bf16",
     "float32": "f32", "f32": "f32", "torch.float32": "f32", "float": "f32",
+    "float8_e4m3fn": "f8e4m3", "f8e4m3": "f8e4m3", "torch.float8_e4m3fn": "f8e4m3",
+    "float8_e5m2": "f8e5m2", "f8e5m2": "f8e5m2", "torch.float8_e5m2": "f8e5m2",
 }
+#: The fp8 KV dtypes (KV only: q and outputs stay f16/bf16/f32).
+FP8_DTYPES = ("f8e4m3", "f8e5m2")
 KV_LAYOUTS = ("nhd", "hnd")
 KV_FORMS = ("pool", "pair")
 POS_ENCODINGS = ("none", "rope_llama", "alibi")
-#: How KV is scaled: not at all, or one scale per tensor (fp8 KV, to come).
+#: How KV is scaled: not at all, or one scale per tensor. fp8 KV kernels
+#: always take run()'s k_scale / v_scale (1 when not given), whatever this
+#: field says; it stays in the key for a per-head variant.
 KV_SCALES = ("none", "per_tensor")
 LSE_BASES = ("2", "e")
 _POS_NAMES: Dict[str, str] = {"NONE": "none", "ROPE_LLAMA": "rope_llama",
@@ -42,13 +49,18 @@ _POS_NAMES: Dict[str, str] = {"NONE": "none", "ROPE_LLAMA": "rope_llama",
                               "rope_llama": "rope_llama", "alibi": "alibi"}
 
 
-def dtype_code(dtype: Any, name: str = "dtype", allow_f32: bool = False) -> str:
-    """'float16' / torch.float16 / 'f16' -> 'f16' (and bf16, f32 where
-    allowed); ValueError naming the argument otherwise."""
+def dtype_code(dtype: Any, name: str = "dtype", allow_f32: bool = False,
+               allow_fp8: bool = False) -> str:
+    """'float16' / torch.float16 / 'f16' -> 'f16' (and bf16; f32 and the fp8
+    KV types float8_e4m3fn / float8_e5m2 where allowed); ValueError naming
+    the argument otherwise."""
     code = _DTYPE_NAMES.get(str(dtype))
-    if code is None or (code == "f32" and not allow_f32):
-        allowed = "float16, bfloat16 or float32" if allow_f32 else "float16 or bfloat16"
-        raise ValueError(f"{name} must be {allowed}, got {dtype!r}")
+    if code is None or (code == "f32" and not allow_f32) or \
+            (code in FP8_DTYPES and not allow_fp8):
+        allowed = ["float16", "bfloat16"] + (["float32"] if allow_f32 else []) + \
+            (["float8_e4m3fn", "float8_e5m2"] if allow_fp8 else [])
+        raise ValueError(f"{name} must be {', '.join(allowed[:-1])} or {allowed[-1]}, "
+                         f"got {dtype!r}")
     return code
 
 
@@ -117,7 +129,7 @@ class AttentionConfig:
         q = dtype_code(self.q_dtype, "q_data_type")
         put(self, "q_dtype", q)
         put(self, "kv_dtype", dtype_code(q if self.kv_dtype is None else self.kv_dtype,
-                                         "kv_data_type"))
+                                         "kv_data_type", allow_fp8=True))
         put(self, "o_dtype", dtype_code(q if self.o_dtype is None else self.o_dtype,
                                         "o_data_type", allow_f32=True))
         put(self, "kv_scale", _choice("kv_scale", self.kv_scale, KV_SCALES))
@@ -214,7 +226,8 @@ class AttentionConfig:
             if parts[1][0] != "d" or parts[2][0] != "h" or parts[3][0] != "p":
                 raise ValueError
             fields: Dict[str, Any] = dict(
-                q_dtype=dtype_code(q), kv_dtype=dtype_code(kv), kv_layout=parts[4],
+                q_dtype=dtype_code(q), kv_dtype=dtype_code(kv, allow_fp8=True),
+                kv_layout=parts[4],
                 kv_form=parts[5])
             if parts[4] not in KV_LAYOUTS or parts[5] not in KV_FORMS:
                 raise ValueError
@@ -300,3 +313,27 @@ class AttentionConfig:
         from . import ir
         return ir.decode(self, name=name) if decode else \
             ir.prefill(self, name=name, causal=causal)
+
+
+def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
+              v_scale: Optional[float]) -> Tuple[float, float]:
+    """run()'s k_scale / v_scale (FlashInfer's per-tensor fp8 dequantization
+    scales; None = 1) as floats: finite, and only for an fp8 KV cache (the
+    f16/bf16 kernels have no scale to apply them with)."""
+    out = []
+    for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
+        if value is None:
+            out.append(1.0)
+            continue
+        if cfg.kv_dtype not in FP8_DTYPES:
+            raise ValueError(f"{name} dequantizes an fp8 KV cache; plan()'s kv_data_type "
+                             f"is {cfg.kv_dtype} (pass kv_data_type=torch.float8_e4m3fn "
+                             "or float8_e5m2)")
+        try:
+            f = float(value)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be a float, got {value!r}") from None
+        if not math.isfinite(f):
+            raise ValueError(f"{name} must be finite, got {value!r}")
+        out.append(f)
+    return out[0], out[1]

@@ -140,6 +140,23 @@ def _attention_set(models: Iterable[Tuple[int, int, int]],
     return keys
 
 
+#: The groups of the default set with an fp8 KV cache: what a decode
+#: cascade over an fp8 cache runs (plain decode, the shared-prefix level,
+#: the accumulating suffix level); other groups compile on first use.
+FP8_GROUPS = (Group(decode=True), Group(decode=False), Group(decode=True, accumulate=True))
+
+
+def _fp8_set(models: Iterable[Tuple[int, int, int]]) -> List[str]:
+    """The FP8_GROUPS with an e4m3 or e5m2 cache and f16 or bf16 queries."""
+    keys = []
+    for hq, hkv, d in models:
+        for q in ("f16", "bf16"):
+            for kv in ("f8e4m3", "f8e5m2"):
+                cfg = AttentionConfig(hq, hkv, d, 16, q_dtype=q, kv_dtype=kv)
+                keys += [attention_key(cfg, g) for g in FP8_GROUPS]
+    return keys
+
+
 def _gpu_test_set() -> List[str]:
     """What python_bindings/tests/gpu, examples/python and
     benchmarks/python run (the GPU machine has no compiler)."""
@@ -180,7 +197,8 @@ def kernel_set(name: str) -> List[str]:
     'minimal' (one model, quick to build), 'gpu-tests' (everything the GPU
     tests, the example and the benchmarks use)."""
     if name == "default":
-        return _attention_set(DEFAULT_MODELS.values()) + _merge_set()
+        return _attention_set(DEFAULT_MODELS.values()) + _fp8_set(DEFAULT_MODELS.values()) + \
+            _merge_set()
     if name == "minimal":
         return _attention_set([(32, 8, 128)], dtypes=("f16",)) + \
             _merge_set(("f16",), (128,))

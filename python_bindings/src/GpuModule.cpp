@@ -17,6 +17,7 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <memory>
 #include <set>
 
@@ -440,9 +441,11 @@ public:
   }
 
   py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
-                 bool returnLse, py::handle kvShared) {
+                 bool returnLse, py::handle kvShared, float kScale,
+                 float vScale) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
+    checkKvScales(kScale, vScale);
     Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
     std::vector<py::object> alive;
     TensorArg tq = c.checkQ(q);
@@ -493,8 +496,9 @@ public:
       if (!program_.prepared(variant))
         throw py::value_error("no kernels were prepared for this call");
     }
-    check(program_.run(variant, ptrs, counts, asStream(stream)));
-    last_ = {variant, ptrs, counts, stream};
+    check(
+        program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale));
+    last_ = {variant, ptrs, counts, stream, kScale, vScale};
     if (returnLse)
       return py::make_tuple(o, l);
     return o;
@@ -514,6 +518,24 @@ public:
   bool prepared(int variant) const { return program_.prepared(variant); }
   Program &program() { return program_; }
 
+  /// k_scale / v_scale: finite, and other than 1 only for an fp8 KV cache
+  /// (f16/bf16 kernels have no scale parameters).
+  void checkKvScales(float kScale, float vScale) const {
+    const contract::DType kv = sig_.config.kvType;
+    const bool fp8 =
+        kv == contract::DType::F8E4M3 || kv == contract::DType::F8E5M2;
+    for (auto [name, value] :
+         {std::pair("k_scale", kScale), std::pair("v_scale", vScale)}) {
+      if (!std::isfinite(value))
+        throw py::value_error(std::string(name) + " must be finite");
+      if (value != 1.f && !fp8)
+        throw py::value_error(std::string(name) +
+                              " dequantizes an fp8 KV cache; the planned KV "
+                              "dtype is " +
+                              contract::dtypeName(kv));
+    }
+  }
+
   /// The launches of the last run() again, same tensors and stream, with
   /// no argument checks: what the launches alone cost on the host
   /// (benchmarks/python/host_overhead.py). The caller keeps those tensors
@@ -522,7 +544,7 @@ public:
     if (!last_.valid)
       throw py::value_error("_relaunch() before run()");
     check(program_.run(last_.variant, last_.ptrs, last_.counts,
-                       asStream(last_.stream)));
+                       asStream(last_.stream), last_.kScale, last_.vScale));
   }
 
 private:
@@ -536,11 +558,14 @@ private:
     std::array<uint64_t, kNumRoles> ptrs{};
     std::array<int64_t, kNumRoles> counts{};
     int64_t stream = 0;
+    float kScale = 1.f, vScale = 1.f;
     bool valid = false;
     LastCall() = default;
     LastCall(int v, const std::array<uint64_t, kNumRoles> &p,
-             const std::array<int64_t, kNumRoles> &c, int64_t s)
-        : variant(v), ptrs(p), counts(c), stream(s), valid(true) {}
+             const std::array<int64_t, kNumRoles> &c, int64_t s, float ks,
+             float vs)
+        : variant(v), ptrs(p), counts(c), stream(s), kScale(ks), vScale(vs),
+          valid(true) {}
   } last_;
   std::vector<I32Array> arrays_;
   py::object deviceObject_ = py::none(), resolver_ = py::none(),
@@ -642,7 +667,8 @@ void registerGpu(py::module_ &m) {
       .def("prepared", &ProgramHandle::prepared)
       .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
            py::arg("out") = py::none(), py::arg("lse") = py::none(),
-           py::arg("return_lse") = false, py::arg("kv_shared") = py::none())
+           py::arg("return_lse") = false, py::arg("kv_shared") = py::none(),
+           py::arg("k_scale") = 1.f, py::arg("v_scale") = 1.f)
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)

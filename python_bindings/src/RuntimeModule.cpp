@@ -331,6 +331,12 @@ ref::AttentionOptions makeOptions(const py::dict &o) {
     opts.ropeScale = o["rope_scale"].cast<double>();
   if (o.contains("rope_theta") && !o["rope_theta"].is_none())
     opts.ropeTheta = o["rope_theta"].cast<double>();
+  // fp8 KV dequantization (docs/semantics.md): k_scale on the logits,
+  // v_scale on the output.
+  if (o.contains("k_scale") && !o["k_scale"].is_none())
+    opts.kScale = o["k_scale"].cast<double>();
+  if (o.contains("v_scale") && !o["v_scale"].is_none())
+    opts.vScale = o["v_scale"].cast<double>();
   if (o.contains("pos_encoding_mode")) {
     auto mode = o["pos_encoding_mode"].cast<std::string>();
     if (mode == "NONE")

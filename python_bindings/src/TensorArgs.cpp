@@ -35,7 +35,7 @@ struct DLManagedTensor {
 };
 constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4,
-                  kDLBool = 6;
+                  kDLBool = 6, kDLFloat8E4M3FN = 10, kDLFloat8E5M2 = 12;
 
 struct Torch {
   PyObject *tensorType = nullptr;
@@ -68,6 +68,10 @@ ElemType fromDl(DLDataType t) {
     return t.bits == 8 ? ElemType::U8 : ElemType::Other;
   case kDLBool:
     return ElemType::Bool;
+  case kDLFloat8E4M3FN:
+    return t.bits == 8 ? ElemType::F8E4M3 : ElemType::Other;
+  case kDLFloat8E5M2:
+    return t.bits == 8 ? ElemType::F8E5M2 : ElemType::Other;
   default:
     return ElemType::Other;
   }
@@ -182,9 +186,10 @@ TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
 } // namespace
 
 const char *elemTypeName(ElemType t) {
-  static const char *names[] = {"float16", "bfloat16", "float32", "float64",
-                                "int32",   "int64",    "uint8",   "int8",
-                                "bool",    "other"};
+  static const char *names[] = {"float16",       "bfloat16",    "float32",
+                                "float64",       "int32",       "int64",
+                                "uint8",         "int8",        "bool",
+                                "float8_e4m3fn", "float8_e5m2", "other"};
   return names[static_cast<int>(t)];
 }
 
@@ -197,8 +202,9 @@ ElemType elemTypeOf(contract::DType t) {
   case contract::DType::F32:
     return ElemType::F32;
   case contract::DType::F8E4M3:
+    return ElemType::F8E4M3;
   case contract::DType::F8E5M2:
-    break;
+    return ElemType::F8E5M2;
   }
   return ElemType::Other;
 }
@@ -259,10 +265,13 @@ void registerTorch(py::handle torchModule) {
   if (t.tensorType)
     return;
   py::module_ tm = py::reinterpret_borrow<py::module_>(torchModule);
-  const char *names[] = {"float16", "bfloat16", "float32", "float64", "int32",
-                         "int64",   "uint8",    "int8",    "bool"};
+  const char *names[] = {"float16", "bfloat16",      "float32",    "float64",
+                         "int32",   "int64",         "uint8",      "int8",
+                         "bool",    "float8_e4m3fn", "float8_e5m2"};
+  static_assert(std::size(names) == static_cast<size_t>(ElemType::Other));
   for (int i = 0; i < static_cast<int>(ElemType::Other); ++i)
-    t.dtypes[i] = py::object(tm.attr(names[i])).release().ptr();
+    if (py::hasattr(tm, names[i])) // torch < 2.1 has no float8 dtypes
+      t.dtypes[i] = py::object(tm.attr(names[i])).release().ptr();
   t.emptyLike = tm.attr("empty_like");
   t.empty = tm.attr("empty");
   t.float32 = tm.attr("float32");

@@ -34,11 +34,13 @@ enum class ElemType : uint8_t {
   U8,
   I8,
   Bool,
+  F8E4M3,
+  F8E5M2,
   Other
 };
 const char *elemTypeName(ElemType t);
-/// The tensor element type of a contract dtype (Other for fp8, which no
-/// framework tensor is checked against yet).
+/// The tensor element type of a contract dtype (fp8: torch's
+/// float8_e4m3fn / float8_e5m2, DLPack's kDLFloat8_e4m3fn / kDLFloat8_e5m2).
 ElemType elemTypeOf(contract::DType t);
 int64_t elemTypeBytes(ElemType t);
 

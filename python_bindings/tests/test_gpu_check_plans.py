@@ -160,6 +160,24 @@ def test_every_case_plans_through_the_runtime(check, monkeypatch, small):
         assert b["row_capacity"] == b["num_rows"] + check.ROW_SLACK
 
 
+@pytest.mark.parametrize("small", [True, False])
+def test_every_fp8_case_plans_and_binds_its_scales(check, monkeypatch, small):
+    """check.py --fp8: the rows and mma_sync kernels with e4m3 and e5m2
+    caches, each launch with its kv_dtype and the scales bound by name."""
+    launches, results = run_check(check, monkeypatch, "--fp8",
+                                  *(["--small"] if small else []))
+    assert len(results) == (8 if small else 48)
+    attention = [(k, b) for k, b in launches if not k["op"].startswith("merge")]
+    assert {k["static"]["kv_dtype"] for k, _ in attention} == {"f8e4m3", "f8e5m2"}
+    assert {k["static"]["kernel_family"] for k, _ in attention} == {"rows", "mma_sync"}
+    scaled = [b for _, b in attention if b["k_scale"] != 1.0]
+    assert scaled and all(b["k_scale"] == 0.37 and b["v_scale"] == 2.5 for b in scaled)
+    split = [(k, b) for k, b in attention if k["op"].endswith("_split")]
+    assert len(split) == (4 if small else 12)
+    for k, b in split:
+        check_split_launch(check, k["static"], b)
+
+
 def test_split_plan_keeps_the_chunk(check):
     plans = importlib.import_module("plans")
     rng = np.random.default_rng(5)

@@ -37,6 +37,10 @@ def test_default_set_covers_the_documented_models():
             cfg = K.AttentionConfig(hq, hkv, d, 16, q_dtype=dt, kv_dtype=dt)
             for group in K.DEFAULT_GROUPS:
                 assert K.attention_key(cfg, group) in keys
+            for kv in ("f8e4m3", "f8e5m2"):  # fp8 caches: a decode cascade's groups
+                cfg = K.AttentionConfig(hq, hkv, d, 16, q_dtype=dt, kv_dtype=kv)
+                for group in K.FP8_GROUPS:
+                    assert K.attention_key(cfg, group) in keys
 
 
 @pytest.mark.parametrize("bad", ["", "decode", "decode.f16.d128", "merge.f8.d128",

@@ -56,7 +56,9 @@ seed() {
   manifest_fuzzer)
     cp "$ROOT"/test/Unit/Runtime/Inputs/bundle/manifest.json "$dir"/handwritten.json
     if [ -x "$CASCADE_OPT" ]; then
-      for f in "$ROOT"/examples/*.mlir; do
+      # fp8-kv.mlir: fp8 KV kernels (f8e4m3 / f8e5m2 dtypes, f32 k_scale /
+      # v_scale params).
+      for f in "$ROOT"/examples/*.mlir "$ROOT"/test/Conversion/CascadeToGPU/fp8-kv.mlir; do
         local b
         b=$(basename "$f" .mlir)
         "$CASCADE_OPT" "$f" "--cascade-to-ptx=bundle-dir=$dir/.bundle-$b" \

@@ -82,6 +82,26 @@ inline float bf16ToFloat(uint16_t b) {
   return bitsFloat(static_cast<uint32_t>(b) << 16);
 }
 
+/// fp8 e4m3 (OCP E4M3FN: bias 7, no infinities, S.1111.111 is NaN) -> float
+/// (exact).
+inline float e4m3ToFloat(uint8_t x) {
+  const uint32_t sign = static_cast<uint32_t>(x & 0x80) << 24;
+  const uint32_t exp = (x >> 3) & 0xf, mant = x & 0x7;
+  if (exp == 0xf && mant == 0x7)
+    return bitsFloat(sign | 0x7fc00000u);
+  if (exp == 0) { // zero or subnormal: mant * 2^-9
+    float v = static_cast<float>(mant) * 0.001953125f;
+    return sign ? -v : v;
+  }
+  return bitsFloat(sign | ((exp + 120) << 23) | (mant << 20));
+}
+
+/// fp8 e5m2 (IEEE-like: bias 15, infinities and NaNs) -> float (exact): the
+/// upper byte of an fp16.
+inline float e5m2ToFloat(uint8_t x) {
+  return halfToFloat(static_cast<uint16_t>(static_cast<uint16_t>(x) << 8));
+}
+
 /// Rounds a float to the nearest fp16 / bf16 value (as a float).
 inline float roundToHalf(float f) { return halfToFloat(floatToHalf(f)); }
 inline float roundToBf16(float f) { return bf16ToFloat(floatToBf16(f)); }

@@ -109,10 +109,13 @@ public:
   bool prepared(int variant) const;
   /// Launches the prepared `variant` with the caller's tensors: `ptrs` /
   /// `counts` (elements) by Role; 0 leaves a role unbound (LSE 0 = the
-  /// scratch in the float workspace).
+  /// scratch in the float workspace). `kScale` / `vScale`: the fp8 KV
+  /// dequantization scales, bound to the kernels' k_scale / v_scale
+  /// parameters (kernels over f16/bf16 KV have none); a changed scale
+  /// rewrites the graph nodes that take it, as a moved tensor does.
   Status run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
              const std::array<int64_t, kNumRoles> &counts,
-             cuda::CUstream stream);
+             cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f);
 
   const CascadePlan &cascadePlan() const { return plan_; }
   int64_t numRows() const { return plan_.num_rows; }
@@ -138,9 +141,15 @@ private:
     uint8_t role;
     bool count; ///< the memref size slot, not a pointer
   };
+  /// An f32 slot bound to k_scale (v = false) or v_scale (v = true).
+  struct ScalePatch {
+    uint32_t slot;
+    bool v;
+  };
   struct Variant {
     std::vector<PreparedLaunch> launches;
-    std::vector<std::vector<Patch>> patches; ///< per launch
+    std::vector<std::vector<Patch>> patches;           ///< per launch
+    std::vector<std::vector<ScalePatch>> scalePatches; ///< per launch
     /// The launches as one graph (built on first use); `dirty[i]`: launch
     /// i's slots changed since its node was last written.
     std::unique_ptr<KernelGraph> graph;

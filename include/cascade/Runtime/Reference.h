@@ -150,6 +150,10 @@ struct AttentionOptions {
   PosEncoding posEncoding = PosEncoding::None;
   double ropeScale = 1;
   double ropeTheta = 1e4;
+  /// fp8 KV dequantization (docs/semantics.md): k_scale multiplies the
+  /// logits (with sm_scale), v_scale the output; 1 for f16/bf16 KV.
+  double kScale = 1;
+  double vScale = 1;
 };
 
 /// One attention level over a paged cache.

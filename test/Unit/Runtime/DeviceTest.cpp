@@ -47,6 +47,17 @@ const char *const kManifest = R"({
                 {"name": "request_indices", "kind": "memref", "dtype": "i32"},
                 {"name": "tmp_v", "kind": "memref", "dtype": "f32"}],
      "plan_arrays": ["request_indices", "tmp_v"]},
+    {"name": "t_decode_split_fp8", "ptx": "t.ptx", "op": "decode_split",
+     "block": [128, 1, 1],
+     "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
+     "dynamic_shared_bytes": 0, "static": {"head_dim": 64},
+     "params": [{"name": "q", "kind": "memref", "dtype": "f16"},
+                {"name": "o", "kind": "memref", "dtype": "f16"},
+                {"name": "request_indices", "kind": "memref", "dtype": "i32"},
+                {"name": "tmp_v", "kind": "memref", "dtype": "f32"},
+                {"name": "k_scale", "kind": "f32"},
+                {"name": "v_scale", "kind": "f32"}],
+     "plan_arrays": ["request_indices", "tmp_v"]},
     {"name": "t_prefill_split", "ptx": "t.ptx", "op": "prefill_split",
      "block": [128, 1, 1],
      "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
@@ -473,21 +484,32 @@ TEST(ProgramOnStandIn, BindRejectsAPlanOfOtherInputs) {
                          "targets");
 }
 
+/// Workspaces on the stand-in device for a planned program, aligned as the
+/// runtime asks (16 / 256 bytes), and the plan uploaded into them.
+struct StandInWorkspaces {
+  uint64_t intWs = 0, floatWs = 0, intAt = 0, floatAt = 0;
+};
+static void allocAndUpload(Device &d, Program &program, StandInWorkspaces &w) {
+  ASSERT_TRUE(d.alloc(program.intBytesNeeded() + 16, w.intWs).ok());
+  ASSERT_TRUE(d.alloc(program.floatBytesNeeded() + 256, w.floatWs).ok());
+  w.intAt = (w.intWs + 15) / 16 * 16;
+  w.floatAt = (w.floatWs + 255) / 256 * 256;
+  ASSERT_TRUE(program
+                  .upload(w.intAt, program.intBytesNeeded(), w.floatAt,
+                          program.floatBytesNeeded(), nullptr)
+                  .ok());
+}
+
 TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
   NEED_FAKE();
   Device &d = *fake().device;
   Program program(*fake().launcher);
   TwoLevels t(/*graph=*/true);
   ASSERT_TRUE(program.plan(t.spec).ok());
-  uint64_t intWs = 0, floatWs = 0;
-  ASSERT_TRUE(d.alloc(program.intBytesNeeded() + 16, intWs).ok());
-  ASSERT_TRUE(d.alloc(program.floatBytesNeeded() + 256, floatWs).ok());
-  const uint64_t intAt = (intWs + 15) / 16 * 16;
-  const uint64_t floatAt = (floatWs + 255) / 256 * 256;
-  ASSERT_TRUE(program
-                  .upload(intAt, program.intBytesNeeded(), floatAt,
-                          program.floatBytesNeeded(), nullptr)
-                  .ok());
+  StandInWorkspaces ws;
+  ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, program, ws));
+  const uint64_t intWs = ws.intWs, floatWs = ws.floatWs, intAt = ws.intAt,
+                 floatAt = ws.floatAt;
   // The plan's int image is the start of the int workspace.
   const std::vector<uint8_t> &image = program.cascadePlan().int_image;
   EXPECT_EQ(std::memcmp(reinterpret_cast<const void *>(intAt), image.data(),
@@ -551,4 +573,53 @@ TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
   EXPECT_EQ(fake().numLaunches(), n);
   EXPECT_TRUE(d.free(intWs).ok());
   EXPECT_TRUE(d.free(floatWs).ok());
+}
+
+TEST(ProgramOnStandIn, Fp8ScalesReachTheirSlotsAndRewriteTheGraph) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  Program program(*fake().launcher);
+  TwoLevels t(/*graph=*/true);
+  ASSERT_TRUE(program.plan(t.spec).ok());
+  StandInWorkspaces ws;
+  ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, program, ws));
+  std::vector<ProgramLevelKernels> levels(2);
+  levels[0].split = levels[0].unsplit = {"t_prefill_split", "t_merge_splits"};
+  levels[1].split =
+      levels[1].unsplit = {"t_decode_split_fp8", "t_merge_splits"};
+  ASSERT_TRUE(program.prepare(0, levels, "t_merge_level").ok());
+  const int64_t n = program.numLaunches(0);
+  std::array<uint64_t, kNumRoles> ptrs{};
+  std::array<int64_t, kNumRoles> counts{};
+  ptrs[static_cast<size_t>(Role::Q)] = 0x5000;
+  ptrs[static_cast<size_t>(Role::O)] = 0x6000;
+  ptrs[static_cast<size_t>(Role::KV0)] = 0x7000;
+  // The fp8 kernel's parameters: q, o, request_indices, tmp_v (5 slots
+  // each), then k_scale (slot 20) and v_scale (slot 21), f32 bits in the
+  // low 4 bytes.
+  auto f32Slot = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return uint64_t(u);
+  };
+  auto fp8Launch = [&] {
+    for (int i = 0; i < fake().numLaunches(); ++i)
+      if (std::string(fake().launchName(i)) == "t_decode_split_fp8")
+        return i;
+    return -1;
+  };
+  for (auto [ks, vs] : {std::pair(1.f, 1.f), std::pair(0.5f, 2.25f),
+                        std::pair(0.03125f, 1.f)}) {
+    fake().reset();
+    ASSERT_TRUE(program.run(0, ptrs, counts, nullptr, ks, vs).ok());
+    EXPECT_TRUE(program.lastRunUsedGraph());
+    EXPECT_EQ(fake().numGraphLaunches(), 1);
+    ASSERT_EQ(fake().numLaunches(), n);
+    int i = fp8Launch();
+    ASSERT_GE(i, 0);
+    EXPECT_EQ(fake().launchParam(i, 20), f32Slot(ks)) << ks;
+    EXPECT_EQ(fake().launchParam(i, 21), f32Slot(vs)) << vs;
+  }
+  EXPECT_TRUE(d.free(ws.intWs).ok());
+  EXPECT_TRUE(d.free(ws.floatWs).ok());
 }

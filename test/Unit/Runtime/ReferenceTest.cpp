@@ -354,3 +354,69 @@ TEST(Half, Bf16Conversions) {
   EXPECT_TRUE(std::isnan(bf16ToFloat(floatToBf16(NAN))));
   EXPECT_EQ(roundToBf16(3.0f), 3.0f);
 }
+
+TEST(Half, Fp8Conversions) {
+  EXPECT_EQ(e4m3ToFloat(0x38), 1.0f);
+  EXPECT_EQ(e4m3ToFloat(0xb8), -1.0f);
+  EXPECT_EQ(e4m3ToFloat(0x7e), 448.0f);       // the largest finite
+  EXPECT_EQ(e4m3ToFloat(0x08), 0.015625f);    // smallest normal 2^-6
+  EXPECT_EQ(e4m3ToFloat(0x01), 0.001953125f); // smallest subnormal 2^-9
+  EXPECT_EQ(e4m3ToFloat(0x07), 7 * 0.001953125f);
+  EXPECT_EQ(e4m3ToFloat(0x80), -0.0f);
+  EXPECT_TRUE(std::signbit(e4m3ToFloat(0x80)));
+  EXPECT_TRUE(std::isnan(e4m3ToFloat(0x7f)));
+  EXPECT_TRUE(std::isnan(e4m3ToFloat(0xff)));
+  EXPECT_EQ(e4m3ToFloat(0x77), 240.0f); // 0.1110.111: 2^7 * 1.875
+  EXPECT_EQ(e5m2ToFloat(0x3c), 1.0f);
+  EXPECT_EQ(e5m2ToFloat(0x7b), 57344.0f);
+  EXPECT_EQ(e5m2ToFloat(0x7c), INFINITY);
+  EXPECT_EQ(e5m2ToFloat(0xfc), -INFINITY);
+  EXPECT_TRUE(std::isnan(e5m2ToFloat(0x7d)));
+  EXPECT_EQ(e5m2ToFloat(0x01), 1.52587890625e-05f); // 2^-16
+  // Every finite fp8 value is an fp16 value (the kernels convert through
+  // cvt.rn.f16x2.e4m3x2 exactly), and e4m3 values increase with their
+  // codes.
+  float prev = -1;
+  for (uint32_t x = 0; x < 0x7f; ++x) {
+    float f = e4m3ToFloat(static_cast<uint8_t>(x));
+    EXPECT_GT(f, prev) << x;
+    prev = f;
+    EXPECT_EQ(roundToHalf(f), f) << x;
+    EXPECT_EQ(roundToBf16(f), f) << x;
+  }
+}
+
+TEST(RefAttention, Fp8ScalesEqualScaledKeysAndValues) {
+  // k_scale multiplies the logits and v_scale the output: the same as a
+  // cache holding k_scale * k and v_scale * v (docs/semantics.md).
+  std::mt19937_64 rng(18);
+  Problem p =
+      makeProblem(rng, {3, 2}, {2, 1}, 4, 4, 2, 16, ref::KvLayout::NHD, true);
+  std::vector<float> scaled = p.pool;
+  const double ks = 0.25, vs = 4; // powers of two: the scaled cache is exact
+  const int64_t half = p.attn.kv.pageStride / 2; // K, then V, per page
+  for (size_t i = 0; i < scaled.size(); ++i)
+    scaled[i] =
+        float(double(scaled[i]) * ((int64_t(i) / half) % 2 == 0 ? ks : vs));
+  ref::AttentionOptions opts;
+  opts.logitsSoftCap = 7;
+  opts.posEncoding = ref::PosEncoding::RopeLlama;
+  const int64_t rows = p.batch.qoIndptr.back();
+  std::vector<double> v1(rows * 4 * 16), s1(rows * 4), v2(v1), s2(s1);
+  ref::AttentionBatch plain = p.attn;
+  plain.kv = ref::PagedKvCache::combined(scaled.data(), p.attn.kv.numPages, 4,
+                                         2, 16, ref::KvLayout::NHD);
+  ASSERT_TRUE(ref::attention(plain, opts, v1.data(), s1.data()).ok());
+  opts.kScale = ks;
+  opts.vScale = vs;
+  ASSERT_TRUE(ref::attention(p.attn, opts, v2.data(), s2.data()).ok());
+  for (size_t i = 0; i < v1.size(); ++i)
+    EXPECT_NEAR(v1[i], v2[i], 1e-12 * (1 + std::abs(v1[i]))) << i;
+  for (size_t i = 0; i < s1.size(); ++i)
+    EXPECT_NEAR(s1[i], s2[i], 1e-12 * (1 + std::abs(s1[i]))) << i;
+  // The unscaled cache gives another result.
+  opts.kScale = opts.vScale = 1;
+  std::vector<double> v3(v1.size()), s3(s1.size());
+  ASSERT_TRUE(ref::attention(p.attn, opts, v3.data(), s3.data()).ok());
+  EXPECT_GT(std::abs(s3[0] - s1[0]), 1e-6);
+}
