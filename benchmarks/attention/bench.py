@@ -142,14 +142,22 @@ def bench_prefill(b, dtype):
 # Two-level decode cascade
 # ---------------------------------------------------------------------------
 
-def bench_cascade(b, Hq, Hkv):
+def bench_cascade(b, Hq, Hkv, kv="f16"):
+    """kv="f8e4m3": the same cascade over an fp8 cache (b: fp8_kernels.mlir's
+    bundle); torch's compositions and the reference read the cache
+    dequantized to f16 (exact)."""
     B, S, U, D, ps = 128, 32768, 256, 128, 16
     G = Hq // Hkv
     tdt = torch.float16
+    fp8 = kv != "f16"
     torch.manual_seed(1)
     sp, up = S // ps, U // ps
     P = sp + B * up
     cache = torch.randn(P, 2, ps, Hkv, D, device="cuda", dtype=tdt)
+    kernel_cache = cache
+    if fp8:
+        kernel_cache = cache.to(torch.float8_e4m3fn)
+        cache = kernel_cache.to(tdt)
     q = torch.randn(B, Hq, D, device="cuda", dtype=tdt)
     idx = torch.randperm(P, device="cuda", dtype=torch.int32)
     shared_idx = idx[:sp].contiguous()
@@ -203,7 +211,7 @@ def bench_cascade(b, Hq, Hkv):
     # accumulating decode (the fused merge of cascade-decompose-levels).
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1, head_dim=D,
                 num_qo_heads=Hq, num_kv_heads=Hkv, page_size=ps, kv_layout="nhd",
-                kv_form="pool", q_dtype="f16")
+                kv_form="pool", q_dtype="f16", **(dict(kv_dtype=kv) if fp8 else {}))
     split_stat = dict(kernel_family="mma_sync", causal=False, accumulate=False, **none)
     pres = [n for n, kk in b.kernels.items() if kk["op"] == "prefill_split" and
             all(kk["static"].get(x) == y for x, y in split_stat.items())]
@@ -212,7 +220,8 @@ def bench_cascade(b, Hq, Hkv):
     dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
     o = torch.empty(B, Hq, D, device="cuda", dtype=tdt)
     lse = torch.empty(B, Hq, device="cuda", dtype=torch.float32)
-    b1 = dict(q=cpa(q), kv_cache=cpa(cache), kv_indptr=cpa(kvp1), kv_indices=cpa(uniq_idx),
+    b1 = dict(q=cpa(q), kv_cache=cpa(kernel_cache.view(torch.uint8) if fp8 else cache),
+              kv_indptr=cpa(kvp1), kv_indices=cpa(uniq_idx), k_scale=1.0, v_scale=1.0,
               kv_last_page_len=cpa(last1), o=cpa(o), lse=cpa(lse), batch_size=B)
     results = []
     for pre in pres:
@@ -228,7 +237,8 @@ def bench_cascade(b, Hq, Hkv):
         prow = plan["num_partial_rows"]
         tmp_v = torch.empty(prow, Hq, D, device="cuda", dtype=torch.float32)
         tmp_s = torch.empty(prow, Hq, device="cuda", dtype=torch.float32)
-        b0 = dict(q=cpa(q), kv_cache=cpa(cache), qo_indptr=cpa(qo0), kv_indptr=cpa(kvp0),
+        b0 = dict(q=cpa(q), kv_cache=b1["kv_cache"], k_scale=1.0, v_scale=1.0,
+                  qo_indptr=cpa(qo0), kv_indptr=cpa(kvp0),
                   kv_indices=cpa(shared_idx), kv_last_page_len=cpa(last0), o=cpa(o),
                   lse=cpa(lse), tmp_v=cpa(tmp_v), tmp_s=cpa(tmp_s), **plan_buffers(plan))
         launches = [(pre, b0), (mrg, b0), (dec, b1)]
@@ -246,12 +256,16 @@ def bench_cascade(b, Hq, Hkv):
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         w = flashinfer.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
-        w.plan([qo0, qo1], [kvp0, kvp1], [shared_idx, uniq_idx], [last0, last1], Hq, Hkv, D,
-               ps)
-        e_fi = relerr(w.run(q, cache), ref)
-        t_fi = timed(lambda: w.run(q, cache))
+        try:
+            w.plan([qo0, qo1], [kvp0, kvp1], [shared_idx, uniq_idx], [last0, last1], Hq,
+                   Hkv, D, ps, kv_data_type=kernel_cache.dtype)
+            e_fi = relerr(w.run(q, kernel_cache), ref)
+            t_fi = timed(lambda: w.run(q, kernel_cache))
+        except Exception as ex:  # noqa: BLE001 (FlashInfer without this fp8 path)
+            print(f"FlashInfer cascade over {kernel_cache.dtype}: {ex!r}", flush=True)
     for t_ours, cfg, parts, c, items, e_ours in sorted(results):
-        row = (f"cascade 2 levels {Hq}/{Hkv} B128 prefix 32768 unique 256 [{cfg}]",
+        row = (f"cascade 2 levels {'fp8 e4m3 ' if fp8 else ''}{Hq}/{Hkv} B128 prefix 32768 "
+               f"unique 256 [{cfg}]",
                f"{t_ours:.0f}", f"{parts[0]:.0f} + {parts[1]:.0f} + {parts[2]:.0f} (3 launches,"
                f" chunk {c} pages, {items} items)",
                f"{t_plain:.0f}", f"{t_plain / t_ours:.1f}x", f"{t_comp:.0f}",
@@ -266,6 +280,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
     ap.add_argument("--rows", default="prefill,cascade")
+    ap.add_argument("--fp8-bundle", default=None,
+                    help="fp8_kernels.mlir's bundle: adds the cascade rows over an fp8 cache")
     a = ap.parse_args()
     b = Bundle(a.bundle)
     print(torch.cuda.get_device_name(), "FlashInfer:", "yes" if HAVE_FI else FI_ERR, flush=True)
@@ -279,6 +295,8 @@ def main():
               " FlashInfer us | ratio | max rel err |")
         for Hq, Hkv in ((32, 8), (32, 32)):
             bench_cascade(b, Hq, Hkv)
+            if a.fp8_bundle:
+                bench_cascade(Bundle(a.fp8_bundle), Hq, Hkv, kv="f8e4m3")
     print()
     for r in rows_out:
         print("| " + " | ".join(r) + " |")

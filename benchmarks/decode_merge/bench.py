@@ -3,9 +3,12 @@
 
 Usage, from the repository root, with the runtime's Python module
 cascade_mlir importable (the split-KV decode plans are the runtime's):
-  python3 -m benchmarks.decode_merge.bench BUNDLE_DIR [--reps N]
+  python3 -m benchmarks.decode_merge.bench BUNDLE_DIR [--reps N] [--fp8-bundle DIR]
 BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
+--fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; prepare_carry.sh's
+fp8-bundle/) adds the decode rows with an fp8 e4m3 cache (k_scale 0.5,
+v_scale 2), against FlashInfer's fp8 decode on the same cache.
 Per row: median device-event time (us; benchmarks.common.timing, our
 launches replayed from a CUDA graph of 10 copies), GB/s of (inputs read once + outputs
 written once), and the fraction of a device-to-device copy's bandwidth
@@ -75,20 +78,36 @@ def copy_bw(reps):
     return best
 
 
-def bench_decode(b, rng, B, L, reps, split, sms):
+def fp8_pool(shape):
+    """A random e4m3 cache as uint8 codes: every finite code (not NaN)."""
+    codes = cp.random.randint(0, 0x7F, size=shape, dtype=cp.int32)
+    sign = cp.random.randint(0, 2, size=shape, dtype=cp.int32) << 7
+    return (codes | sign).astype(cp.uint8)
+
+
+def bench_decode(b, rng, B, L, reps, split, sms, kv="f16"):
+    """kv: "f16", or "f8e4m3" (b then holds fp8_kernels.mlir's kernels; the
+    cache is read with k_scale 0.5 and v_scale 2)."""
     Hqo, Hkv, D, ps = 32, 8, 128, 16
+    fp8 = kv != "f16"
+    ks, vs = (0.5, 2.0) if fp8 else (1.0, 1.0)
+    kvs = dict(kv_dtype=kv) if fp8 else {}
     name = b.find("decode", kernel_family="rows", accumulate=False, head_dim=D,
                   num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
                   kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
-                  logits_soft_cap=0.0, window_left=-1)
+                  logits_soft_cap=0.0, window_left=-1, **kvs)
     sname = b.find("decode_split", kernel_family="rows", accumulate=False, head_dim=D,
                    num_qo_heads=Hqo, num_kv_heads=Hkv,
-                   page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16")
+                   page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16", **kvs)
     mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype="f16",
                    lse_base=2, accumulate=False, indptr="o_indptr")
     npg = -(-L // ps)
     P = B * npg
-    pool = cp.random.standard_normal((P, 2, ps, Hkv, D), dtype=cp.float32).astype(cp.float16)
+    if fp8:
+        pool = fp8_pool((P, 2, ps, Hkv, D))
+    else:
+        pool = cp.random.standard_normal((P, 2, ps, Hkv, D),
+                                         dtype=cp.float32).astype(cp.float16)
     perm = cp.asarray(rng.permutation(P).astype(np.int32))
     indptr = cp.asarray((np.arange(B + 1) * npg).astype(np.int32))
     last = cp.full(B, L - (npg - 1) * ps, dtype=cp.int32)
@@ -96,21 +115,25 @@ def bench_decode(b, rng, B, L, reps, split, sms):
     o = cp.empty((B, Hqo, D), cp.float16)
     lse = cp.empty((B, Hqo), cp.float32)
     bufs = dict(q=q, kv_cache=pool, kv_indptr=indptr, kv_indices=perm, kv_last_page_len=last,
-                o=o, lse=lse, batch_size=B)
-    nbytes = B * L * Hkv * D * 2 * 2 + q.nbytes + o.nbytes + lse.nbytes
+                o=o, lse=lse, batch_size=B, k_scale=ks, v_scale=vs)
+    nbytes = B * L * Hkv * D * 2 * pool.itemsize + q.nbytes + o.nbytes + lse.nbytes
     rows = []
     t = timeit(lambda: b.launch(name, bufs), reps)
     others = {}
     if torch is not None:
-        # torch: SDPA (GQA) over contiguous K/V gathered beforehand.
-        pt = t_(pool)
+        # torch: SDPA (GQA) over contiguous K/V gathered beforehand (an fp8
+        # cache dequantized to f16 first: exact, the scales powers of two).
+        pt = t_(pool).view(torch.float8_e4m3fn) if fp8 else t_(pool)
         ids = torch.as_tensor(cp.asnumpy(perm).astype(np.int64), device="cuda").view(B, npg)
         kk = pt[ids, 0].reshape(B, npg * ps, Hkv, D)[:, :L].transpose(1, 2).contiguous()
         vv = pt[ids, 1].reshape(B, npg * ps, Hkv, D)[:, :L].transpose(1, 2).contiguous()
+        if fp8:
+            kk, vv = kk.to(torch.float16) * ks, vv.to(torch.float16) * vs
         qt = t_(q).view(B, Hqo, 1, D)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         ref = sdpa(qt, kk, vv, enable_gqa=True).view(B, Hqo, D)
-        others["torch"] = torch_timed(lambda: sdpa(qt, kk, vv, enable_gqa=True), reps)
+        if not fp8:  # the f16 row times torch; fp8 has no torch kernel to time
+            others["torch"] = torch_timed(lambda: sdpa(qt, kk, vv, enable_gqa=True), reps)
         b.launch(name, bufs)
         cp.cuda.runtime.deviceSynchronize()
         err = relerr(o, cp.asarray(ref))
@@ -119,17 +142,22 @@ def bench_decode(b, rng, B, L, reps, split, sms):
     if flashinfer is not None:
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         w = flashinfer.BatchDecodeWithPagedKVCacheWrapper(ws, "NHD")
-        w.plan(t_(indptr), t_(perm), t_(last), Hqo, Hkv, D, ps,
-               q_data_type=torch.float16, kv_data_type=torch.float16)
+        w.plan(t_(indptr), t_(perm), t_(last), Hqo, Hkv, D, ps, q_data_type=torch.float16,
+               kv_data_type=torch.float8_e4m3fn if fp8 else torch.float16)
         qt, pt = t_(q), t_(pool)
-        fo = w.run(qt, pt)
+        scales = {}
+        if fp8:
+            pt = pt.view(torch.float8_e4m3fn)
+            scales = dict(k_scale=ks, v_scale=vs)
+        fo = w.run(qt, pt, **scales)
         torch.cuda.synchronize()
         b.launch(name, bufs)
         cp.cuda.runtime.deviceSynchronize()
         err = relerr(o, cp.asarray(fo))
         assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs FlashInfer"
-        others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt), reps)
-    rows.append((f"decode B={B} L={L}", "no split", t, nbytes, others))
+        others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt, **scales), reps)
+    label = f"decode {'fp8 e4m3 ' if fp8 else ''}B={B} L={L}"
+    rows.append((label, "no split", t, nbytes, others))
     # The runtime's decode plan for the split kernel's occupancy on this
     # device: split-KV only where B * Hkv blocks leave the device idle.
     plan = _runtime.plan("decode", kv_indptr=cp.asnumpy(indptr),
@@ -146,9 +174,8 @@ def bench_decode(b, rng, B, L, reps, split, sms):
             b.launch(sname, bufs)
             b.launch(mname, bufs)
         t = timeit(run, reps)
-        rows.append((f"decode B={B} L={L}",
-                     f"split: {chunk} pages/chunk, {plan['num_work_items']} items", t, nbytes,
-                     others))
+        rows.append((label, f"split: {chunk} pages/chunk, {plan['num_work_items']} items",
+                     t, nbytes, others))
     del pool
     return rows
 
@@ -224,8 +251,11 @@ def main():
     ap.add_argument("bundle")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--only", choices=["all", "decode", "merge"], default="all")
+    ap.add_argument("--fp8-bundle", default=None,
+                    help="fp8_kernels.mlir's bundle: adds the fp8 (e4m3) decode rows")
     a = ap.parse_args()
     b = Bundle(a.bundle)
+    b8 = Bundle(a.fp8_bundle) if a.fp8_bundle else None
     rng = np.random.default_rng(0)
     dev = cp.cuda.Device()
     props = cp.cuda.runtime.getDeviceProperties(dev.id)
@@ -236,6 +266,8 @@ def main():
     if a.only in ("all", "decode"):
         for B, L in ((64, 4096), (16, 32768), (256, 1024)):
             rows += bench_decode(b, rng, B, L, a.reps, True, sms)
+            if b8 is not None:
+                rows += bench_decode(b8, rng, B, L, a.reps, True, sms, kv="f8e4m3")
     if a.only in ("all", "merge"):
         rows += bench_merge(b, a.reps)
     bw1 = copy_bw(a.reps)

@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -15,6 +15,10 @@
 # bench: python3 -m benchmarks.decode_merge.bench and benchmarks.attention.bench,
 #   with FlashInfer 0.5.3 in the same process when `. .fi/env.sh` makes it
 #   importable.
+# fp8: the fp8 KV cache's float64 GPU check (check.py --fp8 on fp8-bundle,
+#   e4m3 and e5m2), its memcheck / racecheck, and the decode benchmark's
+#   fp8 rows next to the f16 ones and FlashInfer's fp8 decode (`all`
+#   includes the check, `bench` the rows, when fp8-bundle was carried).
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -61,11 +65,30 @@ if [[ $WHAT == all || $WHAT == checks ]]; then
   grep -q "ERROR SUMMARY: 0 errors" "$O/sanitizer-memcheck.log" || rc=1
   grep -q "RACECHECK SUMMARY: 0 hazards" "$O/sanitizer-racecheck.log" || rc=1
 fi
+FP8=()
+[[ -d $C/fp8-bundle ]] && FP8=(--fp8-bundle "$C/fp8-bundle")
+if [[ -d $C/fp8-bundle && ( $WHAT == all || $WHAT == checks || $WHAT == fp8 ) ]]; then
+  echo "== fp8 KV: float64 GPU check and sanitizers (check.py --fp8)"
+  bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" fp8 | grep "^=="
+  grep -E "^FAIL|cases passed" "$O/fp8-check.log" || rc=1
+  grep -q "cases passed" "$O/fp8-check.log" && ! grep -q "^FAIL" "$O/fp8-check.log" || rc=1
+  grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sanitizer-racecheck.log" || rc=1
+fi
+if [[ $WHAT == fp8 ]]; then
+  echo "== fp8 decode benchmark"
+  python3 -m benchmarks.decode_merge.bench "$C/bundle" --only decode "${FP8[@]}" \
+    > "$O/bench-fp8.log" 2>&1 || rc=1
+  grep -E "^\| decode|copy" "$O/bench-fp8.log"
+  python3 -m benchmarks.attention.bench "$C/bundle" --rows cascade "${FP8[@]}" \
+    > "$O/attention-fp8.log" 2>&1 || rc=1
+  grep -E "^\| cascade" "$O/attention-fp8.log" | cut -c1-220
+fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"
-  python3 -m benchmarks.decode_merge.bench "$C/bundle" > "$O/bench.log" 2>&1 || rc=1
-  tail -12 "$O/bench.log"
-  python3 -m benchmarks.attention.bench "$C/bundle" > "$O/attention.log" 2>&1 || rc=1
+  python3 -m benchmarks.decode_merge.bench "$C/bundle" "${FP8[@]}" > "$O/bench.log" 2>&1 || rc=1
+  tail -18 "$O/bench.log"
+  python3 -m benchmarks.attention.bench "$C/bundle" "${FP8[@]}" > "$O/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/attention.log" | cut -c1-220
 fi
 exit $rc

@@ -240,8 +240,15 @@ def decode_ref(q, Kp, Vp, indptr, indices, last, ps, opts):
 
 
 def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
-                 opts, static, split_chunk=None, pad=0, q_scale=1.0, label=""):
+                 opts, static, split_chunk=None, pad=0, q_scale=1.0, label="",
+                 kv_dtype=None, k_scale=1.0, v_scale=1.0):
+    """kv_dtype (default: q's): an fp8 cache (f8e4m3 / f8e5m2) is checked
+    against the reference over its exact values times k_scale / v_scale
+    (docs/semantics.md), with q's tolerance."""
     op = "decode_split" if split_chunk else "decode"
+    kv_dtype = kv_dtype or dtype
+    if kv_dtype != dtype:
+        static = dict(static, kv_dtype=kv_dtype)
     name = b.find(op, kernel_family="rows", accumulate=False, head_dim=D,
                   num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps, kv_layout=layout,
                   kv_form=form, q_dtype=dtype, **static)
@@ -250,9 +257,11 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     lens[0] = 0  # always one empty request
     if B > 1:
         lens[1] = max_len
-    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = make_paged(rng, lens, ps, Hkv, D, dtype)
+    pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = make_paged(rng, lens, ps, Hkv, D,
+                                                               kv_dtype)
     q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)) * q_scale, dtype)
-    o_ref, lse_ref = decode_ref(q64, Kp, Vp, indptr, perm, last, ps, opts)
+    o_ref, lse_ref = decode_ref(q64, Kp * k_scale, Vp * v_scale, indptr, perm, last, ps,
+                                opts)
     if opts.get("base_e"):
         lse_ref = lse_ref * LN2
     if layout == "hnd":
@@ -260,7 +269,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     else:
         Kl, Vl = Kp_s, Vp_s
     bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
-                kv_last_page_len=dev(last), batch_size=B)
+                kv_last_page_len=dev(last), batch_size=B, k_scale=k_scale, v_scale=v_scale)
     if form == "pool":
         bufs["kv_cache"] = dev(np.stack([Kl, Vl], 1))
     else:
@@ -295,8 +304,10 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     lh = cp.asnumpy(lse).astype(np.float64)
     empty = lens == 0
     ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
-    record(f"{op} {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B}",
-           dtype, oh, o_ref, lh, lse_ref, ex, (note + f" empty->(0,-inf)={ex}").strip())
+    kv_note = "" if kv_dtype == dtype else f" kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}"
+    record(f"{op} {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B}"
+           + kv_note, dtype, oh, o_ref, lh, lse_ref, ex,
+           (note + f" empty->(0,-inf)={ex}").strip())
 
 
 def make_paged(rng, lens, ps, Hkv, D, dtype):
@@ -413,11 +424,15 @@ def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps
 
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
-              q_scale=1.0):
+              q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0):
+    """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache)."""
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
+    kv_dtype = kv_dtype or dtype
     stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
                 accumulate=accumulate, **(static or {}))
+    if kv_dtype != dtype:
+        stat["kv_dtype"] = kv_dtype
     if not decode:
         stat["causal"] = bool(opts.get("causal"))
     name = b.find(op, **stat)
@@ -431,13 +446,14 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     T = b.kernels[name]["static"].get("qo_tile_size", 0)
     qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode)
     qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
-    paged = make_paged(rng, lens, ps, Hkv, D, dtype)
+    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype)
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = int(qo_indptr[-1])
     q_s, q64 = to_storage(q_scale * rng.standard_normal((rows, Hqo, D)), dtype)
-    o_ref, lse_ref = attention_ref(q64, Kp, Vp, qo_indptr, indptr, perm, last, ps, opts)
+    o_ref, lse_ref = attention_ref(q64, Kp * k_scale, Vp * v_scale, qo_indptr, indptr, perm,
+                                   last, ps, opts)
     bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
-                kv_last_page_len=dev(last))
+                kv_last_page_len=dev(last), k_scale=k_scale, v_scale=v_scale)
     if not decode:
         bufs["qo_indptr"] = dev(qo_indptr)
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
@@ -464,6 +480,8 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
     kind = ("decode" if decode else "prefill") + (" split" if split else "") + \
         (" acc" if accumulate else "")
+    if kv_dtype != dtype:
+        label = f"{label} kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}".strip()
     record(f"mma {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
                                                       if not accumulate else "")).strip())
@@ -662,16 +680,125 @@ def mma_cases(b, rng, small=False):
                   opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
 
 
+def fp8_mma_cases(b, rng, sc):
+    """The tensor-core kernels of fp8_kernels.mlir: the fp8 tiles converted
+    to q's dtype in shared memory before the mma."""
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    s = lambda D: 1.0 / math.sqrt(D)
+    common = dict(ps=16, layout="nhd", form="pool", static=none)
+    for dtype in ("f16",):
+        check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, B=12, max_qo=300, max_len=700,
+                  opts=dict(sm_scale=s(128), causal=True), label="causal", **common, **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_qo=200, max_len=500,
+              opts=dict(sm_scale=s(128)), **common, **sc)
+    check_mma(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+              B=12, max_qo=100, max_len=300,
+              opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
+              static=dict(logits_soft_cap=30.0, window_left=40),
+              label="causal softcap30 window40", **sc)
+    check_mma(b, rng, dtype="f16", D=256, Hqo=16, Hkv=4, ps=16, layout="nhd", form="pair",
+              B=7, max_qo=150, max_len=400, opts=dict(sm_scale=s(256), causal=True),
+              static=none, label="causal", **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=7, max_qo=100, max_len=300,
+              opts=dict(sm_scale=s(128), causal=True, rope=True, rope_theta=1e4, base_e=True),
+              static=dict(pos_encoding="rope_llama", lse_base="e"),
+              label="causal rope base_e", **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=7, max_qo=100, max_len=300, opts=dict(sm_scale=0.1, alibi=True),
+              static=dict(pos_encoding="alibi"), label="alibi", **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_qo=150, max_len=900,
+              opts=dict(sm_scale=s(128), causal=True), split=5, pad=3, label="causal",
+              **common, **sc)
+    check_mma(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd", form="pair",
+              B=17, max_qo=60, max_len=500, opts=dict(sm_scale=s(64)), static=none,
+              split=97, pad=0, **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_qo=150, max_len=500,
+              opts=dict(sm_scale=s(128), causal=True), accumulate=True, label="causal",
+              **common, **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_qo=150, max_len=900,
+              opts=dict(sm_scale=s(128)), split=6, pad=2, accumulate=True, **common, **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, B=13, max_qo=1, max_len=600,
+              opts=dict(sm_scale=s(128)), decode=True, **common, **sc)
+    check_mma(b, rng, dtype="bf16", D=128, Hqo=64, Hkv=1, ps=16, layout="hnd", form="pool",
+              B=13, max_qo=1, max_len=600, opts=dict(sm_scale=s(128)), static=none,
+              decode=True, **sc)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, B=12, max_qo=1, max_len=2000,
+              opts=dict(sm_scale=s(128)), decode=True, split=16, pad=4, **common, **sc)
+
+
+def fp8_cases(b, rng, small=False):
+    """The rows decode kernels of fp8_kernels.mlir (kernels.mlir's with an
+    e4m3 / e5m2 cache): every layout, form, option and split-KV, with
+    k_scale / v_scale, against the float64 reference over the dequantized
+    cache."""
+    dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    for kv in ("f8e4m3", "f8e5m2"):
+        sc = dict(kv_dtype=kv, k_scale=0.37, v_scale=2.5)
+        if small:
+            check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                         form="pool", B=3, max_len=40, opts=dflt(128), static=none, **sc)
+            check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                         form="pool", B=3, max_len=70, opts=dflt(128), static={},
+                         split_chunk=2, pad=2, label="split", **sc)
+            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                      form="pool", B=3, max_qo=20, max_len=150,
+                      opts=dict(dflt(128), causal=True), static=none, split=3, pad=2, **sc)
+            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd",
+                      form="pool", B=3, max_qo=1, max_len=90, opts=dflt(128), static=none,
+                      decode=True, **sc)
+            continue
+        fp8_mma_cases(b, rng, sc)
+        for dtype in ("f16", "bf16"):
+            check_decode(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16,
+                         layout="nhd" if dtype == "f16" else "hnd", form="pool", B=13,
+                         max_len=300, opts=dflt(128), static=none, **sc)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                     form="pool", B=7, max_len=200, opts=dflt(128), static=none,
+                     label="unscaled", kv_dtype=kv)
+        check_decode(b, rng, dtype="f16", D=64, Hqo=8, Hkv=8, ps=1, layout="nhd", form="pair",
+                     B=11, max_len=130, opts=dflt(64), static=none, **sc)
+        check_decode(b, rng, dtype="f16", D=256, Hqo=16, Hkv=2, ps=16, layout="hnd",
+                     form="pair", B=9, max_len=333, opts=dflt(256), static=none, **sc)
+        check_decode(b, rng, dtype="bf16", D=256, Hqo=16, Hkv=2, ps=1, layout="hnd",
+                     form="pool", B=5, max_len=77, opts=dflt(256), static=none, **sc)
+        check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=16, layout="nhd",
+                     form="pool", B=10, max_len=250,
+                     opts=dict(sm_scale=1 / 8.0, soft_cap=30.0, window=40),
+                     static=dict(logits_soft_cap=30.0, window_left=40),
+                     label="softcap30 window40", **sc)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=8, Hkv=8, ps=16, layout="nhd",
+                     form="pool", B=9, max_len=300,
+                     opts=dict(sm_scale=1 / math.sqrt(128), rope=True, rope_theta=1e4,
+                               base_e=True),
+                     static=dict(pos_encoding="rope_llama", lse_base="e"),
+                     label="rope base_e", **sc)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                     form="pool", B=9, max_len=300, opts=dict(sm_scale=0.1, alibi=True),
+                     static=dict(pos_encoding="alibi"), label="alibi", **sc)
+        check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                     form="pool", B=13, max_len=700, opts=dflt(128), static={},
+                     split_chunk=8, pad=5, label="split", **sc)
+        check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=1, layout="hnd",
+                     form="pair", B=6, max_len=500, opts=dflt(64), static={},
+                     split_chunk=37, pad=0, label="split", **sc)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
     ap.add_argument("--small", action="store_true", help="a few small cases (sanitizer)")
     ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--fp8", action="store_true",
+                    help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     b = Bundle(a.bundle)
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
-    if a.small:
+    if a.fp8:
+        fp8_cases(b, rng, small=a.small)
+    elif a.small:
         check_merge_state(b, rng, "f16", 128, 32, 5)
         check_merge_in_place(b, rng, "f16", 128, 32, 5, True, False)
         check_merge_states(b, rng, "f16", 128, 32, 5, 3)
