@@ -1,0 +1,89 @@
+"""fp8 KV caches (torch.float8_e4m3fn / float8_e5m2) on the GPU: the decode
+wrapper (rows kernels) and a two-level decode cascade (the shared prefix on
+mma_sync, the suffixes on rows) against the float64 reference over the
+dequantized cache (fp8 value x k_scale / v_scale), f16 and bf16 queries, with
+the tolerances of the f16/bf16 tests; run(k_scale=, v_scale=) per call
+(a changed scale is honoured, also in CUDA-graph mode). Every configuration
+is in the default kernel set (32/8 heads, D 128, page 16, NHD pool)."""
+import pytest
+
+import cascade_mlir as cm
+from gpu_support import (TOL, attention_ref, gpu, random_batch, rel_err,  # noqa: F401
+                         tdtype, torch, workspace)
+
+from test_gpu_cascade import concatenated, seed_levels
+
+HQ, HKV, D, PAGE = 32, 8, 128, 16
+FP8 = ["float8_e4m3fn", "float8_e5m2"]
+
+
+def fp8_cache(shape, kv, dev):
+    return (torch.randn(*shape, device=dev) * 2).to(getattr(torch, kv))
+
+
+def dequantized(cache, ks, vs):
+    """The cache the kernels compute with: K times k_scale, V times v_scale
+    (powers of two: exact in float64)."""
+    c = cache.double()
+    c[:, 0] *= ks
+    c[:, 1] *= vs
+    return c
+
+
+@pytest.mark.parametrize("kv", FP8)
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("batch", [3, 300])
+@pytest.mark.parametrize("graph", [False, True])
+def test_fp8_decode(gpu, kv, dtype, batch, graph):
+    num_pages = 4096
+    max_pages = max(1, min(2048 // PAGE, num_pages // batch - 1))
+    indptr, indices, last = random_batch(batch, PAGE, max_pages, num_pages, empty=(1,))
+    cache = fp8_cache((num_pages, 2, PAGE, HKV, D), kv, gpu)
+    q = torch.randn(batch, HQ, D, device=gpu).to(tdtype(dtype))
+    if graph:
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(
+            workspace(gpu), "NHD", use_cuda_graph=True,
+            paged_kv_indptr_buffer=indptr.to(gpu), paged_kv_indices_buffer=indices.to(gpu),
+            paged_kv_last_page_len_buffer=last.to(gpu))
+    else:
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
+    w.plan(indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, D, PAGE,
+           q_data_type=tdtype(dtype), kv_data_type=getattr(torch, kv))
+    tol = TOL[dtype]
+    for ks, vs in ((0.5, 2.0), (1.0, 1.0), (0.25, 4.0)):
+        o, lse = w.run(q, cache, k_scale=ks, v_scale=vs, return_lse=True)
+        eo, el = attention_ref(q, dequantized(cache, ks, vs), "NHD", torch.arange(batch + 1),
+                               indptr, indices, last, PAGE)
+        assert rel_err(o, eo) <= tol and rel_err(lse, el) <= tol, (ks, vs)
+
+
+@pytest.mark.parametrize("kv", FP8)
+def test_fp8_two_level_decode_cascade(gpu, kv):
+    total, levels = seed_levels(gpu)
+    cache = fp8_cache((total, 2, PAGE, HKV, D), kv, gpu)
+    q = torch.randn(7, HQ, D, device=gpu).half()
+    w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD")
+    w.plan(*levels, HQ, HKV, D, PAGE, kv_data_type=getattr(torch, kv))
+    o, lse = w.run(q, cache, k_scale=0.5, v_scale=2.0, return_lse=True)
+    indptr, indices, last = concatenated(levels)
+    eo, el = attention_ref(q, dequantized(cache, 0.5, 2.0), "NHD", torch.arange(8), indptr,
+                           indices, last, PAGE)
+    assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
+
+
+def test_fp8_errors_before_any_launch(gpu):
+    indptr, indices, last = random_batch(3, PAGE, 4, 64)
+    cache = torch.randn(64, 2, PAGE, HKV, D, device=gpu).half()
+    q = torch.randn(3, HQ, D, device=gpu).half()
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
+    w.plan(indptr, indices, last, HQ, HKV, D, PAGE)
+    out = torch.full_like(q, float("nan"))
+    with pytest.raises(ValueError, match="k_scale dequantizes an fp8 KV cache"):
+        w.run(q, cache, k_scale=0.5, out=out)
+    assert torch.isnan(out).all()
+    # An fp8 plan rejects an f16 cache (the kernels' dtype), and vice versa.
+    w.plan(indptr, indices, last, HQ, HKV, D, PAGE, kv_data_type=torch.float8_e4m3fn)
+    with pytest.raises(ValueError):
+        w.run(q, cache)
+    with pytest.raises(ValueError, match="k_scale must be finite"):
+        w.run(q, cache.to(torch.float8_e4m3fn), k_scale=float("nan"))
