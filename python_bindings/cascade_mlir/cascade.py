@@ -507,6 +507,7 @@ class _SharedPrefixBase:
         self._unique: Optional[Tuple[Any, ...]] = None
         self._planned_for: Optional[Tuple[Any, ...]] = None
         self._dtype: Any = "float16"
+        self._kv_dtype: Any = None
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffer: Any = None) -> None:
@@ -515,17 +516,18 @@ class _SharedPrefixBase:
 
     def _begin(self, qo: Any, kv_indptr: Any, kv_indices: Any, last: Any,
                num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
-               dtype: Any) -> None:
+               dtype: Any, kv_dtype: Any = None) -> None:
         kp = host_int32(kv_indptr, "paged_kv_indptr")
         ki = host_int32(kv_indices, "paged_kv_indices")
         kl = host_int32(last, "paged_kv_last_page_len")
         qo = np.arange(kp.size, dtype=np.int32) if qo is None else host_int32(qo, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "the unique level", decode=self._decode)
-        AttentionConfig.make(q_dtype=dtype, head_dim=head_dim, num_qo_heads=num_qo_heads,
-                             num_kv_heads=num_kv_heads, page_size=page_size,
+        AttentionConfig.make(q_dtype=dtype, kv_dtype=kv_dtype, head_dim=head_dim,
+                             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
+                             page_size=page_size,
                              kv_layout=self._kv_layout)  # checks the arguments now
         self._unique = (qo, kp, ki, kl, num_qo_heads, num_kv_heads, head_dim, page_size)
-        self._dtype = dtype
+        self._dtype, self._kv_dtype = dtype, kv_dtype
         self._planned_for = None
 
     def end_forward(self) -> None:
@@ -534,7 +536,8 @@ class _SharedPrefixBase:
     def _forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any,
                  causal: bool = False, sm_scale: Optional[float] = None,
                  rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-                 dtype: Any = None) -> Any:
+                 dtype: Any = None, k_scale: Optional[float] = None,
+                 v_scale: Optional[float] = None) -> Any:
         if self._unique is None:
             raise NotPlannedError("forward() before begin_forward()")
         qo, kp, ki, kl, hq, hkv, d, page = self._unique
@@ -554,13 +557,16 @@ class _SharedPrefixBase:
             unique = _gpu.Level(qo, kp, ki, kl, Group(decode=self._decode,
                                                       causal=bool(causal) and not self._decode,
                                                       accumulate=True))
-            cfg = AttentionConfig.make(q_dtype=dtype, head_dim=d, num_qo_heads=hq,
-                                       num_kv_heads=hkv, page_size=page,
+            cfg = AttentionConfig.make(q_dtype=dtype, kv_dtype=self._kv_dtype, head_dim=d,
+                                       num_qo_heads=hq, num_kv_heads=hkv, page_size=page,
                                        kv_layout=self._kv_layout, sm_scale=sm_scale,
                                        rope_scale=rope_scale, rope_theta=rope_theta)
             self._engine.plan(cfg, [shared, unique])
             self._planned_for = key
-        return self._engine.run(q, unique_kv_cache, kv_shared=(k_pages, v_pages))
+        assert self._engine.cfg is not None
+        ks, vs = kv_scales(self._engine.cfg, k_scale, v_scale)
+        return self._engine.run(q, unique_kv_cache, kv_shared=(k_pages, v_pages),
+                                k_scale=ks, v_scale=vs)
 
 
 class BatchDecodeWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
@@ -571,12 +577,17 @@ class BatchDecodeWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
 
     def begin_forward(self, unique_kv_indptr: Any, unique_kv_indices: Any,
                       unique_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
-                      head_dim: int, page_size: int, data_type: Any = "float16") -> None:
+                      head_dim: int, page_size: int, data_type: Any = "float16",
+                      kv_data_type: Any = None) -> None:
+        """kv_data_type (an extension; None: data_type): the dtype of the
+        shared prefix and the pages, e.g. torch.float8_e4m3fn."""
         self._begin(None, unique_kv_indptr, unique_kv_indices, unique_kv_last_page_len,
-                    num_qo_heads, num_kv_heads, head_dim, page_size, data_type)
+                    num_qo_heads, num_kv_heads, head_dim, page_size, data_type, kv_data_type)
 
-    def forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any) -> Any:
-        return self._forward(q, k_shared, v_shared, unique_kv_cache, dtype=self._dtype)
+    def forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any,
+                k_scale: Optional[float] = None, v_scale: Optional[float] = None) -> Any:
+        return self._forward(q, k_shared, v_shared, unique_kv_cache, dtype=self._dtype,
+                             k_scale=k_scale, v_scale=v_scale)
 
 
 class BatchPrefillWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
@@ -588,16 +599,20 @@ class BatchPrefillWithSharedPrefixPagedKVCacheWrapper(_SharedPrefixBase):
 
     def begin_forward(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
                       paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
-                      head_dim: int, page_size: int) -> None:
+                      head_dim: int, page_size: int, kv_data_type: Any = None) -> None:
+        """kv_data_type (an extension; None: q's dtype): the dtype of the
+        shared prefix and the pages, e.g. torch.float8_e4m3fn."""
         self._begin(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
-                    num_qo_heads, num_kv_heads, head_dim, page_size, "float16")
+                    num_qo_heads, num_kv_heads, head_dim, page_size, "float16", kv_data_type)
 
     def forward(self, q: Any, k_shared: Any, v_shared: Any, unique_kv_cache: Any,
                 causal: bool = False,
                 use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
                 rope_scale: Optional[float] = None,
-                rope_theta: Optional[float] = None) -> Any:
+                rope_theta: Optional[float] = None, k_scale: Optional[float] = None,
+                v_scale: Optional[float] = None) -> Any:
         dtype = str(getattr(q, "dtype", "float16")).replace("torch.", "")
         return self._forward(q, k_shared, v_shared, unique_kv_cache, causal=causal,
                              sm_scale=sm_scale, rope_scale=rope_scale,
-                             rope_theta=rope_theta, dtype=dtype)
+                             rope_theta=rope_theta, dtype=dtype, k_scale=k_scale,
+                             v_scale=v_scale)

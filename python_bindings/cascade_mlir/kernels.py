@@ -184,6 +184,11 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(64, 8, 128)], dtypes=("f16",), groups=(Group(decode=False),),
                            layout="hnd", form="pair")
     keys += _attention_set([(64, 8, 128)], dtypes=("f16",), layout="hnd")
+    # fp8 caches (tests/gpu/test_gpu_fp8.py): the shared-prefix decode
+    # wrapper's prefix level (pair form; its suffix level is in the default
+    # set).
+    keys.append(attention_key(AttentionConfig(64, 8, 128, 16, kv_dtype="f8e4m3",
+                                              kv_form="pair"), Group(decode=False)))
     return keys
 
 

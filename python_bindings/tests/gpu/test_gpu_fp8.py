@@ -8,8 +8,8 @@ is in the default kernel set (32/8 heads, D 128, page 16, NHD pool)."""
 import pytest
 
 import cascade_mlir as cm
-from gpu_support import (TOL, attention_ref, gpu, random_batch, rel_err,  # noqa: F401
-                         tdtype, torch, workspace)
+from gpu_support import (TOL, attention_ref, gpu, merge_ref, random_batch,  # noqa: F401
+                         rel_err, tdtype, torch, workspace)
 
 from test_gpu_cascade import concatenated, seed_levels
 
@@ -69,6 +69,29 @@ def test_fp8_two_level_decode_cascade(gpu, kv):
     eo, el = attention_ref(q, dequantized(cache, 0.5, 2.0), "NHD", torch.arange(8), indptr,
                            indices, last, PAGE)
     assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
+
+
+@pytest.mark.parametrize("length", [8192, 1000])
+def test_fp8_shared_prefix_decode_wrapper(gpu, length):
+    """The deprecated wrapper with begin_forward(kv_data_type=...): an fp8
+    prefix (a view of whole pages, or a padded copy) and fp8 pages."""
+    hq, hkv, b = 64, 8, 7
+    indptr, indices, last = random_batch(b, PAGE, 30, 256, empty=(3,))
+    cache = fp8_cache((256, 2, PAGE, hkv, D), "float8_e4m3fn", gpu)
+    ks = fp8_cache((length, hkv, D), "float8_e4m3fn", gpu)
+    vs = fp8_cache((length, hkv, D), "float8_e4m3fn", gpu)
+    q = torch.randn(b, hq, D, device=gpu).half()
+    w = cm.BatchDecodeWithSharedPrefixPagedKVCacheWrapper(workspace(gpu), "NHD")
+    w.begin_forward(indptr, indices, last, hq, hkv, D, PAGE, data_type=torch.float16,
+                    kv_data_type=torch.float8_e4m3fn)
+    o = w.forward(q, ks, vs, cache, k_scale=0.5, v_scale=2.0)
+    s0 = attention_ref(q, (ks.double()[None] * 0.5, vs.double()[None] * 2.0), "NHD",
+                       torch.tensor([0, b]), torch.tensor([0, 1]), torch.tensor([0]),
+                       torch.tensor([length]), length)
+    s1 = attention_ref(q, dequantized(cache, 0.5, 2.0), "NHD", torch.arange(b + 1), indptr,
+                       indices, last, PAGE)
+    eo, _ = merge_ref([s0, s1])
+    assert rel_err(o, eo) <= TOL["float16"]
 
 
 def test_fp8_errors_before_any_launch(gpu):
