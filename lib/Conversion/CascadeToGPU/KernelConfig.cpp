@@ -229,7 +229,9 @@ static bool rowsApplies(const SelectionInput &in) {
 }
 
 /// The rows family: D/8 lanes own 8 elements each, bdz slices of a tile;
-/// the tile (tokens) and the pipeline depth fit the K/V smem budget.
+/// the tile (tokens) and the pipeline depth fit the K/V smem budget (in
+/// bytes: an fp8 cache's stages are half an f16 one's, so twice as many fit
+/// and the bytes in flight stay those of f16).
 static FailureOr<KernelConfigAttr> chooseRows(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t headDim = in.shape.headDim;
@@ -241,7 +243,8 @@ static FailureOr<KernelConfigAttr> chooseRows(const SelectionInput &in) {
   for (;; tile /= 2) {
     while ((tile * bdx) % nthreads != 0 || tile % bdz != 0)
       tile *= 2;
-    int64_t stageBytes = 2 * tile * headDim * 2;
+    int64_t stageBytes =
+        2 * tile * headDim * (isFp8KVType(in.shape.kvType) ? 1 : 2);
     stages = std::min<int64_t>(o.rowsMaxStages, budget / stageBytes);
     if (stages >= 2 || tile <= 16)
       break;

@@ -463,7 +463,9 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
                  "registers and supports groups up to 16 (use mma_sync)");
     if (!c.decode && c.split)
       return bad("the rows family has no split-KV prefill (use mma_sync)");
-    if (config.getKvTile() * c.headDim * 4 * config.getStages() > 48 * 1024)
+    if (config.getKvTile() * c.headDim * 2 * (isFp8KVType(c.kvType) ? 1 : 2) *
+            config.getStages() >
+        48 * 1024)
       return bad("the K/V stages exceed 48 KiB of static shared memory");
     break;
   case KernelFamily::MmaSync:

@@ -20,9 +20,9 @@
 // PTXAS: 0 bytes spill stores, 0 bytes spill loads
 // PTXAS-NOT: warning
 
-// PTX-LABEL: .visible .entry cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2(
-// PTX: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2_param_{{[0-9]+}},
-// PTX-NEXT: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2_param_{{[0-9]+}}
+// PTX-LABEL: .visible .entry cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s4(
+// PTX: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s4_param_{{[0-9]+}},
+// PTX-NEXT: .param .f32 cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s4_param_{{[0-9]+}}
 // PTX-NOT: .entry
 // PTX-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
@@ -38,7 +38,7 @@
 // PTX-DAG: cvt.rn.f16x2.e5m2x2
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 
-// MANIFEST: "name": "cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2",
+// MANIFEST: "name": "cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s4",
 // MANIFEST: "kind": "f32",
 // MANIFEST-NEXT: "name": "k_scale"
 // MANIFEST: "kind": "f32",
@@ -49,7 +49,7 @@
 // MANIFEST: "name": "cascade_prefill_causal_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3",
 
 // HOST-LABEL: func.func @decode_e4m3
-// HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2
+// HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s4
 // HOST-SAME: %arg5 : f32, %arg6 : f32)
 // HOST-LABEL: func.func @split_e5m2_unscaled
 // HOST: %[[K:.*]] = arith.constant 1.000000e+00 : f32
