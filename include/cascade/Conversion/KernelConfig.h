@@ -28,9 +28,10 @@ namespace cascade {
 /// the pass.
 using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 
-/// The shared memory (bytes) a block of the mma_sync attention kernel uses
-/// for `config` at `headDim`: the query tile, the K/V pipeline stages, or
-/// the staging of the warps' partial states, whichever is larger.
+/// The shared memory (bytes) a block of a tensor-core attention kernel
+/// (mma_sync or wgmma) uses for `config` at `headDim`: the query tile, the
+/// K/V pipeline stages, or the staging of the warps' partial states,
+/// whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
@@ -41,6 +42,10 @@ inline constexpr int64_t kMaxSharedBytesPerBlock = kMaxSharedBytesOnAnyTarget;
 /// Whether the rows family can run an attention op of this shape: head_dim
 /// / 8 lanes must divide a warp (head_dim 8, 16, 32, 64, 128, 256).
 bool rowsFamilySupportsHeadDim(int64_t headDim);
+
+/// Whether the wgmma family can run an attention op of this head_dim: whole
+/// 128-byte swizzle panels of 16-bit elements (64, 128 or 256).
+bool wgmmaFamilySupportsHeadDim(int64_t headDim);
 
 /// Whether a block of `op`'s kernel with `config` fits the shared memory of
 /// `target`. Fails with a diagnostic on `op` (naming the bytes needed and the

@@ -14,8 +14,11 @@
 //   decode with large groups or other head dims), FlashAttention-2 on tensor
 //   cores with the GQA group packed into the query rows, shrunk until it
 //   fits the chip's shared memory.
-// A family for a new MMA generation (wgmma on sm_90a) is one more row,
-// before mma_sync, applying where TargetInfo::hasWgmma.
+// - wgmma (before mma_sync, where TargetInfo::hasWgmma: sm_90a): prefill,
+//   append and shared-prefix levels of one dtype at head_dim 64, 128 or 256,
+//   warp-specialized on Hopper's warpgroup MMA; the one place that decides
+//   where wgmma does not pay (decode, head_dim 96 / 192, mixed dtypes) and
+//   leaves those ops to mma_sync.
 //
 //===----------------------------------------------------------------------===//
 
@@ -54,7 +57,14 @@ static int64_t mmaRowStride(int64_t headDim) {
   return (cols / 8) % 8 == 0 ? cols : cols + 8;
 }
 
+bool cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
+  return headDim == 64 || headDim == 128 || headDim == 256;
+}
+
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
+  // wgmma: unpadded 128-byte-swizzled panels, no partial states to merge.
+  if (c.getFamily() == KernelFamily::Wgmma)
+    return (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * headDim * 2;
   int64_t stride = mmaRowStride(headDim);
   int64_t tiles =
       (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * stride * 2;
@@ -74,7 +84,8 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
 /// (0 for the families whose shared memory is static: rows, merge).
 static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   auto attention = dyn_cast<PagedAttentionOp>(op);
-  if (!attention || config.getFamily() != KernelFamily::MmaSync)
+  if (!attention || (config.getFamily() != KernelFamily::MmaSync &&
+                     config.getFamily() != KernelFamily::Wgmma))
     return 0;
   int64_t headDim =
       cast<ShapedType>(attention.getQ().getType()).getShape().back();
@@ -280,10 +291,50 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
   return c;
 }
 
+/// Hopper's warpgroup MMA where the chip has it, for the ops where it pays:
+/// query tiles of 64 rows a warpgroup (prefill, append, shared-prefix
+/// levels; not decode), whole 128-byte swizzle panels (head_dim 64, 128,
+/// 256), q and KV of one dtype.
+static bool wgmmaApplies(const SelectionInput &in) {
+  const OpShape &s = in.shape;
+  return in.opts.wgmma && in.target.hasWgmma && !s.merge && !s.mixedTypes &&
+         !s.decode && wgmmaFamilySupportsHeadDim(s.headDim);
+}
+
+/// The wgmma family: a producer warpgroup and two consumer warpgroups (128
+/// query rows), KV tiles of 128 tokens (64 at head_dim 256, whose f32
+/// output tile takes 128 registers a thread), two stages; then shorter KV
+/// tiles until the block fits the chip.
+static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
+  const KernelConfigOptions &o = in.opts;
+  int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
+  int64_t kvTile =
+      o.wgmmaKVTile ? o.wgmmaKVTile : (in.shape.headDim <= 128 ? 128 : 64);
+  int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
+  auto make = [&] {
+    return KernelConfigAttr::getChecked(
+        [&] { return in.op->emitError("invalid wgmma tuning options: "); },
+        in.op->getContext(), KernelFamily::Wgmma,
+        ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
+        stages);
+  };
+  KernelConfigAttr c = make();
+  if (!c)
+    return failure();
+  while (!fitsTarget(in.op, c, in.target) && !o.wgmmaKVTile && kvTile > 16) {
+    kvTile /= 2;
+    c = make();
+  }
+  if (failed(verifyKernelConfigFitsTarget(in.op, c, in.target)))
+    return failure();
+  return c;
+}
+
 /// The families, in the order selection tries them.
 static const FamilyRule kFamilies[] = {
     {KernelFamily::Merge, mergeApplies, chooseMerge},
     {KernelFamily::Rows, rowsApplies, chooseRows},
+    {KernelFamily::Wgmma, wgmmaApplies, chooseWgmma},
     {KernelFamily::MmaSync, mmaSyncApplies, chooseMmaSync},
 };
 
@@ -383,6 +434,10 @@ struct SelectKernelConfigPass
     o.mmaKVTile = mmaKVTile;
     o.mmaStages = mmaStages;
     o.mmaWarpsKV = mmaWarpsKV;
+    o.wgmma = wgmma;
+    o.wgmmaKVTile = wgmmaKVTile;
+    o.wgmmaStages = wgmmaStages;
+    o.wgmmaConsumers = wgmmaConsumers;
     return o;
   }
 

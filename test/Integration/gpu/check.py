@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import cupy as cp
 
-from benchmarks.common.bundle import Bundle, plan_buffers
+from benchmarks.common.bundle import TENSOR_CORE, Bundle, plan_buffers
 from gpu_common import to_storage, from_storage, poison, alibi_slope
 from plans import ROW_SLACK, paged_layout, request_lengths, row_capacity, split_plan
 
@@ -415,7 +415,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
               q_scale=1.0):
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
-    stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+    stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
                 accumulate=accumulate, **(static or {}))
     if not decode:
@@ -464,7 +464,8 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
     kind = ("decode" if decode else "prefill") + (" split" if split else "") + \
         (" acc" if accumulate else "")
-    record(f"mma {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
+    family = b.kernels[name]["static"]["kernel_family"]
+    record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
                                                       if not accumulate else "")).strip())
 
@@ -540,7 +541,7 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
                         accumulate=True, **none)
             name = b.find("decode_split" if split else "decode", **stat)
         else:
-            stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo,
+            stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo,
                         num_kv_heads=Hkv, page_size=ps, kv_layout="nhd", kv_form="pool",
                         q_dtype=dtype, accumulate=acc, causal=False, **none)
             name = b.find("prefill_split" if split else "prefill", **stat)
