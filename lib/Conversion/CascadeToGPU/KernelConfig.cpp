@@ -303,13 +303,17 @@ static bool wgmmaApplies(const SelectionInput &in) {
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
 /// query rows), KV tiles of 128 tokens (64 at head_dim 256, whose f32
-/// output tile takes 128 registers a thread), two stages; then shorter KV
-/// tiles until the block fits the chip.
+/// output tile takes 128 registers a thread, and with per-score options or
+/// RoPE); shorter KV tiles until two
+/// stages fit the chip, then as many stages (up to 4) as fit.
 static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
-  int64_t kvTile =
-      o.wgmmaKVTile ? o.wgmmaKVTile : (in.shape.headDim <= 128 ? 128 : 64);
+  // Per-score options (ALiBi, soft cap) and RoPE keep more values live next
+  // to the pipelined S and P tiles: 64-token tiles there.
+  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile
+                   : in.shape.headDim <= 128 && !in.shape.heavyOptions ? 128
+                                                                       : 64;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
   auto make = [&] {
     return KernelConfigAttr::getChecked(
@@ -324,6 +328,17 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   while (!fitsTarget(in.op, c, in.target) && !o.wgmmaKVTile && kvTile > 16) {
     kvTile /= 2;
     c = make();
+  }
+  // A deeper ring where it fits (up to 4 stages): the producer's copies of
+  // a tile then have two tiles of compute to land in.
+  while (!o.wgmmaStages && stages < 4) {
+    ++stages;
+    KernelConfigAttr deeper = make();
+    if (!deeper || !fitsTarget(in.op, deeper, in.target)) {
+      --stages;
+      break;
+    }
+    c = deeper;
   }
   if (failed(verifyKernelConfigFitsTarget(in.op, c, in.target)))
     return failure();

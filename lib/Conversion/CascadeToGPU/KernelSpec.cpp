@@ -225,14 +225,14 @@ std::string AttentionSpec::name() const {
   std::string s;
   llvm::raw_string_ostream os(s);
   bool mma = tensorCore();
-  StringRef familyTag = family() == KernelFamily::Wgmma   ? "_wgmma"
+  StringRef familyTag = family() == KernelFamily::Wgmma     ? "_wgmma"
                         : family() == KernelFamily::MmaSync ? "_mma"
                                                             : "_rows";
   os << "cascade_" << opName() << (causal ? "_causal" : "")
-     << (accumulate ? "_acc" : "") << familyTag << "_"
-     << dtypeName(qType) << "_" << dtypeName(kvType) << "_d" << headDim << "_g"
-     << groupSize << "_h" << numKvHeads << "_p" << pageSize
-     << (hnd ? "_hnd" : "_nhd") << (pool ? "_pool" : "_pair");
+     << (accumulate ? "_acc" : "") << familyTag << "_" << dtypeName(qType)
+     << "_" << dtypeName(kvType) << "_d" << headDim << "_g" << groupSize << "_h"
+     << numKvHeads << "_p" << pageSize << (hnd ? "_hnd" : "_nhd")
+     << (pool ? "_pool" : "_pair");
   // Options that differ from their defaults, spelled out (floats as their
   // IEEE bits, so that the name is exact and stable).
   if (bits(smScale) != bits(float(1.0 / std::sqrt(double(headDim)))))
@@ -374,8 +374,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
       b.getNamedAttr(ckey::kTileTokens,
                      b.getI64IntegerAttr(config.getKvTile())),
       b.getNamedAttr(ckey::kStages, b.getI64IntegerAttr(config.getStages())),
-      b.getNamedAttr(ckey::kKernelFamily,
-                     b.getStringAttr(familyName)),
+      b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(familyName)),
       b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
   };
   // The runtime plans a prefill level with the kernel's query tile.
@@ -479,7 +478,7 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
                  " bytes of shared memory, more than " +
                  Twine(kMaxSharedBytesPerBlock));
     break;
-    case KernelFamily::Wgmma:
+  case KernelFamily::Wgmma:
     if (c.qType != c.kvType)
       return bad("tensor cores need q and KV of one dtype");
     if (!wgmmaFamilySupportsHeadDim(c.headDim))

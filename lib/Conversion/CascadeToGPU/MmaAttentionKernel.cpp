@@ -329,8 +329,8 @@ void MmaAttentionKernel::runWgmma() {
   fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
   WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
   mainloop.initBarriers();
-  Value producer = k.cmp(arith::CmpIPredicate::eq,
-                         k.threadId(gpu::Dimension::y), k.idx(0));
+  Value producer =
+      k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
   auto roles = scf::IfOp::create(k.b, k.loc, producer, /*withElse=*/true);
   OpBuilder::InsertionGuard g(k.b);
   // Each role finds the block's work itself, after setmaxnreg: values live

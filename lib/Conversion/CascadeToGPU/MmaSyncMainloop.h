@@ -130,6 +130,7 @@ public:
   Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state);
   /// O *= alpha where some row of the warp has a new maximum.
   void rescale(MmaBuilder &mma, const Softmax &p, SmallVector<Value> &o);
+
 private:
   /// O += P V on stage `stage`.
   void accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA, Value stage,

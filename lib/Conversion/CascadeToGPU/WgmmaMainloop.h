@@ -16,8 +16,12 @@
 //   accumulator is mma.sync's per warp), O += P V on wgmma with P from
 //   registers and V through an MN-major descriptor, then arrive on `empty`.
 //
-// The two consumer warpgroups run independently, so one's softmax overlaps
-// the other's wgmma.
+// Within a consumer warpgroup, the softmax of tile i overlaps the wgmma of
+// P V of tile i - 1 (FlashAttention-3's intra-warpgroup pipelining): per
+// iteration, S_i = Q K_i^T and O += P_{i-1} V_{i-1} are issued as two
+// groups, the softmax of S_i runs once the first completed, and O is
+// rescaled once the second did. The two consumer warpgroups run
+// independently, so one's softmax also overlaps the other's wgmma.
 //
 //===----------------------------------------------------------------------===//
 
@@ -101,11 +105,15 @@ public:
           function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform);
 
 private:
-  /// S = Q K^T of this warpgroup's 64 rows and the tile in stage `stage`,
-  /// as accumulator fragments [sTiles].
-  SmallVector<Value> scores(Value stage);
-  /// O += P V on stage `stage`, P the A operands [kv_tile / 16].
-  void accumulatePV(ArrayRef<Value> pA, Value stage, SmallVector<Value> &o);
+  /// Issues S = Q K^T of this warpgroup's 64 rows and the tile in stage
+  /// `stage` as one wgmma group; returns the accumulator (read it after a
+  /// wait, through scoresOf).
+  Value issueScores(Value stage);
+  /// Issues O += P V on stage `stage` (P the A operands [kv_tile / 16]) as
+  /// one wgmma group; returns the accumulator.
+  Value issuePV(ArrayRef<Value> pA, Value stage, ArrayRef<Value> o);
+  /// An accumulator after its group completed, as fragments.
+  SmallVector<Value> fragmentsOf(Value acc, int64_t n);
   /// Shared byte address of element `offset` of the dynamic shared memory.
   Value address(Value offset);
   /// Tile i's stage and the parity of its use of that stage (i1).

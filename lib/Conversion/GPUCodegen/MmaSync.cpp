@@ -38,9 +38,9 @@ Value SmemTileLayout::chunkOffset(KernelBuilder &k, Value row,
                                   Value chunk) const {
   if (panels) {
     // Panel chunk / 8, chunk (chunk % 8) ^ (row % 8) of the panel's row.
-    Value inPanel = arith::XOrIOp::create(
-        k.b, k.loc, k.rem(chunk, k.idx(8)),
-        arith::AndIOp::create(k.b, k.loc, row, k.idx(7)));
+    Value inPanel =
+        arith::XOrIOp::create(k.b, k.loc, k.rem(chunk, k.idx(8)),
+                              arith::AndIOp::create(k.b, k.loc, row, k.idx(7)));
     return k.add(k.mul(k.div(chunk, k.idx(8)), k.idx(panelElements())),
                  k.add(k.mul(row, k.idx(64)), k.mul(inPanel, k.idx(8))));
   }

@@ -63,7 +63,9 @@ struct SmemTileLayout {
 
   int64_t chunksPerRow() const { return cols / 8; }
   /// Elements the tile occupies.
-  int64_t numElements() const { return rows * rowStride * (panels ? cols / 64 : 1); }
+  int64_t numElements() const {
+    return rows * rowStride * (panels ? cols / 64 : 1);
+  }
   /// Panel form: elements from one panel to the next.
   int64_t panelElements() const { return rows * 64; }
   /// Element offset (from the tile start) of chunk `chunk` of row `row`.

@@ -88,6 +88,12 @@ Value wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
                         Value descB, int64_t n, Type elementType,
                         WgmmaMajor majorB);
 
+/// Pins an accumulator's registers at this point of the program (an empty
+/// inline asm reading and writing each): the wgmma results are read only
+/// after the wait that precedes this, and the values given to a wgmma are
+/// computed before it, whatever the compiler's scheduling.
+Value wgmmaFenceOperand(KernelBuilder &k, Value acc);
+
 /// The four 32-bit A registers of an mma.sync A fragment (vector<4x2xT>,
 /// T f16 or bf16), as wgmmaMmaAsyncRegA takes them.
 SmallVector<Value> wgmmaARegisters(KernelBuilder &k, Value fragA);
