@@ -33,8 +33,8 @@ import torch
 
 from cascade_mlir import _runtime
 
-from benchmarks.common.bundle import (Bundle, cpa, launch_all, num_sms, occupancy,
-                                      plan_buffers)
+from benchmarks.common.bundle import (TENSOR_CORE, Bundle, cpa, launch_all, num_sms, occupancy,
+                                      plan_buffers, static_matches)
 from benchmarks.common.timing import cuda_time_us, graph_time_us
 
 try:
@@ -103,12 +103,12 @@ def bench_prefill(b, dtype):
         e_fi = relerr(out_fi, ref)
         t_fi = timed(lambda: w.run(q, cache))
         fi_tflops = flops / t_fi / 1e6
-    # Ours: every mma_sync causal prefill kernel of this shape in the bundle.
-    base = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hq, num_kv_heads=Hkv,
+    # Ours: every tensor-core causal prefill kernel of this shape in the bundle.
+    base = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hq, num_kv_heads=Hkv,
                 page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=True,
                 accumulate=False, pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     names = [n for n, kk in b.kernels.items() if kk["op"] == "prefill" and
-             all(kk["static"].get(x) == y for x, y in base.items())]
+             static_matches(kk["static"], base)]
     o = torch.empty_like(q)
     lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
     for name in names:
@@ -122,7 +122,7 @@ def bench_prefill(b, dtype):
         err = relerr(o, ref)
         t = timed(lambda: b.launch(name, bufs))
         tf = flops / t / 1e6
-        cfg = name[name.index("_w") + 1:]
+        cfg = b.kernels[name]["static"]["kernel_family"] + " " + name[name.rindex("_w") + 1:]
         row = (f"prefill causal {dtype} B8 L4096 32/8 D128 p16 [{cfg}]",
                f"{t:.0f}", f"{tf:.0f}", f"{tf / sdpa_tflops:.2f}", f"{tf / mm_tflops:.2f}",
                f"{tf / fi_tflops:.2f}" if fi_tflops else "n/a", f"{err:.1e}")
@@ -212,9 +212,9 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1, head_dim=D,
                 num_qo_heads=Hq, num_kv_heads=Hkv, page_size=ps, kv_layout="nhd",
                 kv_form="pool", q_dtype="f16", **(dict(kv_dtype=kv) if fp8 else {}))
-    split_stat = dict(kernel_family="mma_sync", causal=False, accumulate=False, **none)
+    split_stat = dict(kernel_family=TENSOR_CORE, causal=False, accumulate=False, **none)
     pres = [n for n, kk in b.kernels.items() if kk["op"] == "prefill_split" and
-            all(kk["static"].get(x) == y for x, y in split_stat.items())]
+            static_matches(kk["static"], split_stat)]
     mrg = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hq, v_dtype="f16",
                  lse_base=2, accumulate=False, indptr="merge_indptr")
     dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
@@ -249,7 +249,7 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
         e_ours = relerr(o, ref)
         t_ours = graph_time_us(launch_all(b, launches))
         parts = [graph_time_us(launch_all(b, [x])) for x in launches]
-        cfg = pre[pre.index("_w") + 1:]
+        cfg = b.kernels[pre]["static"]["kernel_family"] + " " + pre[pre.rindex("_w") + 1:]
         results.append((t_ours, cfg, parts, c, plan["num_work_items"], e_ours))
     t_fi = e_fi = None
     if HAVE_FI:

@@ -4,6 +4,7 @@ bound by name from the manifest (a memref is 5 values: ptr, ptr, 0, n, 1);
 and `plan_buffers`, the kernel parameters of a runtime plan. This is a
 launcher, not a planner: plans come from `cascade_mlir._runtime.plan` /
 `auto_cascade`."""
+import glob
 import json
 import os
 
@@ -14,6 +15,19 @@ import cupy as cp
 PLAN_ARRAYS = ("request_indices", "kv_tile_indices", "qo_tile_indices", "o_indptr",
                "merge_indptr", "block_valid_mask")
 PLAN_SCALARS = ("padded_batch_size", "batch_size", "num_rows")
+
+
+# The tensor-core attention families: wgmma where the bundle was lowered for
+# sm_90a, mma_sync otherwise.
+TENSOR_CORE = ("wgmma", "mma_sync")
+
+
+def static_matches(static, wanted):
+    """Whether a kernel's statics have every wanted value; a tuple matches
+    any of its entries (TENSOR_CORE: a bundle holds one tensor-core family
+    per op, as selected for its chip)."""
+    return all(static.get(key) in val if isinstance(val, tuple) else static.get(key) == val
+               for key, val in wanted.items())
 
 
 class Bundle:
@@ -29,7 +43,7 @@ class Bundle:
         for k in self.manifest["kernels"]:
             if k["op"] != op:
                 continue
-            if all(k["static"].get(key) == val for key, val in static.items()):
+            if static_matches(k["static"], static):
                 return k["name"]
         raise KeyError(f"no {op} kernel with {static}")
 
@@ -38,9 +52,10 @@ class Bundle:
         ptx = os.path.join(self.path, k["ptx"])
         if ptx not in self.modules:
             # A cubin assembled ahead of time next to the PTX (ptxas -arch=
-            # sm_90 kernels.ptx -o kernels.sm_90.cubin) saves the driver's JIT.
-            cubin = ptx[:-len(".ptx")] + ".sm_90.cubin"
-            self.modules[ptx] = cp.RawModule(path=cubin if os.path.exists(cubin) else ptx)
+            # sm_90 kernels.ptx -o kernels.sm_90.cubin; sm_90a for the wgmma
+            # bundles) saves the driver's JIT.
+            cubins = sorted(glob.glob(ptx[:-len(".ptx")] + ".sm_*.cubin"))
+            self.modules[ptx] = cp.RawModule(path=cubins[0] if cubins else ptx)
         fn = self.modules[ptx].get_function(name)
         smem = k.get("dynamic_shared_bytes", 0)
         if smem > 48 * 1024:

@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|fp8|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -19,6 +19,9 @@
 #   e4m3 and e5m2), its memcheck / racecheck, and the decode benchmark's
 #   fp8 rows next to the f16 ones and FlashInfer's fp8 decode (`all`
 #   includes the check, `bench` the rows, when fp8-bundle was carried).
+# hopper: the float64 GPU check and compute-sanitizer on bundle-sm90a (the
+#   same ops lowered for sm_90a: prefill on the wgmma family), then the
+#   attention benchmark on it (logs under $OUT/sm90a).
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -83,6 +86,18 @@ if [[ $WHAT == fp8 ]]; then
   python3 -m benchmarks.attention.bench "$C/bundle" --rows cascade "${FP8[@]}" \
     > "$O/attention-fp8.log" 2>&1 || rc=1
   grep -E "^\| cascade" "$O/attention-fp8.log" | cut -c1-220
+fi
+if [[ $WHAT == all || $WHAT == hopper ]]; then
+  echo "== float64 GPU check, sm_90a bundle (wgmma prefill)"
+  mkdir -p "$O/sm90a"
+  OUT=$O/sm90a bash test/Integration/gpu/run_all.sh "$C/bundle-sm90a" check > /dev/null
+  grep -E "^FAIL|cases passed" "$O/sm90a/check.log" || rc=1
+  grep -q "cases passed" "$O/sm90a/check.log" && ! grep -q "^FAIL" "$O/sm90a/check.log" || rc=1
+  OUT=$O/sm90a bash test/Integration/gpu/run_all.sh "$C/bundle-sm90a" sanitize | grep "^=="
+  grep -q "ERROR SUMMARY: 0 errors" "$O/sm90a/sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/sm90a/sanitizer-racecheck.log" || rc=1
+  python3 -m benchmarks.attention.bench "$C/bundle-sm90a" > "$O/sm90a/attention.log" 2>&1 || rc=1
+  grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/sm90a/attention.log" | cut -c1-220
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"

@@ -117,6 +117,7 @@ inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
 /// Values of the "kernel_family" static.
 namespace family {
 inline constexpr char kMmaSync[] = "mma_sync";
+inline constexpr char kWgmma[] = "wgmma";
 inline constexpr char kRows[] = "rows";
 inline constexpr char kMerge[] = "merge";
 } // namespace family

@@ -28,9 +28,10 @@ namespace cascade {
 /// the pass.
 using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 
-/// The shared memory (bytes) a block of the mma_sync attention kernel uses
-/// for `config` at `headDim`: the query tile, the K/V pipeline stages, or
-/// the staging of the warps' partial states, whichever is larger.
+/// The shared memory (bytes) a block of a tensor-core attention kernel
+/// (mma_sync or wgmma) uses for `config` at `headDim`: the query tile, the
+/// K/V pipeline stages, or the staging of the warps' partial states,
+/// whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// The same for a KV cache of element type `kvType`: an fp8 cache adds the
 /// staging rings its tiles land in before their conversion (K and V, every
@@ -56,6 +57,10 @@ bool rowsFamilySupportsHeadDim(int64_t headDim);
 /// tiles in shared memory before the mma); merge: no KV.
 bool kernelFamilySupportsKVType(KernelFamily family, Type qType, Type kvType,
                                 const TargetInfo &target);
+
+/// Whether the wgmma family can run an attention op of this head_dim: whole
+/// 128-byte swizzle panels of 16-bit elements (64, 128 or 256).
+bool wgmmaFamilySupportsHeadDim(int64_t headDim);
 
 /// Whether a block of `op`'s kernel with `config` fits the shared memory of
 /// `target`. Fails with a diagnostic on `op` (naming the bytes needed and the

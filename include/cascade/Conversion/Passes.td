@@ -12,7 +12,8 @@ def CascadeSelectKernelConfig
     Records on every merge op and `cascade.paged_attention` (outside GPU
     modules) the discardable attribute `cascade.kernel_config =
     #cascade.kernel_config<...>`: the kernel family (`merge`, `rows`: CUDA
-    cores, `mma_sync`: tensor cores) and its threads, tiles and pipeline
+    cores, `mma_sync`: tensor cores, `wgmma`: Hopper's warpgroup tensor
+    cores) and its threads, tiles and pipeline
     depth. Ops that already carry one keep it unless `overwrite` is set, so a
     hand-written configuration tunes one op. `convert-cascade-to-gpu` builds
     one kernel per distinct (static op configuration, kernel configuration).
@@ -21,7 +22,10 @@ def CascadeSelectKernelConfig
     up to `rows-max-group` and head_dim 8..256 a power of two on the `rows`
     family; everything else (prefill/append, shared-prefix levels, large
     groups, other head dims) on `mma_sync`, within the shared memory of the
-    target chip.
+    target chip; on sm_90a, prefill/append and shared-prefix levels with q
+    and KV of one dtype and head_dim 64, 128 or 256 on `wgmma` instead
+    (`wgmma=false` keeps them on `mma_sync`; head_dim 96 and 192, which are
+    not whole 128-byte swizzle panels, and decode stay on `mma_sync`).
 
     The target chip (its shared-memory, register and instruction limits,
     `cascade/Conversion/TargetInfo.h`) is the chip of the `#nvvm.target`
@@ -71,6 +75,14 @@ def CascadeSelectKernelConfig
            "mma_sync: cp.async pipeline stages (0 = automatic)">,
     Option<"mmaWarpsKV", "mma-warps-kv", "int64_t", /*default=*/"0",
            "mma_sync: warps along the KV tile (0 = automatic)">,
+    Option<"wgmma", "wgmma", "bool", /*default=*/"true",
+           "Use the wgmma family where the chip has it (sm_90a)">,
+    Option<"wgmmaKVTile", "wgmma-kv-tile", "int64_t", /*default=*/"0",
+           "wgmma: KV tokens per pipeline stage (0 = automatic)">,
+    Option<"wgmmaStages", "wgmma-stages", "int64_t", /*default=*/"0",
+           "wgmma: shared-memory ring stages (0 = automatic)">,
+    Option<"wgmmaConsumers", "wgmma-consumers", "int64_t", /*default=*/"0",
+           "wgmma: consumer warpgroups, 64 query rows each (0 = automatic)">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

@@ -303,6 +303,8 @@ void cascade::mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
 
   if (t.warpsKV > 1)
     mergeWarpStates(k, out, st, quadLane, isQuad0);
+  else if (c.accumulate && !c.split && out.barrier)
+    out.barrier();
   else if (c.accumulate && !c.split)
     gpu::BarrierOp::create(k.b, k.loc);
 

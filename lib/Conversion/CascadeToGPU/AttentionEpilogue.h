@@ -56,6 +56,9 @@ struct MmaSyncOutput {
   Value qoStart, request, chunk, kvLen;
   /// Accumulator row r of this thread.
   function_ref<PackedRow(int64_t)> row;
+  /// A barrier among the threads that write the rows (null: the block's;
+  /// a wgmma kernel's producer warpgroup does not take part).
+  function_ref<void()> barrier = nullptr;
 };
 /// Merges the warps along the KV tile, normalises and writes the rows.
 void mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,

@@ -273,6 +273,9 @@ const KernelFamilyRow kKernelFamilies[] = {
     {KernelFamily::Rows, isAttention, lowerAttention<buildRowsAttentionKernel>},
     {KernelFamily::MmaSync, isAttention,
      lowerAttention<buildMmaAttentionKernel>},
+    // The tensor-core generator builds both mma_sync and wgmma kernels (the
+    // stages around the mainloop are shared).
+    {KernelFamily::Wgmma, isAttention, lowerAttention<buildMmaAttentionKernel>},
     {KernelFamily::Merge, isMerge, lowerMerge},
 };
 

@@ -15,10 +15,12 @@
 //   decode with large groups or other head dims), FlashAttention-2 on tensor
 //   cores with the GQA group packed into the query rows, shrunk until it
 //   fits the chip's shared memory; fp8 KV tiles are converted to q's dtype.
-// Which family reads which KV dtype is kernelFamilySupportsKVType (fp8: both
-// families on sm_89 and up; a new family says what it takes there).
-// A family for a new MMA generation (wgmma on sm_90a) is one more row,
-// before mma_sync, applying where TargetInfo::hasWgmma.
+// - wgmma (before mma_sync, where TargetInfo::hasWgmma: sm_90a): prefill,
+//   append and shared-prefix levels of one dtype at head_dim 64, 128 or 256,
+//   warp-specialized on Hopper's warpgroup MMA; the one place that decides
+//   where wgmma does not pay (decode, head_dim 96 / 192, mixed dtypes, fp8
+//   KV) and leaves those ops to mma_sync.
+// Which family reads which KV dtype is kernelFamilySupportsKVType.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +66,10 @@ bool cascade::kernelFamilySupportsKVType(KernelFamily family, Type qType,
     return (f16OrBf16 && kvType == qType) ||
            (isFp8KVType(kvType) &&
             fp8KVConvertSupported(target.computeCapability));
+  case KernelFamily::Wgmma:
+    // The producer's copies land straight in the tiles wgmma reads: KV of
+    // q's type only (fp8 KV runs on mma_sync).
+    return f16OrBf16 && kvType == qType && target.hasWgmma;
   }
   return false;
 }
@@ -76,7 +82,14 @@ static int64_t mmaRowStride(int64_t headDim) {
   return (cols / 8) % 8 == 0 ? cols : cols + 8;
 }
 
+bool cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
+  return headDim == 64 || headDim == 128 || headDim == 256;
+}
+
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
+  // wgmma: unpadded 128-byte-swizzled panels, no partial states to merge.
+  if (c.getFamily() == KernelFamily::Wgmma)
+    return (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * headDim * 2;
   int64_t stride = mmaRowStride(headDim);
   int64_t tiles =
       (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * stride * 2;
@@ -109,7 +122,8 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
 /// (0 for the families whose shared memory is static: rows, merge).
 static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   auto attention = dyn_cast<PagedAttentionOp>(op);
-  if (!attention || config.getFamily() != KernelFamily::MmaSync)
+  if (!attention || (config.getFamily() != KernelFamily::MmaSync &&
+                     config.getFamily() != KernelFamily::Wgmma))
     return 0;
   int64_t headDim =
       cast<ShapedType>(attention.getQ().getType()).getShape().back();
@@ -330,10 +344,67 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
   return c;
 }
 
+/// Hopper's warpgroup MMA where the chip has it, for the ops where it pays:
+/// query tiles of 64 rows a warpgroup (prefill, append, shared-prefix
+/// levels; not decode), whole 128-byte swizzle panels (head_dim 64, 128,
+/// 256), q and KV of one dtype.
+static bool wgmmaApplies(const SelectionInput &in) {
+  const OpShape &s = in.shape;
+  return in.opts.wgmma && !s.merge && !s.decode &&
+         kernelFamilySupportsKVType(KernelFamily::Wgmma, s.qType, s.kvType,
+                                    in.target) &&
+         wgmmaFamilySupportsHeadDim(s.headDim);
+}
+
+/// The wgmma family: a producer warpgroup and two consumer warpgroups (128
+/// query rows), KV tiles of 128 tokens (64 at head_dim 256, whose f32
+/// output tile takes 128 registers a thread, and with per-score options or
+/// RoPE); shorter KV tiles until two
+/// stages fit the chip, then as many stages (up to 4) as fit.
+static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
+  const KernelConfigOptions &o = in.opts;
+  int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
+  // Per-score options (ALiBi, soft cap) and RoPE keep more values live next
+  // to the pipelined S and P tiles: 64-token tiles there.
+  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile
+                   : in.shape.headDim <= 128 && !in.shape.heavyOptions ? 128
+                                                                       : 64;
+  int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
+  auto make = [&] {
+    return KernelConfigAttr::getChecked(
+        [&] { return in.op->emitError("invalid wgmma tuning options: "); },
+        in.op->getContext(), KernelFamily::Wgmma,
+        ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
+        stages);
+  };
+  KernelConfigAttr c = make();
+  if (!c)
+    return failure();
+  while (!fitsTarget(in.op, c, in.target) && !o.wgmmaKVTile && kvTile > 16) {
+    kvTile /= 2;
+    c = make();
+  }
+  // A deeper ring where it fits (up to 4 stages): the producer's copies of
+  // a tile then have two tiles of compute to land in.
+  while (!o.wgmmaStages && stages < 4) {
+    ++stages;
+    KernelConfigAttr deeper = make();
+    if (!deeper || !fitsTarget(in.op, deeper, in.target)) {
+      --stages;
+      break;
+    }
+    c = deeper;
+  }
+  if (failed(verifyKernelConfigFitsTarget(in.op, c, in.target)))
+    return failure();
+  return c;
+}
+
 /// The families, in the order selection tries them.
 static const FamilyRule kFamilies[] = {
     {KernelFamily::Merge, mergeApplies, chooseMerge},
     {KernelFamily::Rows, rowsApplies, chooseRows},
+    {KernelFamily::Wgmma, wgmmaApplies, chooseWgmma},
     {KernelFamily::MmaSync, mmaSyncApplies, chooseMmaSync},
 };
 
@@ -443,6 +514,10 @@ struct SelectKernelConfigPass
     o.mmaKVTile = mmaKVTile;
     o.mmaStages = mmaStages;
     o.mmaWarpsKV = mmaWarpsKV;
+    o.wgmma = wgmma;
+    o.wgmmaKVTile = wgmmaKVTile;
+    o.wgmmaStages = wgmmaStages;
+    o.wgmmaConsumers = wgmmaConsumers;
     return o;
   }
 

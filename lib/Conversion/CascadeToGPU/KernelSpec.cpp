@@ -225,12 +225,15 @@ StringRef AttentionSpec::opName() const {
 std::string AttentionSpec::name() const {
   std::string s;
   llvm::raw_string_ostream os(s);
-  bool mma = family() == KernelFamily::MmaSync;
+  bool mma = tensorCore();
+  StringRef familyTag = family() == KernelFamily::Wgmma     ? "_wgmma"
+                        : family() == KernelFamily::MmaSync ? "_mma"
+                                                            : "_rows";
   os << "cascade_" << opName() << (causal ? "_causal" : "")
-     << (accumulate ? "_acc" : "") << (mma ? "_mma" : "_rows") << "_"
-     << dtypeName(qType) << "_" << dtypeName(kvType) << "_d" << headDim << "_g"
-     << groupSize << "_h" << numKvHeads << "_p" << pageSize
-     << (hnd ? "_hnd" : "_nhd") << (pool ? "_pool" : "_pair");
+     << (accumulate ? "_acc" : "") << familyTag << "_" << dtypeName(qType)
+     << "_" << dtypeName(kvType) << "_d" << headDim << "_g" << groupSize << "_h"
+     << numKvHeads << "_p" << pageSize << (hnd ? "_hnd" : "_nhd")
+     << (pool ? "_pool" : "_pair");
   // Options that differ from their defaults, spelled out (floats as their
   // IEEE bits, so that the name is exact and stable).
   if (bits(smScale) != bits(float(1.0 / std::sqrt(double(headDim)))))
@@ -269,11 +272,11 @@ int64_t AttentionSpec::decodeTilesPerRequest() const {
 }
 
 bool AttentionSpec::selfScheduledPrefill() const {
-  return !split && !decode && family() == KernelFamily::MmaSync;
+  return !split && !decode && tensorCore();
 }
 
 int64_t AttentionSpec::gridMul() const {
-  if (!split && decode && family() == KernelFamily::MmaSync)
+  if (!split && decode && tensorCore())
     return decodeTilesPerRequest();
   // ceil(rows * G / q_tile) + batch_size blocks cover every request's query
   // tiles (see MmaAttentionKernel.cpp).
@@ -320,7 +323,7 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   p.push_back(mem(cparam::kO, oType));
   p.push_back(mem(cparam::kLse, f32));
   p.push_back({gridParam().str(), "i64", i64});
-  bool mma = family() == KernelFamily::MmaSync;
+  bool mma = tensorCore();
   if (!decode || (mma && gridParam() != cplan::kBatchSize))
     p.push_back({cplan::kBatchSize, "i64", i64});
   if (isFp8KVType(kvType)) {
@@ -349,7 +352,10 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
   StringRef posName = pos == PosEncoding::None        ? "none"
                       : pos == PosEncoding::RopeLlama ? "rope_llama"
                                                       : "alibi";
-  bool mma = family() == KernelFamily::MmaSync;
+  bool mma = tensorCore();
+  StringRef familyName = family() == KernelFamily::Wgmma     ? cfamily::kWgmma
+                         : family() == KernelFamily::MmaSync ? cfamily::kMmaSync
+                                                             : cfamily::kRows;
   SmallVector<NamedAttribute> s = {
       b.getNamedAttr(ckey::kHeadDim, b.getI64IntegerAttr(headDim)),
       b.getNamedAttr(ckey::kNumQoHeads, b.getI64IntegerAttr(numQoHeads)),
@@ -373,8 +379,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
       b.getNamedAttr(ckey::kTileTokens,
                      b.getI64IntegerAttr(config.getKvTile())),
       b.getNamedAttr(ckey::kStages, b.getI64IntegerAttr(config.getStages())),
-      b.getNamedAttr(ckey::kKernelFamily,
-                     b.getStringAttr(mma ? cfamily::kMmaSync : cfamily::kRows)),
+      b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(familyName)),
       b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
   };
   // The runtime plans a prefill level with the kernel's query tile.
@@ -385,7 +390,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 }
 
 int64_t AttentionSpec::dynamicSharedBytes() const {
-  if (family() != KernelFamily::MmaSync)
+  if (!tensorCore())
     return 0;
   return mmaAttentionSharedBytes(config, headDim, kvType);
 }
@@ -485,6 +490,21 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
       return bad("a split decode keeps a request's GQA group in one query "
                  "tile: q_tile must be >= " +
                  Twine(c.groupSize));
+    if (c.dynamicSharedBytes() > kMaxSharedBytesPerBlock)
+      return bad("it needs " + Twine(c.dynamicSharedBytes()) +
+                 " bytes of shared memory, more than " +
+                 Twine(kMaxSharedBytesPerBlock));
+    break;
+  case KernelFamily::Wgmma:
+    if (c.qType != c.kvType)
+      return bad("tensor cores need q and KV of one dtype");
+    if (!wgmmaFamilySupportsHeadDim(c.headDim))
+      return bad("the wgmma family needs head_dim 64, 128 or 256 (whole "
+                 "128-byte swizzle panels; use mma_sync)");
+    if (c.decode)
+      return bad("the wgmma family runs prefill and append, not decode (a "
+                 "decode request fills too few of its 64-row warpgroup "
+                 "tiles; use rows or mma_sync)");
     if (c.dynamicSharedBytes() > kMaxSharedBytesPerBlock)
       return bad("it needs " + Twine(c.dynamicSharedBytes()) +
                  " bytes of shared memory, more than " +

@@ -86,6 +86,11 @@ struct AttentionSpec {
 
   bool operator==(const AttentionSpec &o) const;
   KernelFamily family() const { return config.getFamily(); }
+  /// A tensor-core family (mma_sync or wgmma): query tiles of packed rows,
+  /// self-scheduled prefill grids and dynamic shared memory.
+  bool tensorCore() const {
+    return family() == KernelFamily::MmaSync || family() == KernelFamily::Wgmma;
+  }
   /// Scores need no transformation besides the scale (no soft cap, no
   /// ALiBi): the scale then folds into the exponent.
   bool plainScores() const {

@@ -1,10 +1,16 @@
 //===- MmaAttentionKernel.cpp - Tiled attention on tensor cores -----------===//
 //
-// The mma_sync kernel family: FlashAttention-2 over a paged KV cache on
-// mma.sync.m16n8k16 (f32 accumulators), composed of the generator stages:
-// WorkItems (which tile a block runs), PagedKV (the K/V gather),
-// ScoreVariant (options, masks, RoPE), MmaSyncMainloop (the KV loop) and
-// AttentionEpilogue.
+// The tensor-core kernel families over a paged KV cache, composed of the
+// generator stages: WorkItems (which tile a block runs), PagedKV (the K/V
+// gather), ScoreVariant (options, masks, RoPE), a mainloop and
+// AttentionEpilogue. The mainloop is the family's:
+// - mma_sync: FlashAttention-2 on mma.sync.m16n8k16 (f32 accumulators),
+//   MmaSyncMainloop, every thread both copying and computing;
+// - wgmma (sm_90a): WgmmaMainloop, warp-specialized (a producer warpgroup
+//   gathering K/V tiles, consumer warpgroups of 64 rows each on
+//   wgmma.mma_async); the consumer warps see the block as an mma_sync
+//   block of 16-row warps (MmaSyncTiles' wgmma form), so work items, the
+//   score transform and the epilogue are the same code.
 //
 // A block owns a tile of q_tile packed query rows of one request and one KV
 // head: packed row p is query p / G, query head kv_head * G + p % G (the GQA
@@ -48,9 +54,11 @@
 #include "MmaSyncMainloop.h"
 #include "PagedKV.h"
 #include "ScoreVariant.h"
+#include "WgmmaMainloop.h"
 #include "WorkItems.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+#include "cascade/Conversion/GPUCodegen/Wgmma.h"
 
 using namespace mlir;
 using namespace mlir::cascade;
@@ -77,6 +85,10 @@ private:
   void copyQTile();
   /// The pipeline, the KV loop and the epilogue.
   void run();
+  /// The same for the wgmma family: the roles, their loops, the epilogue.
+  void runWgmma();
+  /// The end of the block: normalise and write the rows of `state`.
+  void epilogue(MmaSyncState state, function_ref<void()> barrier = nullptr);
   PackedRow row(int64_t r);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
@@ -120,6 +132,8 @@ void MmaAttentionKernel::build() {
   }
   if (variant.rope())
     ropeTable = variant.ropeInverseFrequencies(k, module, fn.getName());
+  if (tiles.wgmma)
+    return runWgmma();
   findWorkItem();
   // Everything below depends only on block-uniform values: the branch is
   // uniform and the barriers inside are reached by the whole block.
@@ -376,6 +390,11 @@ void MmaAttentionKernel::run() {
     for (Value &o : state.o)
       o = scaled(o, args.vScale);
 
+  epilogue(std::move(state));
+}
+
+void MmaAttentionKernel::epilogue(MmaSyncState state,
+                                  function_ref<void()> barrier) {
   auto rowOf = [&](int64_t r) { return row(r); };
   MmaSyncOutput out{c,
                     args,
@@ -387,8 +406,79 @@ void MmaAttentionKernel::run() {
                     item.request,
                     item.chunk,
                     kv.kvLen,
-                    rowOf};
+                    rowOf,
+                    barrier};
   mmaSyncEpilogue(k, out, std::move(state));
+}
+
+void MmaAttentionKernel::runWgmma() {
+  // setmaxnreg needs the register count at entry, which ptxas knows from
+  // the launch bounds: .maxntid (the known block size) with .minnctapersm.
+  fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  mainloop.initBarriers();
+  Value producer =
+      k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
+  auto roles = scf::IfOp::create(k.b, k.loc, producer, /*withElse=*/true);
+  OpBuilder::InsertionGuard g(k.b);
+  // Each role finds the block's work itself, after setmaxnreg: values live
+  // across a register reallocation go through local memory.
+  auto withWork = [&] {
+    findWorkItem();
+    auto ifActive = scf::IfOp::create(k.b, k.loc, item.active, false);
+    k.b.setInsertionPointToStart(ifActive.thenBlock());
+    findKeyRange();
+  };
+
+  // The producer warpgroup: gathers the K/V tiles of the block's keys.
+  k.b.setInsertionPointToStart(roles.thenBlock());
+  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope());
+  setMaxRegisters(k, regs.producer, /*increase=*/false);
+  withWork();
+  Value ptid = k.threadId(gpu::Dimension::x);
+  KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
+               th.kvHead,   kv.t0,       kv.t1};
+  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid);
+  auto issue = [&](Value i, Value stage) { gather.issue(i, stage); };
+  auto prepare = [&](Value stage, Value tileStart) {
+    // RoPE rotates pairs of chunks other producer threads copied.
+    namedBarrier(k, kWgmmaProducerBarrier, kWgmmaProducerThreads);
+    ropeSmemTile(k, smem, tiles.kRing().stage(k, stage), tiles.kvLayout,
+                 tiles.kvTile, c.headDim, c.qType, kWgmmaProducerThreads, ptid,
+                 ropeTable, [&](Value r) { return k.add(tileStart, r); });
+  };
+  WgmmaProducerHooks hooks;
+  hooks.issue = issue;
+  if (variant.rope())
+    hooks.prepare = prepare;
+  mainloop.produce(numTiles, kv.t0, hooks);
+
+  // The consumer warpgroups: Q once, then the KV loop and the epilogue.
+  k.b.setInsertionPointToStart(roles.elseBlock());
+  setMaxRegisters(k, regs.consumer, /*increase=*/true);
+  withWork();
+  if (variant.alibi())
+    slopes = variant.alibiSlopes(k, module, fn.getName());
+  auto consumers = [&] {
+    namedBarrier(k, kWgmmaConsumerBarrier, tiles.numThreads);
+  };
+  copyQTile();
+  waitGroups(k, qGroup, 0);
+  if (variant.rope()) {
+    consumers();
+    ropeSmemTile(k, smem, k.idx(0), tiles.qLayout, tiles.qTile, c.headDim,
+                 c.qType, tiles.numThreads, th.tid, ropeTable, [&](Value r) {
+                   return k.add(posBase,
+                                k.div(k.add(tileRow0, r), k.idx(c.groupSize)));
+                 });
+  }
+  fenceProxyAsyncShared(k);
+  consumers();
+  auto transform = [&](ArrayRef<Value> s, Value tileStart) {
+    return transformScores(s, tileStart);
+  };
+  MmaSyncState state = mainloop.consume(numTiles, kv.t0, transform);
+  epilogue(std::move(state), consumers);
 }
 
 } // namespace

@@ -16,6 +16,24 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   const KernelConfigAttr &cfg = spec.config;
   d = spec.headDim;
   dp = llvm::alignTo(d, 16);
+  if (spec.family() == KernelFamily::Wgmma) {
+    // Each consumer warp holds 16 rows of its warpgroup's 64 (the wgmma
+    // accumulator is mma.sync's per warp) and every key of a tile.
+    wgmma = true;
+    warpsQ = 4 * cfg.getConsumerWarpgroups();
+    warpsKV = 1;
+    mTiles = 1;
+    qTile = cfg.getQTile();
+    kvTile = cfg.getKvTile();
+    stages = cfg.getStages();
+    kvPerWarp = kvTile;
+    sTiles = kvTile / 8;
+    oTiles = dp / 8;
+    numThreads = 32 * warpsQ;
+    qLayout = SmemTileLayout::getPanels(qTile, dp);
+    kvLayout = SmemTileLayout::getPanels(kvTile, dp);
+    return;
+  }
   warpsQ = cfg.getWarpsQ();
   warpsKV = cfg.getWarpsKV();
   mTiles = cfg.getMmaTilesPerWarp();
@@ -32,6 +50,20 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
 
 MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
   MmaSyncThread th;
+  if (t.wgmma) {
+    // Block [128, 1 + consumers]: x the thread of warpgroup y; consumer
+    // warpgroup y - 1 holds rows [64 (y - 1), 64 y). Meaningless in the
+    // producer warpgroup (y = 0), which does not use them.
+    Value x = k.threadId(gpu::Dimension::x);
+    Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
+    th.lane = k.rem(x, k.idx(32));
+    th.warpQ = k.add(k.div(x, k.idx(32)), k.mul(wg, k.idx(4)));
+    th.warpKV = k.idx(0);
+    th.tid = k.add(x, k.mul(wg, k.idx(128)));
+    th.kvHead = k.blockId(gpu::Dimension::y);
+    th.warpRow0 = k.mul(th.warpQ, k.idx(16));
+    return th;
+  }
   th.lane = k.threadId(gpu::Dimension::x);
   th.warpQ = k.threadId(gpu::Dimension::y);
   th.warpKV = k.threadId(gpu::Dimension::z);

@@ -29,10 +29,16 @@ namespace cascade {
 
 /// The tile geometry of an mma_sync attention kernel (its kernel_config) and
 /// its dynamic shared memory: the Q tile, then the K ring, then the V ring.
+///
+/// A wgmma kernel (WgmmaMainloop.h) is described by the same geometry seen
+/// from its consumer warps (`wgmma`): each holds 16 rows (mTiles 1) and
+/// every key of a tile (warpsKV 1), numThreads counts the consumer threads,
+/// and the tiles are in the panel form that wgmma descriptors read.
 struct MmaSyncTiles {
   int64_t d, dp, warpsQ, warpsKV, mTiles, qTile, kvTile, stages, kvPerWarp,
       sTiles, oTiles, numThreads;
   SmemTileLayout qLayout, kvLayout;
+  bool wgmma = false;
 
   explicit MmaSyncTiles(const AttentionSpec &spec);
   int64_t sharedElements() const {
@@ -110,7 +116,9 @@ public:
   /// S = Q K^T for this warp's rows and keys of stage `stage`.
   SmallVector<Value> scores(Value stage);
 
-private:
+  // The online softmax, also run by the wgmma mainloop on its accumulator
+  // fragments (the same per-warp layout).
+
   /// One online-softmax step on the tile's logits `s`: updates m and l and
   /// returns P as A operands [kk * mTiles + mt], each m-tile's rescale
   /// factors and whether any row of the thread needs O rescaled.
@@ -122,6 +130,8 @@ private:
   Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state);
   /// O *= alpha where some row of the warp has a new maximum.
   void rescale(MmaBuilder &mma, const Softmax &p, SmallVector<Value> &o);
+
+private:
   /// O += P V on stage `stage`.
   void accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA, Value stage,
                     SmallVector<Value> &o);

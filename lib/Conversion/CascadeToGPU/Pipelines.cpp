@@ -85,6 +85,9 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   gpm.addPass(createSCFToControlFlowPass());
   gpm.addPass(createConvertNVGPUToNVVMPass());
   gpm.addPass(createConvertGpuOpsToNVVMOps());
+  // NVVM ops without an LLVM intrinsic (mbarrier waits, wgmma, ...) become
+  // inline PTX here; without it their translation fails.
+  gpm.addPass(createConvertNVVMToLLVMPass());
   gpm.addPass(createCanonicalizerPass());
   gpm.addPass(createCSEPass());
   gpm.addPass(createReconcileUnrealizedCastsPass());

@@ -23,8 +23,27 @@ SmemTileLayout SmemTileLayout::get(int64_t rows, int64_t cols) {
   return l;
 }
 
+SmemTileLayout SmemTileLayout::getPanels(int64_t rows, int64_t cols) {
+  assert(cols % 64 == 0 && "panels are 64 elements (128 bytes) wide");
+  SmemTileLayout l;
+  l.rows = rows;
+  l.cols = cols;
+  l.swizzle = true;
+  l.panels = true;
+  l.rowStride = 64;
+  return l;
+}
+
 Value SmemTileLayout::chunkOffset(KernelBuilder &k, Value row,
                                   Value chunk) const {
+  if (panels) {
+    // Panel chunk / 8, chunk (chunk % 8) ^ (row % 8) of the panel's row.
+    Value inPanel =
+        arith::XOrIOp::create(k.b, k.loc, k.rem(chunk, k.idx(8)),
+                              arith::AndIOp::create(k.b, k.loc, row, k.idx(7)));
+    return k.add(k.mul(k.div(chunk, k.idx(8)), k.idx(panelElements())),
+                 k.add(k.mul(row, k.idx(64)), k.mul(inPanel, k.idx(8))));
+  }
   Value c = chunk;
   if (swizzle)
     c = arith::XOrIOp::create(k.b, k.loc, chunk,
@@ -43,6 +62,7 @@ Value SmemTileLayout::chunkOffset(KernelBuilder &k, Value row,
 static Value i32c(KernelBuilder &k, int64_t v) { return k.i32(v); }
 
 Value SmemTileLayout::laneTerm(KernelBuilder &k, Value rl, Value cl) const {
+  assert(!panels && "fragment loads read row-major tiles");
   Value r = k.toI32(rl), c = k.toI32(cl);
   if (swizzle)
     c = arith::XOrIOp::create(k.b, k.loc, c,

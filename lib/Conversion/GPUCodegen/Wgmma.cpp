@@ -5,7 +5,9 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "llvm/Support/ErrorHandling.h"
+#include "llvm/Support/raw_ostream.h"
 
 using namespace mlir;
 using namespace mlir::cascade;
@@ -101,6 +103,109 @@ Value cascade::wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA,
       /*satfinite=*/NVVM::MMAIntOverflowAttr());
 }
 
+Value cascade::wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
+                                 Value descB, int64_t n, Type elementType,
+                                 WgmmaMajor majorB) {
+  assert(a.size() == 4 && wgmma::Accumulator::validN(n) &&
+         "m64nNk16 takes four A registers and n in 8..256");
+  int64_t regs = wgmma::Accumulator::numRegisters(n);
+  StringRef ty = elementType.isBF16() ? "bf16" : "f16";
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  os << "{\n.reg .pred p;\nsetp.ne.b32 p, 1, "
+        "0;\nwgmma.mma_async.sync.aligned.m64n"
+     << n << "k16.f32." << ty << "." << ty << " {";
+  for (int64_t i = 0; i < regs; ++i)
+    os << (i ? ", " : "") << "$" << i;
+  os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
+     << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1, "
+     << (majorB == WgmmaMajor::MN ? 1 : 0) << ";\n}";
+  // Outputs "=f", inputs: A ("r"), the descriptor ("l"), then the old
+  // accumulator tied to the outputs.
+  std::string cons;
+  for (int64_t i = 0; i < regs; ++i)
+    cons += "=f,";
+  cons += "r,r,r,r,l";
+  for (int64_t i = 0; i < regs; ++i)
+    cons += "," + std::to_string(i);
+  SmallVector<Value> operands(a.begin(), a.end());
+  operands.push_back(descB);
+  for (int64_t i = 0; i < regs; ++i)
+    operands.push_back(wgmmaAccumulatorElement(k, acc, i));
+  return LLVM::InlineAsmOp::create(
+             k.b, k.loc, acc.getType(), operands, str, cons,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(k.b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
+Value cascade::wgmmaFenceOperand(KernelBuilder &k, Value acc) {
+  auto st = cast<LLVM::LLVMStructType>(acc.getType());
+  int64_t regs = st.getBody().size();
+  std::string cons;
+  for (int64_t i = 0; i < regs; ++i)
+    cons += "=f,";
+  for (int64_t i = 0; i < regs; ++i)
+    cons += (i ? "," : "") + std::to_string(i);
+  SmallVector<Value> operands;
+  for (int64_t i = 0; i < regs; ++i)
+    operands.push_back(wgmmaAccumulatorElement(k, acc, i));
+  return LLVM::InlineAsmOp::create(
+             k.b, k.loc, acc.getType(), operands, "", cons,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(k.b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
+SmallVector<Value> cascade::wgmmaARegisters(KernelBuilder &k, Value fragA) {
+  auto elemTy = cast<VectorType>(fragA.getType()).getElementType();
+  auto pairTy = VectorType::get({2}, elemTy);
+  auto wordTy = VectorType::get({1}, k.b.getI32Type());
+  SmallVector<Value> regs;
+  for (int64_t i = 0; i < 4; ++i) {
+    Value pair =
+        vector::ExtractOp::create(k.b, k.loc, fragA, ArrayRef<int64_t>{i});
+    assert(pair.getType() == pairTy && "A fragments are vector<4x2xT>");
+    Value word = vector::BitCastOp::create(k.b, k.loc, wordTy, pair);
+    regs.push_back(
+        vector::ExtractOp::create(k.b, k.loc, word, ArrayRef<int64_t>{0}));
+  }
+  return regs;
+}
+
+SmallVector<Value> cascade::wgmmaAccumulatorToFragments(KernelBuilder &k,
+                                                        Value acc, int64_t n) {
+  auto fragTy = VectorType::get({2, 2}, k.b.getF32Type());
+  SmallVector<Value> frags;
+  for (int64_t j = 0; j < n / 8; ++j) {
+    SmallVector<Value> e;
+    for (int64_t r = 0; r < 4; ++r)
+      e.push_back(wgmmaAccumulatorElement(k, acc, 4 * j + r));
+    frags.push_back(vector::FromElementsOp::create(k.b, k.loc, fragTy, e));
+  }
+  return frags;
+}
+
+Value cascade::wgmmaFragmentsToAccumulator(KernelBuilder &k,
+                                           ArrayRef<Value> frags) {
+  int64_t n = 8 * static_cast<int64_t>(frags.size());
+  Value acc = LLVM::UndefOp::create(k.b, k.loc,
+                                    wgmmaAccumulatorType(k.b.getContext(), n));
+  for (auto [j, f] : llvm::enumerate(frags))
+    for (int64_t r = 0; r < 4; ++r) {
+      Value e = vector::ExtractOp::create(k.b, k.loc, f,
+                                          ArrayRef<int64_t>{r / 2, r % 2});
+      acc = LLVM::InsertValueOp::create(k.b, k.loc, acc, e, int64_t(4 * j + r));
+    }
+  return acc;
+}
+
 void cascade::wgmmaCommitGroup(KernelBuilder &k) {
   NVVM::WgmmaGroupSyncAlignedOp::create(k.b, k.loc);
 }
@@ -151,4 +256,16 @@ void cascade::setMaxRegisters(KernelBuilder &k, int64_t count, bool increase) {
                                  increase
                                      ? NVVM::SetMaxRegisterAction::increase
                                      : NVVM::SetMaxRegisterAction::decrease);
+}
+
+void cascade::mbarrierArrive(KernelBuilder &k, Value group, Value id) {
+  nvgpu::MBarrierArriveOp::create(
+      k.b, k.loc, nvgpu::MBarrierTokenType::get(k.b.getContext()), group, id);
+}
+
+void cascade::namedBarrier(KernelBuilder &k, int64_t id, int64_t numThreads) {
+  assert(id > 0 && id < 16 && numThreads % 32 == 0 &&
+         "named barriers 1..15 of whole warps");
+  NVVM::BarrierOp::create(k.b, k.loc, TypeRange(), k.i32(id), k.i32(numThreads),
+                          NVVM::BarrierReductionAttr(), Value());
 }

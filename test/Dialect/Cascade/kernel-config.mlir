@@ -87,3 +87,23 @@ func.func private @on_a_function() attributes {cascade.kernel_config = #cascade.
 
 // expected-error@+1 {{unknown cascade attribute 'cascade.tile'}}
 func.func private @unknown_attribute() attributes {cascade.tile = 4 : i64}
+
+// -----
+
+// expected-error@+1 {{wgmma: threads must be [128, 1 + consumer warpgroups, 1] (a producer warpgroup and at least one consumer)}}
+func.func private @wgmma_no_consumer() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 1, 1], q_tile = 64, kv_tile = 128, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{wgmma: q_tile (128) must be 64 rows per consumer warpgroup (64)}}
+func.func private @wgmma_q_tile() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 128, kv_tile = 128, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{wgmma: kv_tile (264) must be a multiple of 16 in [16, 256]}}
+func.func private @wgmma_kv_tile() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 264, stages = 2>}
+
+// -----
+
+// expected-error@+1 {{wgmma: stages must be >= 2, got 1}}
+func.func private @wgmma_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 1>}

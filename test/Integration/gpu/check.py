@@ -22,7 +22,7 @@ import sys
 import numpy as np
 import cupy as cp
 
-from benchmarks.common.bundle import Bundle, plan_buffers
+from benchmarks.common.bundle import TENSOR_CORE, Bundle, plan_buffers
 from gpu_common import to_storage, from_storage, poison, alibi_slope
 from plans import ROW_SLACK, paged_layout, request_lengths, row_capacity, split_plan
 
@@ -428,7 +428,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache)."""
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     kv_dtype = kv_dtype or dtype
-    stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
+    stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
                 accumulate=accumulate, **(static or {}))
     if kv_dtype != dtype:
@@ -482,7 +482,8 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         (" acc" if accumulate else "")
     if kv_dtype != dtype:
         label = f"{label} kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}".strip()
-    record(f"mma {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
+    family = b.kernels[name]["static"]["kernel_family"]
+    record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
                                                       if not accumulate else "")).strip())
 
@@ -558,7 +559,7 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
                         accumulate=True, **none)
             name = b.find("decode_split" if split else "decode", **stat)
         else:
-            stat = dict(kernel_family="mma_sync", head_dim=D, num_qo_heads=Hqo,
+            stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo,
                         num_kv_heads=Hkv, page_size=ps, kv_layout="nhd", kv_form="pool",
                         q_dtype=dtype, accumulate=acc, causal=False, **none)
             name = b.find("prefill_split" if split else "prefill", **stat)

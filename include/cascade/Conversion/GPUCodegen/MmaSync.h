@@ -42,19 +42,32 @@ namespace cascade {
 /// chunks per row); otherwise rows are `rowStride = cols + 8` elements apart
 /// (one chunk of padding), which also spreads 8 consecutive rows over all
 /// banks.
+///
+/// The panel form (`panels`, what wgmma descriptors read): the tile is cut
+/// into column panels of 64 elements (128 bytes), stored one after the
+/// other, each `rows` x 64 with the 128-byte swizzle (chunk c of row r at
+/// chunk c ^ (r % 8)); `rowStride` is 64 then. With one panel (cols = 64)
+/// it is the swizzled row-major tile.
 struct SmemTileLayout {
   int64_t rows = 0;
   int64_t cols = 0;
   int64_t rowStride = 0;
   bool swizzle = false;
+  bool panels = false;
 
   /// The conflict-free layout of a tile: XOR swizzle when the rows have a
   /// multiple of 8 chunks, padding otherwise. `cols` must be a multiple of 8.
   static SmemTileLayout get(int64_t rows, int64_t cols);
+  /// The panel form; `cols` must be a multiple of 64.
+  static SmemTileLayout getPanels(int64_t rows, int64_t cols);
 
   int64_t chunksPerRow() const { return cols / 8; }
   /// Elements the tile occupies.
-  int64_t numElements() const { return rows * rowStride; }
+  int64_t numElements() const {
+    return rows * rowStride * (panels ? cols / 64 : 1);
+  }
+  /// Panel form: elements from one panel to the next.
+  int64_t panelElements() const { return rows * 64; }
   /// Element offset (from the tile start) of chunk `chunk` of row `row`.
   Value chunkOffset(KernelBuilder &k, Value row, Value chunk) const;
   Value chunkOffset(KernelBuilder &k, Value row, int64_t chunk) const;

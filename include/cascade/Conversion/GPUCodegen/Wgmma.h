@@ -77,6 +77,35 @@ Value wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA, Value descB,
                     WgmmaMajor majorA = WgmmaMajor::K,
                     WgmmaMajor majorB = WgmmaMajor::K);
 
+/// wgmma.mma_async m64nNk16 with A from registers and B through a
+/// descriptor, accumulating into `acc` (64 x n, f32): `a` is the thread's
+/// four 32-bit registers of two packed `elementType` (f16 / bf16) each, in
+/// the A fragment layout of mma.sync m16n8k16 per warp (which is how an
+/// accumulator's registers pack into A: P in P.V). No upstream op takes A
+/// from registers (nvvm.wgmma.mma_async reads descriptors only), so this is
+/// inline PTX; the accumulator is read and written in place.
+Value wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
+                        Value descB, int64_t n, Type elementType,
+                        WgmmaMajor majorB);
+
+/// Pins an accumulator's registers at this point of the program (an empty
+/// inline asm reading and writing each): the wgmma results are read only
+/// after the wait that precedes this, and the values given to a wgmma are
+/// computed before it, whatever the compiler's scheduling.
+Value wgmmaFenceOperand(KernelBuilder &k, Value acc);
+
+/// The four 32-bit A registers of an mma.sync A fragment (vector<4x2xT>,
+/// T f16 or bf16), as wgmmaMmaAsyncRegA takes them.
+SmallVector<Value> wgmmaARegisters(KernelBuilder &k, Value fragA);
+
+/// The accumulator of a 64 x n wgmma as mma.sync accumulator fragments
+/// (vector<2x2xf32>, one per 8 columns: [row lane / 4 (+ 8)][column
+/// 2 (lane % 4) (+ 1)] of the warp's 16 rows), and back. Registers 4j ..
+/// 4j + 3 are fragment j, so both directions are renamings.
+SmallVector<Value> wgmmaAccumulatorToFragments(KernelBuilder &k, Value acc,
+                                               int64_t n);
+Value wgmmaFragmentsToAccumulator(KernelBuilder &k, ArrayRef<Value> frags);
+
 /// wgmma.commit_group: the wgmma.mma_async ops issued since the last commit
 /// become one group.
 void wgmmaCommitGroup(KernelBuilder &k);
@@ -101,6 +130,13 @@ void mbarrierArriveExpectTx(KernelBuilder &k, Value group, Value id,
 /// Blocks until the phase of barrier `id` with parity `parity` (i1) has
 /// completed (mbarrier.try_wait.parity in a retry loop).
 void mbarrierWait(KernelBuilder &k, Value group, Value id, Value parity);
+/// Arrives on barrier `id` (one arrival of the current phase).
+void mbarrierArrive(KernelBuilder &k, Value group, Value id);
+
+/// bar.sync `id`, `numThreads`: a barrier among the warps that name it
+/// (a warpgroup, or the consumers of a warp-specialized block), where
+/// gpu.barrier would wait for the whole block. Id 0 is gpu.barrier's.
+void namedBarrier(KernelBuilder &k, int64_t id, int64_t numThreads);
 
 //===----------------------------------------------------------------------===//
 // Register reallocation

@@ -86,6 +86,21 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     if (stages < 2)
       return emitError() << "mma_sync: stages must be >= 2, got " << stages;
     return success();
+  case KernelFamily::Wgmma:
+    if (threads[0] != 128 || threads[2] != 1 || threads[1] < 2)
+      return emitError() << "wgmma: threads must be [128, 1 + consumer "
+                            "warpgroups, 1] (a producer warpgroup and at "
+                            "least one consumer)";
+    if (qTile != 64 * (threads[1] - 1))
+      return emitError() << "wgmma: q_tile (" << qTile
+                         << ") must be 64 rows per consumer warpgroup ("
+                         << 64 * (threads[1] - 1) << ")";
+    if (kvTile < 16 || kvTile > 256 || kvTile % 16 != 0)
+      return emitError() << "wgmma: kv_tile (" << kvTile
+                         << ") must be a multiple of 16 in [16, 256]";
+    if (stages < 2)
+      return emitError() << "wgmma: stages must be >= 2, got " << stages;
+    return success();
   }
   return success();
 }

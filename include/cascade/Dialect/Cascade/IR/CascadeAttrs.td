@@ -87,7 +87,8 @@ def Cascade_LSEBaseAttr : EnumAttr<Cascade_Dialect, Cascade_LSEBase, "lse_base">
 def Cascade_KernelFamily : I32EnumAttr<"KernelFamily", "family of GPU kernels an op lowers to", [
     I32EnumAttrCase<"Merge", 0, "merge">,
     I32EnumAttrCase<"Rows", 1, "rows">,
-    I32EnumAttrCase<"MmaSync", 2, "mma_sync">]> {
+    I32EnumAttrCase<"MmaSync", 2, "mma_sync">,
+    I32EnumAttrCase<"Wgmma", 3, "wgmma">]> {
   let genSpecializedAttr = 0;
   let cppNamespace = "::mlir::cascade";
 }
@@ -116,6 +117,13 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       group's query heads are packed into the rows) and `kv_tile / warps_kv`
       keys of every KV tile (a multiple of 16); K/V tiles of `kv_tile` tokens
       go through a `stages`-deep `cp.async` pipeline in shared memory.
+    - `wgmma`: tiled attention on Hopper's warpgroup tensor cores
+      (`wgmma.mma_async`, sm_90a), warp-specialized. `threads = [128, 1 + c,
+      1]`: warpgroup 0 is the producer (it gathers K/V tiles from the pages
+      into a `stages`-deep ring of 128-byte-swizzled shared-memory tiles
+      under mbarriers), warpgroups 1..c are consumers, each owning 64 of the
+      `q_tile = 64 * c` packed query rows; `kv_tile` keys a tile (a multiple
+      of 16, at most 256).
 
     Example:
 
@@ -123,6 +131,9 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     cascade.paged_attention ... {page_size = 16 : i64,
         cascade.kernel_config = #cascade.kernel_config<mma_sync,
             threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
+    cascade.paged_attention ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<wgmma,
+            threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2>}
     ```
   }];
   let parameters = (ins
@@ -144,6 +155,9 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     int64_t getWarpsQ() const { return getThreads()[1]; }
     int64_t getWarpsKV() const { return getThreads()[2]; }
     int64_t getMmaTilesPerWarp() const { return getQTile() / (16 * getWarpsQ()); }
+    /// wgmma: the consumer warpgroups (threads[1] - 1; warpgroup 0 is the
+    /// producer).
+    int64_t getConsumerWarpgroups() const { return getThreads()[1] - 1; }
   }];
 }
 

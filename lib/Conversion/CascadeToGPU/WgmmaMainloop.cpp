@@ -1,0 +1,327 @@
+//===- WgmmaMainloop.cpp - The KV loop of attention on Hopper -------------===//
+
+#include "WgmmaMainloop.h"
+
+#include "cascade/Conversion/GPUCodegen/Wgmma.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+/// K-major operands in the 128-byte swizzle: 8-row groups 1024 bytes apart
+/// (stride byte offset); the leading byte offset is unused (16).
+static constexpr int64_t kSwizzleGroupBytes = 1024;
+static constexpr int64_t kUnusedLeadingBytes = 16;
+/// A k16 step moves 32 bytes along a 128-byte panel row.
+static constexpr int64_t kK16Bytes = 32;
+/// Columns (16-bit elements) of a 128-byte panel.
+static constexpr int64_t kPanelCols = 64;
+
+/// Passes of the producer's gather unrolled per loop iteration.
+static constexpr int64_t kGatherUnroll = 4;
+
+WgmmaKVGather::WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
+                             const KVSource &src, Value smem,
+                             const MmaSyncTiles &tiles, Value tid)
+    : k(k), layout(layout), src(src), smem(smem), tid(tid), tiles(tiles) {}
+
+void WgmmaKVGather::issue(Value i, Value stage) const {
+  const MmaSyncTiles &t = tiles;
+  int64_t chunks = t.dp / 8;
+  int64_t rowsPerPass = kWgmmaProducerThreads / chunks;
+  int64_t passes = t.kvTile / rowsPerPass;
+  int64_t unroll = std::min(kGatherUnroll, passes);
+  assert(kWgmmaProducerThreads % chunks == 0 && passes % unroll == 0 &&
+         "the producer's passes tile the KV tile");
+  Value chunk = k.rem(tid, k.idx(chunks));
+  Value row0 = k.div(tid, k.idx(chunks));
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
+  Value lastKey = k.sub(src.t1, k.idx(1));
+  Value kBase = t.kRing().stage(k, stage), vBase = t.vRing().stage(k, stage);
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), k.idx(passes), k.idx(unroll), ValueRange{},
+      [&](OpBuilder &lb, Location, Value p0, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        for (int64_t u = 0; u < unroll; ++u) {
+          Value row =
+              k.add(k.mul(k.add(p0, k.idx(u)), k.idx(rowsPerPass)), row0);
+          Value key = k.add(tileStart, row);
+          Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
+          // Rows past t1 read the page of the last key (in bounds) with a
+          // source size of 0: the chunk is zero-filled.
+          Value inRange = k.minU(key, lastKey);
+          Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
+          Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
+                             k.mul(chunk, k.idx(8)));
+          Value dst = t.kvLayout.chunkOffset(k, row, chunk);
+          Value bytes = k.select(valid, k.idx(8), k.idx(0));
+          for (auto [base, cache, off] :
+               {std::tuple(kBase, src.kCache, kOff),
+                std::tuple(vBase, src.vCache, layout.vFromK(k, kOff))})
+            nvgpu::DeviceAsyncCopyOp::create(
+                k.b, k.loc, smem, ValueRange{k.add(base, dst)}, cache,
+                ValueRange{off}, k.b.getIndexAttr(8), bytes, k.b.getUnitAttr());
+        }
+        scf::YieldOp::create(k.b, k.loc);
+      });
+  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
+}
+
+WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
+                             const MmaSyncThread &thread, Value smem,
+                             Type elementType, double expScale)
+    : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
+      expScale(expScale) {
+  assert(tiles.wgmma && "a wgmma kernel's geometry");
+}
+
+Value WgmmaMainloop::address(Value offset) {
+  // 16-bit elements.
+  return k.add(
+      sharedAddress(k, smem, k.idx(0)),
+      k.mul(arith::IndexCastUIOp::create(k.b, k.loc, k.b.getI64Type(), offset),
+            k.i64(2)));
+}
+
+std::pair<Value, Value> WgmmaMainloop::stageAndParity(Value i) {
+  Value round = k.div(i, k.idx(tiles.stages));
+  Value parity =
+      k.cmp(arith::CmpIPredicate::ne,
+            arith::AndIOp::create(k.b, k.loc, round, k.idx(1)), k.idx(0));
+  return {k.rem(i, k.idx(tiles.stages)), parity};
+}
+
+void WgmmaMainloop::initBarriers() {
+  full = createMbarriers(k, tiles.stages);
+  empty = createMbarriers(k, tiles.stages);
+  Value first =
+      k.cmp(arith::CmpIPredicate::eq,
+            k.add(k.threadId(gpu::Dimension::x), k.threadId(gpu::Dimension::y)),
+            k.idx(0));
+  for (int64_t s = 0; s < tiles.stages; ++s) {
+    // `full`: every producer thread publishes its copies; `empty`: every
+    // consumer thread releases the stage.
+    mbarrierInit(k, full, k.idx(s), k.idx(kWgmmaProducerThreads), first);
+    mbarrierInit(k, empty, k.idx(s), k.idx(tiles.numThreads), first);
+  }
+  gpu::BarrierOp::create(k.b, k.loc);
+}
+
+void WgmmaMainloop::produce(Value numTiles, Value t0,
+                            const WgmmaProducerHooks &hooks) {
+  // Tile j is published once its copies landed: after tile j + 1 was
+  // issued, so that two tiles' copies are in flight while one waits.
+  auto publish = [&](Value j, int64_t pendingGroups) {
+    NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pendingGroups);
+    Value stage = k.rem(j, k.idx(tiles.stages));
+    if (hooks.prepare)
+      hooks.prepare(stage, k.add(t0, k.mul(j, k.idx(tiles.kvTile))));
+    // The copies (and the hook's writes) are generic-proxy writes that
+    // wgmma reads through the async proxy.
+    fenceProxyAsyncShared(k);
+    mbarrierArrive(k, full, stage);
+  };
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), numTiles, k.idx(1), ValueRange{},
+      [&](OpBuilder &lb, Location, Value i, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        auto [stage, parity] = stageAndParity(i);
+        // The stage's previous tile (i - stages) must have been released:
+        // the consumers completed phase round - 1 of `empty`.
+        Value reuse = k.cmp(arith::CmpIPredicate::uge, i, k.idx(tiles.stages));
+        auto ifReuse = scf::IfOp::create(k.b, k.loc, reuse, false);
+        {
+          OpBuilder::InsertionGuard g(k.b);
+          k.b.setInsertionPointToStart(ifReuse.thenBlock());
+          Value prev = arith::XOrIOp::create(
+              k.b, k.loc, parity,
+              arith::ConstantIntOp::create(k.b, k.loc, 1, 1));
+          mbarrierWait(k, empty, stage, prev);
+        }
+        hooks.issue(i, stage);
+        auto ifPrev = scf::IfOp::create(
+            k.b, k.loc, k.cmp(arith::CmpIPredicate::uge, i, k.idx(1)), false);
+        OpBuilder::InsertionGuard g(k.b);
+        k.b.setInsertionPointToStart(ifPrev.thenBlock());
+        publish(k.sub(i, k.idx(1)), 1);
+        k.b.setInsertionPointAfter(ifPrev);
+        scf::YieldOp::create(k.b, k.loc);
+      });
+  auto ifAny = scf::IfOp::create(
+      k.b, k.loc, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)), false);
+  OpBuilder::InsertionGuard g(k.b);
+  k.b.setInsertionPointToStart(ifAny.thenBlock());
+  publish(k.sub(numTiles, k.idx(1)), 0);
+}
+
+Value WgmmaMainloop::issueScores(Value stage) {
+  const MmaSyncTiles &t = tiles;
+  // This warpgroup's 64 rows of Q (8-row-aligned: whole swizzle atoms) and
+  // the stage's K, panel by panel, 16 columns a step.
+  Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
+  Value qBase = address(k.mul(wg, k.idx(64 * kPanelCols)));
+  Value kBase = address(t.kRing().stage(k, stage));
+  Value acc = wgmmaZeroAccumulator(k, t.kvTile);
+  wgmmaFence(k);
+  for (int64_t kk = 0; kk < t.dp / 16; ++kk) {
+    int64_t panel = kk / 4, inPanel = (kk % 4) * kK16Bytes;
+    Value qAddr =
+        k.add(qBase, k.i64(panel * t.qLayout.panelElements() * 2 + inPanel));
+    Value kAddr =
+        k.add(kBase, k.i64(panel * t.kvLayout.panelElements() * 2 + inPanel));
+    Value descQ = wgmmaDescriptor(k, qAddr, kUnusedLeadingBytes,
+                                  kSwizzleGroupBytes, wgmma::Swizzle::B128);
+    Value descK = wgmmaDescriptor(k, kAddr, kUnusedLeadingBytes,
+                                  kSwizzleGroupBytes, wgmma::Swizzle::B128);
+    acc = wgmmaMmaAsync(k, acc, descQ, descK, t.kvTile, elementType,
+                        /*accumulate=*/kk > 0);
+  }
+  wgmmaCommitGroup(k);
+  return acc;
+}
+
+Value WgmmaMainloop::issuePV(ArrayRef<Value> pA, Value stage,
+                             ArrayRef<Value> o) {
+  const MmaSyncTiles &t = tiles;
+  // V stored [key][d] in panels is MN-major for P.V: 8-key groups 1024
+  // bytes apart (stride byte offset), panels of 64 columns one panel's
+  // bytes apart (leading byte offset); a k16 step is 16 keys of 128 bytes.
+  Value vBase = address(t.vRing().stage(k, stage));
+  Value acc = wgmmaFenceOperand(k, wgmmaFragmentsToAccumulator(k, o));
+  SmallVector<SmallVector<Value>> a;
+  for (Value p : pA)
+    a.push_back(wgmmaARegisters(k, p));
+  wgmmaFence(k);
+  for (int64_t kk = 0; kk < t.kvTile / 16; ++kk) {
+    Value vAddr = k.add(vBase, k.i64(kk * 16 * 2 * kPanelCols));
+    Value descV = wgmmaDescriptor(k, vAddr, t.kvLayout.panelElements() * 2,
+                                  kSwizzleGroupBytes, wgmma::Swizzle::B128);
+    acc = wgmmaMmaAsyncRegA(k, acc, a[kk], descV, t.dp, elementType,
+                            WgmmaMajor::MN);
+  }
+  wgmmaCommitGroup(k);
+  return acc;
+}
+
+SmallVector<Value> WgmmaMainloop::fragmentsOf(Value acc, int64_t n) {
+  return wgmmaAccumulatorToFragments(k, wgmmaFenceOperand(k, acc), n);
+}
+
+MmaSyncState WgmmaMainloop::consume(
+    Value numTiles, Value t0,
+    function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform) {
+  const MmaSyncTiles &t = tiles;
+  OpBuilder &b = k.b;
+  MmaBuilder mma(k, elementType, thread.lane);
+  // The online softmax of the mma.sync mainloop, on the same fragments.
+  MmaSyncMainloop softmaxOf(k, tiles, thread, smem, elementType, expScale);
+  int64_t nO = t.oTiles, nM = 2, nP = t.kvTile / 16;
+  auto tileStart = [&](Value i) {
+    return k.add(t0, k.mul(i, k.idx(t.kvTile)));
+  };
+  // Scores of tile i, landed and transformed.
+  auto scoresOf = [&](Value i, Value acc) {
+    return transform(fragmentsOf(acc, t.kvTile), tileStart(i));
+  };
+
+  // Prologue: the softmax of tile 0 (O is still zero: nothing to rescale).
+  MmaSyncState state;
+  for (int64_t i = 0; i < nO; ++i)
+    state.o.push_back(mma.zeroAccumulator());
+  state.m.assign(nM, k.negInf());
+  state.l.assign(nM, k.f32(0.0));
+  SmallVector<Type> pTypes(nP, mma.aType());
+  SmallVector<Type> mlTypes(2 * nM, k.b.getF32Type());
+  SmallVector<Type> headTypes(mlTypes);
+  llvm::append_range(headTypes, pTypes);
+  auto ifAny = scf::IfOp::create(
+      b, k.loc, headTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
+      true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifAny.thenBlock());
+    auto [stage, parity] = stageAndParity(k.idx(0));
+    mbarrierWait(k, full, stage, parity);
+    Value s = issueScores(stage);
+    wgmmaWaitGroup(k, 0);
+    MmaSyncState st = state;
+    MmaSyncMainloop::Softmax p =
+        softmaxOf.softmax(mma, scoresOf(k.idx(0), s), st);
+    SmallVector<Value> yields(st.m);
+    llvm::append_range(yields, st.l);
+    llvm::append_range(yields, p.pA);
+    scf::YieldOp::create(b, k.loc, yields);
+    b.setInsertionPointToStart(ifAny.elseBlock());
+    SmallVector<Value> none(state.m);
+    llvm::append_range(none, state.l);
+    for (int64_t i = 0; i < nP; ++i)
+      none.push_back(arith::ConstantOp::create(
+          b, k.loc, mma.aType(),
+          DenseElementsAttr::get(mma.aType(),
+                                 b.getFloatAttr(elementType, 0.0))));
+    scf::YieldOp::create(b, k.loc, none);
+  }
+  ValueRange head = ifAny.getResults();
+
+  // Tiles 1 .. n-1: S_i and P_{i-1} V_{i-1} in flight together.
+  SmallVector<Value> init(state.o);
+  llvm::append_range(init, head);
+  auto loop = scf::ForOp::create(
+      b, k.loc, k.idx(1), numTiles, k.idx(1), init,
+      [&](OpBuilder &lb, Location, Value i, ValueRange it) {
+        OpBuilder::InsertionGuard lg(b);
+        b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        MmaSyncState st;
+        st.o.assign(it.begin(), it.begin() + nO);
+        st.m.assign(it.begin() + nO, it.begin() + nO + nM);
+        st.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
+        SmallVector<Value> pPrev(it.begin() + nO + 2 * nM, it.end());
+        auto [stage, parity] = stageAndParity(i);
+        Value prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
+        mbarrierWait(k, full, stage, parity);
+        Value s = issueScores(stage);
+        Value o = issuePV(pPrev, prevStage, st.o);
+        wgmmaWaitGroup(k, 1);
+        MmaSyncMainloop::Softmax p = softmaxOf.softmax(mma, scoresOf(i, s), st);
+        wgmmaWaitGroup(k, 0);
+        st.o = fragmentsOf(o, t.dp);
+        mbarrierArrive(k, empty, prevStage);
+        softmaxOf.rescale(mma, p, st.o);
+        SmallVector<Value> yields(st.o);
+        llvm::append_range(yields, st.m);
+        llvm::append_range(yields, st.l);
+        llvm::append_range(yields, p.pA);
+        scf::YieldOp::create(b, k.loc, yields);
+      });
+
+  // The last tile's P V.
+  ValueRange res = loop.getResults();
+  MmaSyncState out;
+  out.o.assign(res.begin(), res.begin() + nO);
+  out.m.assign(res.begin() + nO, res.begin() + nO + nM);
+  out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
+  SmallVector<Value> pLast(res.begin() + nO + 2 * nM, res.end());
+  SmallVector<Type> oTypes(nO, mma.accType());
+  auto ifLast = scf::IfOp::create(
+      b, k.loc, oTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
+      true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifLast.thenBlock());
+    Value last = k.sub(numTiles, k.idx(1));
+    Value lastStage = k.rem(last, k.idx(t.stages));
+    Value o = issuePV(pLast, lastStage, out.o);
+    wgmmaWaitGroup(k, 0);
+    SmallVector<Value> frags = fragmentsOf(o, t.dp);
+    mbarrierArrive(k, empty, lastStage);
+    scf::YieldOp::create(b, k.loc, frags);
+    b.setInsertionPointToStart(ifLast.elseBlock());
+    scf::YieldOp::create(b, k.loc, out.o);
+  }
+  out.o.assign(ifLast.getResults().begin(), ifLast.getResults().end());
+  return out;
+}

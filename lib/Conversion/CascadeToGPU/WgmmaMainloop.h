@@ -1,0 +1,134 @@
+//===- WgmmaMainloop.h - The KV loop of attention on Hopper -----*- C++ -*-===//
+//
+// The mainloop of the wgmma attention kernels (sm_90a), warp-specialized:
+//
+// - the producer warpgroup (warpgroup 0, registers given up with
+//   setmaxnreg) fills a ring of `stages` K/V tiles in shared memory, in the
+//   128-byte-swizzled panel form that wgmma descriptors read. Per tile it
+//   waits until the consumers have released the stage (mbarrier `empty`),
+//   issues the tile's copies (a hook: the paged cp.async gather), and
+//   publishes the tile before (mbarrier `full`, after its copies landed and
+//   a proxy fence made them visible to wgmma);
+// - the consumer warpgroups (registers taken with setmaxnreg), each owning
+//   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
+//   through descriptors), the score transform (a hook), the online softmax
+//   in base 2 (MmaSyncMainloop's, on the accumulator fragments: a wgmma
+//   accumulator is mma.sync's per warp), O += P V on wgmma with P from
+//   registers and V through an MN-major descriptor, then arrive on `empty`.
+//
+// Within a consumer warpgroup, the softmax of tile i overlaps the wgmma of
+// P V of tile i - 1 (FlashAttention-3's intra-warpgroup pipelining): per
+// iteration, S_i = Q K_i^T and O += P_{i-1} V_{i-1} are issued as two
+// groups, the softmax of S_i runs once the first completed, and O is
+// rescaled once the second did. The two consumer warpgroups run
+// independently, so one's softmax also overlaps the other's wgmma.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
+
+#include "MmaSyncMainloop.h"
+#include "PagedKV.h"
+
+namespace mlir {
+namespace cascade {
+
+/// Named barriers of a wgmma block (0 is the whole block's).
+inline constexpr int64_t kWgmmaProducerBarrier = 1;
+inline constexpr int64_t kWgmmaConsumerBarrier = 2;
+/// Threads of the producer warpgroup.
+inline constexpr int64_t kWgmmaProducerThreads = 128;
+
+/// The registers a thread of each role gets with setmaxnreg (a producer and
+/// two consumer warpgroups stay within the SM's 64K): the consumers' f32
+/// tiles take most; a producer that also rotates K (RoPE) needs more, and
+/// ptxas spills below 128 there (measured on the GPU check's kernels).
+struct WgmmaRegisterSplit {
+  int64_t producer, consumer;
+};
+inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer) {
+  return ropeInProducer ? WgmmaRegisterSplit{128, 192}
+                        : WgmmaRegisterSplit{40, 232};
+}
+
+/// What the producer asks of the kernel around it.
+struct WgmmaProducerHooks {
+  /// Issues the copies of tile `i` into stage `stage` as one cp.async group.
+  function_ref<void(Value i, Value stage)> issue;
+  /// After tile `i`'s copies landed (this thread's; a producer barrier
+  /// first where the work spans other threads' copies) and before it is
+  /// published: work on the tile in shared memory (RoPE on K); may be null.
+  function_ref<void(Value stage, Value tileStart)> prepare;
+};
+
+/// The producer's paged gather of a K/V tile into a ring stage: thread t
+/// of the producer warpgroup copies 16-byte chunk t % (D / 8) of rows t /
+/// (D / 8) + p * 128 / (D / 8), in a loop over the passes p (a few passes
+/// unrolled per iteration, so that the producer stays within its small
+/// register budget while several page lookups are in flight). Rows past
+/// the key range are zero-filled; one cp.async group per tile.
+class WgmmaKVGather {
+public:
+  WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
+                const KVSource &src, Value smem, const MmaSyncTiles &tiles,
+                Value tid);
+  void issue(Value i, Value stage) const;
+
+private:
+  KernelBuilder &k;
+  PagedKVLayout layout;
+  KVSource src;
+  Value smem, tid;
+  const MmaSyncTiles &tiles;
+};
+
+class WgmmaMainloop {
+public:
+  WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
+                const MmaSyncThread &thread, Value smem, Type elementType,
+                double expScale);
+
+  /// Creates and initializes the `full` and `empty` mbarrier rings; every
+  /// thread of the block calls it before the roles split.
+  void initBarriers();
+
+  /// The producer's loop over tiles [0, numTiles) (first key t0 + i *
+  /// kv_tile).
+  void produce(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
+
+  /// The consumers' loop: returns the final state of this thread's rows.
+  /// `transform` turns raw scores into log2-unit logits with masked keys at
+  /// -inf (MmaSyncTileHooks::transform).
+  MmaSyncState
+  consume(Value numTiles, Value t0,
+          function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform);
+
+private:
+  /// Issues S = Q K^T of this warpgroup's 64 rows and the tile in stage
+  /// `stage` as one wgmma group; returns the accumulator (read it after a
+  /// wait, through scoresOf).
+  Value issueScores(Value stage);
+  /// Issues O += P V on stage `stage` (P the A operands [kv_tile / 16]) as
+  /// one wgmma group; returns the accumulator.
+  Value issuePV(ArrayRef<Value> pA, Value stage, ArrayRef<Value> o);
+  /// An accumulator after its group completed, as fragments.
+  SmallVector<Value> fragmentsOf(Value acc, int64_t n);
+  /// Shared byte address of element `offset` of the dynamic shared memory.
+  Value address(Value offset);
+  /// Tile i's stage and the parity of its use of that stage (i1).
+  std::pair<Value, Value> stageAndParity(Value i);
+
+  KernelBuilder &k;
+  const MmaSyncTiles &tiles;
+  const MmaSyncThread &thread;
+  Value smem;
+  Type elementType;
+  double expScale;
+  Value full, empty;
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H

@@ -1,0 +1,77 @@
+// RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a | FileCheck %s
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma=false" | FileCheck %s --check-prefix=NOWGMMA
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-kv-tile=64 wgmma-stages=3 wgmma-consumers=1" | FileCheck %s --check-prefix=TUNED
+// RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90 | FileCheck %s --check-prefix=SM90
+// RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNELS
+
+// On sm_90a (Hopper with its architecture-specific instructions), prefill,
+// append and shared-prefix levels of one dtype at head_dim 64, 128 and 256
+// run on the wgmma family: a producer warpgroup and two consumer warpgroups
+// of 64 rows (threads [128, 3, 1], q_tile 128), KV tiles of 128 tokens (64
+// at head_dim 256), as many stages (up to 4) as fit the chip's shared
+// memory: 3 at head_dim 128, 2 at 256. Everything else keeps its family: head_dim
+// 96 (not whole 128-byte panels), decode, and everything on plain sm_90,
+// whose PTX may not use wgmma.
+
+// CHECK-LABEL: func.func @prefill_d128
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>
+// NOWGMMA-LABEL: func.func @prefill_d128
+// NOWGMMA: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 32, stages = 3>
+// TUNED-LABEL: func.func @prefill_d128
+// TUNED: #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 64, kv_tile = 64, stages = 3>
+// SM90-LABEL: func.func @prefill_d128
+// SM90: #cascade.kernel_config<mma_sync,
+// KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3(
+// KERNELS-SAME: known_block_size = array<i32: 128, 3, 1>
+// KERNELS-SAME: nvvm.minctasm = 1 : i32
+// KERNELS: nvgpu.mbarrier.create
+// KERNELS: nvvm.setmaxregister decrease 40
+// KERNELS: nvgpu.device_async_copy
+// KERNELS: nvvm.setmaxregister increase 232
+// KERNELS: nvvm.wgmma.mma_async
+// KERNELS: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
+func.func @prefill_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>,
+                        %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                        %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64, causal}
+  return
+}
+
+// CHECK-LABEL: func.func @prefill_d256
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2>
+func.func @prefill_d256(%q: memref<?x16x256xbf16>, %cache: memref<?x2x16x4x256xbf16>, %qo: memref<?xi32>,
+                        %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                        %o: memref<?x16x256xbf16>, %lse: memref<?x16xf32>) {
+  cascade.paged_attention q(%q : memref<?x16x256xbf16>) kv(%cache : memref<?x2x16x4x256xbf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x16x256xbf16>, memref<?x16xf32>)
+      {page_size = 16 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @prefill_d96
+// CHECK: #cascade.kernel_config<mma_sync,
+func.func @prefill_d96(%q: memref<?x8x96xf16>, %cache: memref<?x2x16x8x96xf16>, %qo: memref<?xi32>,
+                       %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                       %o: memref<?x8x96xf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x96xf16>) kv(%cache : memref<?x2x16x8x96xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x8x96xf16>, memref<?x8xf32>)
+      {page_size = 16 : i64}
+  return
+}
+
+// CHECK-LABEL: func.func @decode_g8
+// CHECK: #cascade.kernel_config<rows,
+func.func @decode_g8(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x4x128xf16>,
+                     %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                     %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x4x128xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}
