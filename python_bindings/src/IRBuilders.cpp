@@ -251,10 +251,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
       levels = b.getDenseBoolArrayAttr(flags);
     }
     op = MultiLevelAttentionOp::create(
-        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl, o,
-        lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
-        levels);
+        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
+        /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
+        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
+        opt.ropeTheta, opt.base, levels);
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }
