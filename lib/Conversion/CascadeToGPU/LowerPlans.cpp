@@ -1,0 +1,371 @@
+//===- LowerPlans.cpp - Run-time plans -> calls of the runtime shim -------===//
+//
+// `cascade.plan` becomes a call of the shim's cascade_mgpu_plan (planning on
+// the host with the runtime's makePlan, workspaces kept in a global slot of
+// the op); a `cascade.paged_attention` with a `!cascade.plan` becomes the
+// split-KV launch on the planned arrays or the self-scheduled launch, as the
+// plan decides at run time. The ABI is docs/runtime.md's "Plans for compiled
+// host code".
+//
+//===----------------------------------------------------------------------===//
+
+#include "cascade/Conversion/KernelConfig.h"
+#include "cascade/Conversion/Passes.h"
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Func/Transforms/FuncConversions.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/Transforms/DialectConversion.h"
+
+#include <algorithm>
+
+namespace mlir::cascade {
+#define GEN_PASS_DEF_CASCADELOWERPLANS
+#include "cascade/Conversion/Passes.h.inc"
+} // namespace mlir::cascade
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+namespace {
+
+/// The shim's entry points (lib/Runtime/MgpuPlan.cpp).
+constexpr StringLiteral kPlanFn = "cascade_mgpu_plan";
+constexpr StringLiteral kSplitFn = "cascade_mgpu_plan_split_kv";
+constexpr StringLiteral kI32Fn = "cascade_mgpu_plan_i32";
+constexpr StringLiteral kI8Fn = "cascade_mgpu_plan_i8";
+constexpr StringLiteral kTmpVFn = "cascade_mgpu_plan_tmp_v";
+constexpr StringLiteral kTmpSFn = "cascade_mgpu_plan_tmp_s";
+
+/// The 1-D i32 memref type of the shim's array arguments (any layout).
+MemRefType anyI32Array(MLIRContext *ctx) {
+  int64_t dyn = ShapedType::kDynamic;
+  return MemRefType::get({dyn}, IntegerType::get(ctx, 32),
+                         StridedLayoutAttr::get(ctx, dyn, {dyn}));
+}
+
+/// Declares `name` in `module` once; `cInterface` for memref arguments or
+/// results (the shim implements `_mlir_ciface_<name>`).
+func::FuncOp declare(ModuleOp module, StringRef name, FunctionType type,
+                     bool cInterface) {
+  if (auto fn = module.lookupSymbol<func::FuncOp>(name))
+    return fn;
+  OpBuilder b = OpBuilder::atBlockEnd(module.getBody());
+  auto fn = func::FuncOp::create(b, module.getLoc(), name, type);
+  fn.setPrivate();
+  if (cInterface)
+    fn->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(), b.getUnitAttr());
+  return fn;
+}
+
+Value i64(OpBuilder &b, Location loc, int64_t v) {
+  return arith::ConstantIntOp::create(b, loc, v, 64);
+}
+
+/// The kernel configuration a plan is made for: the query tile and resident
+/// blocks per SM of the split kernel that runs the level.
+struct PlanKernel {
+  int64_t qoTile = 0;
+  int64_t occupancy = 1;
+};
+
+/// Resident blocks per SM of a kernel with `config` on `target`: threads,
+/// registers (the mma_sync kernels use up to the 255 a thread may have, the
+/// rows kernels well under 128) and shared memory.
+int64_t estimateOccupancy(KernelConfigAttr config, int64_t headDim,
+                          const TargetInfo &target) {
+  bool mma = config.getFamily() == KernelFamily::MmaSync;
+  int64_t threads = std::max<int64_t>(1, config.getNumThreads());
+  int64_t regs = mma ? target.registersPerThread : 128;
+  int64_t occ = std::min(target.maxThreadsPerSM / threads,
+                         target.registersPerSM / (threads * regs));
+  if (int64_t smem = mma ? mmaAttentionSharedBytes(config, headDim) : 0)
+    occ = std::min(occ, target.sharedBytesPerSM / (smem + 1024));
+  return std::max<int64_t>(occ, 1);
+}
+
+/// The kernel configurations of the attention ops that run each plan:
+/// those that take the plan value in its function, else (a plan returned
+/// to a run function) those anywhere in the module that take a plan of the
+/// same type.
+class PlanKernels {
+public:
+  PlanKernels(ModuleOp module, const TargetInfo &target) : target(target) {
+    auto helper = module.getContext()
+                      ->getLoadedDialect<CascadeDialect>()
+                      ->getKernelConfigAttrHelper();
+    module.walk([&](PagedAttentionOp op) {
+      ValueRange plan = op.getPlan();
+      if (plan.size() != 1 || !isa<PlanType>(plan[0].getType()))
+        return;
+      KernelConfigAttr config = helper.getAttr(op);
+      if (!config) {
+        FailureOr<KernelConfigAttr> c =
+            selectKernelConfig(op, KernelConfigOptions(), target);
+        if (failed(c))
+          return;
+        config = *c;
+      }
+      users.push_back({plan[0], config});
+    });
+  }
+
+  /// The configuration of `plan`'s split kernel, or failure (with a
+  /// diagnostic on `op`) when its users disagree.
+  FailureOr<PlanKernel> find(PlanOp op) const {
+    Value plan = op.getPlan();
+    auto type = cast<PlanType>(plan.getType());
+    SmallVector<KernelConfigAttr> configs;
+    for (const User &u : users)
+      if (u.plan == plan)
+        configs.push_back(u.config);
+    if (configs.empty())
+      for (const User &u : users)
+        if (u.plan.getType() == type)
+          configs.push_back(u.config);
+    PlanKernel k;
+    if (configs.empty()) {
+      k.occupancy = op.getOccupancy().value_or(1);
+      return k;
+    }
+    KernelConfigAttr c = configs.front();
+    for (KernelConfigAttr other : configs)
+      if (type.getPrefill() && other.getQTile() != c.getQTile())
+        return op.emitOpError("the levels that run this plan have kernels "
+                              "with different query tiles (")
+               << c.getQTile() << " and " << other.getQTile()
+               << "); give each its own plan";
+    bool mma = c.getFamily() == KernelFamily::MmaSync;
+    k.qoTile = type.getPrefill() && mma ? c.getQTile() : 0;
+    k.occupancy = op.getOccupancy().value_or(
+        estimateOccupancy(c, type.getHeadDim(), target));
+    return k;
+  }
+
+private:
+  struct User {
+    Value plan;
+    KernelConfigAttr config;
+  };
+  SmallVector<User> users;
+  const TargetInfo &target;
+};
+
+/// cascade.plan -> `cascade_mgpu_plan(slot, qo, kv_indptr, last, indices,
+/// prefill, Hqo, Hkv, D, page, graph_rows, occupancy, qo_tile, fixed split,
+/// disable split)`, the slot an internal global of the module.
+struct PlanOpLowering : OpConversionPattern<PlanOp> {
+  PlanOpLowering(const TypeConverter &converter, MLIRContext *ctx,
+                 const PlanKernels &kernels)
+      : OpConversionPattern(converter, ctx), kernels(kernels) {}
+
+  LogicalResult
+  matchAndRewrite(PlanOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    FailureOr<PlanKernel> kernel = kernels.find(op);
+    if (failed(kernel))
+      return failure();
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto module = op->getParentOfType<ModuleOp>();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    MemRefType arr = anyI32Array(ctx);
+    Type i64Type = rewriter.getI64Type();
+    SmallVector<Type> args = {ptr, arr, arr, arr, arr};
+    args.append(10, i64Type);
+    func::FuncOp fn =
+        declare(module, kPlanFn, FunctionType::get(ctx, args, {ptr}), true);
+
+    // The op's slot: a pointer-sized global, null until the first plan.
+    OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
+    std::string name;
+    for (unsigned n = 0;; ++n) {
+      name = ("__cascade_plan_slot_" + Twine(n)).str();
+      if (!module.lookupSymbol(name))
+        break;
+    }
+    auto global =
+        LLVM::GlobalOp::create(mb, loc, ptr, /*isConstant=*/false,
+                               LLVM::Linkage::Internal, name, Attribute());
+    Block *init = mb.createBlock(&global.getInitializerRegion());
+    mb.setInsertionPointToStart(init);
+    Value null = LLVM::ZeroOp::create(mb, loc, ptr);
+    LLVM::ReturnOp::create(mb, loc, null);
+
+    Value slot = LLVM::AddressOfOp::create(rewriter, loc, global);
+    auto array = [&](Value v) -> Value {
+      if (!v)
+        v = memref::AllocaOp::create(
+            rewriter, loc, MemRefType::get({0}, rewriter.getI32Type()));
+      return memref::CastOp::create(rewriter, loc, arr, v);
+    };
+    PlanType type = op.getPlan().getType();
+    SmallVector<Value> operands = {slot,
+                                   array(adaptor.getQoIndptr()),
+                                   array(adaptor.getKvIndptr()),
+                                   array(adaptor.getKvLastPageLen()),
+                                   array(adaptor.getKvIndices()),
+                                   i64(rewriter, loc, type.getPrefill()),
+                                   i64(rewriter, loc, type.getNumQoHeads()),
+                                   i64(rewriter, loc, type.getNumKvHeads()),
+                                   i64(rewriter, loc, type.getHeadDim()),
+                                   i64(rewriter, loc, type.getPageSize()),
+                                   i64(rewriter, loc, type.getGraphRows()),
+                                   i64(rewriter, loc, kernel->occupancy),
+                                   i64(rewriter, loc, kernel->qoTile),
+                                   i64(rewriter, loc, op.getFixedSplitPages()),
+                                   i64(rewriter, loc, op.getDisableSplitKv())};
+    rewriter.replaceOpWithNewOp<func::CallOp>(op, fn, operands);
+    return success();
+  }
+
+  const PlanKernels &kernels;
+};
+
+/// A paged_attention with a !cascade.plan -> if the plan splits KV (and
+/// was made for this kernel's query tile): the split launch on the planned
+/// arrays; else the self-scheduled launch.
+struct PlannedAttentionLowering : OpConversionPattern<PagedAttentionOp> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(PagedAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    ValueRange plan = op.getPlan();
+    if (plan.size() != 1 || !isa<PlanType>(plan[0].getType()))
+      return failure();
+    if (op.getNumResults() != 0)
+      return op.emitOpError("a planned level must be bufferized before "
+                            "cascade-lower-plans");
+    Location loc = op.getLoc();
+    MLIRContext *ctx = op.getContext();
+    auto module = op->getParentOfType<ModuleOp>();
+    Value handle = adaptor.getPlan()[0];
+    Type ptr = handle.getType(), i64Type = rewriter.getI64Type();
+    auto i32 = rewriter.getI32Type();
+
+    // The query tile the split kernel was built for: the shim refuses to
+    // split with a plan made for another (the launch would be wrong).
+    auto config = ctx->getLoadedDialect<CascadeDialect>()
+                      ->getKernelConfigAttrHelper()
+                      .getAttr(op);
+    int64_t qoTile =
+        !op.isDecode() && config && config.getFamily() == KernelFamily::MmaSync
+            ? config.getQTile()
+            : 0;
+    func::FuncOp splitFn = declare(
+        module, kSplitFn, FunctionType::get(ctx, {ptr, i64Type}, {i32}), false);
+    Value split =
+        func::CallOp::create(rewriter, loc, splitFn,
+                             ValueRange{handle, i64(rewriter, loc, qoTile)})
+            .getResult(0);
+    Value zero = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+    Value isSplit = arith::CmpIOp::create(
+        rewriter, loc, arith::CmpIPredicate::ne, split, zero);
+    auto ifOp = scf::IfOp::create(rewriter, loc, isSplit, /*withElse=*/true);
+
+    // Split: the plan's arrays and workspaces as memref descriptors.
+    int64_t dyn = ShapedType::kDynamic;
+    auto vec = [&](Type elem) { return MemRefType::get({dyn}, elem); };
+    rewriter.setInsertionPointToStart(ifOp.thenBlock());
+    auto call = [&](StringRef name, Type result, int64_t which) {
+      SmallVector<Type> args = {ptr};
+      SmallVector<Value> operands = {handle};
+      if (which >= 0) {
+        args.push_back(i64Type);
+        operands.push_back(i64(rewriter, loc, which));
+      }
+      func::FuncOp fn =
+          declare(module, name, FunctionType::get(ctx, args, {result}), true);
+      return func::CallOp::create(rewriter, loc, fn, operands).getResult(0);
+    };
+    unsigned count = op.isDecode() ? kNumPlanOperands : kNumPrefillPlanOperands;
+    SmallVector<Value> arrays;
+    for (unsigned i = 0; i < count; ++i) {
+      if (i == kPlanTmpV)
+        arrays.push_back(
+            call(kTmpVFn,
+                 MemRefType::get({dyn, dyn, dyn}, rewriter.getF32Type()), -1));
+      else if (i == kPlanTmpS)
+        arrays.push_back(call(
+            kTmpSFn, MemRefType::get({dyn, dyn}, rewriter.getF32Type()), -1));
+      else if (i == kPlanBlockValidMask)
+        arrays.push_back(call(kI8Fn, vec(rewriter.getI8Type()), i));
+      else
+        arrays.push_back(call(kI32Fn, vec(i32), i));
+    }
+    auto splitOp = cast<PagedAttentionOp>(rewriter.clone(*op));
+    splitOp.getPlanMutable().assign(arrays);
+
+    // Not split: the self-scheduled launch.
+    rewriter.setInsertionPointToStart(ifOp.elseBlock());
+    auto plainOp = cast<PagedAttentionOp>(rewriter.clone(*op));
+    plainOp.getPlanMutable().clear();
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+bool hasPlanOperand(PagedAttentionOp op) {
+  return llvm::any_of(op->getOperandTypes(), llvm::IsaPred<PlanType>);
+}
+
+struct CascadeLowerPlansPass
+    : cascade::impl::CascadeLowerPlansBase<CascadeLowerPlansPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    bool any = false;
+    module.walk([&](Operation *op) {
+      any |= isa<PlanOp>(op) ||
+             llvm::any_of(op->getOperandTypes(), llvm::IsaPred<PlanType>);
+    });
+    if (!any)
+      return;
+    FailureOr<const TargetInfo *> target = resolveSelectionTarget(module, chip);
+    if (failed(target))
+      return signalPassFailure();
+    PlanKernels kernels(module, **target);
+
+    MLIRContext *ctx = &getContext();
+    TypeConverter converter;
+    converter.addConversion([](Type t) { return t; });
+    converter.addConversion(
+        [ctx](PlanType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
+    ConversionTarget target_(*ctx);
+    target_.addLegalDialect<arith::ArithDialect, func::FuncDialect,
+                            LLVM::LLVMDialect, memref::MemRefDialect,
+                            scf::SCFDialect, CascadeDialect>();
+    target_.addIllegalOp<PlanOp>();
+    target_.addDynamicallyLegalOp<PagedAttentionOp>(
+        [](PagedAttentionOp op) { return !hasPlanOperand(op); });
+    target_.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+      return converter.isSignatureLegal(op.getFunctionType()) &&
+             converter.isLegal(&op.getBody());
+    });
+    target_.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
+        [&](Operation *op) { return converter.isLegal(op); });
+    target_.markUnknownOpDynamicallyLegal([&](Operation *op) {
+      return converter.isLegal(op->getOperandTypes()) &&
+             converter.isLegal(op->getResultTypes());
+    });
+
+    RewritePatternSet patterns(ctx);
+    patterns.add<PlanOpLowering>(converter, ctx, kernels);
+    patterns.add<PlannedAttentionLowering>(converter, ctx);
+    populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
+                                                                   converter);
+    populateCallOpTypeConversionPattern(patterns, converter);
+    populateReturnOpTypeConversionPattern(patterns, converter);
+    if (failed(applyPartialConversion(module, target_, std::move(patterns))))
+      signalPassFailure();
+  }
+};
+
+} // namespace
