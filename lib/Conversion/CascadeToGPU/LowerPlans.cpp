@@ -161,14 +161,14 @@ private:
 /// disable split)`, the slot an internal global of the module.
 struct PlanOpLowering : OpConversionPattern<PlanOp> {
   PlanOpLowering(const TypeConverter &converter, MLIRContext *ctx,
-                 const PlanKernels &kernels)
+                 const DenseMap<Operation *, PlanKernel> &kernels)
       : OpConversionPattern(converter, ctx), kernels(kernels) {}
 
   LogicalResult
   matchAndRewrite(PlanOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    FailureOr<PlanKernel> kernel = kernels.find(op);
-    if (failed(kernel))
+    auto kernel = kernels.find(op);
+    if (kernel == kernels.end())
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
@@ -216,15 +216,15 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
                                    i64(rewriter, loc, type.getHeadDim()),
                                    i64(rewriter, loc, type.getPageSize()),
                                    i64(rewriter, loc, type.getGraphRows()),
-                                   i64(rewriter, loc, kernel->occupancy),
-                                   i64(rewriter, loc, kernel->qoTile),
+                                   i64(rewriter, loc, kernel->second.occupancy),
+                                   i64(rewriter, loc, kernel->second.qoTile),
                                    i64(rewriter, loc, op.getFixedSplitPages()),
                                    i64(rewriter, loc, op.getDisableSplitKv())};
     rewriter.replaceOpWithNewOp<func::CallOp>(op, fn, operands);
     return success();
   }
 
-  const PlanKernels &kernels;
+  const DenseMap<Operation *, PlanKernel> &kernels;
 };
 
 /// A paged_attention with a !cascade.plan -> if the plan splits KV (and
@@ -239,9 +239,6 @@ struct PlannedAttentionLowering : OpConversionPattern<PagedAttentionOp> {
     ValueRange plan = op.getPlan();
     if (plan.size() != 1 || !isa<PlanType>(plan[0].getType()))
       return failure();
-    if (op.getNumResults() != 0)
-      return op.emitOpError("a planned level must be bufferized before "
-                            "cascade-lower-plans");
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto module = op->getParentOfType<ModuleOp>();
@@ -331,7 +328,28 @@ struct CascadeLowerPlansPass
     FailureOr<const TargetInfo *> target = resolveSelectionTarget(module, chip);
     if (failed(target))
       return signalPassFailure();
-    PlanKernels kernels(module, **target);
+    // What the patterns need, checked first: the kernel of every plan,
+    // planned levels on memrefs.
+    PlanKernels planKernels(module, **target);
+    DenseMap<Operation *, PlanKernel> kernels;
+    WalkResult checked = module.walk([&](Operation *op) {
+      if (auto plan = dyn_cast<PlanOp>(op)) {
+        FailureOr<PlanKernel> k = planKernels.find(plan);
+        if (failed(k))
+          return WalkResult::interrupt();
+        kernels[op] = *k;
+      }
+      auto attention = dyn_cast<PagedAttentionOp>(op);
+      if (attention && hasPlanOperand(attention) &&
+          attention.getNumResults() != 0) {
+        attention.emitOpError("a planned level must be bufferized before "
+                              "cascade-lower-plans");
+        return WalkResult::interrupt();
+      }
+      return WalkResult::advance();
+    });
+    if (checked.wasInterrupted())
+      return signalPassFailure();
 
     MLIRContext *ctx = &getContext();
     TypeConverter converter;
