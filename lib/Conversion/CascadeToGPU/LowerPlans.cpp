@@ -356,20 +356,20 @@ struct CascadeLowerPlansPass
     converter.addConversion([](Type t) { return t; });
     converter.addConversion(
         [ctx](PlanType) -> Type { return LLVM::LLVMPointerType::get(ctx); });
-    ConversionTarget target_(*ctx);
-    target_.addLegalDialect<arith::ArithDialect, func::FuncDialect,
-                            LLVM::LLVMDialect, memref::MemRefDialect,
-                            scf::SCFDialect, CascadeDialect>();
-    target_.addIllegalOp<PlanOp>();
-    target_.addDynamicallyLegalOp<PagedAttentionOp>(
+    ConversionTarget legality(*ctx);
+    legality.addLegalDialect<arith::ArithDialect, func::FuncDialect,
+                             LLVM::LLVMDialect, memref::MemRefDialect,
+                             scf::SCFDialect, CascadeDialect>();
+    legality.addIllegalOp<PlanOp>();
+    legality.addDynamicallyLegalOp<PagedAttentionOp>(
         [](PagedAttentionOp op) { return !hasPlanOperand(op); });
-    target_.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
+    legality.addDynamicallyLegalOp<func::FuncOp>([&](func::FuncOp op) {
       return converter.isSignatureLegal(op.getFunctionType()) &&
              converter.isLegal(&op.getBody());
     });
-    target_.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
+    legality.addDynamicallyLegalOp<func::CallOp, func::ReturnOp>(
         [&](Operation *op) { return converter.isLegal(op); });
-    target_.markUnknownOpDynamicallyLegal([&](Operation *op) {
+    legality.markUnknownOpDynamicallyLegal([&](Operation *op) {
       return converter.isLegal(op->getOperandTypes()) &&
              converter.isLegal(op->getResultTypes());
     });
@@ -381,7 +381,7 @@ struct CascadeLowerPlansPass
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);
     populateReturnOpTypeConversionPattern(patterns, converter);
-    if (failed(applyPartialConversion(module, target_, std::move(patterns))))
+    if (failed(applyPartialConversion(module, legality, std::move(patterns))))
       signalPassFailure();
   }
 };
