@@ -43,6 +43,17 @@ void _mlir_ciface_cascade_mgpu_plan_i8(MemRef<int8_t, 1> *out, void *plan,
 void _mlir_ciface_cascade_mgpu_plan_tmp_v(MemRef<float, 3> *out, void *plan);
 void _mlir_ciface_cascade_mgpu_plan_tmp_s(MemRef<float, 2> *out, void *plan);
 void cascade_mgpu_plan_destroy(void **slot);
+void *_mlir_ciface_cascade_mgpu_auto_plan(void **slot, Array *kvIndptr,
+                                          Array *last, Array *indices,
+                                          int64_t hqo, int64_t hkv,
+                                          int64_t headDim, int64_t pageSize,
+                                          int64_t graphRows, int64_t occupancy,
+                                          int64_t sharedQoTile);
+int64_t cascade_mgpu_auto_num_levels(void *plan);
+void *cascade_mgpu_auto_level(void *plan, int64_t level);
+void _mlir_ciface_cascade_mgpu_auto_array(Array *out, void *plan, int64_t level,
+                                          int64_t which);
+void cascade_mgpu_auto_plan_destroy(void **slot);
 }
 
 namespace {
@@ -87,7 +98,7 @@ TEST_F(MgpuPlanTest, PlansIntoItsSlotAndDescribesTheArrays) {
   Batch batch(4, 512, /*prefill=*/false); // long KV, few requests: split
   void *plan = batch.plan(&slot);
   ASSERT_NE(plan, nullptr);
-  EXPECT_EQ(plan, slot);
+  EXPECT_NE(slot, nullptr);
   EXPECT_EQ(cascade_mgpu_plan_split_kv(plan, 0), 1);
   Array ri{};
   _mlir_ciface_cascade_mgpu_plan_i32(&ri, plan, 0); // request_indices
@@ -145,12 +156,16 @@ TEST_F(MgpuPlanTest, GraphModeKeepsAddressesAndSizes) {
 
 TEST_F(MgpuPlanTest, GraphModeRefusesALargerBatch) {
   Batch a(8, 300, false), b(64, 300, false);
-  ASSERT_NE(a.plan(&slot, 8), nullptr);
-  void *plan = b.plan(&slot, 8);
-  EXPECT_EQ(plan, nullptr);
-  // The slot's plan reads as unsplit: the host code runs the unplanned
-  // kernel.
-  EXPECT_EQ(cascade_mgpu_plan_split_kv(slot, 0), 0);
+  void *first = a.plan(&slot, 8);
+  ASSERT_NE(first, nullptr);
+  ASSERT_EQ(cascade_mgpu_plan_split_kv(first, 0), 1);
+  EXPECT_EQ(b.plan(&slot, 8), nullptr);
+  // The plan handed out before reads as unsplit now (the host code runs the
+  // unplanned kernel), and describes no arrays.
+  EXPECT_EQ(cascade_mgpu_plan_split_kv(first, 0), 0);
+  Array ri{};
+  _mlir_ciface_cascade_mgpu_plan_i32(&ri, first, 0);
+  EXPECT_EQ(ri.aligned, nullptr);
 }
 
 TEST_F(MgpuPlanTest, PrefillPlanForAnotherQueryTileIsNotSplit) {
@@ -175,6 +190,72 @@ TEST_F(MgpuPlanTest, BadInputIsANullPlan) {
   EXPECT_EQ(ri.sizes[0], 0);
   cascade_mgpu_plan_destroy(&slot);
   EXPECT_EQ(slot, nullptr);
+}
+
+/// A decode batch of `b` requests, each with `shared` pages that all
+/// requests share (the same ids) and 3 pages of its own.
+struct SharedBatch {
+  std::vector<int32_t> kvIndptr{0}, last, indices;
+  SharedBatch(int32_t b, int32_t shared) {
+    int32_t next = shared;
+    for (int32_t i = 0; i < b; ++i) {
+      for (int32_t p = 0; p < shared; ++p)
+        indices.push_back(p);
+      for (int32_t p = 0; p < 3; ++p)
+        indices.push_back(next++);
+      kvIndptr.push_back(static_cast<int32_t>(indices.size()));
+      last.push_back(16);
+    }
+  }
+  void *plan(void **slot) {
+    Array k = view(kvIndptr), l = view(last), n = view(indices);
+    return _mlir_ciface_cascade_mgpu_auto_plan(slot, &k, &l, &n, 32, 8, 128, 16,
+                                               0, 2, 128);
+  }
+};
+
+TEST_F(MgpuPlanTest, AutoCascadeFindsTheSharedPrefix) {
+  SharedBatch batch(64, 512);
+  void *plan = batch.plan(&slot);
+  ASSERT_NE(plan, nullptr);
+  ASSERT_EQ(cascade_mgpu_auto_num_levels(plan), 2);
+  // Level 0: the shared pages, one group of all 64 queries.
+  Array qo{}, kv{}, ids{}, last{};
+  _mlir_ciface_cascade_mgpu_auto_array(&qo, plan, 0, 0);
+  _mlir_ciface_cascade_mgpu_auto_array(&kv, plan, 0, 1);
+  _mlir_ciface_cascade_mgpu_auto_array(&ids, plan, 0, 2);
+  _mlir_ciface_cascade_mgpu_auto_array(&last, plan, 0, 3);
+  ASSERT_EQ(qo.sizes[0], 2);
+  EXPECT_EQ(qo.aligned[1], 64);
+  EXPECT_EQ(kv.aligned[1], 512);
+  EXPECT_EQ(ids.sizes[0], 512);
+  EXPECT_EQ(last.sizes[0], 1);
+  // Level 1: each request's own 3 pages.
+  _mlir_ciface_cascade_mgpu_auto_array(&kv, plan, 1, 1);
+  _mlir_ciface_cascade_mgpu_auto_array(&ids, plan, 1, 2);
+  ASSERT_EQ(kv.sizes[0], 65);
+  EXPECT_EQ(kv.aligned[64], 64 * 3);
+  EXPECT_EQ(ids.sizes[0], 64 * 3);
+  // Each level is a plan the level functions take.
+  void *shared = cascade_mgpu_auto_level(plan, 0);
+  ASSERT_NE(shared, nullptr);
+  EXPECT_EQ(cascade_mgpu_plan_split_kv(shared, 128), 1);
+  Array merge{};
+  _mlir_ciface_cascade_mgpu_plan_i32(&merge, shared, 8);
+  EXPECT_EQ(merge.sizes[0], 65);
+  EXPECT_EQ(cascade_mgpu_auto_level(plan, 2), nullptr);
+  cascade_mgpu_auto_plan_destroy(&slot);
+}
+
+TEST_F(MgpuPlanTest, AutoCascadeWithoutSharingIsOneLevel) {
+  SharedBatch batch(64, 0);
+  void *plan = batch.plan(&slot);
+  ASSERT_NE(plan, nullptr);
+  EXPECT_EQ(cascade_mgpu_auto_num_levels(plan), 1);
+  EXPECT_NE(cascade_mgpu_auto_level(plan, 0), nullptr);
+  EXPECT_EQ(cascade_mgpu_auto_level(plan, 1), nullptr);
+  EXPECT_EQ(cascade_mgpu_auto_num_levels(nullptr), 0);
+  cascade_mgpu_auto_plan_destroy(&slot);
 }
 
 } // namespace
