@@ -205,21 +205,22 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
       return memref::CastOp::create(rewriter, loc, arr, v);
     };
     PlanType type = op.getPlan().getType();
-    SmallVector<Value> operands = {slot,
-                                   array(adaptor.getQoIndptr()),
-                                   array(adaptor.getKvIndptr()),
-                                   array(adaptor.getKvLastPageLen()),
-                                   array(adaptor.getKvIndices()),
-                                   i64(rewriter, loc, type.getPrefill()),
-                                   i64(rewriter, loc, type.getNumQoHeads()),
-                                   i64(rewriter, loc, type.getNumKvHeads()),
-                                   i64(rewriter, loc, type.getHeadDim()),
-                                   i64(rewriter, loc, type.getPageSize()),
-                                   i64(rewriter, loc, type.getGraphRows()),
-                                   i64(rewriter, loc, kernel->second.occupancy),
-                                   i64(rewriter, loc, kernel->second.qoTile),
-                                   i64(rewriter, loc, op.getFixedSplitPages()),
-                                   i64(rewriter, loc, op.getDisableSplitKv())};
+    SmallVector<Value> operands = {
+        slot,
+        array(adaptor.getQoIndptr()),
+        array(adaptor.getKvIndptr()),
+        array(adaptor.getKvLastPageLen()),
+        array(adaptor.getKvIndices()),
+        i64(rewriter, loc, type.getPrefill()),
+        i64(rewriter, loc, type.getNumQoHeads()),
+        i64(rewriter, loc, type.getNumKvHeads()),
+        i64(rewriter, loc, type.getHeadDim()),
+        i64(rewriter, loc, type.getPageSize()),
+        i64(rewriter, loc, type.getGraphRows()),
+        i64(rewriter, loc, kernel->second.occupancy),
+        i64(rewriter, loc, kernel->second.qoTile),
+        i64(rewriter, loc, op.getFixedSplitPagesAttr().getInt()),
+        i64(rewriter, loc, op.getDisableSplitKv())};
     rewriter.replaceOpWithNewOp<func::CallOp>(op, fn, operands);
     return success();
   }

@@ -55,6 +55,56 @@ func.func @split_options(%kp: memref<?xi32>, %kl: memref<?xi32>) {
 
 // -----
 
+func.func @negative_split(%kp: memref<?xi32>, %kl: memref<?xi32>) {
+  // expected-error@+1 {{'fixed_split_pages' must be >= 0, got -2}}
+  %p = cascade.plan kv_indptr(%kp : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
+      {fixed_split_pages = -2 : i64} : !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16>
+  return
+}
+
+// -----
+
+// expected-error@+1 {{automatic cascades from IR are decode batches (one query per request); got a prefill plan}}
+func.func private @auto_prefill(!cascade.plan<prefill, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>)
+
+// -----
+
+func.func @auto_without_ids(%kp: memref<?xi32>, %kl: memref<?xi32>) {
+  // expected-error@+1 {{an auto_cascade plan needs 'kv_indices' (the page ids whose shared prefixes it finds)}}
+  %p = cascade.plan kv_indptr(%kp : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
+      : !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+  return
+}
+
+// -----
+
+func.func @auto_split_options(%kp: memref<?xi32>, %kl: memref<?xi32>, %ki: memref<?xi32>) {
+  // expected-error@+1 {{an auto_cascade plan takes no split options}}
+  %p = cascade.plan kv_indptr(%kp : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>) kv_indices(%ki : memref<?xi32>)
+      {disable_split_kv} : !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+  return
+}
+
+// -----
+
+!auto = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+!decode = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16>
+func.func @auto_on_a_level(%q: tensor<?x32x128xf16>, %c: tensor<?x2x16x8x128xf16>,
+    %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>,
+    %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>,
+    %p0: !decode, %p1: !auto, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{plan [1] is an auto_cascade plan: it belongs on a plain cascade.paged_attention, whose levels it finds}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%c : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      plans(%p0, %p1 : !decode, !auto)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {page_size = 16 : i64, decode_levels = array<i1: true, true>} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
 func.func @occupancy(%kp: memref<?xi32>, %kl: memref<?xi32>) {
   // expected-error@+1 {{'occupancy' must be >= 1, got 0}}
   %p = cascade.plan kv_indptr(%kp : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)

@@ -593,6 +593,12 @@ LogicalResult MultiLevelAttentionOp::verifyPlans() {
   auto q = cast<ShapedType>(getQ().getType());
   auto kv0 = cast<ShapedType>(getKv()[0].getType());
   for (auto [l, plan] : llvm::enumerate(plans))
+    if (auto t = dyn_cast<PlanType>(plan.getType()); t && t.getAutoCascade())
+      return emitOpError("plan [")
+             << l
+             << "] is an auto_cascade plan: it belongs on a plain "
+                "cascade.paged_attention, whose levels it finds";
+  for (auto [l, plan] : llvm::enumerate(plans))
     if (failed(verifyLevelPlan(*this, plan.getType(), isDecodeLevel(l), q, kv0,
                                getKv().size() == 1, getKvLayout(),
                                getPageSize(), " [" + Twine(l) + "]")))

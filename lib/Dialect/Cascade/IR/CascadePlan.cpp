@@ -30,7 +30,7 @@ void CascadeDialect::registerTypes() {
 //===----------------------------------------------------------------------===//
 
 /// `<decode|prefill, heads = Q / K, head_dim = D, page_size = P
-///  [, graph_rows = R]>`
+///  [, graph_rows = R] [, auto_cascade]>`
 Type PlanType::parse(AsmParser &parser) {
   StringRef mode;
   int64_t qo = 0, kv = 0, dim = 0, page = 0, rows = 0;
@@ -50,14 +50,21 @@ Type PlanType::parse(AsmParser &parser) {
       parser.parseKeyword("page_size") || parser.parseEqual() ||
       parser.parseInteger(page))
     return {};
-  if (succeeded(parser.parseOptionalComma()) &&
-      (parser.parseKeyword("graph_rows") || parser.parseEqual() ||
-       parser.parseInteger(rows)))
-    return {};
+  bool autoCascade = false;
+  while (succeeded(parser.parseOptionalComma())) {
+    if (succeeded(parser.parseOptionalKeyword("auto_cascade"))) {
+      autoCascade = true;
+      continue;
+    }
+    if (parser.parseKeyword("graph_rows") || parser.parseEqual() ||
+        parser.parseInteger(rows))
+      return {};
+  }
   if (parser.parseGreater())
     return {};
-  return parser.getChecked<PlanType>(
-      loc, parser.getContext(), mode == "prefill", qo, kv, dim, page, rows);
+  return parser.getChecked<PlanType>(loc, parser.getContext(),
+                                     mode == "prefill", qo, kv, dim, page, rows,
+                                     autoCascade);
 }
 
 void PlanType::print(AsmPrinter &printer) const {
@@ -67,13 +74,16 @@ void PlanType::print(AsmPrinter &printer) const {
           << ", page_size = " << getPageSize();
   if (isGraph())
     printer << ", graph_rows = " << getGraphRows();
+  if (getAutoCascade())
+    printer << ", auto_cascade";
   printer << ">";
 }
 
 LogicalResult PlanType::verify(function_ref<InFlightDiagnostic()> emitError,
                                bool prefill, int64_t numQoHeads,
                                int64_t numKvHeads, int64_t headDim,
-                               int64_t pageSize, int64_t graphRows) {
+                               int64_t pageSize, int64_t graphRows,
+                               bool autoCascade) {
   if (numQoHeads < 1 || numKvHeads < 1 || numQoHeads % numKvHeads != 0)
     return emitError() << "plan heads must be positive with the query heads "
                           "a multiple of the KV heads, got "
@@ -88,6 +98,9 @@ LogicalResult PlanType::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "plan graph_rows must be >= 0 (0: not CUDA-graph "
                           "mode), got "
                        << graphRows;
+  if (autoCascade && prefill)
+    return emitError() << "automatic cascades from IR are decode batches "
+                          "(one query per request); got a prefill plan";
   return success();
 }
 
@@ -102,14 +115,19 @@ LogicalResult PlanOp::verify() {
   if (!type.getPrefill() && getQoIndptr())
     return emitOpError("a decode plan takes no 'qo_indptr' (one query per "
                        "request)");
-  if (getFixedSplitPages() < 0)
-    return emitOpError("'fixed_split_pages' must be >= 0, got ")
-           << getFixedSplitPages();
-  if (getFixedSplitPages() > 0 && getDisableSplitKv())
+  int64_t fixedSplit = getFixedSplitPagesAttr().getInt();
+  if (fixedSplit < 0)
+    return emitOpError("'fixed_split_pages' must be >= 0, got ") << fixedSplit;
+  if (fixedSplit > 0 && getDisableSplitKv())
     return emitOpError("'fixed_split_pages' and 'disable_split_kv' exclude "
                        "each other");
   if (std::optional<int64_t> occ = getOccupancy(); occ && *occ < 1)
     return emitOpError("'occupancy' must be >= 1, got ") << *occ;
+  if (type.getAutoCascade() && !getKvIndices())
+    return emitOpError("an auto_cascade plan needs 'kv_indices' (the page "
+                       "ids whose shared prefixes it finds)");
+  if (type.getAutoCascade() && (fixedSplit != 0 || getDisableSplitKv()))
+    return emitOpError("an auto_cascade plan takes no split options");
   int64_t kvp = getKvIndptr().getType().getDimSize(0);
   int64_t last = getKvLastPageLen().getType().getDimSize(0);
   if (!ShapedType::isDynamic(kvp) && !ShapedType::isDynamic(last) &&

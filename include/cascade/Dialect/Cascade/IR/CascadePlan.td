@@ -29,7 +29,10 @@ def Cascade_PlanType : TypeDef<Cascade_Dialect, "Plan"> {
     the query and KV head counts, `head_dim`, the page size and, for
     CUDA-graph mode, the row capacity (`graph_rows`): every replan keeps
     every launch size and device address of the first one, for up to
-    `graph_rows` query rows (decode: requests).
+    `graph_rows` query rows (decode: requests). `auto_cascade` (decode
+    plans): the plan of a plain batch that the runtime turns into a cascade
+    when adjacent requests share page prefixes (docs/auto-cascade.md): a
+    shared level read once per group, then each request's own pages.
 
     Examples:
 
@@ -37,11 +40,14 @@ def Cascade_PlanType : TypeDef<Cascade_Dialect, "Plan"> {
     !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16>
     !cascade.plan<prefill, heads = 64 / 8, head_dim = 128, page_size = 16,
                   graph_rows = 4096>
+    !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16,
+                  auto_cascade>
     ```
   }];
   let parameters = (ins "bool":$prefill, "int64_t":$numQoHeads,
                         "int64_t":$numKvHeads, "int64_t":$headDim,
-                        "int64_t":$pageSize, "int64_t":$graphRows);
+                        "int64_t":$pageSize, "int64_t":$graphRows,
+                        "bool":$autoCascade);
   let hasCustomAssemblyFormat = 1;
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
@@ -68,6 +74,11 @@ def Cascade_PlanOp : Op<Cascade_Dialect, "plan", [
     one plan: a later execution of the same op replans into it, so a plan
     handed to a run function stays valid (and, in graph mode, keeps its
     device addresses) until the op runs again.
+
+    An `auto_cascade` plan reads `kv_indices` (required) to find the page
+    prefixes that adjacent requests share, and plans the cascade it finds
+    (at most one shared level; docs/auto-cascade.md); the level that takes
+    it runs as that cascade, or as the plain batch when nothing is shared.
 
     Options: `fixed_split_pages` (FlashInfer's `fixed_split_size`: a fixed
     KV chunk in pages, 0 = automatic), `disable_split_kv` (never split), and
