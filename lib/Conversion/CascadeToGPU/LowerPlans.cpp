@@ -41,6 +41,10 @@ constexpr StringLiteral kI32Fn = "cascade_mgpu_plan_i32";
 constexpr StringLiteral kI8Fn = "cascade_mgpu_plan_i8";
 constexpr StringLiteral kTmpVFn = "cascade_mgpu_plan_tmp_v";
 constexpr StringLiteral kTmpSFn = "cascade_mgpu_plan_tmp_s";
+constexpr StringLiteral kAutoPlanFn = "cascade_mgpu_auto_plan";
+constexpr StringLiteral kAutoLevelsFn = "cascade_mgpu_auto_num_levels";
+constexpr StringLiteral kAutoLevelFn = "cascade_mgpu_auto_level";
+constexpr StringLiteral kAutoArrayFn = "cascade_mgpu_auto_array";
 
 /// The 1-D i32 memref type of the shim's array arguments (any layout).
 MemRefType anyI32Array(MLIRContext *ctx) {
@@ -72,6 +76,8 @@ Value i64(OpBuilder &b, Location loc, int64_t v) {
 struct PlanKernel {
   int64_t qoTile = 0;
   int64_t occupancy = 1;
+  /// auto_cascade: the query tile of the shared level's prefill kernel.
+  int64_t sharedQoTile = 0;
 };
 
 /// Resident blocks per SM of a kernel with `config` on `target`: threads,
@@ -87,6 +93,33 @@ int64_t estimateOccupancy(KernelConfigAttr config, int64_t headDim,
   if (int64_t smem = mma ? mmaAttentionSharedBytes(config, headDim) : 0)
     occ = std::min(occ, target.sharedBytesPerSM / (smem + 1024));
   return std::max<int64_t>(occ, 1);
+}
+
+/// The shared level of an automatic cascade over `op`'s batch: `op` as a
+/// prefill over `qo` (groups of its rows) and that level's KV arrays,
+/// writing (or, if `op` accumulates, merging into) `op`'s outputs, with its
+/// own kernel configuration. Created at the builder's insertion point.
+FailureOr<PagedAttentionOp> createSharedLevel(OpBuilder &b, PagedAttentionOp op,
+                                              ValueRange arrays,
+                                              const TargetInfo &target) {
+  auto shared = cast<PagedAttentionOp>(b.clone(*op));
+  shared.getPlanMutable().clear();
+  shared.getQoIndptrMutable().assign(arrays[0]);
+  shared.getKvIndptrMutable().assign(arrays[1]);
+  shared.getKvIndicesMutable().assign(arrays[2]);
+  shared.getKvLastPageLenMutable().assign(arrays[3]);
+  auto helper = op->getContext()
+                    ->getLoadedDialect<CascadeDialect>()
+                    ->getKernelConfigAttrHelper();
+  shared->removeAttr(helper.getName());
+  FailureOr<KernelConfigAttr> config =
+      selectKernelConfig(shared, KernelConfigOptions(), target);
+  if (failed(config)) {
+    shared->erase();
+    return failure();
+  }
+  helper.setAttr(shared, *config);
+  return shared;
 }
 
 /// The kernel configurations of the attention ops that run each plan:
@@ -111,7 +144,22 @@ public:
           return;
         config = *c;
       }
-      users.push_back({plan[0], config});
+      int64_t sharedQoTile = 0;
+      if (cast<PlanType>(plan[0].getType()).getAutoCascade()) {
+        // The shared level's kernel, on stand-in arrays (the op's own).
+        OpBuilder b(op);
+        Value kvp = op.getKvIndptr();
+        FailureOr<PagedAttentionOp> shared = createSharedLevel(
+            b, op, {kvp, kvp, op.getKvIndices(), op.getKvLastPageLen()},
+            target);
+        if (succeeded(shared)) {
+          KernelConfigAttr sc = helper.getAttr(*shared);
+          if (sc.getFamily() == KernelFamily::MmaSync)
+            sharedQoTile = sc.getQTile();
+          shared->erase();
+        }
+      }
+      users.push_back({plan[0], config, sharedQoTile});
     });
   }
 
@@ -144,6 +192,9 @@ public:
     k.qoTile = type.getPrefill() && mma ? c.getQTile() : 0;
     k.occupancy = op.getOccupancy().value_or(
         estimateOccupancy(c, type.getHeadDim(), target));
+    for (const User &u : users)
+      if (u.plan == plan || u.plan.getType() == type)
+        k.sharedQoTile = std::max(k.sharedQoTile, u.sharedQoTile);
     return k;
   }
 
@@ -151,6 +202,7 @@ private:
   struct User {
     Value plan;
     KernelConfigAttr config;
+    int64_t sharedQoTile;
   };
   SmallVector<User> users;
   const TargetInfo &target;
@@ -176,10 +228,6 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
     auto ptr = LLVM::LLVMPointerType::get(ctx);
     MemRefType arr = anyI32Array(ctx);
     Type i64Type = rewriter.getI64Type();
-    SmallVector<Type> args = {ptr, arr, arr, arr, arr};
-    args.append(10, i64Type);
-    func::FuncOp fn =
-        declare(module, kPlanFn, FunctionType::get(ctx, args, {ptr}), true);
 
     // The op's slot: a pointer-sized global, null until the first plan.
     OpBuilder mb = OpBuilder::atBlockBegin(module.getBody());
@@ -198,13 +246,42 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
     LLVM::ReturnOp::create(mb, loc, null);
 
     Value slot = LLVM::AddressOfOp::create(rewriter, loc, global);
+    PlanType type = op.getPlan().getType();
+    if (type.getAutoCascade()) {
+      // cascade_mgpu_auto_plan(slot, kv_indptr, last, indices, Hqo, Hkv, D,
+      // page, graph_rows, occupancy, shared level's query tile).
+      SmallVector<Type> autoArgs = {ptr, arr, arr, arr};
+      autoArgs.append(7, i64Type);
+      func::FuncOp autoFn = declare(
+          module, kAutoPlanFn, FunctionType::get(ctx, autoArgs, {ptr}), true);
+      auto cast = [&](Value v) -> Value {
+        return memref::CastOp::create(rewriter, loc, arr, v);
+      };
+      SmallVector<Value> operands = {
+          slot,
+          cast(adaptor.getKvIndptr()),
+          cast(adaptor.getKvLastPageLen()),
+          cast(adaptor.getKvIndices()),
+          i64(rewriter, loc, type.getNumQoHeads()),
+          i64(rewriter, loc, type.getNumKvHeads()),
+          i64(rewriter, loc, type.getHeadDim()),
+          i64(rewriter, loc, type.getPageSize()),
+          i64(rewriter, loc, type.getGraphRows()),
+          i64(rewriter, loc, kernel->second.occupancy),
+          i64(rewriter, loc, kernel->second.sharedQoTile)};
+      rewriter.replaceOpWithNewOp<func::CallOp>(op, autoFn, operands);
+      return success();
+    }
+    SmallVector<Type> args = {ptr, arr, arr, arr, arr};
+    args.append(10, i64Type);
+    func::FuncOp fn =
+        declare(module, kPlanFn, FunctionType::get(ctx, args, {ptr}), true);
     auto array = [&](Value v) -> Value {
       if (!v)
         v = memref::AllocaOp::create(
             rewriter, loc, MemRefType::get({0}, rewriter.getI32Type()));
       return memref::CastOp::create(rewriter, loc, arr, v);
     };
-    PlanType type = op.getPlan().getType();
     SmallVector<Value> operands = {
         slot,
         array(adaptor.getQoIndptr()),
@@ -228,85 +305,184 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
   const DenseMap<Operation *, PlanKernel> &kernels;
 };
 
-/// A paged_attention with a !cascade.plan -> if the plan splits KV (and
-/// was made for this kernel's query tile): the split launch on the planned
-/// arrays; else the self-scheduled launch.
+/// `op` planned by `handle` (a level's plan, !llvm.ptr): if the plan splits
+/// KV (and was made for this kernel's query tile), `op` with the planned
+/// arrays as its split-KV plan operands; else `op` without a plan, the
+/// self-scheduled launch. Created at the rewriter's insertion point; `op`
+/// is left for the caller to erase.
+void emitPlannedLevel(ConversionPatternRewriter &rewriter, PagedAttentionOp op,
+                      Value handle) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = op.getContext();
+  auto module = op->getParentOfType<ModuleOp>();
+  Type ptr = handle.getType(), i64Type = rewriter.getI64Type();
+  auto i32 = rewriter.getI32Type();
+
+  // The query tile the split kernel was built for: the shim refuses to
+  // split with a plan made for another (the launch would be wrong).
+  auto config = ctx->getLoadedDialect<CascadeDialect>()
+                    ->getKernelConfigAttrHelper()
+                    .getAttr(op);
+  int64_t qoTile =
+      !op.isDecode() && config && config.getFamily() == KernelFamily::MmaSync
+          ? config.getQTile()
+          : 0;
+  func::FuncOp splitFn = declare(
+      module, kSplitFn, FunctionType::get(ctx, {ptr, i64Type}, {i32}), false);
+  Value split =
+      func::CallOp::create(rewriter, loc, splitFn,
+                           ValueRange{handle, i64(rewriter, loc, qoTile)})
+          .getResult(0);
+  Value zero = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
+  Value isSplit = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::ne,
+                                        split, zero);
+  auto ifOp = scf::IfOp::create(rewriter, loc, isSplit, /*withElse=*/true);
+
+  // Split: the plan's arrays and workspaces as memref descriptors.
+  int64_t dyn = ShapedType::kDynamic;
+  auto vec = [&](Type elem) { return MemRefType::get({dyn}, elem); };
+  rewriter.setInsertionPointToStart(ifOp.thenBlock());
+  auto call = [&](StringRef name, Type result, int64_t which) {
+    SmallVector<Type> args = {ptr};
+    SmallVector<Value> operands = {handle};
+    if (which >= 0) {
+      args.push_back(i64Type);
+      operands.push_back(i64(rewriter, loc, which));
+    }
+    func::FuncOp fn =
+        declare(module, name, FunctionType::get(ctx, args, {result}), true);
+    return func::CallOp::create(rewriter, loc, fn, operands).getResult(0);
+  };
+  unsigned count = op.isDecode() ? kNumPlanOperands : kNumPrefillPlanOperands;
+  SmallVector<Value> arrays;
+  for (unsigned i = 0; i < count; ++i) {
+    if (i == kPlanTmpV)
+      arrays.push_back(
+          call(kTmpVFn, MemRefType::get({dyn, dyn, dyn}, rewriter.getF32Type()),
+               -1));
+    else if (i == kPlanTmpS)
+      arrays.push_back(call(
+          kTmpSFn, MemRefType::get({dyn, dyn}, rewriter.getF32Type()), -1));
+    else if (i == kPlanBlockValidMask)
+      arrays.push_back(call(kI8Fn, vec(rewriter.getI8Type()), i));
+    else
+      arrays.push_back(call(kI32Fn, vec(i32), i));
+  }
+  auto splitOp = cast<PagedAttentionOp>(rewriter.clone(*op));
+  splitOp.getPlanMutable().assign(arrays);
+
+  // Not split: the self-scheduled launch.
+  rewriter.setInsertionPointToStart(ifOp.elseBlock());
+  auto plainOp = cast<PagedAttentionOp>(rewriter.clone(*op));
+  plainOp.getPlanMutable().clear();
+}
+
+/// The plan type of `op`'s plan operand, if it takes a !cascade.plan.
+PlanType planTypeOf(PagedAttentionOp op) {
+  ValueRange plan = op.getPlan();
+  return plan.size() == 1 ? dyn_cast<PlanType>(plan[0].getType()) : PlanType();
+}
+
+/// A paged_attention with a level's !cascade.plan: emitPlannedLevel.
 struct PlannedAttentionLowering : OpConversionPattern<PagedAttentionOp> {
   using OpConversionPattern::OpConversionPattern;
 
   LogicalResult
   matchAndRewrite(PagedAttentionOp op, OpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    ValueRange plan = op.getPlan();
-    if (plan.size() != 1 || !isa<PlanType>(plan[0].getType()))
+    PlanType type = planTypeOf(op);
+    if (!type || type.getAutoCascade())
+      return failure();
+    emitPlannedLevel(rewriter, op, adaptor.getPlan()[0]);
+    rewriter.eraseOp(op);
+    return success();
+  }
+};
+
+/// A decode paged_attention with an auto_cascade plan: if the runtime found
+/// a shared level, that level (a prefill over the groups it found, on its
+/// own arrays, as planned) and then each request's own pages merged into it
+/// (accumulate); else the batch as it is, as planned. Every level split or
+/// not as its plan says (emitPlannedLevel).
+struct AutoCascadeAttentionLowering : OpConversionPattern<PagedAttentionOp> {
+  AutoCascadeAttentionLowering(const TypeConverter &converter, MLIRContext *ctx,
+                               const TargetInfo &target)
+      : OpConversionPattern(converter, ctx), target(target) {}
+
+  LogicalResult
+  matchAndRewrite(PagedAttentionOp op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    PlanType type = planTypeOf(op);
+    if (!type || !type.getAutoCascade())
       return failure();
     Location loc = op.getLoc();
     MLIRContext *ctx = op.getContext();
     auto module = op->getParentOfType<ModuleOp>();
     Value handle = adaptor.getPlan()[0];
     Type ptr = handle.getType(), i64Type = rewriter.getI64Type();
-    auto i32 = rewriter.getI32Type();
-
-    // The query tile the split kernel was built for: the shim refuses to
-    // split with a plan made for another (the launch would be wrong).
-    auto config = ctx->getLoadedDialect<CascadeDialect>()
-                      ->getKernelConfigAttrHelper()
-                      .getAttr(op);
-    int64_t qoTile =
-        !op.isDecode() && config && config.getFamily() == KernelFamily::MmaSync
-            ? config.getQTile()
-            : 0;
-    func::FuncOp splitFn = declare(
-        module, kSplitFn, FunctionType::get(ctx, {ptr, i64Type}, {i32}), false);
-    Value split =
-        func::CallOp::create(rewriter, loc, splitFn,
-                             ValueRange{handle, i64(rewriter, loc, qoTile)})
-            .getResult(0);
-    Value zero = arith::ConstantIntOp::create(rewriter, loc, 0, 32);
-    Value isSplit = arith::CmpIOp::create(
-        rewriter, loc, arith::CmpIPredicate::ne, split, zero);
-    auto ifOp = scf::IfOp::create(rewriter, loc, isSplit, /*withElse=*/true);
-
-    // Split: the plan's arrays and workspaces as memref descriptors.
-    int64_t dyn = ShapedType::kDynamic;
-    auto vec = [&](Type elem) { return MemRefType::get({dyn}, elem); };
-    rewriter.setInsertionPointToStart(ifOp.thenBlock());
-    auto call = [&](StringRef name, Type result, int64_t which) {
-      SmallVector<Type> args = {ptr};
-      SmallVector<Value> operands = {handle};
-      if (which >= 0) {
-        args.push_back(i64Type);
-        operands.push_back(i64(rewriter, loc, which));
-      }
-      func::FuncOp fn =
-          declare(module, name, FunctionType::get(ctx, args, {result}), true);
-      return func::CallOp::create(rewriter, loc, fn, operands).getResult(0);
+    auto array = MemRefType::get({ShapedType::kDynamic}, rewriter.getI32Type());
+    func::FuncOp levelsFn = declare(
+        module, kAutoLevelsFn, FunctionType::get(ctx, {ptr}, {i64Type}), false);
+    func::FuncOp levelFn =
+        declare(module, kAutoLevelFn,
+                FunctionType::get(ctx, {ptr, i64Type}, {ptr}), false);
+    func::FuncOp arrayFn =
+        declare(module, kAutoArrayFn,
+                FunctionType::get(ctx, {ptr, i64Type, i64Type}, {array}), true);
+    auto level = [&](int64_t l) {
+      return func::CallOp::create(rewriter, loc, levelFn,
+                                  ValueRange{handle, i64(rewriter, loc, l)})
+          .getResult(0);
     };
-    unsigned count = op.isDecode() ? kNumPlanOperands : kNumPrefillPlanOperands;
-    SmallVector<Value> arrays;
-    for (unsigned i = 0; i < count; ++i) {
-      if (i == kPlanTmpV)
-        arrays.push_back(
-            call(kTmpVFn,
-                 MemRefType::get({dyn, dyn, dyn}, rewriter.getF32Type()), -1));
-      else if (i == kPlanTmpS)
-        arrays.push_back(call(
-            kTmpSFn, MemRefType::get({dyn, dyn}, rewriter.getF32Type()), -1));
-      else if (i == kPlanBlockValidMask)
-        arrays.push_back(call(kI8Fn, vec(rewriter.getI8Type()), i));
-      else
-        arrays.push_back(call(kI32Fn, vec(i32), i));
+    auto arrays = [&](int64_t l) {
+      SmallVector<Value> result;
+      for (int64_t a = 0; a < 4; ++a)
+        result.push_back(
+            func::CallOp::create(rewriter, loc, arrayFn,
+                                 ValueRange{handle, i64(rewriter, loc, l),
+                                            i64(rewriter, loc, a)})
+                .getResult(0));
+      return result;
+    };
+    Value numLevels =
+        func::CallOp::create(rewriter, loc, levelsFn, ValueRange{handle})
+            .getResult(0);
+    Value two = arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq,
+                                      numLevels, i64(rewriter, loc, 2));
+    auto ifOp = scf::IfOp::create(rewriter, loc, two, /*withElse=*/true);
+    {
+      // Two levels: the shared prefix, then each request's own pages.
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.thenBlock());
+      Value sharedPlan = level(0);
+      FailureOr<PagedAttentionOp> shared =
+          createSharedLevel(rewriter, op, arrays(0), target);
+      if (failed(shared))
+        return failure();
+      emitPlannedLevel(rewriter, *shared, sharedPlan);
+      rewriter.eraseOp(*shared);
+      Value ownPlan = level(1);
+      SmallVector<Value> own = arrays(1);
+      auto ownOp = cast<PagedAttentionOp>(rewriter.clone(*op));
+      ownOp.getKvIndptrMutable().assign(own[1]);
+      ownOp.getKvIndicesMutable().assign(own[2]);
+      ownOp.getKvLastPageLenMutable().assign(own[3]);
+      ownOp.setAccumulate(true);
+      emitPlannedLevel(rewriter, ownOp, ownPlan);
+      rewriter.eraseOp(ownOp);
     }
-    auto splitOp = cast<PagedAttentionOp>(rewriter.clone(*op));
-    splitOp.getPlanMutable().assign(arrays);
-
-    // Not split: the self-scheduled launch.
-    rewriter.setInsertionPointToStart(ifOp.elseBlock());
-    auto plainOp = cast<PagedAttentionOp>(rewriter.clone(*op));
-    plainOp.getPlanMutable().clear();
+    {
+      // One level: the batch as it is.
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(ifOp.elseBlock());
+      emitPlannedLevel(rewriter, op, level(0));
+    }
     rewriter.eraseOp(op);
     return success();
   }
+
+  const TargetInfo &target;
 };
 
 bool hasPlanOperand(PagedAttentionOp op) {
@@ -378,6 +554,7 @@ struct CascadeLowerPlansPass
     RewritePatternSet patterns(ctx);
     patterns.add<PlanOpLowering>(converter, ctx, kernels);
     patterns.add<PlannedAttentionLowering>(converter, ctx);
+    patterns.add<AutoCascadeAttentionLowering>(converter, ctx, **target);
     populateFunctionOpInterfaceTypeConversionPattern<func::FuncOp>(patterns,
                                                                    converter);
     populateCallOpTypeConversionPattern(patterns, converter);

@@ -93,3 +93,57 @@ func.func @step(%hkp: memref<?xi32>, %hkl: memref<?xi32>, %q: memref<128x32x128x
   call @run_step(%q, %c, %kp, %ki, %kl, %p, %o, %lse) : (memref<128x32x128xf16>, memref<?x2x16x8x128xf16>, memref<129xi32>, memref<?xi32>, memref<128xi32>, !graph, memref<128x32x128xf16>, memref<128x32xf32>) -> ()
   return
 }
+
+// -----
+
+// An auto_cascade plan: the runtime's automatic cascade of the batch. Two
+// levels found: the shared level (a prefill over the groups, on the level's
+// own arrays, with its own tensor-core kernel whose query tile the plan is
+// made for), then each request's own pages merged into it; else the batch
+// as it is. Every level split or not as its plan says.
+
+!auto = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+
+// CHECK-LABEL: func.func @auto(
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i64
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : i64
+// Decode rows kernel: 4 blocks an SM; the shared level's kernel: q_tile 128.
+// CHECK: %[[PLAN:.*]] = call @cascade_mgpu_auto_plan(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C128]], %{{.*}}, %[[C0]], %[[C4]], %[[C128]])
+// CHECK: %[[N:.*]] = call @cascade_mgpu_auto_num_levels(%[[PLAN]]) : (!llvm.ptr) -> i64
+// CHECK: %[[C2:.*]] = arith.constant 2 : i64
+// CHECK: %[[TWO:.*]] = arith.cmpi eq, %[[N]], %[[C2]]
+// CHECK: scf.if %[[TWO]] {
+// CHECK: %[[L0:.*]] = func.call @cascade_mgpu_auto_level(%[[PLAN]], %[[C0]])
+// CHECK: %[[QO:.*]] = func.call @cascade_mgpu_auto_array(%[[PLAN]], %[[C0]], %[[C0]]) : (!llvm.ptr, i64, i64) -> memref<?xi32>
+// CHECK: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK: %[[KV:.*]] = func.call @cascade_mgpu_auto_array(%[[PLAN]], %[[C0]], %[[C1]])
+// CHECK: func.call @cascade_mgpu_plan_split_kv(%[[L0]], %[[C128]])
+// CHECK: scf.if
+// CHECK: cascade.paged_attention {{.*}} qo_indptr(%[[QO]] : memref<?xi32>) kv_indptr(%[[KV]] : memref<?xi32>) {{.*}} plan(
+// CHECK-SAME: {cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128,
+// CHECK: } else {
+// CHECK: cascade.paged_attention {{.*}} qo_indptr(%[[QO]] : memref<?xi32>)
+// CHECK: %[[L1:.*]] = func.call @cascade_mgpu_auto_level(%[[PLAN]], %[[C1]])
+// CHECK: %[[OWN:.*]] = func.call @cascade_mgpu_auto_array(%[[PLAN]], %[[C1]], %[[C1]])
+// CHECK: func.call @cascade_mgpu_plan_split_kv(%[[L1]], %[[C0]])
+// CHECK: cascade.paged_attention {{.*}} kv_indptr(%[[OWN]] : memref<?xi32>) {{.*}} plan(
+// CHECK-SAME: {accumulate, cascade.kernel_config = #cascade.kernel_config<rows,
+// CHECK: } else {
+// CHECK: %[[ONE:.*]] = func.call @cascade_mgpu_auto_level(%[[PLAN]], %[[C0]])
+// CHECK: func.call @cascade_mgpu_plan_split_kv(%[[ONE]], %[[C0]])
+// CHECK: cascade.paged_attention {{.*}} kv_indptr(%arg2 : memref<?xi32>)
+// CHECK-NOT: accumulate
+// CHECK-SAME: {cascade.kernel_config = #cascade.kernel_config<rows,
+func.func @auto(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
+    %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+    %hkp: memref<?xi32>, %hki: memref<?xi32>, %hkl: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  %p = cascade.plan kv_indptr(%hkp : memref<?xi32>) kv_last_page_len(%hkl : memref<?xi32>)
+      kv_indices(%hki : memref<?xi32>) : !auto
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%c : memref<?x2x16x8x128xf16>)
+      kv_indptr(%kp : memref<?xi32>) kv_indices(%ki : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
+      plan(%p : !auto) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>}
+  return
+}

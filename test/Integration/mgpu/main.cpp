@@ -76,6 +76,12 @@ void _mlir_ciface_run_graph(
     MemRef<int32_t, 1> *uniqueIdx, MemRef<int32_t, 1> *uniqueLast,
     void *sharedPlan, void *uniquePlan, MemRef<uint16_t, 3> *o,
     MemRef<float, 2> *lse);
+// The automatic-cascade example: a plain decode batch.
+void _mlir_ciface_cascade_auto_decode(
+    TwoLevelResult *result, MemRef<uint16_t, 3> *q, MemRef<uint16_t, 5> *cache,
+    MemRef<int32_t, 1> *kvIndptr, MemRef<int32_t, 1> *kvIndices,
+    MemRef<int32_t, 1> *kvLastPageLen, MemRef<int32_t, 1> *hostKvIndptr,
+    MemRef<int32_t, 1> *hostKvIndices, MemRef<int32_t, 1> *hostKvLastPageLen);
 // From libcascade_mlir_cuda_runtime.so (the plan shim: MgpuPlan.cpp).
 void _mlir_ciface_cascade_mgpu_plan_i32(MemRef<int32_t, 1> *out, void *plan,
                                         int64_t which);
@@ -247,15 +253,16 @@ struct TwoLevelDevice {
   explicit TwoLevelDevice(TwoLevelBatch &t) {
     q = view(own(toDevice(t.hq)), {t.b, t.hqo, t.d});
     pool = view(own(toDevice(t.hpool)), {t.numPages, 2, t.ps, t.hkv, t.d});
-    auto dev1 = [&](std::vector<int32_t> v) {
-      const auto n = int64_t(v.size());
-      if (v.empty())
-        v.push_back(0); // a real buffer even for 0 ids
-      return view(own(toDevice(v)), {n});
-    };
-    sqo = dev1(t.sqo), skv = dev1(t.skv), sidx = dev1(t.sidx);
-    slast = dev1(t.slast), uqo = dev1(t.uqo), ukv = dev1(t.ukv);
-    uidx = dev1(t.uidx), ulast = dev1(t.ulast);
+    sqo = array(t.sqo), skv = array(t.skv), sidx = array(t.sidx);
+    slast = array(t.slast), uqo = array(t.uqo), ukv = array(t.ukv);
+    uidx = array(t.uidx), ulast = array(t.ulast);
+  }
+  /// An index array on the device (a real buffer even for 0 ids).
+  MemRef<int32_t, 1> array(std::vector<int32_t> v) {
+    const auto n = int64_t(v.size());
+    if (v.empty())
+      v.push_back(0);
+    return view(own(toDevice(v)), {n});
   }
   ~TwoLevelDevice() {
     for (void *p : owned)
@@ -357,6 +364,40 @@ int runPlanned(int64_t b, int64_t prefix, std::mt19937 &rng) {
   return rc;
 }
 
+/// The batch of `t` as one plain batch: each request's pages are the shared
+/// prefix's (page-aligned) followed by its own.
+struct PlainBatch {
+  std::vector<int32_t> kvIndptr{0}, kvIndices, last;
+  explicit PlainBatch(const TwoLevelBatch &t) {
+    for (int64_t i = 0; i < t.b; ++i) {
+      kvIndices.insert(kvIndices.end(), t.sidx.begin(), t.sidx.end());
+      kvIndices.insert(kvIndices.end(), t.uidx.begin() + t.ukv[i],
+                       t.uidx.begin() + t.ukv[i + 1]);
+      kvIndptr.push_back(static_cast<int32_t>(kvIndices.size()));
+      last.push_back(t.ukv[i + 1] > t.ukv[i] ? t.ulast[i] : t.slast[0]);
+    }
+  }
+};
+
+/// The automatic-cascade example on a batch whose requests share a
+/// page-aligned prefix: the same result as the explicit cascade.
+int runAuto(int64_t b, int64_t prefix, std::mt19937 &rng) {
+  TwoLevelBatch t(b, prefix, 300, rng);
+  TwoLevelDevice dv(t);
+  PlainBatch plain(t);
+  auto kvp = dv.array(plain.kvIndptr), kvi = dv.array(plain.kvIndices),
+       kl = dv.array(plain.last);
+  auto hkvp = hostView(plain.kvIndptr), hkvi = hostView(plain.kvIndices),
+       hkl = hostView(plain.last);
+  TwoLevelResult r{};
+  _mlir_ciface_cascade_auto_decode(&r, &dv.q, &dv.pool, &kvp, &kvi, &kl, &hkvp,
+                                   &hkvi, &hkl);
+  int rc = checkTwoLevel("auto cascade", t, r.o.aligned, r.lse.aligned);
+  mgpuMemFree(r.o.allocated, nullptr);
+  mgpuMemFree(r.lse.allocated, nullptr);
+  return rc;
+}
+
 /// Median host time (µs) of the compiled two-level call, unplanned and
 /// planned (plan + launches; every launch of gpu-to-llvm's host code is
 /// synchronous), on the README's decode shape: B = 128, prefix 32768,
@@ -368,12 +409,21 @@ void benchTwoLevel(std::mt19937 &rng) {
   auto hsqo = hostView(t.sqo), hskv = hostView(t.skv),
        hslast = hostView(t.slast), hukv = hostView(t.ukv),
        hulast = hostView(t.ulast);
-  for (bool planned : {false, true}) {
+  PlainBatch plain(t);
+  auto kvp = dv.array(plain.kvIndptr), kvi = dv.array(plain.kvIndices),
+       kl = dv.array(plain.last);
+  auto hkvp = hostView(plain.kvIndptr), hkvi = hostView(plain.kvIndices),
+       hkl = hostView(plain.last);
+  static constexpr const char *kNames[] = {"unplanned", "planned", "auto"};
+  for (int variant = 0; variant < 3; ++variant) {
     std::vector<double> us;
     for (int i = 0; i < 30; ++i) {
       TwoLevelResult r{};
       auto start = std::chrono::steady_clock::now();
-      if (planned)
+      if (variant == 2)
+        _mlir_ciface_cascade_auto_decode(&r, &dv.q, &dv.pool, &kvp, &kvi, &kl,
+                                         &hkvp, &hkvi, &hkl);
+      else if (variant == 1)
         _mlir_ciface_cascade_two_level_planned(
             &r, &dv.q, &dv.pool, &dv.sqo, &dv.skv, &dv.sidx, &dv.slast, &dv.uqo,
             &dv.ukv, &dv.uidx, &dv.ulast, &hsqo, &hskv, &hslast, &hukv,
@@ -391,7 +441,7 @@ void benchTwoLevel(std::mt19937 &rng) {
     std::sort(us.begin() + 5, us.end()); // the first 5 warm up
     std::printf("mgpu time two-level 64/8 B=128 prefix=32768 %-9s "
                 "median %.1f us\n",
-                planned ? "planned" : "unplanned", us[5 + (us.size() - 5) / 2]);
+                kNames[variant], us[5 + (us.size() - 5) / 2]);
   }
 }
 
@@ -472,6 +522,13 @@ int main() {
   }
   failures += runGraph(rng);
   ++cases;
+  // Automatic cascades: a long shared prefix (found: two levels), and one
+  // shared page (not worth a level: the plain planned decode).
+  for (auto [b, prefix] :
+       {std::pair<int64_t, int64_t>{64, 4096}, {128, 32768}, {32, 16}}) {
+    failures += runAuto(b, prefix, rng);
+    ++cases;
+  }
   benchTwoLevel(rng);
   std::printf("%d passed, %d failed\n", cases - failures, failures);
   return failures == 0 ? 0 : 1;
