@@ -11,7 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "cascade/Runtime/Device.h"
+#include "MgpuDevice.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -30,28 +30,13 @@ int32_t defaultDevice = 0;
 /// The driver with the default device's primary context current, or null
 /// (after a message on stderr).
 const DriverApi *enter() {
-  static thread_local std::shared_ptr<Device> device;
-  if (!device || device->ordinal() != defaultDevice) {
-    std::shared_ptr<Device> opened;
-    Status s = Device::open(defaultDevice, opened);
-    if (!s.ok()) {
-      std::fprintf(stderr, "cascade_mlir_cuda_runtime: %s\n",
-                   s.message().c_str());
-      return nullptr;
-    }
-    device = std::move(opened);
-  }
-  (void)device->makeCurrent(); // as cuCtxSetCurrent was: best effort
-  return &device->api();
+  Device *device = mgpu::enterDevice();
+  return device ? &device->api() : nullptr;
 }
 
 /// Reports a failed driver call on stderr; true on success.
 bool report(const DriverApi &api, CUresult r, const char *call) {
-  Status s = checkCuda(api, r, call);
-  if (!s.ok())
-    std::fprintf(stderr, "cascade_mlir_cuda_runtime: %s\n",
-                 s.message().c_str());
-  return s.ok();
+  return mgpu::reportStatus(checkCuda(api, r, call));
 }
 
 CUmodule loadModule(void *data, int optLevel) {
@@ -71,6 +56,25 @@ CUmodule loadModule(void *data, int optLevel) {
 }
 
 } // namespace
+
+Device *mgpu::enterDevice() {
+  static thread_local std::shared_ptr<Device> device;
+  if (!device || device->ordinal() != defaultDevice) {
+    std::shared_ptr<Device> opened;
+    if (!reportStatus(Device::open(defaultDevice, opened)))
+      return nullptr;
+    device = std::move(opened);
+  }
+  (void)device->makeCurrent(); // as cuCtxSetCurrent was: best effort
+  return device.get();
+}
+
+bool mgpu::reportStatus(const Status &s) {
+  if (!s.ok())
+    std::fprintf(stderr, "cascade_mlir_cuda_runtime: %s\n",
+                 s.message().c_str());
+  return s.ok();
+}
 
 CASCADE_MGPU_EXPORT CUmodule mgpuModuleLoad(void *data, size_t /*size*/) {
   return loadModule(data, -1);

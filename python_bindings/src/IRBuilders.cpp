@@ -254,9 +254,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     }
     op = MultiLevelAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
-        /*k_scale=*/Value(), /*v_scale=*/Value(), o, lse, opt.pageSize,
-        opt.layout, opt.causal, opt.smScale, opt.softCap, opt.windowLeft,
-        opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels);
+        /*k_scale=*/Value(), /*v_scale=*/Value(), /*plans=*/ValueRange{}, o,
+        lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels);
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }

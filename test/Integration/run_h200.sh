@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|mgpu|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -12,6 +12,8 @@
 #   runtime built there and its launcher / CUDA-graph check
 #   (test/Integration/runtime), the mgpu integration test (host code compiled
 #   by cascade-to-ptx + gpu-to-llvm, linked with the runtime's mgpu shim).
+# mgpu: only the mgpu integration test (plain, planned and graph-mode planned
+#   cascades compiled from IR; needs only .carry/mgpu and .carry/deps).
 # bench: python3 -m benchmarks.decode_merge.bench and benchmarks.attention.bench,
 #   with FlashInfer 0.5.3 in the same process when `. .fi/env.sh` makes it
 #   importable.
@@ -34,6 +36,18 @@ BUILD=${BUILD_DIR:-/tmp/cascade-rt}
 export SITE=${SITE:-/tmp/cascade-site-runtime}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
 rc=0
+if [[ $WHAT == mgpu ]]; then
+  cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCASCADE_ENABLE_COMPILER=OFF -DCASCADE_ENABLE_TESTS=OFF \
+      -DCASCADE_ENABLE_GPU_CHECKS=ON \
+      -DCASCADE_MGPU_HOST_OBJECT="$PWD/$C/mgpu/host.o" > "$O/rt-build.log" 2>&1 &&
+    cmake --build "$BUILD" -j"$(nproc)" --target cascade-mgpu-test >> "$O/rt-build.log" 2>&1 ||
+    { echo "runtime build FAILED (see $O/rt-build.log)"; exit 1; }
+  echo "== mgpu integration (test/Integration/mgpu)"
+  "$BUILD/test/Integration/mgpu/cascade-mgpu-test" > "$O/mgpu.log" 2>&1 || rc=1
+  grep -E "FAIL|time|passed" "$O/mgpu.log"
+  exit $rc
+fi
 if [[ $WHAT == all || $WHAT == checks ]]; then
   ( cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCASCADE_ENABLE_COMPILER=OFF -DCASCADE_ENABLE_TESTS=OFF \

@@ -119,6 +119,34 @@ def ConvertCascadeToGPU : Pass<"convert-cascade-to-gpu", "::mlir::ModuleOp"> {
     "::mlir::func::FuncDialect"];
 }
 
+def CascadeLowerPlans : Pass<"cascade-lower-plans", "::mlir::ModuleOp"> {
+  let summary = "Lower run-time plans to calls of the runtime shim";
+  let description = [{
+    Run on memref form after `cascade-select-kernel-config`. Every
+    `cascade.plan` becomes a call of the runtime shim's
+    `cascade_mgpu_plan` (libcascade_mlir_cuda_runtime, docs/runtime.md):
+    the runtime's makePlan on the host index arrays, with the SM count of
+    the device, the query tile of the level's kernel configuration and its
+    resident blocks per SM (the op's `occupancy`, else estimated from the
+    configuration and the chip); the plan lives in a global slot of the op,
+    so every execution replans into the same workspaces. Every
+    `cascade.paged_attention` that takes a `!cascade.plan` becomes an
+    `scf.if` on the plan's split flag: the split-KV launch with the planned
+    arrays and workspaces (memref descriptors from the shim), or the
+    self-scheduled launch. `!cascade.plan` values become `!llvm.ptr`,
+    across function signatures, calls and returns too (a plan function and
+    a run function).
+  }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "Target chip of the occupancy estimate (empty: sm_90)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::func::FuncDialect",
+    "::mlir::LLVM::LLVMDialect", "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect"];
+}
+
 def CascadeEmitBundle : Pass<"cascade-emit-bundle", "::mlir::ModuleOp"> {
   let summary = "Write the PTX of gpu.binary ops plus manifest.json to a directory";
   let description = [{

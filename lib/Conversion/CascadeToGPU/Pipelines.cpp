@@ -74,6 +74,10 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   CascadeSelectKernelConfigOptions so;
   so.chip = o.chip;
   pm.addPass(createCascadeSelectKernelConfig(so));
+  // Plans made at run time: calls of the runtime shim (no-op without them).
+  CascadeLowerPlansOptions lo;
+  lo.chip = o.chip;
+  pm.addPass(createCascadeLowerPlans(lo));
   pm.addPass(createConvertCascadeToGPU());
   GpuNVVMAttachTargetOptions t;
   t.triple = "nvptx64-nvidia-cuda";

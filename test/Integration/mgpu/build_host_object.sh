@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Compiles host code here (where LLVM/MLIR is) into one object file for the
-# mgpu integration test: merge_state.mlir and the shipped two-level cascade
-# example (examples/cascade_two_level_decode.mlir, unchanged but for
-# llvm.emit_c_interface, which gives its function a C entry point):
+# mgpu integration test: merge_state.mlir, the shipped two-level cascade
+# examples (examples/cascade_two_level_decode.mlir and its planned form
+# cascade_two_level_planned.mlir, unchanged but for llvm.emit_c_interface,
+# which gives their functions a C entry point) and planned_graph.mlir (the
+# planned cascade in CUDA-graph mode, a plan and a run function), and the
+# automatic-cascade example (examples/cascade_auto_decode.mlir):
 #   cascade IR -> cascade-to-ptx (kernels as PTX in a gpu.binary)
 #   -> gpu-to-llvm + LLVM lowering of the host function -> LLVM IR -> object.
 # Usage: build_host_object.sh CASCADE_OPT OUT_DIR
@@ -16,7 +19,13 @@ mkdir -p "$OUT"
 sed 's/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) {/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) attributes {llvm.emit_c_interface} {/' \
   "$ROOT/examples/cascade_two_level_decode.mlir" > "$OUT/two_level.mlir"
 grep -q llvm.emit_c_interface "$OUT/two_level.mlir"
-for name in merge_state two_level; do
+sed 's/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) {/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) attributes {llvm.emit_c_interface} {/' \
+  "$ROOT/examples/cascade_two_level_planned.mlir" > "$OUT/two_level_planned.mlir"
+grep -q llvm.emit_c_interface "$OUT/two_level_planned.mlir"
+sed 's/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) {/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) attributes {llvm.emit_c_interface} {/' \
+  "$ROOT/examples/cascade_auto_decode.mlir" > "$OUT/auto_decode.mlir"
+grep -q llvm.emit_c_interface "$OUT/auto_decode.mlir"
+for name in merge_state two_level two_level_planned planned_graph auto_decode; do
   src="$HERE/$name.mlir"
   [ -f "$src" ] || src="$OUT/$name.mlir"
   "$OPT" "$src" --cascade-to-ptx \
@@ -26,5 +35,6 @@ for name in merge_state two_level; do
   "$LLVM/mlir-translate" --mlir-to-llvmir "$OUT/$name.llvm.mlir" -o "$OUT/$name.ll"
   "$LLVM/llc" -O2 -relocation-model=pic -filetype=obj "$OUT/$name.ll" -o "$OUT/$name.o"
 done
-ld -r "$OUT/merge_state.o" "$OUT/two_level.o" -o "$OUT/host.o"
+ld -r "$OUT/merge_state.o" "$OUT/two_level.o" "$OUT/two_level_planned.o" \
+  "$OUT/planned_graph.o" "$OUT/auto_decode.o" -o "$OUT/host.o"
 echo "$OUT/host.o"

@@ -140,4 +140,5 @@ void CascadeDialect::initialize() {
 #define GET_OP_LIST
 #include "cascade/Dialect/Cascade/IR/CascadeOps.cpp.inc"
       >();
+  registerTypes();
 }

@@ -460,6 +460,13 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
   ValueRange plan = op.getPlan();
   if (plan.empty())
     return success();
+  // One !cascade.plan: planned at run time (CascadePlan.cpp).
+  if (plan.size() == 1 && isa<PlanType>(plan[0].getType()))
+    return verifyLevelPlan(op, plan[0].getType(), op.isDecode(),
+                           cast<ShapedType>(op.getQ().getType()),
+                           cast<ShapedType>(op.getKv()[0].getType()),
+                           op.getKv().size() == 1, op.getKvLayout(),
+                           op.getPageSize(), "");
   if (op.isDecode() && plan.size() != kNumPlanOperands)
     return op.emitOpError("expects ")
            << kNumPlanOperands
@@ -588,6 +595,36 @@ LogicalResult MultiLevelAttentionOp::verify() {
     return emitOpError("'decode_levels' has ")
            << levels->size() << " entries but the cascade has " << n
            << " levels";
+  return verifyPlans();
+}
+
+LogicalResult MultiLevelAttentionOp::verifyPlans() {
+  ValueRange plans = getPlans();
+  if (plans.empty())
+    return success();
+  if (plans.size() != getNumLevels())
+    return emitOpError("expects one plan per level, got ")
+           << plans.size() << " plans for " << getNumLevels() << " levels";
+  auto q = cast<ShapedType>(getQ().getType());
+  auto kv0 = cast<ShapedType>(getKv()[0].getType());
+  for (auto [l, plan] : llvm::enumerate(plans))
+    if (auto t = dyn_cast<PlanType>(plan.getType()); t && t.getAutoCascade())
+      return emitOpError("plan [")
+             << l
+             << "] is an auto_cascade plan: it belongs on a plain "
+                "cascade.paged_attention, whose levels it finds";
+  for (auto [l, plan] : llvm::enumerate(plans))
+    if (failed(verifyLevelPlan(*this, plan.getType(), isDecodeLevel(l), q, kv0,
+                               getKv().size() == 1, getKvLayout(),
+                               getPageSize(), " [" + Twine(l) + "]")))
+      return failure();
+  bool graph = cast<PlanType>(plans[0].getType()).isGraph();
+  for (auto [l, plan] : llvm::enumerate(plans))
+    if (cast<PlanType>(plan.getType()).isGraph() != graph)
+      return emitOpError("plan [")
+             << l << "] is " << (graph ? "not " : "")
+             << "in CUDA-graph mode but plan [0] is" << (graph ? "" : " not")
+             << "; all levels replay or none";
   return success();
 }
 

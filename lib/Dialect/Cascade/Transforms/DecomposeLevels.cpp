@@ -68,11 +68,14 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           op.getCausal() && l + 1 == numLevels && !op.isDecodeLevel(l);
       // A decode level reads no qo_indptr: one query per request.
       Value qoIndptr = op.isDecodeLevel(l) ? Value() : op.getQoIndptr()[l];
+      // The level keeps its plan (if the cascade is planned).
+      ValueRange plan =
+          op.getPlans().empty() ? ValueRange{} : op.getPlans().slice(l, 1);
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
-          op.getKScale(), op.getVScale(), /*plan=*/ValueRange{}, o, lse,
-          op.getPageSizeAttr(), op.getKvLayoutAttr(),
+          op.getKScale(), op.getVScale(), plan, o, lse, op.getPageSizeAttr(),
+          op.getKvLayoutAttr(),
           causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
           op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),
           op.getPosEncodingAttr(), op.getRopeScaleAttr(), op.getRopeThetaAttr(),

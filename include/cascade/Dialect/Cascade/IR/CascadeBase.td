@@ -39,6 +39,11 @@ def Cascade_Dialect : Dialect {
     ```
   }];
   let useDefaultAttributePrinterParser = 1;
+  let useDefaultTypePrinterParser = 1;
+  let extraClassDeclaration = [{
+    /// Registers the dialect's types (CascadePlan.cpp).
+    void registerTypes();
+  }];
   let discardableAttrs = (ins "::mlir::cascade::KernelConfigAttr":$kernel_config);
   let hasOperationAttrVerify = 1;
   let dependentDialects = [];

@@ -13,6 +13,9 @@
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
+#define GET_TYPEDEF_CLASSES
+#include "cascade/Dialect/Cascade/IR/CascadeOpsTypes.h.inc"
+
 #define GET_OP_CLASSES
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h.inc"
 
@@ -36,6 +39,16 @@ enum PlanOperand : unsigned {
   kPlanQOTileIndices = 7,
   kPlanMergeIndptr = 8,
 };
+
+/// Checks that `planType` is a !cascade.plan that fits an attention level:
+/// decode or prefill as the level, the heads and head_dim of `q` and the KV
+/// cache (`kv0`: a 5-D pool or the 4-D keys of a pair, in `layout`), the
+/// page size, and in CUDA-graph mode a row capacity that holds q's static
+/// rows. `where` names the level in messages (e.g. " [1]").
+LogicalResult verifyLevelPlan(Operation *op, Type planType, bool decode,
+                              ShapedType q, ShapedType kv0, bool pool,
+                              KVLayout layout, int64_t pageSize,
+                              const Twine &where);
 } // namespace mlir::cascade
 
 #endif // CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_H

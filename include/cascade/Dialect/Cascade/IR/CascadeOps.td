@@ -9,6 +9,7 @@
 
 include "cascade/Dialect/Cascade/IR/CascadeBase.td"
 include "cascade/Dialect/Cascade/IR/CascadeAttrs.td"
+include "cascade/Dialect/Cascade/IR/CascadePlan.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/IR/OpBase.td"
@@ -192,7 +193,11 @@ def Cascade_PagedAttentionOp
       `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`; a prefill
       (with `qo_indptr`) adds `qo_tile_indices` (i32, work item -> query
       tile) and `merge_indptr` (i32 `[rows + 1]`, partial states per query
-      row). Without it, the lowering schedules the work itself.
+      row). Without it, the lowering schedules the work itself. Or, in
+      either form, one `!cascade.plan` value (`cascade.plan`) of the level's
+      kind (decode or prefill), heads, `head_dim` and page size: the level
+      then runs as planned at run time, split-KV or not as the plan says
+      (`cascade-lower-plans`).
     - destinations `o [rows, Hqo, D]` (q's element type) and `lse [rows, Hqo]` f32.
 
     `kv_len(i) = (pages_i - 1) * page_size + last_page_len(i)` (0 without
@@ -270,8 +275,15 @@ def Cascade_MultiLevelAttentionOp
     multi-query (tensor-core) prefill. Marking a level whose requests have
     several queries gives wrong results.
 
+    `plans` (optional): one `!cascade.plan` per level (`cascade.plan`), a
+    decode plan for each decode level and a prefill plan for the others,
+    with the op's heads, `head_dim` and page size, all in CUDA-graph mode or
+    none. Each level then runs as its plan says (split KV and merge where
+    the plan splits), as the runtime's planned cascade does.
+
     `cascade-decompose-levels` rewrites it into one `cascade.paged_attention`
-    per level, each later level merging itself into the running state.
+    per level, each later level merging itself into the running state; each
+    level keeps its plan.
 
     Example (a shared prefix and per-request suffixes):
 
@@ -296,6 +308,7 @@ def Cascade_MultiLevelAttentionOp
       Variadic<Cascade_TensorOrMemRef>:$kv_last_page_len,
       Optional<F32>:$k_scale,
       Optional<F32>:$v_scale,
+      Variadic<Cascade_PlanType>:$plans,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels));
@@ -306,6 +319,7 @@ def Cascade_MultiLevelAttentionOp
     `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
+    (`plans` `(` $plans^ `:` type($plans) `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
   }];
@@ -319,6 +333,8 @@ def Cascade_MultiLevelAttentionOp
     }
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
+    /// Checks the optional per-level plans (CascadeOps.cpp).
+    ::mlir::LogicalResult verifyPlans();
   }];
 }
 
