@@ -4,6 +4,8 @@ ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
+from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
+from .masks import check_no_custom_mask
 
 __all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
 
@@ -21,8 +23,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
                  jit_kwargs: Any = None) -> None:
-        reject("custom_mask_buf", custom_mask_buf)
-        reject("mask_indptr_buf", mask_indptr_buf)
+        check_no_custom_mask(custom_mask_buf, mask_indptr_buf, "custom_mask_buf")
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
                          {"qo_indptr": qo_indptr_buf, "kv_indptr": paged_kv_indptr_buf,
                           "kv_indices": paged_kv_indices_buf,
@@ -50,8 +51,8 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         was found. `fixed_split_size` (pages; None = automatic) splits every
         request's KV into chunks of that many pages whatever the rest of the
         batch (batch-invariant); `disable_split_kv` never splits."""
-        reject("custom_mask", custom_mask)
-        reject("packed_custom_mask", packed_custom_mask)
+        check_no_custom_mask(custom_mask, packed_custom_mask, "custom_mask")
+        reject_multi_item_scoring(*(unsupported.pop(k, d) for k, d in MULTI_ITEM_ARGS))
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
                              f"{head_dim_qk}")
