@@ -167,6 +167,14 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(64, 8, 128)], dtypes=("f16",), groups=(Group(decode=False),),
                            layout="hnd", form="pair")
     keys += _attention_set([(64, 8, 128)], dtypes=("f16",), layout="hnd")
+    # Contiguous K/V (single-request attention, the ragged wrapper): one
+    # token per page of a pair pool; page-size-1 pools (CUDA-graph decode).
+    prefill_groups = (Group(decode=False), Group(decode=False, causal=True))
+    keys += _attention_set([(32, 8, 128)], page_size=1, form="pair",
+                           groups=(decode,) + prefill_groups)
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="pair",
+                           groups=prefill_groups, pos_encoding="rope_llama")
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, groups=(decode,))
     return keys
 
 
