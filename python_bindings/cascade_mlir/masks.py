@@ -6,18 +6,22 @@ A batch's custom mask is, per request i, a [qo_len_i, kv_len_i] bool matrix
 (True: the query sees the key) flattened row-major and concatenated;
 `segment_packbits(mask, mask_indptr, bitorder="little")` packs each
 request's bits into whole bytes and returns the bytes' per-request offsets.
-The kernels do not take custom masks yet (docs/python.md, FlashInfer
-parity): plan() raises UnsupportedFeatureError naming that limitation.
+`request_masks` turns plan()'s `custom_mask` / `packed_custom_mask` into
+that layout for the float64 CPU reference; the kernels do not take custom
+masks yet (docs/python.md, FlashInfer parity): on the GPU plan() raises
+UnsupportedFeatureError naming that limitation.
 """
 
-from typing import Any, List, Tuple
+from typing import Any, List, Optional, Tuple
 
 import numpy as np
 
 from ._frameworks import framework_of, host_int32
 from ._unsupported import UnsupportedFeatureError
 
-__all__ = ["packbits", "segment_packbits", "unpack_segments", "check_no_custom_mask"]
+__all__ = ["packbits", "segment_packbits", "unpack_segments", "request_masks",
+           "paged_request_masks",
+           "check_no_custom_mask", "check_custom_mask_supported"]
 
 
 def _check_bitorder(bitorder: str) -> None:
@@ -120,10 +124,74 @@ def unpack_segments(packed: Any, mask_indptr: Any, shapes: List[Tuple[int, int]]
     return masks
 
 
+_NOT_IN_KERNELS = ("custom masks are not supported by cascade_mlir's kernels yet, "
+                   "only by the CPU reference (docs/python.md, FlashInfer parity: "
+                   "causal, sliding-window and cascade masks are)")
+
+
 def check_no_custom_mask(custom_mask: Any, packed_custom_mask: Any, name: str) -> None:
-    """Custom masks are not taken by the kernels yet: a clear error."""
+    """The fixed mask buffers of CUDA-graph mode: a clear error."""
     if custom_mask is not None or packed_custom_mask is not None:
-        raise UnsupportedFeatureError(
-            f"{name}: custom masks are not supported by cascade_mlir's kernels yet "
-            "(docs/python.md, FlashInfer parity: causal, sliding-window and cascade "
-            "masks are)")
+        raise UnsupportedFeatureError(f"{name}: {_NOT_IN_KERNELS}")
+
+
+def check_custom_mask_supported(on_gpu: bool, auto_cascade: bool) -> None:
+    if on_gpu:
+        raise UnsupportedFeatureError(f"custom_mask: {_NOT_IN_KERNELS}")
+    if auto_cascade:
+        raise UnsupportedFeatureError("custom_mask with auto_cascade: a shared level "
+                                      "has no per-request mask")
+
+
+def paged_request_masks(custom_mask: Any, packed_custom_mask: Any, qo_indptr: Any,
+                        kv_indptr: Any, kv_last_page_len: Any, page_size: int
+                        ) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """request_masks for a paged batch (kv_len from its pages)."""
+    if custom_mask is None and packed_custom_mask is None:
+        return None
+    qo = host_int32(qo_indptr, "qo_indptr")
+    kp = host_int32(kv_indptr, "paged_kv_indptr")
+    kl = host_int32(kv_last_page_len, "paged_kv_last_page_len")
+    pages = np.diff(kp)
+    if qo.size != kp.size or kl.size != pages.size:
+        raise ValueError(f"qo_indptr ({qo.size}), paged_kv_indptr ({kp.size}) and "
+                         f"paged_kv_last_page_len ({kl.size}) disagree on the batch size")
+    kv_lens = np.where(pages > 0, (pages.astype(np.int64) - 1) * page_size + kl, 0)
+    return request_masks(custom_mask, packed_custom_mask, np.diff(qo), kv_lens)
+
+
+def request_masks(custom_mask: Any, packed_custom_mask: Any, qo_lens: np.ndarray,
+                  kv_lens: np.ndarray) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """A batch's custom mask as FlashInfer's plan() takes it (`custom_mask`:
+    the requests' [qo_len, kv_len] bool masks flattened and concatenated,
+    or `packed_custom_mask`: their segment_packbits(..., "little") bytes) as
+    host (packed bytes, byte offsets per request); None without a mask."""
+    if custom_mask is None and packed_custom_mask is None:
+        return None
+    bits = qo_lens.astype(np.int64) * kv_lens.astype(np.int64)
+    nbytes = (bits + 7) // 8
+    mask_indptr = np.zeros(bits.size + 1, np.int64)
+    mask_indptr[1:] = np.cumsum(nbytes)
+    if packed_custom_mask is None:
+        fw = framework_of(custom_mask)
+        flat = (fw.to_host(custom_mask) if fw is not None
+                else np.asarray(custom_mask)).reshape(-1)
+        if flat.size != int(bits.sum()):
+            raise ValueError(f"custom_mask has {flat.size} entries; the batch's "
+                             f"sum(qo_len * kv_len) is {int(bits.sum())}")
+        qk = np.zeros(bits.size + 1, np.int64)
+        qk[1:] = np.cumsum(bits)
+        packed, _ = segment_packbits(flat, qk, "little")
+    else:
+        fw = framework_of(packed_custom_mask)
+        packed = (fw.to_host(packed_custom_mask) if fw is not None
+                  else np.asarray(packed_custom_mask)).reshape(-1)
+        if packed.dtype != np.uint8:
+            raise TypeError(f"packed_custom_mask must be uint8, got {packed.dtype}")
+        if packed.size < int(mask_indptr[-1]):
+            raise ValueError(f"packed_custom_mask has {packed.size} bytes; the batch's "
+                             f"masks need {int(mask_indptr[-1])} (per request "
+                             "ceil(qo_len * kv_len / 8))")
+    if mask_indptr[-1] > np.iinfo(np.int32).max:
+        raise ValueError("custom mask larger than 2 GiB")
+    return np.ascontiguousarray(packed, np.uint8), mask_indptr.astype(np.int32)

@@ -5,14 +5,15 @@ from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
-from .masks import check_no_custom_mask
+from .masks import check_no_custom_mask, paged_request_masks
 
 __all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
 
 
 class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
     """Batch prefill/append attention over a paged KV cache: plan() once per
-    step, run() per layer. Custom masks are not supported; `backend` and the
+    step, run() per layer. Custom masks run on the CPU reference only (the
+    kernels do not take them yet); `backend` and the
     JIT arguments are accepted and ignored (the compiler picks the kernel)."""
 
     _decode = False
@@ -51,7 +52,8 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         was found. `fixed_split_size` (pages; None = automatic) splits every
         request's KV into chunks of that many pages whatever the rest of the
         batch (batch-invariant); `disable_split_kv` never splits."""
-        check_no_custom_mask(custom_mask, packed_custom_mask, "custom_mask")
+        mask = paged_request_masks(custom_mask, packed_custom_mask, qo_indptr,
+                                   paged_kv_indptr, paged_kv_last_page_len, page_size)
         reject_multi_item_scoring(*(unsupported.pop(k, d) for k, d in MULTI_ITEM_ARGS))
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
@@ -62,7 +64,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                    num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
                    pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
                    rope_theta, q_data_type, kv_data_type, auto_cascade,
-                   fixed_split_size, disable_split_kv)
+                   fixed_split_size, disable_split_kv, mask)
 
     begin_forward = plan
 

@@ -13,7 +13,7 @@ from ._contiguous import identity_table, token_pages
 from ._frameworks import host_int32
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import reject_multi_item_scoring
-from .masks import check_no_custom_mask
+from .masks import check_no_custom_mask, request_masks
 
 __all__ = ["BatchPrefillWithRaggedKVCacheWrapper"]
 
@@ -55,8 +55,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         """FlashInfer's plan(): request i has queries qo_indptr[i] ..
         qo_indptr[i+1] - 1 and keys kv_indptr[i] .. kv_indptr[i+1] - 1 of
         the K/V given to run(); `causal` aligns each request's queries with
-        its last keys. Multi-item scoring is not supported (a clear error)."""
-        check_no_custom_mask(custom_mask, packed_custom_mask, "custom_mask")
+        its last keys. `custom_mask` / `packed_custom_mask` (FlashInfer's
+        layout) run on the CPU reference only; multi-item scoring is not
+        supported (both: UnsupportedFeatureError)."""
         reject_multi_item_scoring(prefix_len_ptr, token_pos_in_items_ptr,
                                   token_pos_in_items_len, max_item_len_ptr)
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
@@ -67,12 +68,17 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
             raise ValueError("plan(): kv_indptr must have batch_size + 1 >= 1 entries")
         if np.any(np.diff(kp) < 0) or kp[0] != 0:
             raise ValueError("plan(): kv_indptr must start at 0 and not decrease")
+        qo = host_int32(qo_indptr, "qo_indptr")
+        if qo.size != kp.size:
+            raise ValueError(f"plan(): qo_indptr has {qo.size} entries, kv_indptr "
+                             f"{kp.size}: they must agree (batch_size + 1)")
+        mask = request_masks(custom_mask, packed_custom_mask, np.diff(qo), np.diff(kp))
         indices, last = identity_table(kp)
         self._num_tokens = int(kp[-1])
-        self._plan(qo_indptr, kp, indices, last, num_qo_heads, num_kv_heads, head_dim_qk,
+        self._plan(qo, kp, indices, last, num_qo_heads, num_kv_heads, head_dim_qk,
                    1, causal, pos_encoding_mode, sm_scale, window_left, logits_soft_cap,
                    rope_scale, rope_theta, q_data_type, kv_data_type, auto_cascade,
-                   fixed_split_size, disable_split_kv)
+                   fixed_split_size, disable_split_kv, mask)
 
     begin_forward = plan
 

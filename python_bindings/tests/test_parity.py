@@ -77,8 +77,9 @@ def test_single_prefill_rejects_what_it_does_not_support(rng):
     q, k = randn(rng, 3, 4, 32), randn(rng, 9, 4, 32)
     with pytest.raises(cm.UnsupportedFeatureError, match="scale_q.*fp8"):
         cm.single_prefill_with_kv_cache(q, k, k, scale_q=np.ones(4, np.float32))
-    with pytest.raises(cm.UnsupportedFeatureError, match="custom masks"):
-        cm.single_prefill_with_kv_cache(q, k, k, custom_mask=np.ones((3, 9), bool))
+    with pytest.raises(ValueError, match="custom_mask has 26 entries; the batch's "
+                       "sum\\(qo_len \\* kv_len\\) is 27"):
+        cm.single_prefill_with_kv_cache(q, k, k, custom_mask=np.ones(26, bool))
     with pytest.raises(ValueError, match="k has shape .* but v"):
         cm.single_prefill_with_kv_cache(q, k, k[:4])
     with pytest.raises(ValueError, match="q must be"):
@@ -110,8 +111,12 @@ def test_ragged_prefill_errors(rng):
         w.run(randn(rng, 4, 4, 32), randn(rng, 9, 4, 32), randn(rng, 9, 4, 32))
     with pytest.raises(cm.UnsupportedFeatureError, match="multi-item scoring"):
         w.plan(qo, kv, 4, 4, 32, prefix_len_ptr=np.zeros(2, np.int32))
-    with pytest.raises(cm.UnsupportedFeatureError, match="custom masks"):
-        w.plan(qo, kv, 4, 4, 32, packed_custom_mask=np.zeros(4, np.uint8))
+    with pytest.raises(ValueError, match="packed_custom_mask has 2 bytes; the batch's "
+                       "masks need 3"):
+        w.plan(qo, kv, 4, 4, 32, packed_custom_mask=np.zeros(2, np.uint8))
+    with pytest.raises(cm.UnsupportedFeatureError, match="auto_cascade"):
+        w.plan(qo, kv, 4, 4, 32, packed_custom_mask=np.zeros(3, np.uint8),
+               auto_cascade=True)
     with pytest.raises(ValueError, match="must start at 0 and not decrease"):
         w.plan(qo, np.array([0, 5, 3], np.int32), 4, 4, 32)
     with pytest.raises(ValueError, match="head_dim_vo"):
@@ -123,11 +128,63 @@ def test_ragged_prefill_errors(rng):
         w.run(randn(rng, 4, 4, 32), randn(rng, 9, 4, 32), randn(rng, 9, 4, 32), None)
 
 
-def test_paged_prefill_rejects_custom_masks_and_multi_item_scoring():
+@pytest.mark.parametrize("packed", [False, True])
+def test_custom_masks_on_the_cpu_reference(rng, packed):
+    """FlashInfer's layout: request i's [qo_len, kv_len] mask row-major;
+    custom_mask replaces causal. Single, ragged and paged prefill agree
+    with float64 attention under the mask."""
+    qo = np.array([0, 3, 3, 8], np.int32)
+    kv = np.array([0, 10, 14, 31], np.int32)
+    q, k, v = randn(rng, 8, 4, 32), randn(rng, 31, 2, 32), randn(rng, 31, 2, 32)
+    masks = [rng.random((qo[i + 1] - qo[i], kv[i + 1] - kv[i])) < 0.6 for i in range(3)]
+    masks[2][1] = False  # a row that sees nothing: the empty state
+    flat = np.concatenate([m.reshape(-1) for m in masks])
+    bits = np.array([0] + [m.size for m in masks]).cumsum()
+    arg = {"packed_custom_mask": cm.segment_packbits(flat, bits, "little")[0]} if packed \
+        else {"custom_mask": flat}
+    w = cm.BatchPrefillWithRaggedKVCacheWrapper(np.empty(0, np.uint8))
+    w.plan(qo, kv, 4, 2, 32, causal=True, **arg)
+    o, lse = w.run(q, k, v, return_lse=True)
+    # The same tokens as pages of 4 through the paged wrapper.
+    p = cm.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8))
+    pages = [np.arange(a, b) for a, b in zip(kv[:-1], kv[1:])]
+    pool = np.zeros((12, 2, 4, 2, 32), np.float16)
+    indptr, indices, last, nxt = [0], [], [], 0
+    for toks in pages:
+        n = -(-toks.size // 4)
+        for j in range(n):
+            chunk = toks[4 * j:4 * j + 4]
+            pool[nxt, 0, :chunk.size], pool[nxt, 1, :chunk.size] = k[chunk], v[chunk]
+            indices.append(nxt)
+            nxt += 1
+        indptr.append(len(indices))
+        last.append(toks.size - 4 * (n - 1) if n else 1)
+    p.plan(qo, np.array(indptr), np.array(indices), np.array(last), 4, 2, 32, 4, **arg)
+    np.testing.assert_array_equal(p.run(q, pool), o)
+    for i in range(3):
+        a, b = qo[i], qo[i + 1]
+        if a == b:
+            continue
+        eo, el = attention(q[a:b], k[kv[i]:kv[i + 1]], v[kv[i]:kv[i + 1]], mask=masks[i])
+        np.testing.assert_allclose(o[a:b], eo, atol=2e-3)
+        np.testing.assert_allclose(lse[a:b], el, rtol=1e-5)
+        single = cm.single_prefill_with_kv_cache(q[a:b], k[kv[i]:kv[i + 1]],
+                                                 v[kv[i]:kv[i + 1]], custom_mask=masks[i])
+        np.testing.assert_array_equal(single, o[a:b])
+    assert np.all(lse[qo[2] + 1] == -np.inf) and np.all(o[qo[2] + 1] == 0)
+
+
+def test_a_causal_custom_mask_equals_causal(rng):
+    q, k, v = randn(rng, 5, 4, 32), randn(rng, 12, 4, 32), randn(rng, 12, 4, 32)
+    tril = np.tril(np.ones((5, 12), bool), k=12 - 5)
+    np.testing.assert_array_equal(
+        cm.single_prefill_with_kv_cache(q, k, v, custom_mask=tril),
+        cm.single_prefill_with_kv_cache(q, k, v, causal=True))
+
+
+def test_paged_prefill_rejects_multi_item_scoring():
     w = cm.BatchPrefillWithPagedKVCacheWrapper(np.empty(0, np.uint8))
     args = (np.array([0, 2]), np.array([0, 1]), np.array([0]), np.array([3]), 4, 4, 32, 16)
-    with pytest.raises(cm.UnsupportedFeatureError, match="custom masks"):
-        w.plan(*args, custom_mask=np.ones(6, bool))
     with pytest.raises(cm.UnsupportedFeatureError,
                        match="token_pos_in_items_ptr, token_pos_in_items_len"):
         w.plan(*args, token_pos_in_items_ptr=np.zeros(2), token_pos_in_items_len=2)

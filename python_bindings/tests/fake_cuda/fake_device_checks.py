@@ -411,6 +411,12 @@ def scenario_parity():
           "identity page table")
     check(np.array_equal(read_i32(arg(rec[0], "kv_indptr")[0], 4), kv_indptr),
           "request token offsets are the page offsets")
+    try:  # custom masks: the CPU reference only
+        w.plan(np.array([0, 4, 5, 9], np.int32), kv_indptr, 32, 8, 128,
+               custom_mask=np.ones(4 * 30 + 4 * 15, bool))
+        check(False, "a custom mask on the GPU must be refused")
+    except cm.UnsupportedFeatureError as e:
+        check("kernels" in str(e), str(e))
     # CUDA-graph decode wrapper: fixed buffers, replans keep every address.
     bufs = [Dev(aligned((4,), np.int32)), Dev(aligned((64,), np.int32)),
             Dev(aligned((3,), np.int32))]
