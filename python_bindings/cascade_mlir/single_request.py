@@ -2,10 +2,12 @@
 over Cascade-MLIR: attention of one request over contiguous K/V, on the
 batch kernels (a batch of one whose K/V is a page-size-1 pool with the
 identity page table, _contiguous.py). On the GPU the call plans and runs a
-wrapper kept per device and kind (its 128 MiB workspace is allocated once);
+wrapper kept per device and kind (its 128 MiB workspace is allocated once,
+grown when a plan needs more);
 host arrays run the float64 CPU reference."""
 
 import math
+import re
 from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
@@ -39,6 +41,21 @@ def _wrapper(q: Any, kind: str) -> Any:
             else BatchPrefillWithPagedKVCacheWrapper
         w = _wrappers[key] = cls(ws, "NHD")
     return w
+
+
+def _plan(w: Any, q: Any, *args: Any, **kwargs: Any) -> None:
+    """w.plan(...), growing the cached wrapper's float workspace when a plan
+    needs more than it holds (long KV split over many chunks)."""
+    try:
+        w.plan(*args, **kwargs)
+    except ValueError as e:
+        need = re.search(r"float_workspace_buffer holds \d+ bytes; this plan needs (\d+)",
+                         str(e))
+        if need is None or not w.is_cuda:
+            raise
+        fw = framework_of(q)
+        w.reset_workspace_buffer(fw.empty_bytes(int(need.group(1)), fw.cuda_ordinal(q)))
+        w.plan(*args, **kwargs)
 
 
 def _kernel_dtype(x: Any, on_gpu: bool) -> str:
@@ -88,7 +105,7 @@ def single_decode_with_kv_cache(
     kv, n = token_pages(k, v, kv_layout)
     hkv = int(kv[0].shape[2])
     w = _wrapper(q, "decode")
-    w.plan(np.array([0, n], np.int32), np.arange(n, dtype=np.int32),
+    _plan(w, q, np.array([0, n], np.int32), np.arange(n, dtype=np.int32),
            np.array([1], np.int32), hq, hkv, d, 1, pos_encoding_mode=pos_encoding_mode,
            window_left=window_left, logits_soft_cap=logits_soft_cap,
            q_data_type=_kernel_dtype(q, w.is_cuda),
@@ -136,7 +153,7 @@ def single_prefill_with_kv_cache(
     kv, n = token_pages(k, v, kv_layout)
     hkv = int(kv[0].shape[2])
     w = _wrapper(q, "prefill")
-    w.plan(np.array([0, rows], np.int32), np.array([0, n], np.int32),
+    _plan(w, q, np.array([0, rows], np.int32), np.array([0, n], np.int32),
            np.arange(n, dtype=np.int32), np.array([1], np.int32), hq, hkv, d, 1,
            custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
            causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,

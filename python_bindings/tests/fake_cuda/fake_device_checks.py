@@ -394,8 +394,14 @@ def scenario_parity():
     check("decode" in rec[0]["name"] and "_p1_" in rec[0]["name"], rec)
     check(arg(rec[0], "k_cache")[0] == k.ptr and arg(rec[0], "v_cache")[0] == v.ptr,
           "single decode reads k and v in place")
+    # A workspace too small for the plan is replaced by one that fits.
+    from cascade_mlir import single_request
+    single_request.clear_cache()
+    single_request.SINGLE_WORKSPACE_BYTES = 256
     o, lse = cm.single_prefill_with_kv_cache(Dev(aligned((9, 32, 128), np.float16)), k, v,
                                              causal=True, return_lse=True)
+    grown = single_request._wrappers[("fake", 0, "prefill")]._engine.float_ws
+    check(grown.a.nbytes > 256, f"workspace grown to {grown.a.nbytes} bytes")
     rec = launches()
     check("prefill" in rec[0]["name"] and "causal" in rec[0]["name"], rec)
     check(tuple(o.shape) == (9, 32, 128) and tuple(lse.shape) == (9, 32), "shapes")
