@@ -15,8 +15,6 @@ from typing import Any, Tuple
 
 import numpy as np
 
-from ._frameworks import framework_of
-
 
 def _xp(x: Any) -> Any:
     """The array module of a numpy or cupy array (torch has methods)."""

@@ -12,7 +12,7 @@ masks yet (docs/python.md, FlashInfer parity): on the GPU plan() raises
 UnsupportedFeatureError naming that limitation.
 """
 
-from typing import Any, List, Optional, Tuple
+from typing import Any, List, Literal, Optional, Tuple
 
 import numpy as np
 
@@ -24,9 +24,15 @@ __all__ = ["packbits", "segment_packbits", "unpack_segments", "request_masks",
            "check_no_custom_mask", "check_custom_mask_supported"]
 
 
-def _check_bitorder(bitorder: str) -> None:
-    if bitorder not in ("big", "little"):
-        raise ValueError(f"bitorder must be 'big' or 'little', got {bitorder!r}")
+BitOrder = Literal["big", "little"]
+
+
+def _check_bitorder(bitorder: str) -> BitOrder:
+    if bitorder == "big":
+        return "big"
+    if bitorder == "little":
+        return "little"
+    raise ValueError(f"bitorder must be 'big' or 'little', got {bitorder!r}")
 
 
 def _torch_pack(bits: Any, starts: Any, lengths: Any, out_starts: Any, total: int,
@@ -51,7 +57,7 @@ def _torch_pack(bits: Any, starts: Any, lengths: Any, out_starts: Any, total: in
 def packbits(x: Any, bitorder: str = "big") -> Any:
     """numpy.packbits of a 1-D binary array, in x's framework: uint8 of
     ceil(len / 8) bytes, the last padded with zeros."""
-    _check_bitorder(bitorder)
+    order = _check_bitorder(bitorder)
     if len(getattr(x, "shape", ())) != 1:
         raise ValueError(f"packbits: x must be 1-D, got shape {list(getattr(x, 'shape', []))}")
     fw = framework_of(x)
@@ -61,17 +67,17 @@ def packbits(x: Any, bitorder: str = "big") -> Any:
         z = torch.zeros(1, dtype=torch.int64, device=x.device)
         return _torch_pack(x.reshape(-1) != 0, z, z + n,
                            torch.tensor([0, (n + 7) // 8], device=x.device),
-                           (n + 7) // 8, bitorder)
+                           (n + 7) // 8, order)
     if fw is not None and fw.name == "cupy":
         import cupy
-        return cupy.packbits(x != 0, bitorder=bitorder)
-    return np.packbits(np.asarray(x) != 0, bitorder=bitorder)
+        return cupy.packbits(x != 0, bitorder=order)
+    return np.packbits(np.asarray(x) != 0, bitorder=order)
 
 
 def segment_packbits(x: Any, indptr: Any, bitorder: str = "big") -> Tuple[Any, Any]:
     """packbits of each segment x[indptr[i]:indptr[i+1]] on its own (each
     starts a new byte): the concatenated bytes and their int32 indptr."""
-    _check_bitorder(bitorder)
+    order = _check_bitorder(bitorder)
     ip = host_int32(indptr, "indptr")
     if ip.size == 0 or ip[0] != 0 or np.any(np.diff(ip) < 0):
         raise ValueError("segment_packbits: indptr must start at 0 and not decrease")
@@ -88,10 +94,10 @@ def segment_packbits(x: Any, indptr: Any, bitorder: str = "big") -> Tuple[Any, A
         t = lambda a: torch.as_tensor(a, device=dev)  # noqa: E731
         y = _torch_pack(x.reshape(-1) != 0, t(ip[:-1].astype(np.int64)),
                         t(lengths.astype(np.int64)), t(new.astype(np.int64)),
-                        int(new[-1]), bitorder)
+                        int(new[-1]), order)
         return y, t(new)
     host = fw.to_host(x) if fw is not None else np.asarray(x)
-    parts = [np.packbits(host[ip[i]:ip[i + 1]] != 0, bitorder=bitorder)
+    parts = [np.packbits(host[ip[i]:ip[i + 1]] != 0, bitorder=order)
              for i in range(ip.size - 1)]
     y = np.concatenate(parts).astype(np.uint8) if parts else np.zeros(0, np.uint8)
     if fw is not None and fw.name == "cupy":
@@ -104,7 +110,7 @@ def unpack_segments(packed: Any, mask_indptr: Any, shapes: List[Tuple[int, int]]
                     bitorder: str = "little") -> List[np.ndarray]:
     """The [qo_len, kv_len] bool masks of a batch from its packed bytes and
     their per-request byte offsets (host copies), checking the sizes."""
-    _check_bitorder(bitorder)
+    order = _check_bitorder(bitorder)
     fw = framework_of(packed)
     p = fw.to_host(packed) if fw is not None else np.asarray(packed)
     p = np.ascontiguousarray(p).reshape(-1).view(np.uint8)
@@ -119,7 +125,7 @@ def unpack_segments(packed: Any, mask_indptr: Any, shapes: List[Tuple[int, int]]
             raise ValueError(f"request {i}: its packed mask has {ip[i + 1] - ip[i]} bytes "
                              f"at {ip[i]}, expected {need} (qo_len {rows} x kv_len {cols} "
                              f"bits) within the {p.size} given")
-        bits = np.unpackbits(p[ip[i]:ip[i + 1]], bitorder=bitorder)[:rows * cols]
+        bits = np.unpackbits(p[ip[i]:ip[i + 1]], bitorder=order)[:rows * cols]
         masks.append(bits.reshape(rows, cols).astype(bool))
     return masks
 

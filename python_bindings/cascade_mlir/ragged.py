@@ -102,5 +102,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
 
     forward = run
 
-    def forward_return_lse(self, q: Any, k: Any, v: Any, **kwargs: Any) -> Any:
+    # FlashInfer's ragged signature (q, k, v), not the paged one.
+    def forward_return_lse(self, q: Any, k: Any, v: Any,  # type: ignore[override]
+                           **kwargs: Any) -> Any:
         return self.run(q, k, v, return_lse=True, **kwargs)

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import cascade_mlir as cm
-from gpu_support import (TOL, attention_ref, gpu, random_batch, rel_err,  # noqa: F401
-                         tdtype, torch, workspace)
+from gpu_support import (TOL, attention_ref, gpu, rel_err, tdtype, torch,  # noqa: F401
+                         workspace)
 
 
 def token_ref(q, k, v, qo_indptr, kv_indptr, **opts):
