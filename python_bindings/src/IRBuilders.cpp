@@ -176,8 +176,9 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Value o = args[i++], lse = args[i++];
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
-      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last, plan, o,
-      lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
+      /*custom_mask=*/Value(), /*mask_indptr=*/Value(), plan, o, lse,
+      opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
       opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -241,9 +242,10 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
-        kvl[0], ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
-        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
-        opt.ropeTheta, opt.base, UnitAttr());
+        kvl[0], /*custom_mask=*/Value(), /*mask_indptr=*/Value(), ValueRange{},
+        o, lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+        UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {

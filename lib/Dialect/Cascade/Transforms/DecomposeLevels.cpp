@@ -71,6 +71,7 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
+          /*custom_mask=*/Value(), /*mask_indptr=*/Value(),
           /*plan=*/ValueRange{}, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
           op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
