@@ -2,7 +2,7 @@
 # FlashInfer v0.5.3's own attention tests (test_shared_prefix_kernels.py,
 # test_batch_decode_kernels.py, test_batch_prefill_kernels.py, unmodified)
 # against cascade_mlir, on the GPU machine, from the repository root:
-#   bash test/Integration/flashinfer/run.sh [PYTEST_ARGS...]
+#   [FILES="test_batch_decode_kernels ..."] bash test/Integration/flashinfer/run.sh [PYTEST_ARGS...]
 # Needs .carry/python (python_bindings/tests/gpu/prepare_carry.sh) and
 # .carry/flashinfer (test/Integration/flashinfer/prepare.sh). `import
 # flashinfer` resolves to a shim over cascade_mlir made at run time
@@ -24,7 +24,10 @@ W=/tmp/cascade-fi-conformance
 rm -rf "$W" && mkdir -p "$W" && cp -r "$C/flashinfer/tests" "$W/tests" || exit 1
 python3 test/Integration/flashinfer/make_shim.py "$W" || exit 1
 rc=0
-for f in test_shared_prefix_kernels test_batch_decode_kernels test_batch_prefill_kernels; do
+# FILES picks some of the three (a device call has 10 minutes: split the
+# run over calls, e.g. FILES=test_batch_prefill_kernels, and pass pytest
+# arguments such as -k to shard a file further).
+for f in ${FILES:-test_shared_prefix_kernels test_batch_decode_kernels test_batch_prefill_kernels}; do
   echo "== $f"
   ( cd "$W" && PYTHONPATH=$W/shim:$W:$SITE python3 -m pytest -p no:cacheprovider -q -rfs \
       --junitxml="$O/$f.xml" "tests/attention/$f.py" "$@" ) > "$O/$f.log" 2>&1 || rc=1
