@@ -36,8 +36,12 @@ def _arange(n: int, like: Any) -> Any:
     return _xp(like).arange(n, dtype=np.int64)
 
 
-def _i64(x: Any) -> Any:
-    return x.long() if _is_torch(x) else x.astype(np.int64)
+def _i64(x: Any, like: Any = None) -> Any:
+    """x as int64 (torch: on `like`'s device when given)."""
+    if _is_torch(x):
+        import torch
+        return x.to(device=x.device if like is None else like.device, dtype=torch.int64)
+    return x.astype(np.int64)
 
 
 def _i32(x: Any) -> Any:
@@ -64,9 +68,7 @@ def get_batch_indices_positions(append_indptr: Any, seq_lens: Any, nnz: int
         raise ValueError(f"seq_lens has {int(seq_lens.shape[0])} entries, expected "
                          f"batch_size = {int(append_indptr.shape[0]) - 1}")
     ip = _i64(append_indptr)
-    lens = _i64(seq_lens)
-    if _is_torch(lens) and lens.device != ip.device:
-        lens = lens.to(ip.device)
+    lens = _i64(seq_lens, ip if _is_torch(ip) else None)
     j = _arange(int(nnz), ip)
     if _is_torch(ip):
         import torch
@@ -103,9 +105,11 @@ def append_paged_kv_cache(append_key: Any, append_value: Any, batch_indices: Any
                     ("positions", positions)):
         if int(x.shape[0]) != nnz:
             raise ValueError(f"{name} has {int(x.shape[0])} entries, append_key {nnz}")
-    b = _i64(batch_indices)
-    pos = _i64(positions)
-    page = _i64(kv_indices)[_i64(kv_indptr)[b] + pos // page_size]
+    # Index arrays on the cache's device (torch), as int64.
+    b = _i64(batch_indices, k_cache if _is_torch(k_cache) else None)
+    pos = _i64(positions, b if _is_torch(b) else None)
+    like = b if _is_torch(b) else None
+    page = _i64(kv_indices, like)[_i64(kv_indptr, like)[b] + pos // page_size]
     slot = pos % page_size
     if kv_layout == "NHD":
         k_cache[page, slot] = append_key
