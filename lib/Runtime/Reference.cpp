@@ -12,6 +12,37 @@ namespace {
 constexpr double kLog2e = 1.4426950408889634;
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
 
+/// The packed custom mask covers every request's qo_len * kv_len bits.
+Status validateCustomMask(const AttentionBatch &batch) {
+  if (batch.maskIndptr.empty())
+    return batch.customMask.empty()
+               ? Status::success()
+               : makeError(ErrorCode::InvalidArgument,
+                           "a custom mask needs its mask_indptr");
+  const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
+  if (int64_t(batch.maskIndptr.size()) != b + 1)
+    return makeError(ErrorCode::SizeMismatch,
+                     "mask_indptr has %lld entries, expected batch_size + 1 "
+                     "= %lld",
+                     static_cast<long long>(batch.maskIndptr.size()),
+                     static_cast<long long>(b + 1));
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t bits = (int64_t(batch.qoIndptr[i + 1]) - batch.qoIndptr[i]) *
+                         kvLength(batch, i);
+    const int64_t begin = batch.maskIndptr[i], end = batch.maskIndptr[i + 1];
+    if (begin < 0 || end - begin < (bits + 7) / 8 ||
+        end > int64_t(batch.customMask.size()))
+      return makeError(ErrorCode::SizeMismatch,
+                       "request %lld: its custom mask is bytes [%lld, %lld) of "
+                       "%lld, it needs %lld bytes (qo_len x kv_len bits)",
+                       static_cast<long long>(i), static_cast<long long>(begin),
+                       static_cast<long long>(end),
+                       static_cast<long long>(batch.customMask.size()),
+                       static_cast<long long>((bits + 7) / 8));
+  }
+  return Status::success();
+}
+
 Status validateBatch(const AttentionBatch &batch) {
   if (!batch.q || !batch.kv.k || !batch.kv.v)
     return makeError(ErrorCode::InvalidArgument,
@@ -28,7 +59,8 @@ Status validateBatch(const AttentionBatch &batch) {
   in.head_dim = batch.kv.headDim;
   in.page_size = batch.kv.pageSize;
   in.num_sms = 1;
-  return validatePlanInputs(in);
+  CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
+  return validateCustomMask(batch);
 }
 
 /// Rotate-half RoPE of x [D] at position pos, into out.
@@ -134,6 +166,14 @@ Status attentionRequest(const AttentionBatch &batch,
     }
   }
 
+  const bool custom = !batch.maskIndptr.empty();
+  // Bit (j, pos) of the request's packed custom mask.
+  auto maskBit = [&](int64_t j, int64_t pos) {
+    const int64_t bit = j * kvLen + pos;
+    return (batch.customMask[batch.maskIndptr[request] + bit / 8] >>
+            (bit % 8)) &
+           1;
+  };
   std::vector<double> q(static_cast<size_t>(d)), score(static_cast<size_t>(n));
   for (int64_t j = 0; j < qoLen; ++j) {
     const int64_t qPos = kvLen - qoLen + j;
@@ -150,8 +190,9 @@ Status attentionRequest(const AttentionBatch &batch,
       double m = kNegInf;
       for (int64_t t = 0; t < n; ++t) {
         const int64_t pos = lo + t;
-        bool visible = (!opts.causal || pos <= qPos) &&
-                       (opts.windowLeft < 0 || pos >= qPos - opts.windowLeft);
+        bool visible =
+            (custom ? maskBit(j, pos) != 0 : !opts.causal || pos <= qPos) &&
+            (opts.windowLeft < 0 || pos >= qPos - opts.windowLeft);
         if (!visible) {
           score[t] = kNegInf;
           continue;

@@ -10,6 +10,13 @@ Modules:
                          (deprecated) shared-prefix wrappers
   cascade_mlir.decode    BatchDecodeWithPagedKVCacheWrapper
   cascade_mlir.prefill   BatchPrefillWithPagedKVCacheWrapper
+  cascade_mlir.ragged    BatchPrefillWithRaggedKVCacheWrapper (contiguous K/V)
+  cascade_mlir.single_request  single_decode/prefill_with_kv_cache
+  cascade_mlir.cuda_graph      CUDAGraphBatchDecodeWithPagedKVCacheWrapper,
+                         fast_decode_plan
+  cascade_mlir.page      append_paged_kv_cache, get_batch_indices_positions,
+                         get_seq_lens
+  cascade_mlir.masks     packbits, segment_packbits
   cascade_mlir.config    AttentionConfig: the static configuration (one
                          dataclass: bundle keys, the dict C++ takes, IR)
   cascade_mlir.kernels   kernel bundles: keys, default set, lookup, cache
@@ -66,22 +73,52 @@ from .cascade import (  # noqa: F401,E402
 from .decode import BatchDecodeWithPagedKVCacheWrapper  # noqa: F401,E402
 from .kernels import MissingKernelsError  # noqa: F401,E402
 from .prefill import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401,E402
+# FlashInfer parity beyond the cascade module (docs/python.md).
+from ._unsupported import UnsupportedFeatureError  # noqa: F401,E402
+from .cuda_graph import (  # noqa: F401,E402
+    CUDAGraphBatchDecodeWithPagedKVCacheWrapper,
+    fast_decode_plan,
+)
+from .masks import packbits, segment_packbits  # noqa: F401,E402
+from .page import (  # noqa: F401,E402
+    append_paged_kv_cache,
+    get_batch_indices_positions,
+    get_seq_lens,
+)
+from .ragged import BatchPrefillWithRaggedKVCacheWrapper  # noqa: F401,E402
+from .single_request import (  # noqa: F401,E402
+    single_decode_with_kv_cache,
+    single_prefill_with_kv_cache,
+    single_prefill_with_kv_cache_return_lse,
+)
 
 __all__ = [
     "AttentionConfig",
     "BatchDecodeWithPagedKVCacheWrapper",
     "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
+    "BatchPrefillWithRaggedKVCacheWrapper",
     "BatchPrefillWithSharedPrefixPagedKVCacheWrapper",
+    "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
     "MissingKernelsError",
     "MultiLevelCascadeAttentionWrapper",
     "NotPlannedError",
+    "UnsupportedFeatureError",
+    "append_paged_kv_cache",
     "compiler",
     "config",
+    "fast_decode_plan",
+    "get_batch_indices_positions",
+    "get_seq_lens",
     "ir",
     "kernels",
     "merge_state",
     "merge_state_in_place",
     "merge_states",
+    "packbits",
     "runtime",
+    "segment_packbits",
+    "single_decode_with_kv_cache",
+    "single_prefill_with_kv_cache",
+    "single_prefill_with_kv_cache_return_lse",
 ]

@@ -12,6 +12,7 @@ from ._frameworks import host_int32
 from ._gpu import NotPlannedError
 from .config import AttentionConfig, kv_scales
 from .kernels import Group
+from .masks import check_custom_mask_supported
 
 
 def reject(name: str, value: Any, default: Any = None) -> None:
@@ -143,8 +144,13 @@ class SingleLevelWrapper:
               q_data_type: Any, kv_data_type: Any,
               auto_cascade: Union[bool, Dict[str, float]] = False,
               fixed_split_size: Optional[int] = None,
-              disable_split_kv: bool = False) -> None:
+              disable_split_kv: bool = False,
+              custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
+        """`custom_mask`: (packed bytes, byte offsets per request) of
+        FlashInfer's custom mask, which only the CPU reference takes."""
         auto = auto_cascade_options(auto_cascade)
+        if custom_mask is not None:
+            check_custom_mask_supported(self._engine is not None, auto is not None)
         fixed_pages, no_split = split_options(fixed_split_size, disable_split_kv)
         split: Dict[str, Any] = {"fixed_split_pages": fixed_pages,
                                  "disable_split_kv": no_split}
@@ -187,8 +193,10 @@ class SingleLevelWrapper:
                 qo_indptr=None if self._decode else qo, kv_indices=ki,
                 num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
                 head_dim=head_dim, page_size=page_size, num_sms=1, **split)
+        mask = {} if custom_mask is None else \
+            {"custom_mask": custom_mask[0], "mask_indptr": custom_mask[1]}
         self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,
-                                       lv.kv_last_page_len) for lv in levels]
+                                       lv.kv_last_page_len, **mask) for lv in levels]
 
     def _auto_levels(self, cfg: AttentionConfig, qo: np.ndarray, kp: np.ndarray,
                      ki: np.ndarray, kl: np.ndarray, causal: bool,

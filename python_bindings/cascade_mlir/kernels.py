@@ -189,6 +189,14 @@ def _gpu_test_set() -> List[str]:
     # set).
     keys.append(attention_key(AttentionConfig(64, 8, 128, 16, kv_dtype="f8e4m3",
                                               kv_form="pair"), Group(decode=False)))
+    # Contiguous K/V (single-request attention, the ragged wrapper): one
+    # token per page of a pair pool; page-size-1 pools (CUDA-graph decode).
+    prefill_groups = (Group(decode=False), Group(decode=False, causal=True))
+    keys += _attention_set([(32, 8, 128)], page_size=1, form="pair",
+                           groups=(decode,) + prefill_groups)
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="pair",
+                           groups=prefill_groups, pos_encoding="rope_llama")
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, groups=(decode,))
     return keys
 
 

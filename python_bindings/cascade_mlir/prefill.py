@@ -4,13 +4,16 @@ ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
+from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
+from .masks import check_no_custom_mask, paged_request_masks
 
 __all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
 
 
 class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
     """Batch prefill/append attention over a paged KV cache: plan() once per
-    step, run() per layer. Custom masks are not supported; `backend` and the
+    step, run() per layer. Custom masks run on the CPU reference only (the
+    kernels do not take them yet); `backend` and the
     JIT arguments are accepted and ignored (the compiler picks the kernel)."""
 
     _decode = False
@@ -21,8 +24,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto", jit_args: Any = None,
                  jit_kwargs: Any = None) -> None:
-        reject("custom_mask_buf", custom_mask_buf)
-        reject("mask_indptr_buf", mask_indptr_buf)
+        check_no_custom_mask(custom_mask_buf, mask_indptr_buf, "custom_mask_buf")
         super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph,
                          {"qo_indptr": qo_indptr_buf, "kv_indptr": paged_kv_indptr_buf,
                           "kv_indices": paged_kv_indices_buf,
@@ -50,8 +52,9 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         was found. `fixed_split_size` (pages; None = automatic) splits every
         request's KV into chunks of that many pages whatever the rest of the
         batch (batch-invariant); `disable_split_kv` never splits."""
-        reject("custom_mask", custom_mask)
-        reject("packed_custom_mask", packed_custom_mask)
+        mask = paged_request_masks(custom_mask, packed_custom_mask, qo_indptr,
+                                   paged_kv_indptr, paged_kv_last_page_len, page_size)
+        reject_multi_item_scoring(*(unsupported.pop(k, d) for k, d in MULTI_ITEM_ARGS))
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
             raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
                              f"{head_dim_qk}")
@@ -61,7 +64,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                    num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
                    pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
                    rope_theta, q_data_type, kv_data_type, auto_cascade,
-                   fixed_split_size, disable_split_kv)
+                   fixed_split_size, disable_split_kv, mask)
 
     begin_forward = plan
 

@@ -177,7 +177,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
-      /*k_scale=*/Value(), /*v_scale=*/Value(), plan, o, lse, opt.pageSize,
+      /*k_scale=*/Value(), /*v_scale=*/Value(), /*custom_mask=*/Value(),
+      /*mask_indptr=*/Value(), plan, o, lse, opt.pageSize,
       opt.layout, opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
       opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
@@ -242,7 +243,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
-        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(), ValueRange{}, o, lse,
+        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(), /*custom_mask=*/Value(),
+      /*mask_indptr=*/Value(), ValueRange{}, o, lse,
         opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
         opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
         UnitAttr());

@@ -391,8 +391,14 @@ ref::PagedKvCache makeCache(const std::vector<F32Array> &kv,
                                  k.shape(3), l);
 }
 
+using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
 struct Level {
   I32Array qo, kvIndptr, kvIndices, last;
+  /// FlashInfer's packed custom mask and its per-request byte offsets
+  /// (both empty: none).
+  U8Array customMask;
+  I32Array maskIndptr;
 };
 
 /// cascade(q, kv, levels, page_size, kv_layout, **options) -> (o, lse)
@@ -417,6 +423,9 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
     b.kvIndices = toVector<int32_t>(l.kvIndices);
     b.kvLastPageLen = toVector<int32_t>(l.last);
     b.kv = cache;
+    b.customMask.assign(l.customMask.data(),
+                        l.customMask.data() + l.customMask.size());
+    b.maskIndptr = toVector<int32_t>(l.maskIndptr);
     if (b.qoIndptr.empty() || b.qoIndptr.back() != q.shape(0))
       throw py::value_error("every level's qo_indptr[-1] must equal the rows "
                             "of q");
@@ -477,9 +486,24 @@ PYBIND11_MODULE(_runtime, m) {
         "..., cuda_graph, q_dtype, kv_dtype; num_sms defaults to 1).");
 
   py::class_<Level>(m, "Level")
-      .def(py::init<I32Array, I32Array, I32Array, I32Array>(),
+      .def(py::init([](I32Array qo, I32Array kvIndptr, I32Array kvIndices,
+                       I32Array last, py::object mask, py::object maskIndptr) {
+             if (mask.is_none() != maskIndptr.is_none())
+               throw py::value_error("custom_mask and mask_indptr go together");
+             Level l{std::move(qo),   std::move(kvIndptr), std::move(kvIndices),
+                     std::move(last), U8Array(0),          I32Array(0)};
+             if (!mask.is_none()) {
+               l.customMask = mask.cast<U8Array>();
+               l.maskIndptr = maskIndptr.cast<I32Array>();
+             }
+             return l;
+           }),
            py::arg("qo_indptr"), py::arg("kv_indptr"), py::arg("kv_indices"),
-           py::arg("kv_last_page_len"));
+           py::arg("kv_last_page_len"), py::arg("custom_mask") = py::none(),
+           py::arg("mask_indptr") = py::none(),
+           "One level of ref_attention; custom_mask: FlashInfer's packed "
+           "mask (uint8, little bit order), mask_indptr its byte offsets per "
+           "request.");
 
   m.def("ref_merge_state", &refMergeState, py::arg("v_a"), py::arg("s_a"),
         py::arg("v_b"), py::arg("s_b"),

@@ -18,6 +18,8 @@ KEYS = [K.attention_key(K.AttentionConfig(hq, hkv, 128, 16, kv_form=form), g)
         for g in (K.Group(decode=False), K.Group(decode=True, accumulate=True),
                   K.Group(decode=True), K.Group(decode=False, causal=True),
                   K.Group(decode=False, accumulate=True))] + \
+    [K.attention_key(K.AttentionConfig(32, 8, 128, 1, kv_form="pair"), g)
+     for g in (K.Group(decode=True), K.Group(decode=False, causal=True))] + \
     ["merge.f16.d128"]
 
 
@@ -50,7 +52,7 @@ def fake_env(tmp_path_factory):
 
 @pytest.mark.parametrize("scenario", ["cascade", "graph", "single_and_merges",
                                       "auto", "missing_kernels", "no_leak",
-                                      "split_options"])
+                                      "split_options", "parity"])
 def test_gpu_path_on_a_stand_in_driver(fake_env, scenario):
     if scenario == "cascade" and cm.compiler is None:
         pytest.skip("the pair-form kernels of this scenario are compiled on first use")

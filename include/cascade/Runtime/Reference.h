@@ -3,7 +3,8 @@
 // Straightforward float64-accumulating implementations of the ops of
 // docs/semantics.md: the three merges, paged attention (decode and
 // prefill, NHD/HND, 5-D pool or k/v pair, causal, sm_scale, soft cap,
-// sliding window, RoPE-llama on the fly, ALiBi) and multi-level cascades.
+// sliding window, RoPE-llama on the fly, ALiBi, FlashInfer's bit-packed
+// custom masks) and multi-level cascades.
 // LSEs are base 2; the empty state is (0, -inf). Used by the unit tests and
 // by the GPU checks (test/Integration/runtime).
 //
@@ -165,6 +166,12 @@ struct AttentionBatch {
   std::vector<int32_t> kvIndices;     ///< [kvIndptr[B]]
   std::vector<int32_t> kvLastPageLen; ///< [B]
   PagedKvCache kv;
+  /// FlashInfer's custom mask (empty: none): request i's [qo_len, kv_len]
+  /// visibility, row-major, packed little-endian (bit j of a byte is element
+  /// 8 * byte + j) from byte maskIndptr[i]. It replaces the causal mask
+  /// (the sliding window still applies).
+  std::vector<uint8_t> customMask;
+  std::vector<int32_t> maskIndptr; ///< [B+1] byte offsets, or empty
 };
 
 /// FlashInfer's ALiBi slope of head `head` out of `numHeads`.

@@ -9,6 +9,7 @@ CASCADE_CUDA_DRIVER pointing at the compiled stand-in (the driver is loaded
 once per process) and CASCADE_MLIR_KERNEL_PATH at PTX-only bundles.
 """
 import ctypes
+import functools
 import gc
 import json
 import os
@@ -380,6 +381,76 @@ def scenario_split_options():
     check(len(none) == 1 and none[0][1] == 3, none)
 
 
+def scenario_parity():
+    """single_decode/single_prefill and the ragged wrapper run the page-size-1
+    pair kernels on the caller's K/V (no copy: the kernel's k_cache is k's
+    address) with the identity page table; the CUDA-graph decode wrapper
+    binds the buffers given at construction and keeps its launches across
+    replans; fast_decode_plan replans it."""
+    k = Dev(aligned((45, 8, 128), np.float16))
+    v = Dev(aligned((45, 8, 128), np.float16))
+    cm.single_decode_with_kv_cache(Dev(aligned((32, 128), np.float16)), k, v)
+    rec = launches()
+    check("decode" in rec[0]["name"] and "_p1_" in rec[0]["name"], rec)
+    check(arg(rec[0], "k_cache")[0] == k.ptr and arg(rec[0], "v_cache")[0] == v.ptr,
+          "single decode reads k and v in place")
+    # A workspace too small for the plan is replaced by one that fits.
+    from cascade_mlir import single_request
+    single_request.clear_cache()
+    single_request.SINGLE_WORKSPACE_BYTES = 256
+    o, lse = cm.single_prefill_with_kv_cache(Dev(aligned((9, 32, 128), np.float16)), k, v,
+                                             causal=True, return_lse=True)
+    grown = single_request._wrappers[("fake", 0, "prefill")]._engine.float_ws
+    check(grown.a.nbytes > 256, f"workspace grown to {grown.a.nbytes} bytes")
+    rec = launches()
+    check("prefill" in rec[0]["name"] and "causal" in rec[0]["name"], rec)
+    check(tuple(o.shape) == (9, 32, 128) and tuple(lse.shape) == (9, 32), "shapes")
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    w = cm.BatchPrefillWithRaggedKVCacheWrapper(ws)
+    kv_indptr = np.array([0, 30, 30, 45], np.int32)
+    w.plan(np.array([0, 4, 5, 9], np.int32), kv_indptr, 32, 8, 128, causal=True)
+    w.run(Dev(aligned((9, 32, 128), np.float16)), k, v)
+    rec = launches()
+    check(arg(rec[0], "k_cache")[0] == k.ptr, "ragged K read in place")
+    ind_ptr, n = arg(rec[0], "kv_indices")
+    check(n >= 45 and np.array_equal(read_i32(ind_ptr, 45), np.arange(45)),
+          "identity page table")
+    check(np.array_equal(read_i32(arg(rec[0], "kv_indptr")[0], 4), kv_indptr),
+          "request token offsets are the page offsets")
+    try:  # custom masks: the CPU reference only
+        w.plan(np.array([0, 4, 5, 9], np.int32), kv_indptr, 32, 8, 128,
+               custom_mask=np.ones(4 * 30 + 4 * 15, bool))
+        check(False, "a custom mask on the GPU must be refused")
+    except cm.UnsupportedFeatureError as e:
+        check("kernels" in str(e), str(e))
+    # CUDA-graph decode wrapper: fixed buffers, replans keep every address.
+    bufs = [Dev(aligned((4,), np.int32)), Dev(aligned((64,), np.int32)),
+            Dev(aligned((3,), np.int32))]
+    g = cm.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(ws, *bufs)
+    cache = Dev(aligned((64, 2, 16, 8, 128), np.float16))
+    q = Dev(aligned((3, 32, 128), np.float16))
+    g.plan(np.array([0, 1, 2, 3], np.int32), np.arange(3, dtype=np.int32),
+           np.array([16, 16, 16], np.int32), 32, 8, 128, 16)
+    g.run(q, cache)
+    first = launches()
+    g.plan = functools.partial(cm.fast_decode_plan, g)
+    g.plan(np.array([0, 20, 21, 40], np.int32), np.arange(40, dtype=np.int32)[::-1].copy(),
+           np.array([3, 1, 16], np.int32), 32, 8, 128, 16)
+    g.run(q, cache)
+    second = launches()
+    check([r["grid"] for r in first] == [r["grid"] for r in second], "same grids")
+    for name in ("kv_indices", "kv_indptr", "kv_last_page_len", "q", "o"):
+        check(arg(first[0], name)[0] == arg(second[0], name)[0], f"{name} did not move")
+    check(arg(second[0], "kv_indices")[0] == bufs[1].ptr, "indices_buffer bound")
+    check(np.array_equal(bufs[1].a[:40], np.arange(40)[::-1]), "page table in the buffer")
+    try:
+        g.plan(np.array([0, 1, 2], np.int32), np.arange(2, dtype=np.int32),
+               np.array([1, 1], np.int32), 32, 8, 128, 16)
+        check(False, "another batch size must fail")
+    except ValueError as e:
+        check("fixed at 3" in str(e), str(e))
+
+
 def grouped_decode_batch(groups, own=2):
     """Requests in groups sharing `shared` leading pages, `own` pages each
     after them; page ids in order of first use."""
@@ -518,6 +589,18 @@ def _leak_cycle(kind):
             w.begin_forward(np.array([0, 2, 3, 7], np.int32), indptr, indices, last,
                             64, 8, 128, 16)
             w.forward(Dev(aligned((7, 64, 128), np.float16)), k_shared, v_shared, cache)
+    elif kind == "ragged":
+        w = cm.BatchPrefillWithRaggedKVCacheWrapper(ws)
+        w.plan(np.array([0, 5, 6, 40], np.int32), np.array([0, 30, 30, 45], np.int32),
+               32, 8, 128, causal=True)
+        k = Dev(aligned((45, 8, 128), np.float16))
+        w.run(Dev(aligned((40, 32, 128), np.float16)), k, k)
+    elif kind == "cuda_graph_decode":
+        w = cm.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(
+            ws, Dev(aligned((4,), np.int32)), Dev(aligned((10,), np.int32)),
+            Dev(aligned((3,), np.int32)))
+        w.plan(indptr, indices, last, 32, 8, 128, 16)
+        w.run(Dev(aligned((3, 32, 128), np.float16)), cache)
     else:
         raise ValueError(kind)
     launches()
@@ -529,7 +612,8 @@ def scenario_no_leak():
     """200 wrappers of each kind constructed, planned, run and deleted: every
     workspace, engine and wrapper is freed, and what the driver allocated
     for them (staging, graphs, device memory) returns to its baseline."""
-    for kind in ("decode", "prefill", "multi_level", "shared_decode", "shared_prefill"):
+    for kind in ("decode", "prefill", "multi_level", "shared_decode", "shared_prefill",
+                 "ragged", "cuda_graph_decode"):
         w, _ = _leak_cycle(kind)  # loads the kernels (kept by the device)
         del w, _
         gc.collect()

@@ -16,6 +16,14 @@
 #            CASCADE_REQUIRE_GPU=1), examples/python/multi_level_cascade.py,
 #            python3 -m benchmarks.python.host_overhead (run() host time,
 #            CUDA-graph replay after replans)
+#   parity   (alone) FlashInfer parity beyond the cascade module: pytest of
+#            test_gpu_parity.py, test_gpu_leak.py and test_parity.py (GPU
+#            required), python3 -m benchmarks.python.ragged (ragged vs paged
+#            prefill TFLOP/s, appended to benchmarks/RESULTS.md, copied to
+#            OUT), then, when .carry/flashinfer exists
+#            (test/Integration/flashinfer/prepare.sh), FlashInfer v0.5.3's
+#            own attention tests (test/Integration/flashinfer/run.sh; counts in
+#            OUT/flashinfer/summary.txt)
 #   bench    python3 -m benchmarks.python.bench with FlashInfer when
 #            `. .fi/env.sh` made it importable: appends to
 #            benchmarks/RESULTS.md, plots in benchmarks/python/plots (both
@@ -85,6 +93,25 @@ if [[ $WHAT == all || $WHAT == tests ]]; then
   echo "== python3 -m benchmarks.python.host_overhead"
   python3 -m benchmarks.python.host_overhead --flashinfer 2>&1 | tee "$O/host_overhead.log"
   [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+fi
+if [[ $WHAT == parity ]]; then
+  echo "== pytest: FlashInfer parity (GPU tests required)"
+  CASCADE_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rfEs \
+    python_bindings/tests/gpu/test_gpu_parity.py python_bindings/tests/gpu/test_gpu_leak.py \
+    python_bindings/tests/test_parity.py > "$O/parity-pytest.log" 2>&1 || rc=1
+  grep -E "passed|failed|^FAILED|^ERROR" "$O/parity-pytest.log" | tail -25
+  echo "== python3 -m benchmarks.python.ragged"
+  python3 -m benchmarks.python.ragged --results benchmarks/RESULTS.md 2>&1 |
+    tee "$O/ragged-bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  cp benchmarks/RESULTS.md "$O/RESULTS.md"
+  if [ -f "$(dirname "$C")/flashinfer/kernels.tar.xz" ]; then
+    echo "== FlashInfer v0.5.3 attention tests (test/Integration/flashinfer/run.sh)"
+    CARRY=$(dirname "$C") OUT=$O bash test/Integration/flashinfer/run.sh || rc=1
+  else
+    echo "(no $(dirname "$C")/flashinfer: FlashInfer's tests not run;" \
+         "test/Integration/flashinfer/prepare.sh makes it)"
+  fi
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== python3 -m benchmarks.python.bench"

@@ -38,6 +38,18 @@ def cycle(kind, dev):
                64, 16, 128, 16)
         w.run(torch.randn(3, 64, 128, device=dev).half(),
               torch.randn(10, 2, 16, 16, 128, device=dev).half())
+    elif kind == "ragged":
+        w = cm.BatchPrefillWithRaggedKVCacheWrapper(ws)
+        w.plan(torch.tensor([0, 5, 6, 40], dtype=torch.int32, device=dev),
+               torch.tensor([0, 30, 30, 45], dtype=torch.int32, device=dev), 32, 8, 128,
+               causal=True)
+        k = torch.randn(45, 8, 128, device=dev).half()
+        w.run(torch.randn(40, 32, 128, device=dev).half(), k, k)
+    elif kind == "cuda_graph_decode":
+        bufs = [torch.empty(n, dtype=torch.int32, device=dev) for n in (4, 10, 3)]
+        w = cm.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(ws, *bufs)
+        w.plan(indptr, indices, last, 32, 8, 128, 16)
+        w.run(torch.randn(3, 32, 128, device=dev).half(), cache)
     else:
         w = cm.BatchDecodeWithSharedPrefixPagedKVCacheWrapper(ws)
         w.begin_forward(indptr, indices, last, 64, 8, 128, 16)
@@ -45,7 +57,8 @@ def cycle(kind, dev):
         w.forward(torch.randn(3, 64, 128, device=dev).half(), k, k.clone(), cache)
 
 
-@pytest.mark.parametrize("kind", ["decode", "prefill", "multi_level", "shared_decode"])
+@pytest.mark.parametrize("kind", ["decode", "prefill", "multi_level", "shared_decode",
+                                  "ragged", "cuda_graph_decode"])
 def test_wrappers_release_their_memory(gpu, kind):
     cycle(kind, gpu)  # kernels loaded, torch's caches warm
     gc.collect()

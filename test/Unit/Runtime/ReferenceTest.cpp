@@ -190,6 +190,87 @@ TEST(RefAttention, RejectsBadInputs) {
   EXPECT_EQ(st.code(), ErrorCode::PageOutOfRange);
 }
 
+/// FlashInfer's packed layout of per-request [qo_len, kv_len] masks
+/// (little bit order, each request from a new byte) and its byte offsets.
+void packMasks(const std::vector<std::vector<bool>> &masks,
+               std::vector<uint8_t> &packed, std::vector<int32_t> &indptr) {
+  packed.clear();
+  indptr.assign(1, 0);
+  for (const std::vector<bool> &m : masks) {
+    const size_t base = packed.size();
+    packed.resize(base + (m.size() + 7) / 8, 0);
+    for (size_t i = 0; i < m.size(); ++i)
+      if (m[i])
+        packed[base + i / 8] |= uint8_t(1u << (i % 8));
+    indptr.push_back(int32_t(packed.size()));
+  }
+}
+
+// A custom mask that spells the causal pattern gives causal attention; one
+// that hides a whole row gives that row the empty state; it replaces the
+// causal option (FlashInfer's MaskMode::kCustom).
+TEST(RefAttention, CustomMaskEqualsTheMaskItSpells) {
+  std::mt19937_64 rng(8);
+  const std::vector<int32_t> pages{3, 2}, qo{4, 3};
+  Problem p =
+      makeProblem(rng, pages, qo, 4, 4, 2, 16, ref::KvLayout::NHD, true);
+  const int64_t rows = 7, hqo = 4, d = 16;
+  std::vector<std::vector<bool>> causal, hidden;
+  for (int64_t i = 0; i < 2; ++i) {
+    const int64_t kvLen = ref::kvLength(p.attn, i), qoLen = qo[i];
+    std::vector<bool> m, h;
+    for (int64_t j = 0; j < qoLen; ++j)
+      for (int64_t t = 0; t < kvLen; ++t) {
+        m.push_back(t <= kvLen - qoLen + j);
+        h.push_back(j != 1 && t % 2 == 0); // row 1 sees nothing
+      }
+    causal.push_back(m);
+    hidden.push_back(h);
+  }
+  ref::AttentionOptions causalOpts;
+  causalOpts.causal = true;
+  std::vector<double> ev(rows * hqo * d), es(rows * hqo);
+  ASSERT_TRUE(ref::attention(p.attn, causalOpts, ev.data(), es.data()).ok());
+  packMasks(causal, p.attn.customMask, p.attn.maskIndptr);
+  std::vector<double> v(ev.size()), s(es.size());
+  ASSERT_TRUE(ref::attention(p.attn, {}, v.data(), s.data()).ok());
+  EXPECT_EQ(v, ev);
+  EXPECT_EQ(s, es);
+  packMasks(hidden, p.attn.customMask, p.attn.maskIndptr);
+  ASSERT_TRUE(ref::attention(p.attn, causalOpts, v.data(), s.data()).ok());
+  for (int64_t row : {1, 5}) // row 1 of each request
+    for (int64_t h = 0; h < hqo; ++h) {
+      EXPECT_EQ(s[row * hqo + h], -kInf);
+      EXPECT_EQ(v[(row * hqo + h) * d], 0.0);
+    }
+  EXPECT_TRUE(std::isfinite(s[0]));
+  EXPECT_NE(v, ev); // the causal option did not apply
+}
+
+TEST(RefAttention, RejectsCustomMasksOfTheWrongSize) {
+  std::mt19937_64 rng(9);
+  Problem p =
+      makeProblem(rng, {2, 1}, {3, 2}, 4, 2, 1, 8, ref::KvLayout::NHD, true);
+  std::vector<double> v(5 * 2 * 8), s(5 * 2);
+  p.attn.customMask.assign(64, 0xff);
+  p.attn.maskIndptr = {0, 1};
+  EXPECT_EQ(ref::attention(p.attn, {}, v.data(), s.data()).code(),
+            ErrorCode::SizeMismatch); // B + 1 offsets needed
+  const int64_t need0 = (3 * ref::kvLength(p.attn, 0) + 7) / 8;
+  p.attn.maskIndptr = {0, int32_t(need0 - 1), 40};
+  Status st = ref::attention(p.attn, {}, v.data(), s.data());
+  EXPECT_EQ(st.code(), ErrorCode::SizeMismatch);
+  EXPECT_NE(st.message().find("request 0"), std::string::npos) << st.message();
+  p.attn.maskIndptr = {0, int32_t(need0), 65};
+  EXPECT_EQ(ref::attention(p.attn, {}, v.data(), s.data()).code(),
+            ErrorCode::SizeMismatch); // past the mask's end
+  p.attn.maskIndptr = {0, int32_t(need0), 64};
+  EXPECT_TRUE(ref::attention(p.attn, {}, v.data(), s.data()).ok());
+  p.attn.maskIndptr.clear();
+  EXPECT_EQ(ref::attention(p.attn, {}, v.data(), s.data()).code(),
+            ErrorCode::InvalidArgument); // a mask without offsets
+}
+
 // Splitting the KV of every request into plan chunks and merging the chunk
 // states equals unsplit attention, for every option and layout.
 TEST(RefAttention, SplitThenMergeEqualsUnsplit) {

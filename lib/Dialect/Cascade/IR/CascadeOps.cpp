@@ -528,6 +528,34 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
   return success();
 }
 
+/// FlashInfer's packed custom mask: 1-D i8 bits with [B+1] i32 byte
+/// offsets, on a prefill level, instead of the causal mask.
+LogicalResult verifyCustomMask(PagedAttentionOp op) {
+  Value mask = op.getCustomMask(), indptr = op.getMaskIndptr();
+  if (!mask && !indptr)
+    return success();
+  if (!mask || !indptr)
+    return op.emitOpError("'custom_mask' and 'mask_indptr' go together");
+  if (op.isDecode())
+    return op.emitOpError("a custom mask needs 'qo_indptr' (a prefill level: "
+                          "it masks [qo_len, kv_len] per request)");
+  if (op.getCausal())
+    return op.emitOpError("a custom mask replaces the causal mask: drop "
+                          "'causal' (or spell it in the mask)");
+  auto maskT = cast<ShapedType>(mask.getType());
+  if (maskT.getRank() != 1 || !maskT.getElementType().isInteger(8))
+    return op.emitOpError("'custom_mask' must be 1-D i8 (packed bits), got ")
+           << mask.getType();
+  if (failed(verifyIndexArray(op, indptr, "mask_indptr")))
+    return failure();
+  int64_t n = cast<ShapedType>(indptr.getType()).getDimSize(0);
+  int64_t kvp = cast<ShapedType>(op.getKvIndptr().getType()).getDimSize(0);
+  if (!dimsAgree(n, kvp))
+    return op.emitOpError("'mask_indptr' has ")
+           << n << " entries but 'kv_indptr' has " << kvp << "; both are [B+1]";
+  return success();
+}
+
 LogicalResult PagedAttentionOp::verify() {
   SmallVector<Value> shaped;
   for (Value v : getOperands())
@@ -538,6 +566,8 @@ LogicalResult PagedAttentionOp::verify() {
       failed(verifyLevelIndices(*this, getQoIndptr(), getKvIndptr(),
                                 getKvIndices(), getKvLastPageLen(), "")) ||
       failed(verifyPlan(*this)))
+    return failure();
+  if (failed(verifyCustomMask(*this)))
     return failure();
   if (isDecode()) {
     int64_t rows = cast<ShapedType>(getQ().getType()).getDimSize(0);

@@ -74,7 +74,8 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
-          op.getKScale(), op.getVScale(), plan, o, lse, op.getPageSizeAttr(),
+          op.getKScale(), op.getVScale(), /*custom_mask=*/Value(),
+          /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(),
           causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
           op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),

@@ -184,6 +184,12 @@ def Cascade_PagedAttentionOp
       `kv_last_page_len [B]`: i32 CSR index arrays. Without `qo_indptr` the op
       is a *decode*: one query per request (`rows = B`), and it lowers to a
       decode kernel.
+    - `custom_mask(mask, mask_indptr)` (optional, prefill only):
+      FlashInfer's custom mask. `mask` (1-D i8) holds, for request i from
+      byte `mask_indptr[i]` (1-D i32 `[B+1]`), the `[qo_len_i, kv_len_i]`
+      visibility matrix row-major, bit-packed little-endian (bit `j % 8` of
+      byte `j / 8` is element `j`; 1 = visible). It replaces the causal mask
+      (so `causal` is rejected with it); the sliding window still applies.
     - `plan(...)` (optional, buffer form only): the plan-phase scheduling
       metadata of a split-KV launch, computed on the host by the runtime
       (`docs/plan-schema.md`): `request_indices`, `kv_tile_indices`,
@@ -231,6 +237,8 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$kv_last_page_len,
       Optional<F32>:$k_scale,
       Optional<F32>:$v_scale,
+      Optional<Cascade_TensorOrMemRef>:$custom_mask,
+      Optional<Cascade_TensorOrMemRef>:$mask_indptr,
       Variadic<AnyType>:$plan,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
@@ -242,6 +250,8 @@ def Cascade_PagedAttentionOp
     `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
+    (`custom_mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,`
+        type($mask_indptr) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
@@ -249,6 +259,9 @@ def Cascade_PagedAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// True when the op has no `qo_indptr`: one query per request.
     bool isDecode() { return !getQoIndptr(); }
+    /// True when a custom mask decides which keys each query sees (kernel
+    /// families without per-key custom masking fall back to mma_sync).
+    bool hasCustomMask() { return static_cast<bool>(getCustomMask()); }
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
   }];

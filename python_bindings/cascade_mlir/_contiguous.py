@@ -1,0 +1,60 @@
+"""Contiguous (ragged) K/V as the paged kernels see it: every token its own
+page of a page-size-1 (k, v) pair pool, whose page table is the identity.
+
+A contiguous K of [tokens, num_kv_heads, head_dim] (NHD) reshaped to
+[tokens, 1, num_kv_heads, head_dim] is, without a copy, a pair-form pool of
+one-token pages; request i's pages are kv_indptr[i] .. kv_indptr[i+1] - 1.
+The kernels look up the page of every key row they load whatever the page
+size (lib/Conversion/CascadeToGPU/PagedKV.cpp), so a page size of 1 costs
+one int32 load per key row more than nothing (measured by
+benchmarks/python/bench.py's ragged row). HND input ([num_kv_heads, tokens,
+head_dim]) is copied to NHD first.
+"""
+
+from typing import Any, Tuple
+
+import numpy as np
+
+
+def _xp(x: Any) -> Any:
+    """The array module of a numpy or cupy array (torch has methods)."""
+    if type(x).__module__.split(".")[0].startswith("cupy"):
+        import cupy
+        return cupy
+    return np
+
+
+def contiguous(x: Any) -> Any:
+    if hasattr(x, "contiguous"):
+        return x.contiguous()
+    return _xp(x).ascontiguousarray(x)
+
+
+def nhd(x: Any, kv_layout: str, name: str) -> Any:
+    """A 3-D contiguous K or V in NHD ([tokens, heads, dim]); HND input
+    ([heads, tokens, dim]) is transposed into a copy."""
+    if len(getattr(x, "shape", ())) != 3:
+        raise ValueError(f"{name} must be 3-D ([tokens, num_kv_heads, head_dim] for NHD, "
+                         f"[num_kv_heads, tokens, head_dim] for HND), got "
+                         f"{list(getattr(x, 'shape', []))}")
+    if kv_layout == "HND":
+        return contiguous(x.swapaxes(0, 1))
+    return x
+
+
+def token_pages(k: Any, v: Any, kv_layout: str) -> Tuple[Tuple[Any, Any], int]:
+    """(k, v) as a page-size-1 NHD pair pool and the number of tokens."""
+    k, v = nhd(k, kv_layout, "k"), nhd(v, kv_layout, "v")
+    if tuple(k.shape) != tuple(v.shape):
+        raise ValueError(f"k has shape {list(k.shape)} but v {list(v.shape)}: they must "
+                         "agree (head_dim_vo == head_dim_qk)")
+    t, h, d = (int(s) for s in k.shape)
+    return (k.reshape(t, 1, h, d), v.reshape(t, 1, h, d)), t
+
+
+def identity_table(kv_indptr: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
+    """kv_indices (one page per token, in order) and kv_last_page_len (1)
+    of a ragged batch with token offsets kv_indptr."""
+    n = int(kv_indptr[-1]) if kv_indptr.size else 0
+    return np.arange(n, dtype=np.int32), np.ones(max(kv_indptr.size - 1, 0), np.int32)
+

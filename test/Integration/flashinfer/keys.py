@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""The kernel bundles FlashInfer 0.5.3's attention test files need, read
+from their @pytest.mark.parametrize lists (ast; nothing is imported, so no
+torch is needed here):
+
+    python3 keys.py TESTS_DIR            # print the keys
+    python3 keys.py TESTS_DIR --build OUT [--jobs N]
+
+TESTS_DIR holds test_batch_decode_kernels.py, test_batch_prefill_kernels.py
+and test_shared_prefix_kernels.py. Each test function maps to the kernel
+groups and KV forms its wrappers and references use (RULES below); fp8 KV
+and custom-mask / multi-item tests need none (they skip, naming the
+limitation). The GPU machine has no compiler: these bundles are built here
+and carried (prepare.sh).
+"""
+import argparse
+import ast
+import itertools
+import os
+import sys
+from typing import Any, Dict, Iterator, List, Tuple
+
+from cascade_mlir import kernels
+from cascade_mlir.config import AttentionConfig
+from cascade_mlir.kernels import Group
+
+FILES = ("test_batch_decode_kernels.py", "test_batch_prefill_kernels.py",
+         "test_shared_prefix_kernels.py")
+
+
+def _literal(node: ast.AST) -> Any:
+    """A parametrize value: literals, and torch.<dtype> as its name."""
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_literal(e) for e in node.elts]
+    return ast.literal_eval(node)
+
+
+def parametrized(path: str) -> Iterator[Tuple[str, Dict[str, List[Any]]]]:
+    """(test name, {argument: values}) of every test function in a file."""
+    with open(path) as f:
+        tree = ast.parse(f.read())
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef) or not fn.name.startswith("test_"):
+            continue
+        params: Dict[str, List[Any]] = {}
+        for dec in fn.decorator_list:
+            if isinstance(dec, ast.Call) and getattr(dec.func, "attr", "") == "parametrize":
+                name = ast.literal_eval(dec.args[0])
+                try:
+                    params[name] = _literal(dec.args[1])
+                except ValueError:
+                    params[name] = []  # computed values: not a kernel parameter here
+        yield fn.name, params
+
+
+def _cfg(p: Dict[str, Any], hq: int, hkv: int, page: int, form: str,
+         layout: str = "nhd") -> AttentionConfig:
+    return AttentionConfig(hq, hkv, p["head_dim"], page, q_dtype="f16", kv_dtype="f16",
+                           kv_layout=layout, kv_form=form,
+                           logits_soft_cap=float(p.get("logits_soft_cap", 0.0)),
+                           pos_encoding=str(p.get("pos_encoding_mode", "NONE")).lower())
+
+
+def keys_of(test: str, p: Dict[str, Any]) -> List[str]:
+    """The bundle keys one parameter combination of a test runs."""
+    if "float8" in str(p.get("kv_dtype", "")) or "custom_mask" in test or \
+            "multi_item" in test:
+        return []
+    decode, causal = Group(decode=True), bool(p.get("causal", False))
+    prefill = Group(decode=False, causal=causal)
+    out: List[Tuple[AttentionConfig, Group]] = []
+    if test == "test_batch_attention_with_shared_prefix_paged_kv_cache":
+        h, page = p["num_heads"], p["page_size"]
+        last = Group(decode=True, accumulate=True) if p["stage"] == "decode" else \
+            Group(decode=False, causal=causal, accumulate=True)
+        out += [(_cfg(p, h, h, page, "pool"), Group(decode=False)),
+                (_cfg(p, h, h, page, "pool"), last),
+                (_cfg(p, h, h, page, "pair"), Group(decode=False))]
+    elif "batch_decode" in test:
+        hq, hkv = p["num_qo_heads"], p["num_kv_heads"]
+        form = "pair" if "tuple" in test else "pool"
+        out += [(_cfg(p, hq, hkv, p["page_size"], form), decode),
+                (_cfg(p, hq, hkv, 1, "pair"), decode)]  # single_decode reference
+    elif "batch_prefill" in test:
+        hq, hkv = p["num_qo_heads"], p["num_kv_heads"]
+        if "ragged" not in test:
+            form = "pair" if "tuple" in test else "pool"
+            out.append((_cfg(p, hq, hkv, p["page_size"], form), prefill))
+        out.append((_cfg(p, hq, hkv, 1, "pair"), prefill))  # ragged; the reference
+    return [kernels.attention_key(c, g) for c, g in out]
+
+
+def all_keys(tests_dir: str) -> List[str]:
+    keys: Dict[str, None] = {}
+    for name in FILES:
+        for test, params in parametrized(os.path.join(tests_dir, name)):
+            names = list(params)
+            for combo in itertools.product(*(params[n] or [None] for n in names)):
+                for k in keys_of(test, dict(zip(names, combo))):
+                    keys[k] = None
+    merges = [kernels.merge_key("f16", d) for d in (128, 256)]
+    return list(keys) + merges
+
+
+def main(argv: List[str]) -> int:
+    ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    ap.add_argument("tests_dir")
+    ap.add_argument("--build", metavar="OUT", help="build the bundles into OUT")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    keys = all_keys(args.tests_dir)
+    if not args.build:
+        print("\n".join(keys))
+        return 0
+
+    def progress(i: int, n: int, result: Tuple[str, float]) -> None:
+        print(f"[{i}/{n}] {result[0]} ({result[1]:.1f} s)", flush=True)
+
+    done = kernels.build_keys(keys, args.build, "sm_90", args.jobs, progress)
+    print(f"{len(done)} bundle(s) built, {len(keys) - len(done)} already present")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
