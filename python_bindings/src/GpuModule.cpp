@@ -19,6 +19,7 @@
 
 #include <memory>
 #include <set>
+#include <unordered_map>
 
 namespace py = pybind11;
 using namespace cascade::runtime;
@@ -547,6 +548,182 @@ private:
              framework_ = py::none();
 };
 
+/// The merges' fast path for torch CUDA tensors: checks, output allocation
+/// and the launch in one call, no Python frame and no dict. Every method
+/// returns None (and launches nothing) when it does not take the call:
+/// not torch CUDA tensors, or any check failing; cascade.py then runs its
+/// Python path, which names the offending argument in its error.
+class MergeOps {
+public:
+  /// resolver(ordinal, dtype name, head_dim) -> (Device, {role: kernel})
+  /// (cascade_mlir._gpu.merge_kernels: loads, or compiles, the bundle).
+  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {}
+
+  py::object mergeState(py::handle va, py::handle sa, py::handle vb,
+                        py::handle sb) {
+    State a, b;
+    if (!readState(va, sa, a) || !readState(vb, sb, b) || !same(a, b))
+      return py::none();
+    Kernels *k = kernels(a);
+    if (!k)
+      return py::none();
+    py::object v = torchEmptyLike(va), s = torchEmptyLike(sa);
+    TensorArg tv = probe(v, "v"), ts = probe(s, "s");
+    ArgumentTable t;
+    setState(t, "v_a", "s_a", a);
+    setState(t, "v_b", "s_b", b);
+    t.setBuffer("v", tv.ptr, tv.numel());
+    t.setBuffer("s", ts.ptr, ts.numel());
+    t.setInt("num_tasks", a.rows * a.heads);
+    launch(*k, k->mergeState, t, a.v.device);
+    return py::make_tuple(v, s);
+  }
+
+  py::object mergeStateInPlace(py::handle v, py::handle s, py::handle vo,
+                               py::handle so, py::handle mask) {
+    State a, b;
+    if (!readState(v, s, a) || !readState(vo, so, b) || !same(a, b))
+      return py::none();
+    Kernels *k = kernels(a);
+    if (!k)
+      return py::none();
+    ArgumentTable t;
+    setState(t, "v", "s", a);
+    setState(t, "v_other", "s_other", b);
+    t.setInt("num_tasks", a.rows * a.heads);
+    t.setInt("num_heads", a.heads);
+    const std::string *kernel = &k->inPlace;
+    if (!mask.is_none()) {
+      if (!isTorchTensor(mask))
+        return py::none();
+      TensorArg m = probe(mask, "mask");
+      const bool byte = m.dtype == ElemType::Bool || m.dtype == ElemType::U8 ||
+                        m.dtype == ElemType::I8;
+      const int64_t stride = m.ndim == 1 ? m.strides[0] : 0;
+      if (!m.cuda || m.device != a.v.device || !byte || m.ndim != 1 ||
+          m.shape[0] != a.rows || (a.rows && stride < 1))
+        return py::none();
+      t.setBuffer("mask", m.ptr, a.rows ? (a.rows - 1) * stride + 1 : 0);
+      t.setInt("mask_stride", a.rows ? stride : 1);
+      kernel = &k->inPlaceMask;
+    }
+    launch(*k, *kernel, t, a.v.device);
+    return py::bool_(true);
+  }
+
+  py::object mergeStates(py::handle v, py::handle s) {
+    if (!isTorchTensor(v) || !isTorchTensor(s))
+      return py::none();
+    TensorArg tv = probe(v, "v"), ts = probe(s, "s");
+    if (!tv.cuda || tv.ndim != 4 || !isValueType(tv.dtype) ||
+        !tv.contiguous() || tv.shape[3] % 8 || !ts.cuda ||
+        ts.device != tv.device || ts.dtype != ElemType::F32 || ts.ndim != 3 ||
+        !ts.contiguous() || ts.shape[0] != tv.shape[0] ||
+        ts.shape[1] != tv.shape[1] || ts.shape[2] != tv.shape[2])
+      return py::none();
+    const int64_t rows = tv.shape[0], n = tv.shape[1], heads = tv.shape[2],
+                  dim = tv.shape[3];
+    State st;
+    st.v = tv;
+    Kernels *k = kernels(st);
+    if (!k)
+      return py::none();
+    py::object vo = newEmpty(v, py::make_tuple(rows, heads, dim));
+    py::object so = newEmpty(s, py::make_tuple(rows, heads));
+    TensorArg tvo = probe(vo, "v"), tso = probe(so, "s");
+    ArgumentTable t;
+    t.setBuffer("v_in", tv.ptr, tv.numel());
+    t.setBuffer("s_in", ts.ptr, ts.numel());
+    t.setBuffer("v", tvo.ptr, tvo.numel());
+    t.setBuffer("s", tso.ptr, tso.numel());
+    t.setInt("num_tasks", rows * heads);
+    t.setInt("num_states", n);
+    t.setInt("num_heads", heads);
+    launch(*k, k->mergeStates, t, tv.device);
+    return py::make_tuple(vo, so);
+  }
+
+private:
+  struct State {
+    TensorArg v, s;
+    int64_t rows = 0, heads = 0;
+  };
+  struct Kernels {
+    std::shared_ptr<Device> device;
+    std::string mergeState, inPlace, inPlaceMask, mergeStates;
+  };
+
+  static bool isValueType(ElemType t) {
+    return t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F32;
+  }
+
+  /// v [rows, heads, dim] f16/bf16/f32 and s [rows, heads] f32, contiguous
+  /// CUDA torch tensors on one device, dim a multiple of 8.
+  static bool readState(py::handle v, py::handle s, State &st) {
+    if (!isTorchTensor(v) || !isTorchTensor(s))
+      return false;
+    st.v = probe(v, "v");
+    st.s = probe(s, "s");
+    const TensorArg &a = st.v, &b = st.s;
+    if (!a.cuda || a.ndim != 3 || !isValueType(a.dtype) || !a.contiguous() ||
+        a.shape[2] % 8 || !b.cuda || b.device != a.device ||
+        b.dtype != ElemType::F32 || b.ndim != 2 || b.shape[0] != a.shape[0] ||
+        b.shape[1] != a.shape[1] || !b.contiguous())
+      return false;
+    st.rows = a.shape[0];
+    st.heads = a.shape[1];
+    return true;
+  }
+  static bool same(const State &a, const State &b) {
+    return a.v.device == b.v.device && a.v.dtype == b.v.dtype &&
+           a.v.shape[0] == b.v.shape[0] && a.v.shape[1] == b.v.shape[1] &&
+           a.v.shape[2] == b.v.shape[2];
+  }
+  static void setState(ArgumentTable &t, const char *v, const char *s,
+                       const State &st) {
+    t.setBuffer(v, st.v.ptr, st.v.numel());
+    t.setBuffer(s, st.s.ptr, st.s.numel());
+  }
+  static py::object newEmpty(py::handle like, py::handle shape) {
+    static py::object name = py::str("new_empty");
+    return like.attr(name)(shape);
+  }
+
+  /// The merge kernels for the state's device, dtype and head_dim (the
+  /// resolver's answer, cached); nullptr when the resolver has none.
+  Kernels *kernels(const State &st) {
+    const int64_t key = (static_cast<int64_t>(st.v.device) << 32) |
+                        (static_cast<int64_t>(st.v.dtype) << 24) |
+                        st.v.shape[st.v.ndim - 1];
+    auto it = cache_.find(key);
+    if (it != cache_.end())
+      return &it->second;
+    py::object r = resolver_(st.v.device, elemTypeName(st.v.dtype),
+                             st.v.shape[st.v.ndim - 1]);
+    if (r.is_none())
+      return nullptr;
+    py::tuple pair = r.cast<py::tuple>();
+    Kernels k;
+    k.device = pair[0].cast<std::shared_ptr<Device>>();
+    py::dict roles = pair[1];
+    k.mergeState = roles["merge_state"].cast<std::string>();
+    k.inPlace = roles["merge_state_in_place"].cast<std::string>();
+    k.inPlaceMask = roles["merge_state_in_place_mask"].cast<std::string>();
+    k.mergeStates = roles["merge_states"].cast<std::string>();
+    return &cache_.emplace(key, std::move(k)).first->second;
+  }
+
+  static void launch(Kernels &k, const std::string &kernel,
+                     const ArgumentTable &t, int device) {
+    Launcher &l = k.device->launcher();
+    check(l.makeCurrent());
+    check(l.launch(kernel, t, asStream(torchCurrentStream(device))));
+  }
+
+  py::object resolver_;
+  std::unordered_map<int64_t, Kernels> cache_;
+};
+
 /// run()'s argument checks against a signature, without a device: device
 /// -1 expects host tensors (numpy), so the checks run in CI.
 void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
@@ -629,6 +806,13 @@ void registerGpu(py::module_ &m) {
       .def("launch", &Device::launch, py::arg("kernel"), py::arg("buffers"),
            py::arg("ints"), py::arg("stream"))
       .def("synchronize", &Device::synchronize);
+  py::class_<MergeOps>(m, "MergeOps",
+                       "The merges on torch CUDA tensors in one call (None: "
+                       "not taken, use the checked path).")
+      .def(py::init<py::object>(), py::arg("resolver"))
+      .def("merge_state", &MergeOps::mergeState)
+      .def("merge_state_in_place", &MergeOps::mergeStateInPlace)
+      .def("merge_states", &MergeOps::mergeStates);
   py::class_<ProgramHandle>(m, "Program")
       .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
       .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),
