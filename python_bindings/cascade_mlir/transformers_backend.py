@@ -292,19 +292,24 @@ def _sync(device: torch.device) -> None:
 @torch.inference_mode()
 def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: int,
              keep_logits: bool = False, time_attention: bool = False,
-             use_cuda_graph: bool = False, forced: Optional[torch.Tensor] = None,
+             cuda_graph_decode: bool = False, forced: Optional[torch.Tensor] = None,
              progress: Optional[Callable[[int], None]] = None) -> Result:
     """Greedy generation with the cascade backend: prompt [P] shared by the
     batch, own [B, S] each sequence's own prefix (S >= 1), then new_tokens
     decode steps. `forced` [B, new_tokens] feeds those tokens instead of
-    the greedy ones (teacher forcing, to compare logits step by step)."""
+    the greedy ones (teacher forcing, to compare logits step by step).
+    `cuda_graph_decode`: the first decode step runs eagerly, the second is
+    captured as one CUDA graph (torch.cuda.graph) and every later step is
+    plan_step(1) then a replay."""
     register()
     dev = model.device
     b, s = own.shape
     model.set_attn_implementation(ATTENTION)
+    graphs = cuda_graph_decode and dev.type == "cuda"
     cache = SharedPromptCache.for_model(model, b, prompt.numel(), s + new_tokens,
-                                        use_cuda_graph=use_cuda_graph)
-    timer = StepTimer() if time_attention and dev.type == "cuda" else None
+                                        use_cuda_graph=graphs)
+    # No events inside a captured graph: a captured step is timed whole.
+    timer = StepTimer() if time_attention and dev.type == "cuda" and not graphs else None
     res = Result()
     _sync(dev)
     t0 = time.perf_counter()
@@ -320,6 +325,7 @@ def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: in
     res.prefill_s = time.perf_counter() - t0
     tokens = []
     cache.timer = timer
+    step = _CapturedStep(model, cache)
     for i in range(new_tokens):
         nxt = logits.argmax(-1)
         tokens.append(nxt)
@@ -332,8 +338,11 @@ def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: in
         feed = nxt if forced is None else forced[:, i].to(dev)
         t = time.perf_counter()
         cache.plan_step(1)
-        logits = model(feed[:, None], position_ids=cache.positions(), cascade_cache=cache,
-                       use_cache=False).logits[:, -1]
+        if graphs and i >= 1:
+            logits = step.run(feed, cache.positions())
+        else:
+            logits = model(feed[:, None], position_ids=cache.positions(),
+                           cascade_cache=cache, use_cache=False).logits[:, -1]
         cache.commit()
         _sync(dev)
         res.step_ms.append((time.perf_counter() - t) * 1e3)
@@ -341,6 +350,30 @@ def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: in
             res.attention_ms.append(timer.take_ms())
     res.tokens = torch.stack(tokens, 1).cpu()
     return res
+
+
+class _CapturedStep:
+    """One decode step of `model` captured as a CUDA graph on first use:
+    static token and position buffers, replayed after each plan_step(1)."""
+
+    def __init__(self, model: Any, cache: SharedPromptCache):
+        self.model, self.cache = model, cache
+        self.graph: Optional[Any] = None
+
+    def run(self, tokens: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+        if self.graph is None:
+            self.tok = tokens[:, None].clone()
+            self.pos = positions.clone()
+            self.graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(self.graph):
+                self.logits = self.model(self.tok, position_ids=self.pos,
+                                         cascade_cache=self.cache,
+                                         use_cache=False).logits[:, -1]
+        else:
+            self.tok.copy_(tokens[:, None])
+            self.pos.copy_(positions)
+        self.graph.replay()
+        return self.logits.clone()
 
 
 @torch.inference_mode()
