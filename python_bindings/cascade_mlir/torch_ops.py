@@ -55,8 +55,15 @@ def register(wrapper: Any) -> int:
     if h is None:
         h = next(_next_handle)
         wrapper.__dict__["_torch_op_handle"] = h
-        _wrappers[h] = weakref.ref(wrapper, lambda _ref, h=h: _wrappers.pop(h, None))
+        _wrappers[h] = weakref.ref(wrapper, _forget(h))
     return h
+
+
+def _forget(handle: int) -> Any:
+    """The weakref callback that drops a dead wrapper's handle."""
+    def drop(_ref: Any) -> None:
+        _wrappers.pop(handle, None)
+    return drop
 
 
 def wrapper_of(handle: int) -> Any:
