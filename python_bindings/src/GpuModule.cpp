@@ -17,8 +17,10 @@
 #include <pybind11/numpy.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <memory>
 #include <set>
+#include <tuple>
 #include <unordered_map>
 
 namespace py = pybind11;
@@ -568,13 +570,12 @@ public:
     if (!k)
       return py::none();
     py::object v = torchEmptyLike(va), s = torchEmptyLike(sa);
-    TensorArg tv = probe(v, "v"), ts = probe(s, "s");
-    ArgumentTable t;
+    Args t;
     setState(t, "v_a", "s_a", a);
     setState(t, "v_b", "s_b", b);
-    t.setBuffer("v", tv.ptr, tv.numel());
-    t.setBuffer("s", ts.ptr, ts.numel());
-    t.setInt("num_tasks", a.rows * a.heads);
+    t.buffer("v", probe(v, "v"));
+    t.buffer("s", probe(s, "s"));
+    t.integer("num_tasks", a.rows * a.heads);
     launch(*k, k->mergeState, t, a.v.device);
     return py::make_tuple(v, s);
   }
@@ -587,11 +588,11 @@ public:
     Kernels *k = kernels(a);
     if (!k)
       return py::none();
-    ArgumentTable t;
+    Args t;
     setState(t, "v", "s", a);
     setState(t, "v_other", "s_other", b);
-    t.setInt("num_tasks", a.rows * a.heads);
-    t.setInt("num_heads", a.heads);
+    t.integer("num_tasks", a.rows * a.heads);
+    t.integer("num_heads", a.heads);
     const std::string *kernel = &k->inPlace;
     if (!mask.is_none()) {
       if (!isTorchTensor(mask))
@@ -603,8 +604,10 @@ public:
       if (!m.cuda || m.device != a.v.device || !byte || m.ndim != 1 ||
           m.shape[0] != a.rows || (a.rows && stride < 1))
         return py::none();
-      t.setBuffer("mask", m.ptr, a.rows ? (a.rows - 1) * stride + 1 : 0);
-      t.setInt("mask_stride", a.rows ? stride : 1);
+      m.shape[0] = a.rows ? (a.rows - 1) * stride + 1 : 0; // elements read
+      m.ndim = 1;
+      t.buffer("mask", m);
+      t.integer("mask_stride", a.rows ? stride : 1);
       kernel = &k->inPlaceMask;
     }
     launch(*k, *kernel, t, a.v.device);
@@ -630,15 +633,14 @@ public:
       return py::none();
     py::object vo = newEmpty(v, py::make_tuple(rows, heads, dim));
     py::object so = newEmpty(s, py::make_tuple(rows, heads));
-    TensorArg tvo = probe(vo, "v"), tso = probe(so, "s");
-    ArgumentTable t;
-    t.setBuffer("v_in", tv.ptr, tv.numel());
-    t.setBuffer("s_in", ts.ptr, ts.numel());
-    t.setBuffer("v", tvo.ptr, tvo.numel());
-    t.setBuffer("s", tso.ptr, tso.numel());
-    t.setInt("num_tasks", rows * heads);
-    t.setInt("num_states", n);
-    t.setInt("num_heads", heads);
+    Args t;
+    t.buffer("v_in", tv);
+    t.buffer("s_in", ts);
+    t.buffer("v", probe(vo, "v"));
+    t.buffer("s", probe(so, "s"));
+    t.integer("num_tasks", rows * heads);
+    t.integer("num_states", n);
+    t.integer("num_heads", heads);
     launch(*k, k->mergeStates, t, tv.device);
     return py::make_tuple(vo, so);
   }
@@ -679,10 +681,28 @@ private:
            a.v.shape[0] == b.v.shape[0] && a.v.shape[1] == b.v.shape[1] &&
            a.v.shape[2] == b.v.shape[2];
   }
-  static void setState(ArgumentTable &t, const char *v, const char *s,
-                       const State &st) {
-    t.setBuffer(v, st.v.ptr, st.v.numel());
-    t.setBuffer(s, st.s.ptr, st.s.numel());
+  /// One call's arguments: at most 6 buffers and 4 integers, by name
+  /// (string literals: compared by address only when binding a template).
+  struct Args {
+    std::array<const char *, 6> bufNames{};
+    std::array<uint64_t, 6> ptrs{};
+    std::array<int64_t, 6> counts{};
+    std::array<const char *, 4> intNames{};
+    std::array<int64_t, 4> ints{};
+    int numBufs = 0, numInts = 0;
+    void buffer(const char *name, const TensorArg &a) {
+      bufNames[numBufs] = name;
+      ptrs[numBufs] = a.ptr;
+      counts[numBufs++] = a.numel();
+    }
+    void integer(const char *name, int64_t v) {
+      intNames[numInts] = name;
+      ints[numInts++] = v;
+    }
+  };
+  static void setState(Args &t, const char *v, const char *s, const State &st) {
+    t.buffer(v, st.v);
+    t.buffer(s, st.s);
   }
   static py::object newEmpty(py::handle like, py::handle shape) {
     static py::object name = py::str("new_empty");
@@ -713,15 +733,86 @@ private:
     return &cache_.emplace(key, std::move(k)).first->second;
   }
 
-  static void launch(Kernels &k, const std::string &kernel,
-                     const ArgumentTable &t, int device) {
+  /// A kernel bound once for one set of integer arguments (they fix the
+  /// grid): the launch's parameter slots, with the slots that hold the
+  /// buffers' addresses and element counts patched per call. A serving
+  /// loop calls a merge with the same sizes every layer, so binding (name
+  /// lookups, the argument table) happens once per size, not per call.
+  struct Bound {
+    PreparedLaunch launch;
+    std::vector<std::pair<size_t, int>> ptrSlots, countSlots;
+    bool empty = false; ///< a 0-sized grid: nothing to launch
+  };
+  struct BoundKey {
+    const std::string *kernel;
+    std::array<int64_t, 4> ints;
+    bool operator<(const BoundKey &o) const {
+      return std::tie(kernel, ints) < std::tie(o.kernel, o.ints);
+    }
+  };
+
+  /// Binds `kernel` through the launcher's recorder with stand-in addresses
+  /// and counts (distinct, and out of reach of any real value), then finds
+  /// the slots that hold them.
+  Bound &bind(Kernels &k, const std::string &kernel, const Args &t) {
+    BoundKey key{&kernel, t.ints};
+    auto it = bound_.find(key);
+    if (it != bound_.end())
+      return it->second;
+    auto ptrMark = [](int i) {
+      return (0xCA5CULL << 48) | (uint64_t(i) << 40);
+    };
+    auto countMark = [](int i) {
+      return int64_t((0x0ACEULL << 48) | (uint64_t(i) << 40));
+    };
+    ArgumentTable table;
+    for (int i = 0; i < t.numBufs; ++i)
+      table.setBuffer(t.bufNames[i], ptrMark(i), countMark(i));
+    for (int i = 0; i < t.numInts; ++i)
+      table.setInt(t.intNames[i], t.ints[i]);
+    std::vector<PreparedLaunch> recorded;
+    Launcher &l = k.device->launcher();
+    l.setRecorder(&recorded);
+    Status s = l.launch(kernel, table, nullptr);
+    l.setRecorder(nullptr);
+    check(s);
+    Bound b;
+    b.empty = recorded.empty();
+    if (!b.empty) {
+      b.launch = std::move(recorded.front());
+      const std::vector<uint64_t> &slots = b.launch.launch.slots;
+      for (size_t j = 0; j < slots.size(); ++j)
+        for (int i = 0; i < t.numBufs; ++i) {
+          if (slots[j] == ptrMark(i))
+            b.ptrSlots.emplace_back(j, i);
+          else if (slots[j] == static_cast<uint64_t>(countMark(i)))
+            b.countSlots.emplace_back(j, i);
+        }
+      b.launch.finalize();
+    }
+    return bound_.emplace(key, std::move(b)).first->second;
+  }
+
+  void launch(Kernels &k, const std::string &kernel, const Args &t,
+              int device) {
+    Bound &b = bind(k, kernel, t);
+    if (b.empty)
+      return;
+    std::vector<uint64_t> &slots = b.launch.launch.slots;
+    for (const auto &[slot, i] : b.ptrSlots)
+      slots[slot] = t.ptrs[i];
+    for (const auto &[slot, i] : b.countSlots)
+      slots[slot] = static_cast<uint64_t>(t.counts[i]);
     Launcher &l = k.device->launcher();
     check(l.makeCurrent());
-    check(l.launch(kernel, t, asStream(torchCurrentStream(device))));
+    check(l.device().launch(b.launch.function, b.launch.launch,
+                            b.launch.params.data(),
+                            asStream(torchCurrentStream(device)), kernel));
   }
 
   py::object resolver_;
   std::unordered_map<int64_t, Kernels> cache_;
+  std::map<BoundKey, Bound> bound_;
 };
 
 /// run()'s argument checks against a signature, without a device: device

@@ -255,6 +255,19 @@ def check_fast_merges():
     check(len(rec) == 1 and "merge_states_f16_d128" in rec[0]["name"] and
           arg(rec[0], "num_states") == 3 and arg(rec[0], "v")[0] == vo.data_ptr() and
           vo.shape == (L, H, D) and so.shape == (L, H), rec)
+    # Sizes that bind once each: no rows (nothing launched), no states (the
+    # kernel writes the empty state), and the first size again (cached).
+    e, _ = cm.merge_state(*(tensor((0, H, D), "float16"), tensor((0, H), "float32")) * 2)
+    check(e.shape == (0, H, D) and not launches(), "an empty merge launches nothing")
+    cm.merge_states(tensor((9, 0, H, D), "float16"), tensor((9, 0, H), "float32"))
+    rec = launches()
+    check(len(rec) == 1 and arg(rec[0], "num_states") == 0 and
+          arg(rec[0], "num_tasks") == 9 * H, rec)
+    v2, s2 = cm.merge_state(vb, sb, va, sa)
+    rec = launches()
+    check(arg(rec[0], "v_a")[0] == vb.data_ptr() and
+          arg(rec[0], "v") == (v2.data_ptr(), L * H * D) and
+          arg(rec[0], "s_b") == (sa.data_ptr(), L * H), "rebound addresses")
     for bad, what in (((va, tensor((L, H), "float16"), vb, sb), "s_a has dtype float16"),
                       ((va, sa, tensor((L, H, 64), "float16"), sb), "v_b has shape"),
                       ((va, sa, vb, tensor((L + 1, H), "float32")), "s_b has shape")):
