@@ -738,8 +738,15 @@ private:
   /// buffers' addresses and element counts patched per call. A serving
   /// loop calls a merge with the same sizes every layer, so binding (name
   /// lookups, the argument table) happens once per size, not per call.
+  ///
+  /// Launched as a one-node CUDA graph updated in place (as Program does:
+  /// a graph launch plus a node update costs less host time than a
+  /// cuLaunchKernel), kernel by kernel under stream capture (the kernel
+  /// then becomes a node of the caller's graph) or without graph support.
   struct Bound {
-    PreparedLaunch launch;
+    std::vector<PreparedLaunch> launches; ///< one
+    std::vector<uint8_t> dirty{1};
+    std::unique_ptr<KernelGraph> graph;
     std::vector<std::pair<size_t, int>> ptrSlots, countSlots;
     bool empty = false; ///< a 0-sized grid: nothing to launch
   };
@@ -779,8 +786,8 @@ private:
     Bound b;
     b.empty = recorded.empty();
     if (!b.empty) {
-      b.launch = std::move(recorded.front());
-      const std::vector<uint64_t> &slots = b.launch.launch.slots;
+      b.launches.push_back(std::move(recorded.front()));
+      const std::vector<uint64_t> &slots = b.launches[0].launch.slots;
       for (size_t j = 0; j < slots.size(); ++j)
         for (int i = 0; i < t.numBufs; ++i) {
           if (slots[j] == ptrMark(i))
@@ -788,7 +795,7 @@ private:
           else if (slots[j] == static_cast<uint64_t>(countMark(i)))
             b.countSlots.emplace_back(j, i);
         }
-      b.launch.finalize();
+      b.launches[0].finalize();
     }
     return bound_.emplace(key, std::move(b)).first->second;
   }
@@ -798,16 +805,31 @@ private:
     Bound &b = bind(k, kernel, t);
     if (b.empty)
       return;
-    std::vector<uint64_t> &slots = b.launch.launch.slots;
+    PreparedLaunch &pl = b.launches[0];
+    std::vector<uint64_t> &slots = pl.launch.slots;
+    auto patch = [&](size_t slot, uint64_t value) {
+      if (slots[slot] != value) {
+        slots[slot] = value;
+        b.dirty[0] = 1;
+      }
+    };
     for (const auto &[slot, i] : b.ptrSlots)
-      slots[slot] = t.ptrs[i];
+      patch(slot, t.ptrs[i]);
     for (const auto &[slot, i] : b.countSlots)
-      slots[slot] = static_cast<uint64_t>(t.counts[i]);
+      patch(slot, static_cast<uint64_t>(t.counts[i]));
     Launcher &l = k.device->launcher();
+    const runtime::Device &dev = l.device();
+    const cuda::CUstream stream = asStream(torchCurrentStream(device));
     check(l.makeCurrent());
-    check(l.device().launch(b.launch.function, b.launch.launch,
-                            b.launch.params.data(),
-                            asStream(torchCurrentStream(device)), kernel));
+    if (dev.canBuildGraphs() && !(b.graph && b.graph->failed()) &&
+        !dev.isCapturing(stream)) {
+      if (!b.graph)
+        b.graph = std::make_unique<KernelGraph>(dev);
+      if (b.graph->launch(b.launches, b.dirty, stream))
+        return;
+    }
+    check(dev.launch(pl.function, pl.launch, pl.params.data(), stream, kernel));
+    b.dirty[0] = 1; // the graph (if any) has not seen these slots
   }
 
   py::object resolver_;

@@ -241,6 +241,7 @@ def check_fast_merges():
     check(isinstance(v, Tensor) and v.dtype is faketorch.float16 and v.shape == (L, H, D),
           "merge_state output")
     cm.merge_state_in_place(va, sa, vb, sb)
+    check(FAKE.fake_cuda_num_graph_launches() == 1, "a merge is one graph launch")
     rec = launches()
     check(len(rec) == 1 and "in_place" in rec[0]["name"] and "mask" not in rec[0]["name"]
           and arg(rec[0], "v")[0] == va.data_ptr() and arg(rec[0], "num_heads") == H, rec)
