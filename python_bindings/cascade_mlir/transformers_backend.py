@@ -14,12 +14,10 @@ once for the whole batch, plus the sequence's own pages).
                    use_cache=False).logits          # attention: the cascade
 
 `generate()` runs that loop (prompt prefill, each sequence's own prefix,
-greedy decode). The cache is the package's own: transformers' paged
-(continuous-batching) cache keeps one page table per request and has no
-notion of pages shared by several requests, so a shared prompt would be
-stored and read once per request; binding the cascade's levels to it would
-mean copying the prompt's pages out per step. Here the prompt's pages are
-written once and every sequence's plan points at them.
+greedy decode). The cache is the package's own, with a plan point per
+step (plan_step); docs/python.md says why transformers' continuous-batching
+cache is not bound yet (it could be without copies, but its loop has no
+per-step plan hook).
 
 Inside the model the attention is `torch.ops.cascade_mlir.run` (torch_ops):
 `torch.compile(fullgraph=True)` traces the model with no graph break, and
