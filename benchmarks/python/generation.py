@@ -96,22 +96,17 @@ def plot(rows, outdir):
     import matplotlib.pyplot as plt
     os.makedirs(outdir, exist_ok=True)
     fig, axes = plt.subplots(1, 2, figsize=(11, 4))
-    prompts = sorted({r["prompt"] for r in rows})
-    batches = sorted({r["batch"] for r in rows})
-    for p in prompts:
-        rs = sorted((r for r in rows if r["prompt"] == p), key=lambda r: r["batch"])
-        axes[0].plot([r["batch"] for r in rs], [r["ours"].decode_tokens_per_s for r in rs],
-                     "o-", label=f"cascade_mlir, prompt {p}")
-        rs = [r for r in rs if r["sdpa"] is not None]
-        axes[0].plot([r["batch"] for r in rs], [r["sdpa"].decode_tokens_per_s for r in rs],
-                     "x--", label=f"sdpa, prompt {p}")
-    for b in batches:
-        rs = sorted((r for r in rows if r["batch"] == b), key=lambda r: r["prompt"])
-        axes[1].plot([r["prompt"] for r in rs], [r["ours"].decode_tokens_per_s for r in rs],
-                     "o-", label=f"cascade_mlir, batch {b}")
-        rs = [r for r in rs if r["sdpa"] is not None]
-        axes[1].plot([r["prompt"] for r in rs], [r["sdpa"].decode_tokens_per_s for r in rs],
-                     "x--", label=f"sdpa, batch {b}")
+    def curves(ax, key, other, what):
+        for value in sorted({r[other] for r in rows}):
+            rs = sorted((r for r in rows if r[other] == value), key=lambda r: r[key])
+            for name, mark in (("ours", "o-"), ("sdpa", "x--")):
+                got = [r for r in rs if r[name] is not None]
+                ax.plot([r[key] for r in got], [r[name].decode_tokens_per_s for r in got],
+                        mark, label=f"{'cascade_mlir' if name == 'ours' else 'sdpa'}, "
+                        f"{what} {value}")
+
+    curves(axes[0], "batch", "prompt", "prompt")
+    curves(axes[1], "prompt", "batch", "batch")
     axes[0].set(xlabel="batch size", ylabel="decode tokens/s", xscale="log", yscale="log",
                 title="tokens/s vs batch")
     axes[1].set(xlabel="shared prompt tokens", ylabel="decode tokens/s", xscale="log",

@@ -321,9 +321,30 @@ def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: in
     cache.commit()
     _sync(dev)
     res.prefill_s = time.perf_counter() - t0
-    tokens = []
     cache.timer = timer
-    step = _CapturedStep(model, cache)
+    captured = _CapturedStep(model, cache)
+
+    def step(feed: torch.Tensor, i: int) -> torch.Tensor:
+        cache.plan_step(1)
+        if graphs and i >= 1:
+            out = captured.run(feed, cache.positions())
+        else:
+            out = model(feed[:, None], position_ids=cache.positions(), cascade_cache=cache,
+                        use_cache=False).logits[:, -1]
+        cache.commit()
+        return out
+
+    _decode(res, logits, new_tokens, step, keep_logits, forced, progress, timer, dev)
+    return res
+
+
+def _decode(res: "Result", logits: torch.Tensor, new_tokens: int,
+            step: Callable[[torch.Tensor, int], torch.Tensor], keep_logits: bool,
+            forced: Optional[torch.Tensor], progress: Optional[Callable[[int], None]],
+            timer: Optional[StepTimer], dev: torch.device) -> None:
+    """The greedy decode loop of both attentions: `step(tokens, i)` runs
+    one decode step and returns its last-position logits."""
+    tokens = []
     for i in range(new_tokens):
         nxt = logits.argmax(-1)
         tokens.append(nxt)
@@ -335,19 +356,12 @@ def generate(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_tokens: in
             break
         feed = nxt if forced is None else forced[:, i].to(dev)
         t = time.perf_counter()
-        cache.plan_step(1)
-        if graphs and i >= 1:
-            logits = step.run(feed, cache.positions())
-        else:
-            logits = model(feed[:, None], position_ids=cache.positions(),
-                           cascade_cache=cache, use_cache=False).logits[:, -1]
-        cache.commit()
+        logits = step(feed, i)
         _sync(dev)
         res.step_ms.append((time.perf_counter() - t) * 1e3)
         if timer is not None:
             res.attention_ms.append(timer.take_ms())
     res.tokens = torch.stack(tokens, 1).cpu()
-    return res
 
 
 class _CapturedStep:
@@ -404,30 +418,16 @@ def generate_sdpa(model: Any, prompt: torch.Tensor, own: torch.Tensor, new_token
     original = AttentionInterface._global_mapping[attention]
     if timer is not None:
         AttentionInterface._global_mapping[attention] = _sdpa_timed(timer, original)
+
+    def step(feed: torch.Tensor, i: int) -> torch.Tensor:
+        cp = torch.arange(p + s + i, p + s + i + 1, device=dev)  # no host copy
+        return model(feed[:, None], past_key_values=cache, use_cache=True,
+                     position_ids=cp[None].expand(b, -1), cache_position=cp).logits[:, -1]
+
     try:
-        tokens = []
-        for i in range(new_tokens):
-            nxt = logits.argmax(-1)
-            tokens.append(nxt)
-            if keep_logits:
-                res.logits.append(logits.float().cpu())
-            if progress:
-                progress(i)
-            if i == new_tokens - 1:
-                break
-            feed = nxt if forced is None else forced[:, i].to(dev)
-            t = time.perf_counter()
-            cp = torch.tensor([p + s + i], device=dev)
-            logits = model(feed[:, None], past_key_values=cache, use_cache=True,
-                           position_ids=cp[None].expand(b, -1), cache_position=cp
-                           ).logits[:, -1]
-            _sync(dev)
-            res.step_ms.append((time.perf_counter() - t) * 1e3)
-            if timer is not None:
-                res.attention_ms.append(timer.take_ms())
+        _decode(res, logits, new_tokens, step, keep_logits, forced, progress, timer, dev)
     finally:
         AttentionInterface._global_mapping[attention] = original
-    res.tokens = torch.stack(tokens, 1).cpu()
     return res
 
 
