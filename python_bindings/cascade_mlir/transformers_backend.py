@@ -84,10 +84,12 @@ class SharedPromptCache:
 
     Per layer one 5-D pool [pages, 2, page_size, Hkv, D] (NHD). Pages
     [0, prompt_pages) hold the shared prompt; sequence b owns the
-    `own_pages` pages after them, filled in order. Two wrappers: a batch
-    prefill (causal) for the prompt, and a 2-level MultiLevelCascade for
+    `own_pages` pages after them, filled in order. Three wrappers: a batch
+    prefill (causal) for the prompt, and two 2-level MultiLevelCascades for
     everything after it (level 0: the prompt for all rows, level 1: each
-    sequence's own pages, causal when a step brings several tokens).
+    sequence's own pages): `extend` for steps of several tokens per
+    sequence (causal on the last level), `cascade` for decode steps (in
+    CUDA-graph mode with index buffers for the largest step).
 
     plan_prompt() / plan_step(n) plan the next forward (host work, once per
     step, outside any compiled or captured region); attend() (the model's
@@ -116,9 +118,26 @@ class SharedPromptCache:
         ws = (lambda: torch.empty(workspace_bytes, dtype=torch.uint8,
                                   device=self.device)) if cuda else (lambda: None)
         self.prefill = BatchPrefillWithPagedKVCacheWrapper(ws(), "NHD")
-        self.cascade = MultiLevelCascadeAttentionWrapper(2, ws(), "NHD",
-                                                         use_cuda_graph=use_cuda_graph and cuda)
+        # Steps of several tokens per sequence (the own prefixes): causal
+        # prefill kernels on the last level, never captured.
+        self.extend = MultiLevelCascadeAttentionWrapper(2, ws(), "NHD")
+        # Decode steps: with use_cuda_graph, the plan's arrays live in index
+        # buffers sized for the last step (every sequence holding
+        # max_own_tokens), so a captured step replays after every plan.
+        graph = use_cuda_graph and cuda
+        buffers: Dict[str, Any] = {}
+        if graph:
+            def i32(*sizes: int) -> List[torch.Tensor]:
+                return [torch.empty(n, dtype=torch.int32, device=self.device) for n in sizes]
+            buffers = dict(qo_indptr_buf_arr=i32(2, batch_size + 1),
+                           paged_kv_indptr_buf_arr=i32(2, batch_size + 1),
+                           paged_kv_indices_buf_arr=i32(self.prompt_pages,
+                                                        batch_size * self.own_pages),
+                           paged_kv_last_page_len_buf_arr=i32(1, batch_size))
+        self.cascade = MultiLevelCascadeAttentionWrapper(2, ws(), "NHD", use_cuda_graph=graph,
+                                                         **buffers)
         self._handles = {"prefill": torch_ops.register(self.prefill),
+                         "extend": torch_ops.register(self.extend),
                          "cascade": torch_ops.register(self.cascade)}
         self.own_len = 0          # tokens each sequence holds after the prompt
         self.prompt_done = False
@@ -172,7 +191,8 @@ class SharedPromptCache:
         used = -(-after // page)
         first = self.prompt_pages + np.arange(b, dtype=i32) * self.own_pages
         indices = (first[:, None] + np.arange(used, dtype=i32)[None, :]).reshape(-1)
-        self.cascade.plan(
+        wrapper = self.cascade if num_new == 1 else self.extend
+        wrapper.plan(
             [np.array([0, b * num_new], i32), np.arange(b + 1, dtype=i32) * num_new],
             [np.array([0, self.prompt_pages], i32), np.arange(b + 1, dtype=i32) * used],
             [np.arange(self.prompt_pages, dtype=i32), indices],
@@ -182,7 +202,8 @@ class SharedPromptCache:
         pos = torch.arange(self.own_len, after)
         pidx = torch.from_numpy(first).long()[:, None] + (pos // page)[None, :]
         self._set_write(pidx.reshape(-1), (pos % page).expand(b, -1).reshape(-1))
-        self._handle, self._pending = self._handles["cascade"], num_new
+        self._handle = self._handles["cascade" if num_new == 1 else "extend"]
+        self._pending = num_new
 
     def _set_write(self, pages: torch.Tensor, offsets: torch.Tensor) -> None:
         # Fixed-size index buffers when captured: copied in place.

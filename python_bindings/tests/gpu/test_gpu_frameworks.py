@@ -104,6 +104,7 @@ def test_compile_fullgraph_and_reduce_overhead_replay_after_replan(gpu):
     want = m(q, cache)
     got = full(q, cache)
     assert rel_err(got[0], want[0].double()) <= 1e-3
+    torch._dynamo.reset()
     captured = torch.compile(m, fullgraph=True, mode="reduce-overhead")
     for _ in range(3):  # warm-up, record, replay
         got = captured(q, cache)
