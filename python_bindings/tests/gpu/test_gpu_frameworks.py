@@ -170,9 +170,14 @@ def test_captured_decode_step_replays_after_plan_step(gpu):
     g = torch.Generator().manual_seed(9)
     prompt = torch.randint(0, 32000, (300,), generator=g)
     own = torch.randint(0, 32000, (4, 3), generator=g)
-    want = tb.generate(model, prompt, own, 12)
-    got = tb.generate(model, prompt, own, 12, cuda_graph_decode=True)
-    assert torch.equal(got.tokens, want.tokens)
+    want = tb.generate(model, prompt, own, 12, keep_logits=True)
+    # Fed the same tokens (a graph-mode plan may split the KV differently,
+    # so a near tie could flip a free-running greedy token).
+    got = tb.generate(model, prompt, own, 12, cuda_graph_decode=True, keep_logits=True,
+                      forced=want.tokens)
+    c = tb.compare(got, want)
+    assert c["max_rel_logits"] <= 1e-2, c
+    assert len(got.step_ms) == 11
 
 
 def test_transformers_backend_compiles_fullgraph(gpu):
