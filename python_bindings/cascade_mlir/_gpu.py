@@ -67,6 +67,21 @@ def load_bundle(dev: Any, key: str) -> Dict[str, str]:
     return roles
 
 
+def merge_kernels(ordinal: int, dtype: str, head_dim: int) -> Tuple[Any, Dict[str, str]]:
+    """The device and merge kernels (by role) of a value dtype and head_dim:
+    the resolver of the merges' one-call path (MERGES)."""
+    from .config import dtype_code
+    dev = device(ordinal)
+    return dev, load_bundle(dev, kernels.merge_key(dtype_code(dtype, allow_f32=True),
+                                                   head_dim))
+
+
+#: merge_state / merge_state_in_place / merge_states on torch CUDA tensors in
+#: one C++ call (checks, allocation, launch); each returns None when it does
+#: not take the call, and cascade.py's checked path runs instead.
+MERGES = _runtime.MergeOps(merge_kernels)
+
+
 def current_stream(x: Any) -> int:
     fw = framework_of(x)
     return fw.current_stream(fw.cuda_ordinal(x)) if fw is not None else 0

@@ -95,6 +95,9 @@ class SingleLevelWrapper:
             self._engine = _gpu.Engine(float_workspace_buffer, use_cuda_graph)
         elif use_cuda_graph:
             raise ValueError("use_cuda_graph needs a CUDA float_workspace_buffer")
+        #: The planned program's run (C++) once planned on a GPU: run() calls
+        #: it directly when no FlashInfer-only option is passed.
+        self._fast_run: Optional[Callable[..., Any]] = None
         self._levels: Optional[List[Any]] = None
         self._config: Optional[AttentionConfig] = None
         self._causal = False
@@ -113,6 +116,7 @@ class SingleLevelWrapper:
         if self._engine is None:
             raise ValueError("this wrapper computes on the host (CPU reference)")
         self._engine.reset_workspace_buffer(float_workspace_buffer, int_workspace_buffer)
+        self._fast_run = None
         self.__dict__.pop("run", None)
         self.__dict__.pop("forward", None)
 
@@ -184,6 +188,7 @@ class SingleLevelWrapper:
             buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
             self._engine.plan(cfg, levels, buffers)
+            self._fast_run = self._engine.program.run
             self.__dict__.pop("run", None)
             return
         self._host_plan = None

@@ -197,6 +197,9 @@ def merge_state(v_a: Any, s_a: Any, v_b: Any, s_b: Any) -> Tuple[Any, Any]:
     v_a, v_b: [seq_len, num_heads, head_dim]; s_a, s_b: [seq_len, num_heads]
     (fp32, base-2 log-sum-exp). Returns (V, S) of the union.
     """
+    fast = _gpu.MERGES.merge_state(v_a, s_a, v_b, s_b)
+    if fast is not None:
+        return fast
     if is_cuda(v_a):
         return _gpu_merge_state(v_a, s_a, v_b, s_b)
     va, sa = _to_numpy(v_a, "v_a"), _to_numpy(s_a, "s_a")
@@ -212,6 +215,8 @@ def merge_state_in_place(v: Any, s: Any, v_other: Any, s_other: Any,
     mask: optional [seq_len] bool/uint8 (strides honoured); rows where it is
     False are left untouched.
     """
+    if _gpu.MERGES.merge_state_in_place(v, s, v_other, s_other, mask) is not None:
+        return
     if is_cuda(v):
         _gpu_merge_state_in_place(v, s, v_other, s_other, mask)
         return
@@ -240,6 +245,9 @@ def merge_states(v: Any, s: Any) -> Tuple[Any, Any]:
 
     N = 0 gives the empty state (0, -inf).
     """
+    fast = _gpu.MERGES.merge_states(v, s)
+    if fast is not None:
+        return fast
     if is_cuda(v):
         return _gpu_merge_states(v, s)
     vn, sn = _to_numpy(v, "v"), _to_numpy(s, "s")

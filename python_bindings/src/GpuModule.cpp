@@ -18,8 +18,11 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <map>
 #include <memory>
 #include <set>
+#include <tuple>
+#include <unordered_map>
 
 namespace py = pybind11;
 using namespace cascade::runtime;
@@ -572,6 +575,293 @@ private:
              framework_ = py::none();
 };
 
+/// The merges' fast path for torch CUDA tensors: checks, output allocation
+/// and the launch in one call, no Python frame and no dict. Every method
+/// returns None (and launches nothing) when it does not take the call:
+/// not torch CUDA tensors, or any check failing; cascade.py then runs its
+/// Python path, which names the offending argument in its error.
+class MergeOps {
+public:
+  /// resolver(ordinal, dtype name, head_dim) -> (Device, {role: kernel})
+  /// (cascade_mlir._gpu.merge_kernels: loads, or compiles, the bundle).
+  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {}
+
+  py::object mergeState(py::handle va, py::handle sa, py::handle vb,
+                        py::handle sb) {
+    State a, b;
+    if (!readState(va, sa, a) || !readState(vb, sb, b) || !same(a, b))
+      return py::none();
+    Kernels *k = kernels(a);
+    if (!k)
+      return py::none();
+    py::object v = torchEmptyLike(va), s = torchEmptyLike(sa);
+    Args t;
+    setState(t, "v_a", "s_a", a);
+    setState(t, "v_b", "s_b", b);
+    t.buffer("v", probe(v, "v"));
+    t.buffer("s", probe(s, "s"));
+    t.integer("num_tasks", a.rows * a.heads);
+    launch(*k, k->mergeState, t, a.v.device);
+    return py::make_tuple(v, s);
+  }
+
+  py::object mergeStateInPlace(py::handle v, py::handle s, py::handle vo,
+                               py::handle so, py::handle mask) {
+    State a, b;
+    if (!readState(v, s, a) || !readState(vo, so, b) || !same(a, b))
+      return py::none();
+    Kernels *k = kernels(a);
+    if (!k)
+      return py::none();
+    Args t;
+    setState(t, "v", "s", a);
+    setState(t, "v_other", "s_other", b);
+    t.integer("num_tasks", a.rows * a.heads);
+    t.integer("num_heads", a.heads);
+    const std::string *kernel = &k->inPlace;
+    if (!mask.is_none()) {
+      if (!isTorchTensor(mask))
+        return py::none();
+      TensorArg m = probe(mask, "mask");
+      const bool byte = m.dtype == ElemType::Bool || m.dtype == ElemType::U8 ||
+                        m.dtype == ElemType::I8;
+      const int64_t stride = m.ndim == 1 ? m.strides[0] : 0;
+      if (!m.cuda || m.device != a.v.device || !byte || m.ndim != 1 ||
+          m.shape[0] != a.rows || (a.rows && stride < 1))
+        return py::none();
+      m.shape[0] = a.rows ? (a.rows - 1) * stride + 1 : 0; // elements read
+      m.ndim = 1;
+      t.buffer("mask", m);
+      t.integer("mask_stride", a.rows ? stride : 1);
+      kernel = &k->inPlaceMask;
+    }
+    launch(*k, *kernel, t, a.v.device);
+    return py::bool_(true);
+  }
+
+  py::object mergeStates(py::handle v, py::handle s) {
+    if (!isTorchTensor(v) || !isTorchTensor(s))
+      return py::none();
+    TensorArg tv = probe(v, "v"), ts = probe(s, "s");
+    if (!tv.cuda || tv.ndim != 4 || !isValueType(tv.dtype) ||
+        !tv.contiguous() || tv.shape[3] % 8 || !ts.cuda ||
+        ts.device != tv.device || ts.dtype != ElemType::F32 || ts.ndim != 3 ||
+        !ts.contiguous() || ts.shape[0] != tv.shape[0] ||
+        ts.shape[1] != tv.shape[1] || ts.shape[2] != tv.shape[2])
+      return py::none();
+    const int64_t rows = tv.shape[0], n = tv.shape[1], heads = tv.shape[2],
+                  dim = tv.shape[3];
+    State st;
+    st.v = tv;
+    Kernels *k = kernels(st);
+    if (!k)
+      return py::none();
+    py::object vo = newEmpty(v, py::make_tuple(rows, heads, dim));
+    py::object so = newEmpty(s, py::make_tuple(rows, heads));
+    Args t;
+    t.buffer("v_in", tv);
+    t.buffer("s_in", ts);
+    t.buffer("v", probe(vo, "v"));
+    t.buffer("s", probe(so, "s"));
+    t.integer("num_tasks", rows * heads);
+    t.integer("num_states", n);
+    t.integer("num_heads", heads);
+    launch(*k, k->mergeStates, t, tv.device);
+    return py::make_tuple(vo, so);
+  }
+
+private:
+  struct State {
+    TensorArg v, s;
+    int64_t rows = 0, heads = 0;
+  };
+  struct Kernels {
+    std::shared_ptr<Device> device;
+    std::string mergeState, inPlace, inPlaceMask, mergeStates;
+  };
+
+  static bool isValueType(ElemType t) {
+    return t == ElemType::F16 || t == ElemType::BF16 || t == ElemType::F32;
+  }
+
+  /// v [rows, heads, dim] f16/bf16/f32 and s [rows, heads] f32, contiguous
+  /// CUDA torch tensors on one device, dim a multiple of 8.
+  static bool readState(py::handle v, py::handle s, State &st) {
+    if (!isTorchTensor(v) || !isTorchTensor(s))
+      return false;
+    st.v = probe(v, "v");
+    st.s = probe(s, "s");
+    const TensorArg &a = st.v, &b = st.s;
+    if (!a.cuda || a.ndim != 3 || !isValueType(a.dtype) || !a.contiguous() ||
+        a.shape[2] % 8 || !b.cuda || b.device != a.device ||
+        b.dtype != ElemType::F32 || b.ndim != 2 || b.shape[0] != a.shape[0] ||
+        b.shape[1] != a.shape[1] || !b.contiguous())
+      return false;
+    st.rows = a.shape[0];
+    st.heads = a.shape[1];
+    return true;
+  }
+  static bool same(const State &a, const State &b) {
+    return a.v.device == b.v.device && a.v.dtype == b.v.dtype &&
+           a.v.shape[0] == b.v.shape[0] && a.v.shape[1] == b.v.shape[1] &&
+           a.v.shape[2] == b.v.shape[2];
+  }
+  /// One call's arguments: at most 6 buffers and 4 integers, by name
+  /// (string literals: compared by address only when binding a template).
+  struct Args {
+    std::array<const char *, 6> bufNames{};
+    std::array<uint64_t, 6> ptrs{};
+    std::array<int64_t, 6> counts{};
+    std::array<const char *, 4> intNames{};
+    std::array<int64_t, 4> ints{};
+    int numBufs = 0, numInts = 0;
+    void buffer(const char *name, const TensorArg &a) {
+      bufNames[numBufs] = name;
+      ptrs[numBufs] = a.ptr;
+      counts[numBufs++] = a.numel();
+    }
+    void integer(const char *name, int64_t v) {
+      intNames[numInts] = name;
+      ints[numInts++] = v;
+    }
+  };
+  static void setState(Args &t, const char *v, const char *s, const State &st) {
+    t.buffer(v, st.v);
+    t.buffer(s, st.s);
+  }
+  static py::object newEmpty(py::handle like, py::handle shape) {
+    static py::object name = py::str("new_empty");
+    return like.attr(name)(shape);
+  }
+
+  /// The merge kernels for the state's device, dtype and head_dim (the
+  /// resolver's answer, cached); nullptr when the resolver has none.
+  Kernels *kernels(const State &st) {
+    const int64_t key = (static_cast<int64_t>(st.v.device) << 32) |
+                        (static_cast<int64_t>(st.v.dtype) << 24) |
+                        st.v.shape[st.v.ndim - 1];
+    auto it = cache_.find(key);
+    if (it != cache_.end())
+      return &it->second;
+    py::object r = resolver_(st.v.device, elemTypeName(st.v.dtype),
+                             st.v.shape[st.v.ndim - 1]);
+    if (r.is_none())
+      return nullptr;
+    py::tuple pair = r.cast<py::tuple>();
+    Kernels k;
+    k.device = pair[0].cast<std::shared_ptr<Device>>();
+    py::dict roles = pair[1];
+    k.mergeState = roles["merge_state"].cast<std::string>();
+    k.inPlace = roles["merge_state_in_place"].cast<std::string>();
+    k.inPlaceMask = roles["merge_state_in_place_mask"].cast<std::string>();
+    k.mergeStates = roles["merge_states"].cast<std::string>();
+    return &cache_.emplace(key, std::move(k)).first->second;
+  }
+
+  /// A kernel bound once for one set of integer arguments (they fix the
+  /// grid): the launch's parameter slots, with the slots that hold the
+  /// buffers' addresses and element counts patched per call. A serving
+  /// loop calls a merge with the same sizes every layer, so binding (name
+  /// lookups, the argument table) happens once per size, not per call.
+  ///
+  /// Launched as a one-node CUDA graph updated in place (as Program does:
+  /// a graph launch plus a node update costs less host time than a
+  /// cuLaunchKernel), kernel by kernel under stream capture (the kernel
+  /// then becomes a node of the caller's graph) or without graph support.
+  struct Bound {
+    std::vector<PreparedLaunch> launches; ///< one
+    std::vector<uint8_t> dirty{1};
+    std::unique_ptr<KernelGraph> graph;
+    std::vector<std::pair<size_t, int>> ptrSlots, countSlots;
+    bool empty = false; ///< a 0-sized grid: nothing to launch
+  };
+  struct BoundKey {
+    const std::string *kernel;
+    std::array<int64_t, 4> ints;
+    bool operator<(const BoundKey &o) const {
+      return std::tie(kernel, ints) < std::tie(o.kernel, o.ints);
+    }
+  };
+
+  /// Binds `kernel` through the launcher's recorder with stand-in addresses
+  /// and counts (distinct, and out of reach of any real value), then finds
+  /// the slots that hold them.
+  Bound &bind(Kernels &k, const std::string &kernel, const Args &t) {
+    BoundKey key{&kernel, t.ints};
+    auto it = bound_.find(key);
+    if (it != bound_.end())
+      return it->second;
+    auto ptrMark = [](int i) {
+      return (0xCA5CULL << 48) | (uint64_t(i) << 40);
+    };
+    auto countMark = [](int i) {
+      return int64_t((0x0ACEULL << 48) | (uint64_t(i) << 40));
+    };
+    ArgumentTable table;
+    for (int i = 0; i < t.numBufs; ++i)
+      table.setBuffer(t.bufNames[i], ptrMark(i), countMark(i));
+    for (int i = 0; i < t.numInts; ++i)
+      table.setInt(t.intNames[i], t.ints[i]);
+    std::vector<PreparedLaunch> recorded;
+    Launcher &l = k.device->launcher();
+    l.setRecorder(&recorded);
+    Status s = l.launch(kernel, table, nullptr);
+    l.setRecorder(nullptr);
+    check(s);
+    Bound b;
+    b.empty = recorded.empty();
+    if (!b.empty) {
+      b.launches.push_back(std::move(recorded.front()));
+      const std::vector<uint64_t> &slots = b.launches[0].launch.slots;
+      for (size_t j = 0; j < slots.size(); ++j)
+        for (int i = 0; i < t.numBufs; ++i) {
+          if (slots[j] == ptrMark(i))
+            b.ptrSlots.emplace_back(j, i);
+          else if (slots[j] == static_cast<uint64_t>(countMark(i)))
+            b.countSlots.emplace_back(j, i);
+        }
+      b.launches[0].finalize();
+    }
+    return bound_.emplace(key, std::move(b)).first->second;
+  }
+
+  void launch(Kernels &k, const std::string &kernel, const Args &t,
+              int device) {
+    Bound &b = bind(k, kernel, t);
+    if (b.empty)
+      return;
+    PreparedLaunch &pl = b.launches[0];
+    std::vector<uint64_t> &slots = pl.launch.slots;
+    auto patch = [&](size_t slot, uint64_t value) {
+      if (slots[slot] != value) {
+        slots[slot] = value;
+        b.dirty[0] = 1;
+      }
+    };
+    for (const auto &[slot, i] : b.ptrSlots)
+      patch(slot, t.ptrs[i]);
+    for (const auto &[slot, i] : b.countSlots)
+      patch(slot, static_cast<uint64_t>(t.counts[i]));
+    Launcher &l = k.device->launcher();
+    const runtime::Device &dev = l.device();
+    const cuda::CUstream stream = asStream(torchCurrentStream(device));
+    check(l.makeCurrent());
+    if (dev.canBuildGraphs() && !(b.graph && b.graph->failed()) &&
+        !dev.isCapturing(stream)) {
+      if (!b.graph)
+        b.graph = std::make_unique<KernelGraph>(dev);
+      if (b.graph->launch(b.launches, b.dirty, stream))
+        return;
+    }
+    check(dev.launch(pl.function, pl.launch, pl.params.data(), stream, kernel));
+    b.dirty[0] = 1; // the graph (if any) has not seen these slots
+  }
+
+  py::object resolver_;
+  std::unordered_map<int64_t, Kernels> cache_;
+  std::map<BoundKey, Bound> bound_;
+};
+
 /// run()'s argument checks against a signature, without a device: device
 /// -1 expects host tensors (numpy), so the checks run in CI.
 void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
@@ -654,6 +944,13 @@ void registerGpu(py::module_ &m) {
       .def("launch", &Device::launch, py::arg("kernel"), py::arg("buffers"),
            py::arg("ints"), py::arg("stream"))
       .def("synchronize", &Device::synchronize);
+  py::class_<MergeOps>(m, "MergeOps",
+                       "The merges on torch CUDA tensors in one call (None: "
+                       "not taken, use the checked path).")
+      .def(py::init<py::object>(), py::arg("resolver"))
+      .def("merge_state", &MergeOps::mergeState)
+      .def("merge_state_in_place", &MergeOps::mergeStateInPlace)
+      .def("merge_states", &MergeOps::mergeStates);
   py::class_<ProgramHandle>(m, "Program")
       .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
       .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),

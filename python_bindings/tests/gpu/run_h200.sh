@@ -24,6 +24,14 @@
 #            (test/Integration/flashinfer/prepare.sh), FlashInfer v0.5.3's
 #            own attention tests (test/Integration/flashinfer/run.sh; counts in
 #            OUT/flashinfer/summary.txt)
+#   frameworks  (~5 min) the torch custom ops and the transformers backend:
+#            pytest of their CPU tests and gpu/test_gpu_frameworks.py,
+#            benchmarks.python.host_overhead (every entry point's host
+#            time), examples/python/shared_prompt_generation.py (batch 64,
+#            an 8192-token prompt, 128 tokens, against sdpa) and
+#            benchmarks.python.generation --quick (appends to
+#            benchmarks/RESULTS.md, plot in benchmarks/python/plots; both
+#            copied to OUT as frameworks-artifacts.tgz)
 #   bench    python3 -m benchmarks.python.bench with FlashInfer when
 #            `. .fi/env.sh` made it importable: appends to
 #            benchmarks/RESULTS.md, plots in benchmarks/python/plots (both
@@ -112,6 +120,28 @@ if [[ $WHAT == parity ]]; then
     echo "(no $(dirname "$C")/flashinfer: FlashInfer's tests not run;" \
          "test/Integration/flashinfer/prepare.sh makes it)"
   fi
+fi
+if [[ $WHAT == frameworks ]]; then
+  python3 -c 'import transformers; print("transformers", transformers.__version__)' \
+    | tee -a "$O/env.txt"
+  echo "== pytest: torch ops, transformers backend (CPU + GPU)"
+  CASCADE_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rfEs \
+    python_bindings/tests/test_torch_ops.py python_bindings/tests/test_transformers_backend.py \
+    python_bindings/tests/gpu/test_gpu_frameworks.py python_bindings/tests/gpu/test_gpu_merge.py \
+    > "$O/pytest-frameworks.log" 2>&1 || rc=1
+  grep -E "passed|failed|^FAILED|^ERROR" "$O/pytest-frameworks.log" | tail -25
+  echo "== python3 -m benchmarks.python.host_overhead"
+  python3 -m benchmarks.python.host_overhead 2>&1 | tee "$O/host_overhead.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  echo "== examples/python/shared_prompt_generation.py --compare-sdpa"
+  python3 examples/python/shared_prompt_generation.py --compare-sdpa 2>&1 \
+    | tr '\r' '\n' | grep -v "step/s\]$" | tee "$O/generation-example.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  echo "== python3 -m benchmarks.python.generation --quick"
+  python3 -m benchmarks.python.generation --quick --results benchmarks/RESULTS.md \
+    --plots benchmarks/python/plots 2>&1 | tee "$O/generation-bench.log"
+  [ "${PIPESTATUS[0]}" = 0 ] || rc=1
+  tar -czf "$O/frameworks-artifacts.tgz" benchmarks/RESULTS.md benchmarks/python/plots
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== python3 -m benchmarks.python.bench"

@@ -1,0 +1,184 @@
+"""torch custom ops (`torch.library`) over the wrappers' run() and the
+merges, with fake implementations, so that `torch.compile(fullgraph=True)`
+traces a model that calls them and CUDA-graph capture (`torch.compile(mode=
+"reduce-overhead")`, `torch.cuda.graph`) records their launches.
+
+    import cascade_mlir.torch_ops as ops
+    w = cascade_mlir.MultiLevelCascadeAttentionWrapper(2, ws, "NHD",
+                                                       use_cuda_graph=True)
+    h = ops.register(w)          # an int the compiled graph holds
+    w.plan(...)                  # eager, once per step (host work)
+    o, lse = torch.ops.cascade_mlir.run(h, q, kv_cache, None)  # per layer
+
+A wrapper is named by an integer handle (custom ops take tensors and
+scalars, not Python objects): `register(wrapper)` returns it and keeps only
+a weak reference. plan() stays outside the compiled region (it copies index
+arrays to the host); run() is the op. The fake implementations need the
+planned configuration (the output dtype), so plan() before tracing.
+
+Ops (namespace `cascade_mlir`):
+  run(handle, q, paged_kv_cache, v_cache?) -> (out, lse)
+      any planned wrapper (MultiLevelCascadeAttentionWrapper, batch decode,
+      batch prefill); paged_kv_cache is the 5-D pool, or the k pool with
+      v_cache the v pool. lse is base-2, float32 [rows, num_qo_heads].
+  run_out(handle, q, paged_kv_cache, v_cache?, out, lse?) -> ()
+      the same into caller-owned out / lse (mutated).
+  shared_prefix_forward(handle, q, k_shared, v_shared, unique_kv_cache,
+                        v_unique?) -> out
+      the deprecated shared-prefix wrappers' forward().
+  merge_state(v_a, s_a, v_b, s_b) -> (v, s)
+  merge_state_in_place(v, s, v_other, s_other, mask?) -> ()  (mutates v, s)
+  merge_states(v, s) -> (v, s)
+"""
+
+import itertools
+import weakref
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+from torch import Tensor
+
+from . import cascade as _cascade
+
+__all__ = ["register", "wrapper_of", "run", "run_out", "shared_prefix_forward",
+           "merge_state", "merge_state_in_place", "merge_states"]
+
+_wrappers: Dict[int, "weakref.ref[Any]"] = {}
+_next_handle = itertools.count(1)
+_DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
+
+
+def register(wrapper: Any) -> int:
+    """The handle the ops take for `wrapper` (the same one every call); the
+    registry holds the wrapper weakly."""
+    h = wrapper.__dict__.get("_torch_op_handle")
+    if h is None:
+        h = next(_next_handle)
+        wrapper.__dict__["_torch_op_handle"] = h
+        _wrappers[h] = weakref.ref(wrapper, _forget(h))
+    return h
+
+
+def _forget(handle: int) -> Any:
+    """The weakref callback that drops a dead wrapper's handle."""
+    def drop(_ref: Any) -> None:
+        _wrappers.pop(handle, None)
+    return drop
+
+
+def wrapper_of(handle: int) -> Any:
+    ref = _wrappers.get(int(handle))
+    w = ref() if ref is not None else None
+    if w is None:
+        raise ValueError(f"no live wrapper has handle {handle}: register(wrapper) "
+                         "returns it, and it lives as long as the wrapper")
+    return w
+
+
+def _out_dtype(w: Any, q: Tensor) -> torch.dtype:
+    cfg = w.__dict__.get("_config")
+    if cfg is None:
+        raise ValueError("the wrapper has not been planned: plan() before tracing "
+                         "or running the op (the output dtype is the plan's)")
+    return _DTYPES.get(cfg.o_dtype, q.dtype)
+
+
+def _kv(paged_kv_cache: Tensor, v_cache: Optional[Tensor]) -> Any:
+    return paged_kv_cache if v_cache is None else (paged_kv_cache, v_cache)
+
+
+# --- wrappers' run ----------------------------------------------------------------
+
+@torch.library.custom_op("cascade_mlir::run", mutates_args=())
+def run(handle: int, q: Tensor, paged_kv_cache: Tensor,
+        v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    w = wrapper_of(handle)
+    o, lse = w.run(q, _kv(paged_kv_cache, v_cache), return_lse=True)
+    return o, lse
+
+
+@run.register_fake
+def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
+              v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+    dtype = _out_dtype(wrapper_of(handle), q)
+    return (q.new_empty(q.shape, dtype=dtype),
+            q.new_empty((q.shape[0], q.shape[1]), dtype=torch.float32))
+
+
+@torch.library.custom_op("cascade_mlir::run_out", mutates_args=("out", "lse"))
+def run_out(handle: int, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
+            out: Tensor, lse: Optional[Tensor] = None) -> None:
+    wrapper_of(handle).run(q, _kv(paged_kv_cache, v_cache), out=out, lse=lse)
+
+
+@run_out.register_fake
+def _run_out_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
+                  v_cache: Optional[Tensor], out: Tensor,
+                  lse: Optional[Tensor] = None) -> None:
+    return None
+
+
+@torch.library.custom_op("cascade_mlir::shared_prefix_forward", mutates_args=())
+def shared_prefix_forward(handle: int, q: Tensor, k_shared: Tensor, v_shared: Tensor,
+                          unique_kv_cache: Tensor,
+                          v_unique: Optional[Tensor] = None) -> Tensor:
+    o = wrapper_of(handle).forward(q, k_shared, v_shared, _kv(unique_kv_cache, v_unique))
+    # forward() may return q-shaped output sharing nothing with the inputs;
+    # a custom op must not return an input or a view of one.
+    return o
+
+
+@shared_prefix_forward.register_fake
+def _shared_prefix_forward_fake(handle: int, q: Tensor, k_shared: Tensor,
+                                v_shared: Tensor, unique_kv_cache: Tensor,
+                                v_unique: Optional[Tensor] = None) -> Tensor:
+    wrapper_of(handle)
+    return torch.empty_like(q)
+
+
+# --- merges ---------------------------------------------------------------------
+
+@torch.library.custom_op("cascade_mlir::merge_state", mutates_args=())
+def merge_state(v_a: Tensor, s_a: Tensor, v_b: Tensor, s_b: Tensor) -> Tuple[Tensor, Tensor]:
+    v, s = _cascade.merge_state(v_a, s_a, v_b, s_b)
+    return v, s
+
+
+@merge_state.register_fake
+def _merge_state_fake(v_a: Tensor, s_a: Tensor, v_b: Tensor,
+                      s_b: Tensor) -> Tuple[Tensor, Tensor]:
+    return torch.empty_like(v_a), s_a.new_empty(s_a.shape, dtype=torch.float32)
+
+
+@torch.library.custom_op("cascade_mlir::merge_state_in_place", mutates_args=("v", "s"))
+def merge_state_in_place(v: Tensor, s: Tensor, v_other: Tensor, s_other: Tensor,
+                         mask: Optional[Tensor] = None) -> None:
+    _cascade.merge_state_in_place(v, s, v_other, s_other, mask)
+
+
+@merge_state_in_place.register_fake
+def _merge_state_in_place_fake(v: Tensor, s: Tensor, v_other: Tensor, s_other: Tensor,
+                               mask: Optional[Tensor] = None) -> None:
+    return None
+
+
+@torch.library.custom_op("cascade_mlir::merge_states", mutates_args=())
+def merge_states(v: Tensor, s: Tensor) -> Tuple[Tensor, Tensor]:
+    vo, so = _cascade.merge_states(v, s)
+    return vo, so
+
+
+@merge_states.register_fake
+def _merge_states_fake(v: Tensor, s: Tensor) -> Tuple[Tensor, Tensor]:
+    if v.dim() != 4:
+        raise ValueError(f"v must be [seq_len, num_states, num_heads, head_dim], got "
+                         f"{list(v.shape)}")
+    return (v.new_empty((v.shape[0], v.shape[2], v.shape[3])),
+            s.new_empty((s.shape[0], s.shape[2]), dtype=torch.float32))
+
+
+def op_names() -> List[str]:
+    """The registered ops (for tests and docs)."""
+    return ["cascade_mlir::" + n for n in (
+        "run", "run_out", "shared_prefix_forward", "merge_state",
+        "merge_state_in_place", "merge_states")]
