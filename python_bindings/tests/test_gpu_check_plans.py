@@ -42,7 +42,11 @@ class RecordingBundle:
     def find(self, op, **static):
         name = f"{op}{sorted(static.items())}"
         st = dict(static)
-        if static.get("kernel_family") == "mma_sync" and op.startswith("prefill"):
+        # A family tuple (TENSOR_CORE: wgmma on sm_90a bundles, else
+        # mma_sync) finds the kernel of an sm_90 bundle: mma_sync.
+        if isinstance(st.get("kernel_family"), tuple):
+            st["kernel_family"] = st["kernel_family"][-1]
+        if st.get("kernel_family") == "mma_sync" and op.startswith("prefill"):
             st["qo_tile_size"] = 64
         self.kernels[name] = {"op": op, "static": st}
         return name
