@@ -176,6 +176,13 @@ def main():
                          split=True, accumulate=True))
     # q and KV of different dtypes: the rows family's row-wise prefill.
     out.append(attention("rows_pre_f16_bf16kv_d128_g4_causal", kv_dtype="bf16", causal=True))
+    # The benchmark's other prefill shapes (32/8 heads): non-causal, head_dim
+    # 64 and 256, on their default kernels.
+    out.append(attention("bench_bf16_d128_g4_p16_nhd_pool", dtype="bf16"))
+    for dt in ("f16", "bf16"):
+        for d in (64, 256):
+            out.append(attention(f"bench_{dt}_d{d}_g4_p16_nhd_pool_causal", dtype=dt, D=d,
+                                 causal=True))
     # Tuning variants of the benchmark's prefill (the default config is one).
     variants = [(4, 128, 64, 2), (4, 128, 32, 3), (8, 256, 32, 2), (8, 256, 32, 3)]
     for w, q, kv, s in variants:
