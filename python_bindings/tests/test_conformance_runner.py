@@ -93,8 +93,11 @@ def test_keys_from_parametrize_lists(tmp_path):
     r = subprocess.run([sys.executable, os.path.join(RUNNER, "keys.py"), str(tmp_path)],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    # The wrapper's pair form at both page sizes, the single_decode reference
-    # (page 1 pair, the same key as one of them), the merges; no fp8 key.
-    assert r.stdout.split() == ["decode.f16-f16.d128.h32x4.p1.nhd.pair",
-                                "decode.f16-f16.d128.h32x4.p16.nhd.pair",
-                                "merge.f16.d128", "merge.f16.d256"]
+    # The wrapper's pair form at both page sizes and both KV dtypes (fp8 KV
+    # runs since the fp8 issue), the single_decode reference (page 1 pair,
+    # the same key as one of them), the merges.
+    assert sorted(r.stdout.split()) == ["decode.f16-f16.d128.h32x4.p1.nhd.pair",
+                                        "decode.f16-f16.d128.h32x4.p16.nhd.pair",
+                                        "decode.f16-f8e4m3.d128.h32x4.p1.nhd.pair",
+                                        "decode.f16-f8e4m3.d128.h32x4.p16.nhd.pair",
+                                        "merge.f16.d128", "merge.f16.d256"]

@@ -8,9 +8,9 @@ torch is needed here):
 
 TESTS_DIR holds test_batch_decode_kernels.py, test_batch_prefill_kernels.py
 and test_shared_prefix_kernels.py. Each test function maps to the kernel
-groups and KV forms its wrappers and references use (RULES below); fp8 KV
-and custom-mask / multi-item tests need none (they skip, naming the
-limitation). The GPU machine has no compiler: these bundles are built here
+groups and KV forms its wrappers and references use (RULES below), fp8 KV
+caches included; custom-mask / multi-item tests need none (they skip,
+naming the limitation). The GPU machine has no compiler: these bundles are built here
 and carried (prepare.sh).
 """
 import argparse
@@ -55,9 +55,20 @@ def parametrized(path: str) -> Iterator[Tuple[str, Dict[str, List[Any]]]]:
         yield fn.name, params
 
 
+def _kv_dtype(p: Dict[str, Any]) -> str:
+    """The KV dtype of a parameter combination: fp8 caches (e4m3 / e5m2)
+    run since the fp8 issue landed; everything else is f16."""
+    name = str(p.get("kv_dtype", ""))
+    if "float8_e4m3" in name:
+        return "f8e4m3"
+    if "float8_e5m2" in name:
+        return "f8e5m2"
+    return "f16"
+
+
 def _cfg(p: Dict[str, Any], hq: int, hkv: int, page: int, form: str,
          layout: str = "nhd") -> AttentionConfig:
-    return AttentionConfig(hq, hkv, p["head_dim"], page, q_dtype="f16", kv_dtype="f16",
+    return AttentionConfig(hq, hkv, p["head_dim"], page, q_dtype="f16", kv_dtype=_kv_dtype(p),
                            kv_layout=layout, kv_form=form,
                            logits_soft_cap=float(p.get("logits_soft_cap", 0.0)),
                            pos_encoding=str(p.get("pos_encoding_mode", "NONE")).lower())
@@ -65,8 +76,7 @@ def _cfg(p: Dict[str, Any], hq: int, hkv: int, page: int, form: str,
 
 def keys_of(test: str, p: Dict[str, Any]) -> List[str]:
     """The bundle keys one parameter combination of a test runs."""
-    if "float8" in str(p.get("kv_dtype", "")) or "custom_mask" in test or \
-            "multi_item" in test:
+    if "custom_mask" in test or "multi_item" in test:
         return []
     decode, causal = Group(decode=True), bool(p.get("causal", False))
     prefill = Group(decode=False, causal=causal)
