@@ -178,8 +178,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
       /*k_scale=*/Value(), /*v_scale=*/Value(), /*custom_mask=*/Value(),
-      /*mask_indptr=*/Value(), plan, o, lse, opt.pageSize,
-      opt.layout, opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
+      /*mask_indptr=*/Value(), plan, o, lse, opt.pageSize, opt.layout,
+      opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
       opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -243,11 +243,11 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
-        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(), /*custom_mask=*/Value(),
-      /*mask_indptr=*/Value(), ValueRange{}, o, lse,
-        opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
-        UnitAttr());
+        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(),
+        /*custom_mask=*/Value(),
+        /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
+        opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
+        opt.ropeScale, opt.ropeTheta, opt.base, UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {
@@ -258,7 +258,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*plans=*/ValueRange{}, o,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels);
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+        levels);
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }

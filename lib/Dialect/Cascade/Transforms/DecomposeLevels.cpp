@@ -76,11 +76,10 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
           op.getKScale(), op.getVScale(), /*custom_mask=*/Value(),
           /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
-          op.getKvLayoutAttr(),
-          causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
-          op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),
-          op.getPosEncodingAttr(), op.getRopeScaleAttr(), op.getRopeThetaAttr(),
-          op.getLseBaseAttr(),
+          op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
+          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
+          op.getWindowLeftAttr(), op.getPosEncodingAttr(),
+          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr(),
           accumulate ? rewriter.getUnitAttr() : UnitAttr());
     };
 
