@@ -211,6 +211,16 @@ void describe(MemRef<T, N> *out, const LevelView *v, int64_t which,
              sizes);
 }
 
+/// Fills a descriptor of the 1-D section `which` (an index array or the
+/// valid mask) of the plan a level view `plan` points to, with its count.
+template <typename T>
+void describeArray(MemRef<T, 1> *out, void *plan, int64_t which) {
+  auto *v = static_cast<const LevelView *>(plan);
+  uint64_t base = 0;
+  const WorkspaceSection *s = section(v, which, base);
+  describe(out, v, which, {s ? s->count : 0});
+}
+
 /// Appends the index arrays of every level of `p`'s cascade after the plan
 /// image (16-byte aligned), recording where they are.
 void appendLevelArrays(MgpuAutoPlan &p) {
@@ -280,19 +290,13 @@ CASCADE_MGPU_EXPORT int32_t cascade_mgpu_plan_split_kv(void *plan,
 CASCADE_MGPU_EXPORT void
 _mlir_ciface_cascade_mgpu_plan_i32(MemRef<int32_t, 1> *out, void *plan,
                                    int64_t which) {
-  auto *v = static_cast<const LevelView *>(plan);
-  uint64_t base = 0;
-  const WorkspaceSection *s = section(v, which, base);
-  describe(out, v, which, {s ? s->count : 0});
+  describeArray(out, plan, which);
 }
 
 CASCADE_MGPU_EXPORT void
 _mlir_ciface_cascade_mgpu_plan_i8(MemRef<int8_t, 1> *out, void *plan,
                                   int64_t which) {
-  auto *v = static_cast<const LevelView *>(plan);
-  uint64_t base = 0;
-  const WorkspaceSection *s = section(v, which, base);
-  describe(out, v, which, {s ? s->count : 0});
+  describeArray(out, plan, which);
 }
 
 CASCADE_MGPU_EXPORT void
