@@ -103,6 +103,33 @@ Value cascade::wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA,
       /*satfinite=*/NVVM::MMAIntOverflowAttr());
 }
 
+/// Inline PTX `asmString` that reads and rewrites every register of the f32
+/// accumulator `acc` in place: its registers are outputs $0 .. $(n-1) ("=f")
+/// tied to the old values, after the other inputs `inputs` ($n ..., with
+/// `inputConstraints`).
+static Value accumulatorInlineAsm(KernelBuilder &k, Value acc,
+                                  StringRef asmString, ValueRange inputs,
+                                  StringRef inputConstraints) {
+  int64_t regs = cast<LLVM::LLVMStructType>(acc.getType()).getBody().size();
+  std::string cons;
+  for (int64_t i = 0; i < regs; ++i)
+    cons += "=f,";
+  cons += inputConstraints.str();
+  for (int64_t i = 0; i < regs; ++i)
+    cons += (inputConstraints.empty() && i == 0 ? "" : ",") + std::to_string(i);
+  SmallVector<Value> operands(inputs.begin(), inputs.end());
+  for (int64_t i = 0; i < regs; ++i)
+    operands.push_back(wgmmaAccumulatorElement(k, acc, i));
+  return LLVM::InlineAsmOp::create(
+             k.b, k.loc, acc.getType(), operands, asmString, cons,
+             /*has_side_effects=*/true, /*is_align_stack=*/false,
+             LLVM::tailcallkind::TailCallKind::None,
+             LLVM::AsmDialectAttr::get(k.b.getContext(),
+                                       LLVM::AsmDialect::AD_ATT),
+             ArrayAttr())
+      .getResult(0);
+}
+
 Value cascade::wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
                                  Value descB, int64_t n, Type elementType,
                                  WgmmaMajor majorB) {
@@ -120,58 +147,25 @@ Value cascade::wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
   os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
      << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1, "
      << (majorB == WgmmaMajor::MN ? 1 : 0) << ";\n}";
-  // Outputs "=f", inputs: A ("r"), the descriptor ("l"), then the old
-  // accumulator tied to the outputs.
-  std::string cons;
-  for (int64_t i = 0; i < regs; ++i)
-    cons += "=f,";
-  cons += "r,r,r,r,l";
-  for (int64_t i = 0; i < regs; ++i)
-    cons += "," + std::to_string(i);
-  SmallVector<Value> operands(a.begin(), a.end());
-  operands.push_back(descB);
-  for (int64_t i = 0; i < regs; ++i)
-    operands.push_back(wgmmaAccumulatorElement(k, acc, i));
-  return LLVM::InlineAsmOp::create(
-             k.b, k.loc, acc.getType(), operands, str, cons,
-             /*has_side_effects=*/true, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(k.b.getContext(),
-                                       LLVM::AsmDialect::AD_ATT),
-             ArrayAttr())
-      .getResult(0);
+  // Inputs: A ("r"), the descriptor ("l").
+  SmallVector<Value> inputs(a.begin(), a.end());
+  inputs.push_back(descB);
+  return accumulatorInlineAsm(k, acc, str, inputs, "r,r,r,r,l");
 }
 
 Value cascade::wgmmaFenceOperand(KernelBuilder &k, Value acc) {
-  auto st = cast<LLVM::LLVMStructType>(acc.getType());
-  int64_t regs = st.getBody().size();
-  std::string cons;
-  for (int64_t i = 0; i < regs; ++i)
-    cons += "=f,";
-  for (int64_t i = 0; i < regs; ++i)
-    cons += (i ? "," : "") + std::to_string(i);
-  SmallVector<Value> operands;
-  for (int64_t i = 0; i < regs; ++i)
-    operands.push_back(wgmmaAccumulatorElement(k, acc, i));
-  return LLVM::InlineAsmOp::create(
-             k.b, k.loc, acc.getType(), operands, "", cons,
-             /*has_side_effects=*/true, /*is_align_stack=*/false,
-             LLVM::tailcallkind::TailCallKind::None,
-             LLVM::AsmDialectAttr::get(k.b.getContext(),
-                                       LLVM::AsmDialect::AD_ATT),
-             ArrayAttr())
-      .getResult(0);
+  return accumulatorInlineAsm(k, acc, "", ValueRange(), "");
 }
 
 SmallVector<Value> cascade::wgmmaARegisters(KernelBuilder &k, Value fragA) {
-  auto elemTy = cast<VectorType>(fragA.getType()).getElementType();
-  auto pairTy = VectorType::get({2}, elemTy);
+  assert(cast<VectorType>(fragA.getType()).getShape() ==
+             ArrayRef<int64_t>({4, 2}) &&
+         "A fragments are vector<4x2xT>");
   auto wordTy = VectorType::get({1}, k.b.getI32Type());
   SmallVector<Value> regs;
   for (int64_t i = 0; i < 4; ++i) {
     Value pair =
         vector::ExtractOp::create(k.b, k.loc, fragA, ArrayRef<int64_t>{i});
-    assert(pair.getType() == pairTy && "A fragments are vector<4x2xT>");
     Value word = vector::BitCastOp::create(k.b, k.loc, wordTy, pair);
     regs.push_back(
         vector::ExtractOp::create(k.b, k.loc, word, ArrayRef<int64_t>{0}));
