@@ -29,7 +29,8 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
 "$OPT" "$ROOT/test/Integration/gpu/fp8_kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/fp8-bundle" -o /dev/null
 "$PTXAS" -arch=sm_90 "$OUT/fp8-bundle/kernels.ptx" -o "$OUT/fp8-bundle/kernels.sm_90.cubin"
-cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
+cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" \
+  "$ROOT/test/Integration/gpu/wgmma_tune.mlir" |
   "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a" -o /dev/null
 "$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a/kernels.ptx" -o "$OUT/bundle-sm90a/kernels.sm_90a.cubin"
 "$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \

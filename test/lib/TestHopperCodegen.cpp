@@ -15,6 +15,10 @@
 //               thread waiting on phase 0 with try_wait.parity
 //   setmaxnreg  two warpgroups: the first gives registers up (40), the
 //               second takes them (232), as a producer and a consumer would
+//   turns       two warpgroups taking turns on named barriers 3 and 4
+//               (ping-pong): the first gives itself the first turn
+//               (bar.arrive 3), each waits for its turn (bar.sync 3 + w),
+//               writes, and hands the turn on (bar.arrive 3 + (w + 1) % 2)
 //   tma         one warpgroup per 64x64 f16 tile of a row-major global
 //               tensor behind a tensor map (GPUCodegen/Tma.h): one elected
 //               thread prefetches the map, inits the mbarrier and fences
@@ -192,6 +196,30 @@ void setMaxRegistersKernel(ModuleOp module, StringRef name) {
              });
 }
 
+void turnsKernel(ModuleOp module, StringRef name) {
+  OpBuilder b(module.getContext());
+  makeKernel(
+      module, name, {b.getF32Type()}, 2 * wgmma::kWarpgroupSize,
+      [&](KernelBuilder &k, gpu::GPUModuleOp, ValueRange args) {
+        Value tid = k.threadId(gpu::Dimension::x);
+        Value wg = k.toI32(k.div(tid, k.idx(wgmma::kWarpgroupSize)));
+        Value first = arith::CmpIOp::create(
+            k.b, k.loc, arith::CmpIPredicate::eq, wg, k.i32(0));
+        auto ifFirst = scf::IfOp::create(k.b, k.loc, first,
+                                         /*withElseRegion=*/false);
+        {
+          OpBuilder::InsertionGuard guard(k.b);
+          k.b.setInsertionPointToStart(ifFirst.thenBlock());
+          namedBarrierArrive(k, k.i32(3), 2 * wgmma::kWarpgroupSize);
+        }
+        namedBarrier(k, k.add(wg, k.i32(3)), 2 * wgmma::kWarpgroupSize);
+        k.storeScalar(k.toF32(tid), args[0], tid);
+        Value next =
+            arith::RemUIOp::create(k.b, k.loc, k.add(wg, k.i32(1)), k.i32(2));
+        namedBarrierArrive(k, k.add(next, k.i32(3)), 2 * wgmma::kWarpgroupSize);
+      });
+}
+
 /// One 64x64 f16 tile a block, loaded by TMA (128-byte swizzle) on one
 /// mbarrier and copied un-swizzled to the block's output tile; `rank` 3
 /// loads 1x64x64 boxes with blockIdx.z as the outer coordinate. Parameters:
@@ -278,6 +306,8 @@ void TestHopperCodegenPass::runOnOperation() {
     return mbarrierKernel(module, "mbarrier");
   if (block == "setmaxnreg")
     return setMaxRegistersKernel(module, "setmaxnreg");
+  if (block == "turns")
+    return turnsKernel(module, "turns");
   if (block == "tma")
     return tmaKernel(module, "tma", 2);
   if (block == "tma-3d")

@@ -94,6 +94,40 @@ std::pair<Value, Value> WgmmaMainloop::stageAndParity(Value i) {
   return {k.rem(i, k.idx(tiles.stages)), parity};
 }
 
+Value WgmmaMainloop::consumerIndex() {
+  return k.toI32(k.sub(k.threadId(gpu::Dimension::y), k.idx(1)));
+}
+
+void WgmmaMainloop::giveFirstTurn() {
+  int64_t consumers = tiles.numThreads / 128;
+  if (consumers < 2)
+    return;
+  auto ifFirst = scf::IfOp::create(
+      k.b, k.loc,
+      arith::CmpIOp::create(k.b, k.loc, arith::CmpIPredicate::eq,
+                            consumerIndex(), k.i32(0)),
+      /*withElse=*/false);
+  OpBuilder::InsertionGuard g(k.b);
+  k.b.setInsertionPointToStart(ifFirst.thenBlock());
+  namedBarrierArrive(k, k.i32(kWgmmaFirstTurnBarrier), 2 * 128);
+}
+
+void WgmmaMainloop::waitTurn() {
+  if (tiles.numThreads / 128 < 2)
+    return;
+  namedBarrier(k, k.add(consumerIndex(), k.i32(kWgmmaFirstTurnBarrier)),
+               2 * 128);
+}
+
+void WgmmaMainloop::passTurn() {
+  int64_t consumers = tiles.numThreads / 128;
+  if (consumers < 2)
+    return;
+  Value next = arith::RemUIOp::create(
+      k.b, k.loc, k.add(consumerIndex(), k.i32(1)), k.i32(consumers));
+  namedBarrierArrive(k, k.add(next, k.i32(kWgmmaFirstTurnBarrier)), 2 * 128);
+}
+
 void WgmmaMainloop::initBarriers() {
   full = createMbarriers(k, tiles.stages);
   empty = createMbarriers(k, tiles.stages);
@@ -246,7 +280,10 @@ MmaSyncState WgmmaMainloop::consume(
     b.setInsertionPointToStart(ifAny.thenBlock());
     auto [stage, parity] = stageAndParity(k.idx(0));
     mbarrierWait(k, full, stage, parity);
+    giveFirstTurn();
+    waitTurn();
     Value s = issueScores(stage);
+    passTurn();
     wgmmaWaitGroup(k, 0);
     MmaSyncState st = state;
     MmaSyncMainloop::Softmax p =
@@ -283,8 +320,10 @@ MmaSyncState WgmmaMainloop::consume(
         auto [stage, parity] = stageAndParity(i);
         Value prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
         mbarrierWait(k, full, stage, parity);
+        waitTurn();
         Value s = issueScores(stage);
         Value o = issuePV(pPrev, prevStage, st.o);
+        passTurn();
         wgmmaWaitGroup(k, 1);
         MmaSyncMainloop::Softmax p = softmaxOf.softmax(mma, scoresOf(i, s), st);
         wgmmaWaitGroup(k, 0);

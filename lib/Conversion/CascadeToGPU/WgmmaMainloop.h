@@ -20,8 +20,12 @@
 // P V of tile i - 1 (FlashAttention-3's intra-warpgroup pipelining): per
 // iteration, S_i = Q K_i^T and O += P_{i-1} V_{i-1} are issued as two
 // groups, the softmax of S_i runs once the first completed, and O is
-// rescaled once the second did. The two consumer warpgroups run
-// independently, so one's softmax also overlaps the other's wgmma.
+// rescaled once the second did. Between the consumer warpgroups, the
+// issue of those groups takes turns (FlashAttention-3's ping-pong): a
+// warpgroup issues its wgmma of a tile in its turn only and then hands the
+// turn to the next, so that while one runs its softmax the tensor cores work
+// on the other's tile, instead of both warpgroups drifting into the same
+// phase and waiting for the tensor cores together.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,6 +43,9 @@ inline constexpr int64_t kWgmmaProducerBarrier = 1;
 inline constexpr int64_t kWgmmaConsumerBarrier = 2;
 /// Threads of the producer warpgroup.
 inline constexpr int64_t kWgmmaProducerThreads = 128;
+/// Named barriers kWgmmaFirstTurnBarrier + w: the turn of consumer
+/// warpgroup w (0-based) to issue its wgmma (ping-pong).
+inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
 
 /// The registers a thread of each role gets with setmaxnreg (a producer and
 /// two consumer warpgroups stay within the SM's 64K): the consumers' f32
@@ -118,6 +125,16 @@ private:
   Value address(Value offset);
   /// Tile i's stage and the parity of its use of that stage (i1).
   std::pair<Value, Value> stageAndParity(Value i);
+  /// Ping-pong, with two or more consumer warpgroups (no-ops with one):
+  /// giveFirstTurn starts it (consumer warpgroup 0 may issue first),
+  /// waitTurn blocks until this warpgroup may issue, passTurn hands the turn
+  /// to the next warpgroup once this one's groups are issued. Every
+  /// warpgroup takes as many turns as it passes.
+  void giveFirstTurn();
+  void waitTurn();
+  void passTurn();
+  /// This thread's consumer warpgroup (0-based), i32.
+  Value consumerIndex();
 
   KernelBuilder &k;
   const MmaSyncTiles &tiles;

@@ -258,8 +258,18 @@ void cascade::mbarrierArrive(KernelBuilder &k, Value group, Value id) {
 }
 
 void cascade::namedBarrier(KernelBuilder &k, int64_t id, int64_t numThreads) {
-  assert(id > 0 && id < 16 && numThreads % 32 == 0 &&
-         "named barriers 1..15 of whole warps");
-  NVVM::BarrierOp::create(k.b, k.loc, TypeRange(), k.i32(id), k.i32(numThreads),
+  assert(id > 0 && id < 16 && "named barriers 1..15");
+  namedBarrier(k, k.i32(id), numThreads);
+}
+
+void cascade::namedBarrier(KernelBuilder &k, Value id, int64_t numThreads) {
+  assert(numThreads % 32 == 0 && "named barriers of whole warps");
+  NVVM::BarrierOp::create(k.b, k.loc, TypeRange(), id, k.i32(numThreads),
                           NVVM::BarrierReductionAttr(), Value());
+}
+
+void cascade::namedBarrierArrive(KernelBuilder &k, Value id,
+                                 int64_t numThreads) {
+  assert(numThreads % 32 == 0 && "named barriers of whole warps");
+  NVVM::BarrierArriveOp::create(k.b, k.loc, id, k.i32(numThreads));
 }

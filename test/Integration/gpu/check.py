@@ -793,12 +793,16 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--fp8", action="store_true",
                     help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
+    ap.add_argument("--tensor-core", action="store_true",
+                    help="only the tensor-core (mma_sync / wgmma) cases")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     b = Bundle(a.bundle)
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
     if a.fp8:
         fp8_cases(b, rng, small=a.small)
+    elif a.tensor_core:
+        mma_cases(b, rng, small=a.small)
     elif a.small:
         check_merge_state(b, rng, "f16", 128, 32, 5)
         check_merge_in_place(b, rng, "f16", 128, 32, 5, True, False)

@@ -137,6 +137,14 @@ void mbarrierArrive(KernelBuilder &k, Value group, Value id);
 /// (a warpgroup, or the consumers of a warp-specialized block), where
 /// gpu.barrier would wait for the whole block. Id 0 is gpu.barrier's.
 void namedBarrier(KernelBuilder &k, int64_t id, int64_t numThreads);
+/// The same with the barrier id computed at run time (i32, uniform in each
+/// warp, in 1..15): a warpgroup waiting on a barrier of its own.
+void namedBarrier(KernelBuilder &k, Value id, int64_t numThreads);
+/// bar.arrive `id`, `numThreads`: the executing warps count towards barrier
+/// `id` (i32) without waiting for it; `numThreads` counts both the arriving
+/// warps and those that wait on it with namedBarrier. One warpgroup hands a
+/// turn to another this way.
+void namedBarrierArrive(KernelBuilder &k, Value id, int64_t numThreads);
 
 //===----------------------------------------------------------------------===//
 // Register reallocation
