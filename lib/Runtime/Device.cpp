@@ -51,8 +51,14 @@ Status Device::open(const DriverApi &api, int ordinal,
                     &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
                 "cuDeviceGetAttribute"));
   d->chip_ = "sm_" + std::to_string(major) + std::to_string(minor);
+  d->kernelChip_ = kernelChipFor(major, minor);
   out = std::move(d);
   return Status::success();
+}
+
+std::string kernelChipFor(int major, int minor) {
+  std::string chip = "sm_" + std::to_string(major) + std::to_string(minor);
+  return major == 9 && minor == 0 ? chip + "a" : chip;
 }
 
 Device::~Device() {

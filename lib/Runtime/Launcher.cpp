@@ -3,6 +3,7 @@
 #include "cascade/Runtime/Launcher.h"
 
 #include <algorithm>
+#include <fstream>
 
 namespace cascade::runtime {
 
@@ -42,14 +43,23 @@ Status Launcher::addBundle(const Bundle &bundle, const std::string &prefix) {
       if (text == bundle.ptx.end())
         return Status(ErrorCode::NotFound,
                       "bundle " + bundle.dir + ": no PTX text for " + k.ptx);
+      // A cubin beside the PTX, for the device's kernel chip (sm_90a) or its
+      // compute capability (sm_90): the first that exists.
       std::string cubin;
       const std::string suffix = ".ptx";
       if (!bundle.dir.empty() && k.ptx.size() > suffix.size() &&
           k.ptx.compare(k.ptx.size() - suffix.size(), suffix.size(), suffix) ==
-              0)
-        cubin = bundle.dir + "/" +
-                k.ptx.substr(0, k.ptx.size() - suffix.size()) + "." +
-                device_->chip() + ".cubin";
+              0) {
+        std::string stem = bundle.dir + "/" +
+                           k.ptx.substr(0, k.ptx.size() - suffix.size()) + ".";
+        for (const std::string &chip :
+             {device_->kernelChip(), device_->chip()}) {
+          if (std::ifstream(stem + chip + ".cubin").good()) {
+            cubin = stem + chip + ".cubin";
+            break;
+          }
+        }
+      }
       CASCADE_RETURN_IF_ERROR(device_->loadModule(key, text->second, cubin));
     }
     KernelSpec spec = k;

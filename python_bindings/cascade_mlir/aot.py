@@ -6,7 +6,8 @@
 
 Needs the package's compiler (a build with LLVM/MLIR 22). DIR gets one
 directory per chip and key (DIR/sm_90/<key>/manifest.json, kernels.ptx and,
-where ptxas is found, kernels.sm_90.cubin); point CASCADE_MLIR_KERNEL_PATH at
+where ptxas is found, kernels.sm_90.cubin); `--chip sm_90,sm_90a` builds both
+(sm_90a: prefill on the Hopper wgmma kernels, what H100/H200 run first); point CASCADE_MLIR_KERNEL_PATH at
 DIR, or build the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR.
 """
 
@@ -26,7 +27,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     ap.add_argument("--key", action="append", default=[],
                     help="one bundle key (repeatable)")
     ap.add_argument("--out", help="output directory")
-    ap.add_argument("--chip", default="sm_90")
+    ap.add_argument("--chip", default="sm_90",
+                    help="target chip(s), comma-separated (sm_90,sm_90a: both, "
+                         "sm_90a with the Hopper kernels)")
     ap.add_argument("--jobs", type=int, default=1)
     ap.add_argument("--list", metavar="SET", help="print the keys of a set")
     args = ap.parse_args(argv)
@@ -43,9 +46,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     def progress(i: int, n: int, result: Tuple[str, float]) -> None:
         print(f"[{i}/{n}] {result[0]} ({result[1]:.1f} s)", flush=True)
 
-    done = kernels.build_keys(keys, args.out, args.chip, args.jobs, progress)
-    print(f"{len(done)} bundle(s) built, {len(set(keys)) - len(done)} already "
-          f"present, in {os.path.join(args.out, args.chip)}")
+    for chip in [c for c in args.chip.split(",") if c]:
+        done = kernels.build_keys(keys, args.out, chip, args.jobs, progress)
+        print(f"{len(done)} bundle(s) built, {len(set(keys)) - len(done)} already "
+              f"present, in {os.path.join(args.out, chip)}")
     return 0
 
 

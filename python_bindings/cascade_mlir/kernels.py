@@ -265,18 +265,25 @@ def search_roots() -> List[str]:
 
 
 def _chips_for(chip: str) -> List[str]:
-    """The chip's own bundles first, then older chips' PTX (the driver
-    compiles PTX for newer GPUs)."""
+    """The chip's own bundles first, then the PTX of chips it runs (the
+    driver compiles PTX for newer GPUs): sm_90a (the Hopper kernels, which
+    run on compute capability 9.0 only) falls back to sm_90, then to older
+    chips."""
     try:
         cc = int(chip.split("_")[1].rstrip("a"))
     except (IndexError, ValueError):
         return [chip]
-    return [chip] + [f"sm_{c}" for c in (90, 89, 86, 80) if c < cc]
+    older = [c for c in (90, 89, 86, 80) if c < cc or (c == cc and chip.endswith("a"))]
+    return [chip] + [f"sm_{c}" for c in older]
 
 
-def find_bundle(key: str, chip: str = "sm_90") -> Optional[str]:
-    for root in search_roots():
-        for c in _chips_for(chip):
+def find_bundle(key: str, chip: str = "sm_90", own_chip_only: bool = False) -> Optional[str]:
+    """The directory of bundle `key` for `chip` under the search roots: the
+    chip's own bundles in every root first, then its fallback chips' (none
+    with `own_chip_only`)."""
+    chips = [chip] if own_chip_only else _chips_for(chip)
+    for c in chips:
+        for root in search_roots():
             d = os.path.join(root, c, key)
             if os.path.isfile(os.path.join(d, "manifest.json")):
                 return d
@@ -350,23 +357,30 @@ def describe_key(key: str) -> str:
 
 
 def ensure_bundle(key: str, chip: str = "sm_90") -> str:
-    """The directory of bundle `key`: found, or compiled into the cache."""
+    """The directory of bundle `key`: found, or compiled into the cache.
+    Where the compiler is here, a bundle of the chip itself is preferred to
+    a fallback chip's (an sm_90 bundle on an sm_90a device lacks the Hopper
+    kernels): the fallback serves only where nothing can be compiled."""
+    can_build = _compiler() is not None and os.environ.get("CASCADE_MLIR_NO_JIT") != "1"
+    found = find_bundle(key, chip, own_chip_only=can_build)
+    if found:
+        return found
+    if can_build:
+        return build_bundle(key, cache_dir(), chip)
     found = find_bundle(key, chip)
     if found:
         return found
-    if _compiler() is None or os.environ.get("CASCADE_MLIR_NO_JIT") == "1":
-        why = ("this cascade_mlir was built without the compiler (no LLVM/MLIR "
-               "where it was built)" if _compiler() is None else
-               "CASCADE_MLIR_NO_JIT=1")
-        raise MissingKernelsError(
-            f"no GPU kernels for {describe_key(key)} (bundle key {key}, {chip}).\n"
-            f"Searched: {', '.join(search_roots())}.\n"
-            f"They cannot be compiled here: {why}.\n"
-            "Build the bundle on a machine where cascade_mlir has its compiler:\n"
-            f"    python -m cascade_mlir.aot --key {key} --chip {chip} --out DIR\n"
-            "then copy DIR here and set CASCADE_MLIR_KERNEL_PATH=DIR (or rebuild "
-            "the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR).")
-    return build_bundle(key, cache_dir(), chip)
+    why = ("this cascade_mlir was built without the compiler (no LLVM/MLIR "
+           "where it was built)" if _compiler() is None else
+           "CASCADE_MLIR_NO_JIT=1")
+    raise MissingKernelsError(
+        f"no GPU kernels for {describe_key(key)} (bundle key {key}, {chip}).\n"
+        f"Searched: {', '.join(search_roots())}.\n"
+        f"They cannot be compiled here: {why}.\n"
+        "Build the bundle on a machine where cascade_mlir has its compiler:\n"
+        f"    python -m cascade_mlir.aot --key {key} --chip {chip} --out DIR\n"
+        "then copy DIR here and set CASCADE_MLIR_KERNEL_PATH=DIR (or rebuild "
+        "the package with -DCASCADE_PYTHON_PREBUILT_KERNELS=DIR).")
 
 
 def build_keys(keys: Iterable[str], out_root: str, chip: str = "sm_90",

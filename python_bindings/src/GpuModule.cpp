@@ -935,8 +935,13 @@ void registerGpu(py::module_ &m) {
       .def_property_readonly("ordinal", &Device::ordinal)
       .def_property_readonly("num_sms",
                              [](Device &d) { return d.launcher().numSms(); })
-      .def_property_readonly("chip",
-                             [](Device &d) { return d.launcher().chip(); })
+      .def_property_readonly(
+          "chip", [](Device &d) { return d.launcher().kernelChip(); },
+          "The chip of the kernel bundles this device runs best (sm_90a on "
+          "compute capability 9.0; older chips' bundles are the fallback).")
+      .def_property_readonly(
+          "compute_capability", [](Device &d) { return d.launcher().chip(); },
+          "The compute capability as sm_<major><minor>.")
       .def("add_bundle", &Device::addBundle, py::arg("dir"), py::arg("key"))
       .def("has_bundle", &Device::hasBundle, py::arg("key"))
       .def("kernel_info", &Device::kernelInfo, py::arg("name"))

@@ -28,6 +28,9 @@ def fake_env(tmp_path_factory):
     cc = shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
     if cc is None:
         pytest.skip("no C compiler here to build the stand-in CUDA driver")
+    # The stand-in driver is compute capability 9.0: the package looks for
+    # sm_90a bundles first (the Hopper kernels), then sm_90's.
+    chip = "sm_90a" if cm.compiler is not None else "sm_90"
     if cm.compiler is None and not all(K.find_bundle(k) for k in KEYS):
         pytest.skip("runtime-only build without the bundles these checks bind")
     tmp = tmp_path_factory.mktemp("fake")
@@ -37,14 +40,14 @@ def fake_env(tmp_path_factory):
     # PTX-only bundles (the stand-in reads the PTX to count parameters).
     root = tmp / "bundles"
     for key in KEYS:
-        found = K.find_bundle(key)
-        dest = root / "sm_90" / key
+        found = K.find_bundle(key, chip, own_chip_only=True)
+        dest = root / chip / key
         if found:
             dest.mkdir(parents=True)
             for f in ("manifest.json", "kernels.ptx"):
                 shutil.copy(os.path.join(found, f), dest / f)
         else:
-            K.build_bundle(key, str(root), cubin=False)
+            K.build_bundle(key, str(root), chip, cubin=False)
     env = dict(os.environ, CASCADE_CUDA_DRIVER=str(lib), CASCADE_MLIR_KERNEL_PATH=str(root),
                CASCADE_MLIR_CACHE_DIR=str(tmp / "cache"))
     return env

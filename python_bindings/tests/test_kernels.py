@@ -108,6 +108,38 @@ def test_kernel_path_comes_first(isolated, monkeypatch):
     assert K.find_bundle(key, "sm_80") is None
 
 
+def test_sm90a_looks_for_its_own_bundles_first_then_sm90(isolated, monkeypatch):
+    key = "merge.f16.d64"
+    roots = [isolated / "first", isolated / "second"]
+    monkeypatch.setenv("CASCADE_MLIR_KERNEL_PATH", os.pathsep.join(map(str, roots)))
+
+    def put(root, chip):
+        d = root / chip / key
+        d.mkdir(parents=True)
+        (d / "manifest.json").write_text("{}")
+        return str(d)
+
+    assert K._chips_for("sm_90a") == ["sm_90a", "sm_90", "sm_89", "sm_86", "sm_80"]
+    sm90 = put(roots[0], "sm_90")
+    assert K.find_bundle(key, "sm_90a") == sm90  # the fallback
+    assert K.find_bundle(key, "sm_90a", own_chip_only=True) is None
+    # The chip's own bundle wins over a fallback in an earlier root.
+    own = put(roots[1], "sm_90a")
+    assert K.find_bundle(key, "sm_90a") == own
+    # sm_90a PTX runs on compute capability 9.0 only.
+    assert K.find_bundle(key, "sm_100") == sm90
+
+
+def test_without_compiler_sm90a_runs_the_sm90_bundle(isolated, monkeypatch):
+    monkeypatch.setattr(K, "_compiler", lambda: None)
+    key = "merge.f16.d64"
+    d = isolated / "kp" / "sm_90" / key
+    d.mkdir(parents=True)
+    (d / "manifest.json").write_text("{}")
+    monkeypatch.setenv("CASCADE_MLIR_KERNEL_PATH", str(isolated / "kp"))
+    assert K.ensure_bundle(key, "sm_90a") == str(d)
+
+
 needs_compiler = pytest.mark.skipif(cm.compiler is None,
                                     reason="runtime-only build: no compiler to build bundles")
 
@@ -129,3 +161,18 @@ def test_no_jit_switch_turns_compilation_off(isolated, monkeypatch):
     monkeypatch.setenv("CASCADE_MLIR_NO_JIT", "1")
     with pytest.raises(K.MissingKernelsError, match="CASCADE_MLIR_NO_JIT"):
         K.ensure_bundle("merge.bf16.d64")
+
+
+@needs_compiler
+def test_sm90a_compiles_its_own_bundle_with_the_hopper_kernels(isolated, monkeypatch):
+    # An sm_90 bundle of the key is on the search path, but where the
+    # compiler is here an sm_90a device gets its own: prefill on wgmma.
+    key = "prefill.f16-f16.d64.h8x8.p16.nhd.pool"
+    fallback = K.build_bundle(key, str(isolated / "kp"), "sm_90", cubin=False)
+    monkeypatch.setenv("CASCADE_MLIR_KERNEL_PATH", str(isolated / "kp"))
+    path = K.ensure_bundle(key, "sm_90a")
+    assert path != fallback and path.startswith(str(isolated / "cache"))
+    assert os.path.basename(os.path.dirname(path)) == "sm_90a"
+    names = [n for n, _ in cm.runtime.load_bundle(path)]
+    assert any("_wgmma_" in n for n in names), names
+    assert not any("_wgmma_" in n for n, _ in cm.runtime.load_bundle(fallback))

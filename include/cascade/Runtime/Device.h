@@ -44,6 +44,13 @@ struct CapturedGraph {
 
 class Device;
 
+/// The chip name of the kernel bundles that suit a device of compute
+/// capability major.minor best: the arch-specific "sm_90a" on 9.0 (the
+/// compiler's wgmma family needs it, and its PTX runs on 9.0 only), else
+/// "sm_<major><minor>". Bundles of an older chip still run (the driver
+/// compiles their PTX); the Python package falls back to them.
+std::string kernelChipFor(int major, int minor);
+
 /// Launches as one CUDA graph built node by node: a kernel node per launch,
 /// in order, instantiated on the first launch; later launches rewrite only
 /// the nodes marked dirty (cuGraphExecKernelNodeSetParams). Needs the
@@ -96,6 +103,10 @@ public:
   int numSms() const { return numSms_; }
   /// The compute capability as `sm_<major><minor>` ("sm_90").
   const std::string &chip() const { return chip_; }
+  /// The chip whose kernel bundles suit this device best (kernelChipFor):
+  /// "sm_90a" on compute capability 9.0, where the wgmma family runs,
+  /// else chip().
+  const std::string &kernelChip() const { return kernelChip_; }
   /// Makes the device's primary context (which CUDA runtime users such as
   /// torch share) current on the calling thread.
   Status makeCurrent() const;
@@ -178,7 +189,7 @@ private:
   int ordinal_ = 0;
   cuda::CUcontext context_ = nullptr;
   int numSms_ = 0;
-  std::string chip_;
+  std::string chip_, kernelChip_;
   std::map<std::string, cuda::CUmodule> modules_;
   std::map<std::pair<std::string, std::string>, cuda::CUfunction> functions_;
 };

@@ -54,6 +54,7 @@ public:
   Status addBundle(const Bundle &bundle, const std::string &prefix);
   /// The device's compute capability as `sm_<major><minor>` ("sm_90").
   const std::string &chip() const { return device_->chip(); }
+  const std::string &kernelChip() const { return device_->kernelChip(); }
   cuda::CUcontext context() const { return device_->context(); }
   Device &device() const { return *device_; }
   const std::shared_ptr<Device> &sharedDevice() const { return device_; }

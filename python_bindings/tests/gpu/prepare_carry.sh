@@ -5,7 +5,8 @@
 # ignored path):
 #   kernels.tar.xz  the 'gpu-tests' kernel set (the default set plus what the
 #                   GPU tests, examples/python and benchmarks/python use),
-#                   PTX + sm_90 cubins, compressed (~35 MB -> ~2 MB)
+#                   for sm_90 and sm_90a (the Hopper kernels), PTX + cubins,
+#                   compressed
 #   deps/           nlohmann-json (headers + CMake package) for the runtime
 #                   build there, which has no nlohmann-json
 #   python_bindings/tests/gpu/prepare_carry.sh [BUILD_DIR] [OUT]
@@ -23,7 +24,7 @@ work=$BUILD/python-gpu-kernels
 # everything a bundle depends on except the compiler build, so start afresh
 # after rebuilding the compiler (rm -rf BUILD_DIR/python-gpu-kernels).
 PYTHONPATH=$BUILD/python_packages "$PYTHON" -m cascade_mlir.aot --set gpu-tests \
-  --out "$work/kernels" --jobs "$JOBS" | tail -1
+  --chip sm_90,sm_90a --out "$work/kernels" --jobs "$JOBS" | grep "bundle(s) built"
 tar -C "$work" -cJf "$OUT/kernels.tar.xz" kernels
 inc=$(dirname "$(find /usr/include /usr/local/include -path '*/nlohmann/json.hpp' 2>/dev/null | head -1)")
 cfg=$(dirname "$(find /usr/share/cmake /usr/lib/cmake /usr/local/share/cmake -name nlohmann_jsonConfig.cmake 2>/dev/null | head -1)")

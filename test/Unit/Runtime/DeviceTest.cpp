@@ -258,12 +258,20 @@ TEST(PlanSteps, WorkKindsAndLaunchOrder) {
 // Device helpers on the stand-in driver
 //===----------------------------------------------------------------------===//
 
+TEST(KernelChip, Sm90aOnComputeCapability90Only) {
+  EXPECT_EQ(kernelChipFor(9, 0), "sm_90a");
+  EXPECT_EQ(kernelChipFor(8, 9), "sm_89");
+  EXPECT_EQ(kernelChipFor(8, 0), "sm_80");
+  EXPECT_EQ(kernelChipFor(10, 0), "sm_100");
+}
+
 TEST(DeviceOnStandIn, FactsAndModules) {
   NEED_FAKE();
   Device &d = *fake().device;
   EXPECT_EQ(d.ordinal(), 0);
   EXPECT_EQ(d.numSms(), 132);
   EXPECT_EQ(d.chip(), "sm_90");
+  EXPECT_EQ(d.kernelChip(), "sm_90a"); // the stand-in is compute capability 9.0
   EXPECT_TRUE(d.canBuildGraphs());
   EXPECT_TRUE(d.makeCurrent().ok());
   EXPECT_TRUE(d.hasModule("t.ptx")); // the launcher's bundle
