@@ -10,7 +10,8 @@
 # automatic examples with their head counts changed and their functions
 # renamed, and key_graph.mlir.in, the CUDA-graph plan/run pair at B = 128):
 #   cascade IR -> cascade-to-ptx (kernels as PTX in a gpu.binary)
-#   -> gpu-to-llvm + LLVM lowering of the host function -> LLVM IR -> object.
+#   -> gpu-to-llvm + LLVM lowering of the host function -> (PTX replaced by
+#   its cubin, when ptxas is found) -> LLVM IR -> object.
 # Usage: build_host_object.sh CASCADE_OPT OUT_DIR
 # KEY_CHIP (optional, e.g. sm_90a): the chip the key cascade's kernels are
 # lowered for (cascade-to-ptx chip=; default: cascade-to-ptx's own), to
@@ -21,6 +22,11 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../../.." && pwd)
 # mlir-translate and llc of the LLVM that cascade-opt was built with.
 LLVM=${LLVM_TOOLS_DIR:-$(dirname "$(command -v mlir-translate || echo /usr/lib/llvm-22/bin/mlir-translate)")}
+# ptxas, when found, compiles each function's kernels to a cubin embedded in
+# the object (embed_cubin.py), so that the GPU machine does not JIT ~4 MB of
+# PTX at program start; without it the objects carry the PTX.
+PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
+[[ -x $PTXAS ]] || echo "no ptxas: the host object carries PTX (JIT at start)" >&2
 mkdir -p "$OUT"
 sed 's/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) {/-> (tensor<?x64x128xf16>, tensor<?x64xf32>) attributes {llvm.emit_c_interface} {/' \
   "$ROOT/examples/cascade_two_level_decode.mlir" > "$OUT/two_level.mlir"
@@ -56,7 +62,12 @@ for name in merge_state two_level two_level_planned planned_graph auto_decode "$
     --gpu-to-llvm --convert-func-to-llvm --finalize-memref-to-llvm \
     --convert-scf-to-cf --convert-arith-to-llvm --convert-index-to-llvm --convert-cf-to-llvm \
     --reconcile-unrealized-casts -o "$OUT/$name.llvm.mlir"
-  "$LLVM/mlir-translate" --mlir-to-llvmir "$OUT/$name.llvm.mlir" -o "$OUT/$name.ll"
+  host=$OUT/$name.llvm.mlir
+  if [[ -x $PTXAS ]]; then
+    python3 "$HERE/embed_cubin.py" "$PTXAS" "$host" "$OUT/$name.cubin.mlir"
+    host=$OUT/$name.cubin.mlir
+  fi
+  "$LLVM/mlir-translate" --mlir-to-llvmir "$host" -o "$OUT/$name.ll"
   "$LLVM/llc" -O2 -relocation-model=pic -filetype=obj "$OUT/$name.ll" -o "$OUT/$name.o"
 done
 OBJS=()
