@@ -308,6 +308,15 @@ struct TwoLevelDevice {
       v.push_back(0);
     return view(own(toDevice(v)), {n});
   }
+  /// NaN-poisoned outputs on the device: o [B, Hqo, D], lse [B, Hqo].
+  std::pair<MemRef<uint16_t, 3>, MemRef<float, 2>>
+  outputs(const TwoLevelBatch &t) {
+    uint16_t *o = own(toDevice(
+        std::vector<uint16_t>(size_t(t.b) * t.hqo * t.d, 0x7e00 /* NaN */)));
+    float *lse = own(toDevice(std::vector<float>(
+        size_t(t.b) * t.hqo, std::numeric_limits<float>::quiet_NaN())));
+    return {view(o, {t.b, t.hqo, t.d}), view(lse, {t.b, t.hqo})};
+  }
   ~TwoLevelDevice() {
     for (void *p : owned)
       mgpuMemFree(p, nullptr);
@@ -525,6 +534,11 @@ double median(std::vector<double> v, size_t skip = 0) {
   return w[w.size() / 2];
 }
 
+/// The two plans a graph-mode plan function returns.
+struct GraphPlans {
+  void *shared = nullptr, *unique = nullptr;
+};
+
 /// The compiled functions of the key cascade at one head count
 /// (build_host_object.sh: the planned and automatic examples at those
 /// heads, key_graph.mlir.in's plan/run pair).
@@ -637,15 +651,11 @@ int runKey(const KeyFunctions &f, std::mt19937 &rng) {
   printKey(f, "auto", timeCalls([&] { autoCascade(false); }));
 
   // Graph mode: plan once, run many.
-  struct Plans {
-    void *shared, *unique;
-  } plans{}, replanned{};
-  uint16_t *o = dv.own(toDevice(std::vector<uint16_t>(
-      size_t(t.b) * t.hqo * t.d, 0x7e00 /* NaN poison */)));
-  float *lse = dv.own(toDevice(std::vector<float>(
-      size_t(t.b) * t.hqo, std::numeric_limits<float>::quiet_NaN())));
-  auto mo = view(o, {t.b, t.hqo, t.d});
-  auto ml = view(lse, {t.b, t.hqo});
+  GraphPlans plans, replanned;
+  auto outputs = dv.outputs(t);
+  auto &mo = outputs.first;
+  auto &ml = outputs.second;
+  void *o = mo.aligned, *lse = ml.aligned;
   auto run = [&] {
     f.run(&dv.q, &dv.pool, &dv.sqo, &dv.skv, &dv.sidx, &dv.slast, &dv.uqo,
           &dv.ukv, &dv.uidx, &dv.ulast, plans.shared, plans.unique, &mo, &ml);
@@ -721,9 +731,7 @@ int runKey(const KeyFunctions &f, std::mt19937 &rng) {
 /// with other lengths (the same plans, every planned array where it was)
 /// and run again.
 int runGraph(std::mt19937 &rng) {
-  struct Plans {
-    void *shared, *unique;
-  } first{}, plans{};
+  GraphPlans first, plans;
   MemRef<int32_t, 1> arrays[2][2]{};
   int failures = 0;
   for (int step = 0; step < 2; ++step) {
@@ -738,17 +746,14 @@ int runGraph(std::mt19937 &rng) {
     for (int l = 0; l < 2; ++l)
       _mlir_ciface_cascade_mgpu_plan_i32(&arrays[step][l],
                                          l ? plans.unique : plans.shared, 0);
-    uint16_t *o = dv.own(toDevice(std::vector<uint16_t>(
-        size_t(t.b) * t.hqo * t.d, 0x7e00 /* NaN poison */)));
-    float *lse = dv.own(toDevice(std::vector<float>(
-        size_t(t.b) * t.hqo, std::numeric_limits<float>::quiet_NaN())));
-    auto mo = view(o, {t.b, t.hqo, t.d});
-    auto ml = view(lse, {t.b, t.hqo});
+    auto outputs = dv.outputs(t);
+    auto &mo = outputs.first;
+    auto &ml = outputs.second;
     _mlir_ciface_run_graph(&dv.q, &dv.pool, &dv.sqo, &dv.skv, &dv.sidx,
                            &dv.slast, &dv.uqo, &dv.ukv, &dv.uidx, &dv.ulast,
                            plans.shared, plans.unique, &mo, &ml);
     failures += checkTwoLevel(step ? "graph after replan" : "graph first plan",
-                              t, o, lse);
+                              t, mo.aligned, ml.aligned);
   }
   bool same = plans.shared == first.shared && plans.unique == first.unique;
   for (int l = 0; l < 2; ++l)
