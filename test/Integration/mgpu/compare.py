@@ -152,6 +152,12 @@ def main():
         for ok, text in checks:
             verdicts.append(verdict(ok, text))
             failed |= ok is False
+        if py_us is not None:
+            # The same kernels as one CUDA graph (gaps between launches
+            # included, as in the wrapper's back-to-back timing).
+            replay = res["graph replay"][0]
+            print(f"NOTE {heads} compiled graph replay {replay:.1f} us / Python wrapper "
+                  f"{py_us:.1f} us = {replay / py_us:.3f}", flush=True)
         fmt = lambda x: "n/a" if x is None else f"{x:.1f}"  # noqa: E731
         rows.append(f"| {heads} | {plan_us:.1f} ({res['planned'][1]:.0f}) | "
                     f"{auto_us:.1f} ({res['auto'][1]:.0f}) | "
