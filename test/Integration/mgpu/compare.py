@@ -185,8 +185,8 @@ def main():
                     "function's launches captured into a CUDA graph. Python wrapper and "
                     "FlashInfer 0.5.3: MultiLevelCascadeAttentionWrapper, plan once, run() timed "
                     "by CUDA events (benchmarks/python/bench.py's cascade row: median of 15 "
-                    "timings of 5 calls), same shapes, in the same session (compare.py).\n\n" + table + "\n\n"
-                    + "\n".join(f"- {v}" for v in verdicts) + "\n")
+                    "timings of 5 calls), same shapes, in the same session (compare.py).\n\n"
+                    + table + "\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n")
     return 1 if failed else 0
 
 
