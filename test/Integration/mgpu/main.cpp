@@ -448,7 +448,7 @@ int checkTwoLevel(const char *what, const TwoLevelBatch &t, const void *o,
   std::printf("mgpu %-22s %lld/%lld B=%-3lld prefix=%-5lld rows=%lld/%lld%s "
               "max_rel_err(o)=%.3e max_rel_err(lse)=%.3e bad=%lld %s\n",
               what, (long long)t.hqo, (long long)t.hkv, (long long)t.b,
-              (long long)t.prefix, (long long)rows, (long long)(t.b * t.hqo),
+              (long long)t.prefix, (long long)rows, (long long)t.b * t.hqo,
               rows < t.b * t.hqo
                   ? (" (sample " + std::to_string(seed) + ")").c_str()
                   : "",
