@@ -268,8 +268,16 @@ struct TwoLevelBatch {
     fill(hq, size_t(b) * hqo * d, rng);
   }
 
-  /// Halves of uniform values in [-sqrt(3), sqrt(3)] (splitmix64).
+  /// Halves of uniform values in [-sqrt(3), sqrt(3)]: 16 bits of splitmix64
+  /// each, through a table of their halves.
   static void fill(std::vector<uint16_t> &out, size_t n, std::mt19937 &rng) {
+    static const std::vector<uint16_t> table = [] {
+      std::vector<uint16_t> t(1 << 16);
+      for (size_t u = 0; u < t.size(); ++u)
+        t[u] = cascade::runtime::floatToHalf(static_cast<float>(
+            (double(u) / 65535.0 * 2 - 1) * 1.7320508075688772));
+      return t;
+    }();
     uint64_t state = (uint64_t(rng()) << 32) | rng();
     out.resize(n);
     for (size_t i = 0; i < n; i += 4) {
@@ -278,8 +286,7 @@ struct TwoLevelBatch {
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
       z ^= z >> 31;
       for (size_t j = i; j < std::min(n, i + 4); ++j, z >>= 16)
-        out[j] = cascade::runtime::floatToHalf(static_cast<float>(
-            (double(z & 0xffff) / 65535.0 * 2 - 1) * 1.7320508075688772));
+        out[j] = table[z & 0xffff];
     }
   }
   int64_t kvLen(int64_t i) const {
