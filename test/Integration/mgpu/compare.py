@@ -106,9 +106,13 @@ def main():
     a = ap.parse_args()
     keys = parse_log(a.log)
     with open(a.log) as f:
-        if not keys and any(line.startswith("SKIP") for line in f):
-            print(f"SKIP: the mgpu test skipped (no GPU), nothing to compare ({a.log})")
-            return 0
+        lines = f.read().splitlines()
+    # The test's own verdict ("N passed, M failed") and its step times.
+    summary = [ln for ln in lines if re.match(r"^\d+ passed, \d+ failed$", ln)]
+    steps = [ln[len("mgpu step "):] for ln in lines if ln.startswith("mgpu step ")]
+    if not keys and any(line.startswith("SKIP") for line in lines):
+        print(f"SKIP: the mgpu test skipped (no GPU), nothing to compare ({a.log})")
+        return 0
     if not keys:
         print(f"FAIL no 'mgpu key' lines in {a.log}")
         return 1
@@ -186,7 +190,9 @@ def main():
                     "FlashInfer 0.5.3: MultiLevelCascadeAttentionWrapper, plan once, run() timed "
                     "by CUDA events (benchmarks/python/bench.py's cascade row: median of 15 "
                     "timings of 5 calls), same shapes, in the same session (compare.py).\n\n"
-                    + table + "\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n")
+                    + table + "\n\n" + "\n".join(f"- {v}" for v in verdicts) + "\n"
+                    + f"- cascade-mgpu-test: {summary[-1] if summary else 'no summary line'}"
+                    f" (float64 checks; steps: {'; '.join(' '.join(x.split()) for x in steps)})\n")
     return 1 if failed else 0
 
 
