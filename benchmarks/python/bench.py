@@ -100,7 +100,9 @@ def decode_row(B, L):
     return res, errs, nbytes
 
 
-def cascade_row(B, S, U):
+def cascade_row(B, S, U, HQ=HQ, HKV=HKV):
+    """The cascade row at heads HQ/HKV (test/Integration/mgpu/compare.py times
+    other heads)."""
     G = HQ // HKV
     sp, up = -(-S // PAGE), -(-U // PAGE)
     P = sp + B * up

@@ -11,6 +11,10 @@
 #               wgmma family (the Hopper GPU check and benchmarks)
 #   rt-bundle/  kernels of the launcher check (test/Integration/runtime)
 #   mgpu/host.o host code of the mgpu integration test
+#   mgpu/python/ the Python package's bundles of the key cascade (32/8 and
+#               32/32 heads, from BUILD_DIR's package, when it was built)
+#               and nlohmann-json, for the Python wrapper row of
+#               test/Integration/mgpu/compare.py
 #   deps/       nlohmann-json (headers + CMake package) for the builds there
 #               (which has none): the runtime, and its runtime-only Python
 #               module, which plans for the check and the benchmarks
@@ -38,9 +42,23 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
 work=$(mktemp -d)
 bash "$ROOT/test/Integration/mgpu/build_host_object.sh" "$OPT" "$work" >/dev/null
 mkdir -p "$OUT/mgpu" && cp "$work/host.o" "$OUT/mgpu/host.o" && rm -rf "$work"
+pyb=$BUILD/python_packages/cascade_mlir/bundles/sm_90
+if [ -d "$pyb" ]; then
+  work=$(mktemp -d) && mkdir -p "$work/kernels/sm_90" "$OUT/mgpu/python"
+  for h in 32x8 32x32; do
+    for k in prefill prefill-acc decode decode-acc; do
+      cp -r "$pyb/$k.f16-f16.d128.h$h.p16.nhd.pool" "$work/kernels/sm_90/"
+    done
+  done
+  cp -r "$pyb/merge.f16.d128" "$pyb/merge.f32.d128" "$work/kernels/sm_90/"
+  tar -C "$work" -cJf "$OUT/mgpu/python/kernels.tar.xz" kernels && rm -rf "$work"
+else
+  echo "no $pyb (a build without the Python package): compare.py will not time the Python wrapper"
+fi
 inc=$(dirname "$(find /usr/include /usr/local/include -path '*/nlohmann/json.hpp' 2>/dev/null | head -1)")
 cfg=$(dirname "$(find /usr/share/cmake /usr/lib/cmake /usr/local/share/cmake -name nlohmann_jsonConfig.cmake 2>/dev/null | head -1)")
 mkdir -p "$OUT/deps/include" "$OUT/deps/share/cmake"
 cp -r "$inc" "$OUT/deps/include/nlohmann"
 cp -r "$cfg" "$OUT/deps/share/cmake/nlohmann_json"
+[ -d "$OUT/mgpu/python" ] && cp -r "$OUT/deps" "$OUT/mgpu/python/deps"
 du -sh "$OUT"

@@ -12,8 +12,14 @@
 #   runtime built there and its launcher / CUDA-graph check
 #   (test/Integration/runtime), the mgpu integration test (host code compiled
 #   by cascade-to-ptx + gpu-to-llvm, linked with the runtime's mgpu shim).
-# mgpu: only the mgpu integration test (plain, planned and graph-mode planned
-#   cascades compiled from IR; needs only .carry/mgpu and .carry/deps).
+# mgpu: only the mgpu integration test (plain, planned, graph-mode and
+#   automatic cascades compiled from IR, and the key cascade of issue 17
+#   timed; needs .carry/mgpu and .carry/deps), then
+#   test/Integration/mgpu/compare.py: the Python wrapper (installed from
+#   .carry/mgpu/python, else .carry/python, while the runtime builds) and
+#   FlashInfer (when `. .fi/env.sh` makes it importable) on the same shapes,
+#   PASS / FAIL per target of issue 17, rows appended to
+#   benchmarks/RESULTS.md (copied to $OUT). About 3 minutes.
 # bench: python3 -m benchmarks.decode_merge.bench and benchmarks.attention.bench,
 #   with FlashInfer 0.5.3 in the same process when `. .fi/env.sh` makes it
 #   importable.
@@ -37,15 +43,45 @@ export SITE=${SITE:-/tmp/cascade-site-runtime}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv > "$O/gpu.txt" 2>&1
 rc=0
 if [[ $WHAT == mgpu ]]; then
+  t0=$SECONDS
+  # The Python package with the key cascade's bundles (compare.py's Python
+  # wrapper row), installed while the runtime builds.
+  PYC=$C/mgpu/python
+  [[ -f $PYC/kernels.tar.xz ]] || PYC=$C/python
+  PYSITE=${MGPU_SITE:-/tmp/cascade-site-mgpu}
+  pyinst=""
+  if [[ -f $PYC/kernels.tar.xz ]]; then
+    CARRY=$PYC SITE=$PYSITE OUT=$O bash python_bindings/tests/gpu/run_h200.sh install \
+      > "$O/mgpu-python-install.log" 2>&1 &
+    pyinst=$!
+  fi
   cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCASCADE_ENABLE_COMPILER=OFF -DCASCADE_ENABLE_TESTS=OFF \
       -DCASCADE_ENABLE_GPU_CHECKS=ON \
       -DCASCADE_MGPU_HOST_OBJECT="$PWD/$C/mgpu/host.o" > "$O/rt-build.log" 2>&1 &&
     cmake --build "$BUILD" -j"$(nproc)" --target cascade-mgpu-test >> "$O/rt-build.log" 2>&1 ||
     { echo "runtime build FAILED (see $O/rt-build.log)"; exit 1; }
+  echo "mgpu step runtime build                          $((SECONDS - t0)) s"
   echo "== mgpu integration (test/Integration/mgpu)"
-  "$BUILD/test/Integration/mgpu/cascade-mgpu-test" > "$O/mgpu.log" 2>&1 || rc=1
-  grep -E "FAIL|time|passed" "$O/mgpu.log"
+  t1=$SECONDS
+  timeout "${MGPU_TIMEOUT:-420}" "$BUILD/test/Integration/mgpu/cascade-mgpu-test" \
+    > "$O/mgpu.log" 2>&1 || rc=1
+  grep -E "FAIL|SKIP|^mgpu (key|step|seed)|passed" "$O/mgpu.log" | cut -c1-200
+  echo "mgpu step cascade-mgpu-test (module loads + main)  $((SECONDS - t1)) s"
+  echo "== Done-when comparisons (test/Integration/mgpu/compare.py)"
+  t1=$SECONDS
+  if [[ -n $pyinst ]]; then
+    wait "$pyinst" || echo "Python package install FAILED (see $O/mgpu-python-install.log)"
+  else
+    echo "(no $C/mgpu/python or $C/python kernels: the Python wrapper is not measured;" \
+         "prepare_carry.sh makes $C/mgpu/python from a build with the Python package)"
+  fi
+  PYTHONPATH=$PYSITE:$PWD${PYTHONPATH:+:$PYTHONPATH} python3 test/Integration/mgpu/compare.py \
+    "$O/mgpu.log" --results benchmarks/RESULTS.md > "$O/mgpu-compare.log" 2>&1 || rc=1
+  cat "$O/mgpu-compare.log"
+  cp benchmarks/RESULTS.md "$O/RESULTS.md"
+  echo "mgpu step compare.py (Python wrapper, FlashInfer)  $((SECONDS - t1)) s"
+  echo "mgpu total $((SECONDS - t0)) s"
   exit $rc
 fi
 if [[ $WHAT == all || $WHAT == checks ]]; then
