@@ -1,8 +1,9 @@
 // RoPE on the rows family rounds like the tensor-core families
 // (docs/semantics.md, "Where RoPE rounds"): q' and k' are rotated in f32
 // (cos/sin.approx) and rounded once to q's storage dtype before the f32 dot
-// product. Decode kernels of f16, bf16, an fp8 cache (k' rounds to q's
-// dtype) and, as the negative, the same f16 decode without RoPE.
+// product: q' to q's dtype, k' to KV's (an fp8 cache's to q's). Decode
+// kernels of f16, bf16, an fp8 cache, q f16 over a bf16 cache and, as the
+// negative, the same f16 decode without RoPE.
 // RUN: cascade-opt %s --convert-cascade-to-gpu | FileCheck %s
 // RUN: cascade-opt %s --cascade-to-ptx="bundle-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/kernels.ptx
@@ -33,6 +34,12 @@
 // CHECK: scf.for
 // CHECK: nvvm.convert.f8x2.to.f16x2
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xf16>
+// CHECK-LABEL: gpu.func @cascade_decode_rows_f16_bf16_d64_g1_h8_p16_nhd_pool_rope
+// CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xf16>
+// CHECK-NEXT: arith.extf
+// CHECK: scf.for
+// CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+// CHECK-NEXT: arith.extf
 
 // In the PTX the rounding is a cvt.rn to the storage dtype after the
 // rotation's sin.approx (packed pairs or single halves, as LLVM chooses),
@@ -79,5 +86,14 @@ func.func @rope_fp8(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_theta = 10000.0 : f32}
+  return
+}
+
+func.func @rope_mixed(%q: memref<?x8x64xf16>, %kv: memref<?x2x16x8x64xbf16>,
+                      %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                      %o: memref<?x8x64xf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x64xf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x8x64xf16>, memref<?x8xf32>) {page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_theta = 10000.0 : f32}
   return
 }
