@@ -27,11 +27,14 @@ MMA = ("mma_f16_d128_g4_p16_nhd_pool_causal", "mma_f16_d128_g4_p16_nhd_pool",
        "mma_split_f16_d128_g1_p16_nhd_pool", "dec_acc_f16_d128_g1")
 # The benchmark's decode (and split decode) on mma_sync, one kernel per
 # configuration: q_tile 16 (the group of 4 in one m16 tile), 4 warps along
-# KV; 64-token tiles in 2 stages (2 blocks an SM) and what selection would
-# choose for a group it sends to mma_sync (128-token tiles, 2 stages).
+# KV: 64-token tiles in 2 stages (2 blocks an SM) and what selection would
+# choose for a group it sends to mma_sync (128-token tiles, 2 stages); then
+# 2 warps along 32-token tiles in 4 stages (2 blocks an SM, 3 tiles in
+# flight each).
 MMA_DECODE_SOURCES = ("dec_f16_d128_g4_p16_nhd_pool", "split_f16_d128_g4_p16_nhd_pool")
 MMA_DECODE = {"kv64": "threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 2",
-              "kv128": "threads = [32, 1, 4], q_tile = 16, kv_tile = 128, stages = 2"}
+              "kv128": "threads = [32, 1, 4], q_tile = 16, kv_tile = 128, stages = 2",
+              "kv32": "threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4"}
 # A KV buffer: a 5-D pool or a 4-D (k, v) page tensor of f16/bf16.
 KV_TYPE = re.compile(r"memref<(\?(?:x\d+){3,4})x(?:f16|bf16)>")
 
