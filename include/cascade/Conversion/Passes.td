@@ -20,8 +20,9 @@ def CascadeSelectKernelConfig
 
     Defaults: merges one state per head_dim/8 threads; decode with GQA groups
     up to `rows-max-group` (`rows-max-group-fp8` over an fp8 KV cache) and
-    head_dim 8..256 a power of two on the `rows` family; everything else (prefill/append, shared-prefix levels, large
-    groups, other head dims) on `mma_sync`, within the shared memory of the
+    head_dim 8..256 a power of two on the `rows` family; everything else
+    (prefill/append, shared-prefix levels, large groups, other head dims)
+    on `mma_sync`, within the shared memory of the
     target chip; on sm_90a, prefill/append and shared-prefix levels with q
     and KV of one dtype and head_dim 64, 128 or 256 on `wgmma` instead
     (`wgmma=false` keeps them on `mma_sync`; head_dim 96 and 192, which are

@@ -237,8 +237,8 @@ static bool rowsApplies(const SelectionInput &in) {
   // here for small-group decode (bandwidth-bound) and on tensor cores
   // otherwise, like f16.
   bool onlyRows = s.mixedTypes && !isFp8KVType(s.kvType);
-  // fp8 decode does twice the f32 FMAs per KV byte of f16 (an estimate that
-  // tensor cores win from smaller groups): its own limit.
+  // fp8 decode on rows does twice f16's f32 FMAs per KV byte, so tensor
+  // cores may pay from smaller groups: its own limit.
   int64_t maxGroup =
       isFp8KVType(s.kvType) ? in.opts.rowsMaxGroupFp8 : in.opts.rowsMaxGroup;
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&

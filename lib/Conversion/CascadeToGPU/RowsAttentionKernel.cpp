@@ -12,8 +12,7 @@
 // states are merged through shared memory. With RoPE, q' and k' are rotated
 // in f32 registers and rounded once to their storage dtype (k' of an fp8
 // cache: q's) before the dot product, as the tensor-core families round them
-// in shared memory
-// (docs/semantics.md, "Where RoPE rounds").
+// in shared memory (docs/semantics.md, "Where RoPE rounds").
 //
 // Split-KV (plan operands): work item w handles request request_indices[w],
 // chunk kv_tile_indices[w] (tokens [k*C, (k+1)*C)), and writes its partial
