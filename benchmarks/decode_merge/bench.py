@@ -4,11 +4,17 @@
 Usage, from the repository root, with the runtime's Python module
 cascade_mlir importable (the split-KV decode plans are the runtime's):
   python3 -m benchmarks.decode_merge.bench BUNDLE_DIR [--reps N] [--fp8-bundle DIR]
+      [--fp8-families rows,mma_sync]
 BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
 --fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; prepare_carry.sh's
 fp8-bundle/) adds the decode rows with an fp8 e4m3 cache (k_scale 0.5,
-v_scale 2), against FlashInfer's fp8 decode on the same cache.
+v_scale 2), against FlashInfer's fp8 decode on the same cache, once per
+kernel family that bundle holds for the shape: `rows` (what selection picks)
+and `mma_sync` at each forced kernel configuration of gen_fp8_kernels.py's
+MMA_DECODE (--fp8-families picks). A closing "fp8 summary" table puts, per
+shape, the fraction of copy bandwidth of each (the faster of plain and
+split-KV) next to FlashInfer's fp8 and f16 decode on the same caches.
 Per row: median device-event time (us; benchmarks.common.timing, our
 launches replayed from a CUDA graph of 10 copies), GB/s of (inputs read once + outputs
 written once), and the fraction of a device-to-device copy's bandwidth
@@ -86,18 +92,43 @@ def fp8_pool(shape):
     return (codes | sign).astype(cp.uint8)
 
 
-def bench_decode(b, rng, B, L, reps, split, sms, kv="f16"):
+def decode_variants(b, kv):
+    """(family, kv_tile or None) of the decode kernels `b` holds for the
+    benchmark's shape: rows, then every mma_sync configuration."""
+    out = []
+    for k in b.manifest["kernels"]:
+        st = k["static"]
+        if (k["op"] == "decode" and st.get("num_qo_heads") == 32
+                and st.get("num_kv_heads") == 8 and st.get("head_dim") == 128
+                and st.get("page_size") == 16 and st.get("kv_layout") == "nhd"
+                and st.get("kv_form") == "pool" and st.get("q_dtype") == "f16"
+                and st.get("kv_dtype", "f16") == kv and not st.get("accumulate")
+                and st.get("pos_encoding") == "none" and st.get("window_left") == -1
+                and not st.get("logits_soft_cap")):
+            fam = st["kernel_family"]
+            v = (fam, None if fam == "rows" else st["tile_tokens"])
+            if v not in out:
+                out.append(v)
+    return sorted(out, key=lambda v: (v[0] != "rows", v[1] or 0))
+
+
+def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", family="rows", tile=None,
+                 compare=True):
     """kv: "f16", or "f8e4m3" (b then holds fp8_kernels.mlir's kernels; the
-    cache is read with k_scale 0.5 and v_scale 2)."""
+    cache is read with k_scale 0.5 and v_scale 2). family / tile: the
+    kernel family and (mma_sync) KV tile of the decode kernels. compare:
+    time torch / FlashInfer too (their results are checked either way)."""
     Hqo, Hkv, D, ps = 32, 8, 128, 16
     fp8 = kv != "f16"
     ks, vs = (0.5, 2.0) if fp8 else (1.0, 1.0)
     kvs = dict(kv_dtype=kv) if fp8 else {}
-    name = b.find("decode", kernel_family="rows", accumulate=False, head_dim=D,
+    if tile is not None:
+        kvs["tile_tokens"] = tile
+    name = b.find("decode", kernel_family=family, accumulate=False, head_dim=D,
                   num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
                   kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
                   logits_soft_cap=0.0, window_left=-1, **kvs)
-    sname = b.find("decode_split", kernel_family="rows", accumulate=False, head_dim=D,
+    sname = b.find("decode_split", kernel_family=family, accumulate=False, head_dim=D,
                    num_qo_heads=Hqo, num_kv_heads=Hkv,
                    page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16", **kvs)
     mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype="f16",
@@ -133,7 +164,7 @@ def bench_decode(b, rng, B, L, reps, split, sms, kv="f16"):
         qt = t_(q).view(B, Hqo, 1, D)
         sdpa = torch.nn.functional.scaled_dot_product_attention
         ref = sdpa(qt, kk, vv, enable_gqa=True).view(B, Hqo, D)
-        if not fp8:  # the f16 row times torch; fp8 has no torch kernel to time
+        if not fp8 and compare:  # fp8 has no torch kernel to time
             others["torch"] = torch_timed(lambda: sdpa(qt, kk, vv, enable_gqa=True), reps)
         b.launch(name, bufs)
         cp.cuda.runtime.deviceSynchronize()
@@ -156,8 +187,10 @@ def bench_decode(b, rng, B, L, reps, split, sms, kv="f16"):
         cp.cuda.runtime.deviceSynchronize()
         err = relerr(o, cp.asarray(fo))
         assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs FlashInfer"
-        others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt, **scales), reps)
-    label = f"decode {'fp8 e4m3 ' if fp8 else ''}B={B} L={L}"
+        if compare:
+            others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt, **scales), reps)
+    fam = family if tile is None else f"{family} kv_tile {tile}"
+    label = f"decode {'fp8 e4m3 ' if fp8 else ''}B={B} L={L} [{fam}]"
     rows.append((label, "no split", t, nbytes, others))
     # The runtime's decode plan for the split kernel's occupancy on this
     # device: split-KV only where B * Hkv blocks leave the device idle.
@@ -254,6 +287,9 @@ def main():
     ap.add_argument("--only", choices=["all", "decode", "merge"], default="all")
     ap.add_argument("--fp8-bundle", default=None,
                     help="fp8_kernels.mlir's bundle: adds the fp8 (e4m3) decode rows")
+    ap.add_argument("--fp8-families", default="rows,mma_sync",
+                    help="kernel families of the fp8 decode rows (of those the fp8 "
+                         "bundle holds for the shape): rows, mma_sync or both")
     a = ap.parse_args()
     b = Bundle(a.bundle)
     b8 = Bundle(a.fp8_bundle) if a.fp8_bundle else None
@@ -264,11 +300,15 @@ def main():
     print(f"GPU: {props['name'].decode()} SMs={sms}")
     bw0 = copy_bw(a.reps)
     rows = []
+    shapes = ((64, 4096), (16, 32768), (256, 1024))
+    fams = a.fp8_families.split(",")
+    variants = [v for v in decode_variants(b8, "f8e4m3") if v[0] in fams] if b8 else []
     if a.only in ("all", "decode"):
-        for B, L in ((64, 4096), (16, 32768), (256, 1024)):
+        for B, L in shapes:
             rows += bench_decode(b, rng, B, L, a.reps, True, sms)
-            if b8 is not None:
-                rows += bench_decode(b8, rng, B, L, a.reps, True, sms, kv="f8e4m3")
+            for i, (fam, tile) in enumerate(variants):
+                rows += bench_decode(b8, rng, B, L, a.reps, True, sms, kv="f8e4m3",
+                                     family=fam, tile=tile, compare=i == 0)
     if a.only in ("all", "merge"):
         rows += bench_merge(b, a.reps)
     bw1 = copy_bw(a.reps)
@@ -287,6 +327,32 @@ def main():
     for name, var, t, nb, others in rows:
         print(f"| {name} | {var} | {t:.1f} | {nb / t / 1e3:.0f} | {nb / (t * 1e-6) / bw:.2f} "
               f"| {cell(others, 'torch', t)} | {cell(others, 'FlashInfer', t)} |")
+    if variants and a.only in ("all", "decode"):
+        print_fp8_summary(rows, shapes, variants, bw)
+
+
+def print_fp8_summary(rows, shapes, variants, bw):
+    """Per shape: decode bytes/s as a fraction of the copy bandwidth, the
+    faster of plain and split-KV per kernel, FlashInfer's on the same cache."""
+    cols = ["f16 [rows]"] + [f"fp8 e4m3 [{f if t is None else f'{f} kv_tile {t}'}]"
+                             for f, t in variants]
+    print()
+    print("| fp8 summary: shape | " + " | ".join(cols)
+          + " | FlashInfer f16 | FlashInfer fp8 e4m3 |")
+    print("| --- " * (len(cols) + 3) + "|")
+    for B, L in shapes:
+        best, fi = {}, {}
+        for name, _, t, nb, others in rows:
+            if not name.startswith("decode ") or f"B={B} L={L} " not in name:
+                continue
+            kvname = "fp8 e4m3" if "fp8" in name else "f16"
+            col = f"{kvname} {name[name.index('['):]}"
+            best[col] = min(best.get(col, (t, nb)), (t, nb))
+            if "FlashInfer" in others:
+                fi[kvname] = (others["FlashInfer"], nb)
+        frac = lambda tn: f"{tn[1] / (tn[0] * 1e-6) / bw:.2f}" if tn else "-"
+        print(f"| fp8 summary: B={B} L={L} | " + " | ".join(frac(best.get(c)) for c in cols)
+              + f" | {frac(fi.get('f16'))} | {frac(fi.get('fp8 e4m3'))} |")
 
 
 if __name__ == "__main__":

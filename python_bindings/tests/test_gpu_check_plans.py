@@ -170,16 +170,25 @@ def test_every_fp8_case_plans_and_binds_its_scales(check, monkeypatch, small):
     caches, each launch with its kv_dtype and the scales bound by name."""
     launches, results = run_check(check, monkeypatch, "--fp8",
                                   *(["--small"] if small else []))
-    assert len(results) == (8 if small else 48)
+    assert len(results) == (8 if small else 60)
     attention = [(k, b) for k, b in launches if not k["op"].startswith("merge")]
     assert {k["static"]["kv_dtype"] for k, _ in attention} == {"f8e4m3", "f8e5m2"}
     assert {k["static"]["kernel_family"] for k, _ in attention} == {"rows", "mma_sync"}
     scaled = [b for _, b in attention if b["k_scale"] != 1.0]
     assert scaled and all(b["k_scale"] == 0.37 and b["v_scale"] == 2.5 for b in scaled)
     split = [(k, b) for k, b in attention if k["op"].endswith("_split")]
-    assert len(split) == (4 if small else 12)
+    assert len(split) == (4 if small else 18)
     for k, b in split:
         check_split_launch(check, k["static"], b)
+    # The decode benchmark's shape forced onto mma_sync (gen_fp8_kernels.py's
+    # MMA_DECODE), each kv_tile plain and split, with both fp8 dtypes.
+    forced = {(k["op"], k["static"]["kv_dtype"], k["static"]["tile_tokens"])
+              for k, _ in attention if k["static"]["kernel_family"] == "mma_sync"
+              and k["op"].startswith("decode") and k["static"]["num_kv_heads"] == 8
+              and "tile_tokens" in k["static"]}
+    if not small:
+        assert forced == {(op, kv, t) for op in ("decode", "decode_split")
+                          for kv in ("f8e4m3", "f8e5m2") for t in (32, 64, 128)}
 
 
 def test_split_plan_keeps_the_chunk(check):

@@ -132,7 +132,7 @@ if [[ $WHAT == fp8 ]]; then
   echo "== fp8 decode benchmark"
   python3 -m benchmarks.decode_merge.bench "$C/bundle" --only decode "${FP8[@]}" \
     > "$O/bench-fp8.log" 2>&1 || rc=1
-  grep -E "^\| decode|copy" "$O/bench-fp8.log"
+  grep -E "^\| decode|copy|fp8 summary|not importable" "$O/bench-fp8.log"
   python3 -m benchmarks.attention.bench "$C/bundle" --rows cascade "${FP8[@]}" \
     > "$O/attention-fp8.log" 2>&1 || rc=1
   grep -E "^\| cascade" "$O/attention-fp8.log" | cut -c1-220

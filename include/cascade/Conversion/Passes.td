@@ -19,9 +19,10 @@ def CascadeSelectKernelConfig
     one kernel per distinct (static op configuration, kernel configuration).
 
     Defaults: merges one state per head_dim/8 threads; decode with GQA groups
-    up to `rows-max-group` and head_dim 8..256 a power of two on the `rows`
-    family; everything else (prefill/append, shared-prefix levels, large
-    groups, other head dims) on `mma_sync`, within the shared memory of the
+    up to `rows-max-group` (`rows-max-group-fp8` over an fp8 KV cache) and
+    head_dim 8..256 a power of two on the `rows` family; everything else
+    (prefill/append, shared-prefix levels, large groups, other head dims)
+    on `mma_sync`, within the shared memory of the
     target chip; on sm_90a, prefill/append and shared-prefix levels with q
     and KV of one dtype and head_dim 64, 128 or 256 on `wgmma` instead
     (`wgmma=false` keeps them on `mma_sync`; head_dim 96 and 192, which are
@@ -67,6 +68,10 @@ def CascadeSelectKernelConfig
            "rows family: shared memory budget of the K/V stages (KiB)">,
     Option<"rowsMaxGroup", "rows-max-group", "int64_t", /*default=*/"8",
            "Largest GQA group that decodes on the rows family">,
+    Option<"rowsMaxGroupFp8", "rows-max-group-fp8", "int64_t",
+           /*default=*/"8",
+           "Largest GQA group that decodes on the rows family over an fp8 "
+           "KV cache (larger groups decode on mma_sync)">,
     Option<"mmaQTile", "mma-q-tile", "int64_t", /*default=*/"0",
            "mma_sync: packed query rows per block (0 = automatic)">,
     Option<"mmaKVTile", "mma-kv-tile", "int64_t", /*default=*/"0",

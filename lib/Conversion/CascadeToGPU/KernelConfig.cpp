@@ -8,7 +8,8 @@
 //   block;
 // - rows: q and KV of different f16/bf16 dtypes (the only family that
 //   converts those), and decode with a small GQA group (<= rows-max-group)
-//   at a head_dim the family splits over a warp (f16, bf16 or fp8 KV): the
+//   at a head_dim the family splits over a warp (f16, bf16 or fp8 KV; fp8
+//   has its own group limit, rows-max-group-fp8): the
 //   bandwidth-bound CUDA-core kernel (all G query heads of a KV head share
 //   each K/V tile read);
 // - mma_sync: every other attention (prefill/append, shared-prefix levels,
@@ -236,10 +237,14 @@ static bool rowsApplies(const SelectionInput &in) {
   // here for small-group decode (bandwidth-bound) and on tensor cores
   // otherwise, like f16.
   bool onlyRows = s.mixedTypes && !isFp8KVType(s.kvType);
+  // fp8 decode on rows does twice f16's f32 FMAs per KV byte, so tensor
+  // cores may pay from smaller groups: its own limit.
+  int64_t maxGroup =
+      isFp8KVType(s.kvType) ? in.opts.rowsMaxGroupFp8 : in.opts.rowsMaxGroup;
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
          kernelFamilySupportsKVType(KernelFamily::Rows, s.qType, s.kvType,
                                     in.target) &&
-         (onlyRows || (s.decode && s.group <= in.opts.rowsMaxGroup));
+         (onlyRows || (s.decode && s.group <= maxGroup));
 }
 
 /// The rows family: D/8 lanes own 8 elements each, bdz slices of a tile;
@@ -510,6 +515,7 @@ struct SelectKernelConfigPass
     o.rowsMaxStages = rowsMaxStages;
     o.rowsSmemKiB = rowsSmemKiB;
     o.rowsMaxGroup = rowsMaxGroup;
+    o.rowsMaxGroupFp8 = rowsMaxGroupFp8;
     o.mmaQTile = mmaQTile;
     o.mmaKVTile = mmaKVTile;
     o.mmaStages = mmaStages;

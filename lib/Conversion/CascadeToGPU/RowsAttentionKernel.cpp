@@ -9,7 +9,10 @@
 // (nvgpu.device_async_copy, zero-fill past the end) into shared memory
 // through an S-stage pipeline. Scores are reduced with gpu.shuffle xor over
 // the D/8 lanes; the online softmax is base 2 (ex2.approx); the bdz partial
-// states are merged through shared memory.
+// states are merged through shared memory. With RoPE, q' and k' are rotated
+// in f32 registers and rounded once to their storage dtype (k' of an fp8
+// cache: q's) before the dot product, as the tensor-core families round them
+// in shared memory (docs/semantics.md, "Where RoPE rounds").
 //
 // Split-KV (plan operands): work item w handles request request_indices[w],
 // chunk kv_tile_indices[w] (tokens [k*C, (k+1)*C)), and writes its partial
@@ -73,6 +76,16 @@ private:
   /// [head][key]; `rows` gets each key's row offset.
   SmallVector<SmallVector<Value>> tileScores(Value st, Value tileBase,
                                              SmallVector<Value> &rows);
+  /// A RoPE'd q' or k' (vector<8xf32>) rounded once to `storage` (round to
+  /// nearest even) and widened back: the rounding the tensor-core families
+  /// apply when they store the rotated tile in shared memory
+  /// (docs/semantics.md, "Where RoPE rounds").
+  Value roundToStorage(Value x8, Type storage);
+  /// The dtype k' rounds to: KV's own (f16 / bf16), or q's for an fp8 cache
+  /// (whose tiles the tensor-core families convert to q's dtype).
+  Type keyStorageType() const {
+    return isFp8KVType(c.kvType) ? c.qType : c.kvType;
+  }
 
   KernelBuilder k;
   gpu::GPUFuncOp fn;
@@ -209,7 +222,8 @@ void RowsAttentionKernel::loadQueries() {
     Value q8 = k.load8(args.q, k.add(qBase, laneOff));
     if (variant.rope()) {
       Value qp = k.load8(args.q, k.add(qBase, partnerOff));
-      q8 = ropeLane8(k, q8, qp, invFreq8, k.toF32(qPos), firstHalf);
+      q8 = roundToStorage(
+          ropeLane8(k, q8, qp, invFreq8, k.toF32(qPos), firstHalf), c.qType);
     }
     if (args.kScale)
       q8s.push_back(k.fmul(q8, k.splat(k.fmul(k.f32(qScale), args.kScale))));
@@ -263,6 +277,12 @@ ValueRange RowsAttentionKernel::mainloop(const PagedKVRowGather &gather) {
   return loop.getResults();
 }
 
+Value RowsAttentionKernel::roundToStorage(Value x8, Type storage) {
+  Value r =
+      arith::TruncFOp::create(k.b, k.loc, VectorType::get({8}, storage), x8);
+  return arith::ExtFOp::create(k.b, k.loc, x8.getType(), r);
+}
+
 SmallVector<SmallVector<Value>>
 RowsAttentionKernel::tileScores(Value st, Value tileBase,
                                 SmallVector<Value> &rows) {
@@ -275,7 +295,8 @@ RowsAttentionKernel::tileScores(Value st, Value tileBase,
     Value t = k.add(tileBase, j);
     if (variant.rope()) {
       Value kp = loadKV8AsF32(k, smK, k.add(row, partnerOff));
-      k8 = ropeLane8(k, k8, kp, invFreq8, k.toF32(t), firstHalf);
+      k8 = roundToStorage(ropeLane8(k, k8, kp, invFreq8, k.toF32(t), firstHalf),
+                          keyStorageType());
     }
     Value valid = k.cmp(arith::CmpIPredicate::ult, t, t1);
     Value rel;

@@ -751,6 +751,15 @@ def fp8_cases(b, rng, small=False):
                       decode=True, **sc)
             continue
         fp8_mma_cases(b, rng, sc)
+        # The decode benchmark's shape forced onto mma_sync (gen_fp8_kernels.py's
+        # MMA_DECODE: q_tile 16 holding the group of 4), plain and split-KV.
+        for tile in (32, 64, 128):
+            forced = dict(ps=16, layout="nhd", form="pool", static=dict(none, tile_tokens=tile),
+                          label=f"kv_tile {tile}", opts=dflt(128), decode=True, max_qo=1)
+            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=13, max_len=600,
+                      **forced, **sc)
+            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_len=2000,
+                      split=16, pad=4, **forced, **sc)
         for dtype in ("f16", "bf16"):
             check_decode(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16,
                          layout="nhd" if dtype == "f16" else "hnd", form="pool", B=13,
