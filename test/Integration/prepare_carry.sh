@@ -40,20 +40,26 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
 "$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/rt-bundle" -o /dev/null
 work=$(mktemp -d)
-bash "$ROOT/test/Integration/mgpu/build_host_object.sh" "$OPT" "$work" >/dev/null
+# The key cascade compiled for sm_90a (KEY_CHIP=, empty: cascade-to-ptx's
+# default sm_90), as the Python package runs it on an H200.
+KEY_CHIP=${KEY_CHIP-sm_90a} bash "$ROOT/test/Integration/mgpu/build_host_object.sh" "$OPT" "$work" >/dev/null
 mkdir -p "$OUT/mgpu" && cp "$work/host.o" "$OUT/mgpu/host.o" && rm -rf "$work"
-pyb=$BUILD/python_packages/cascade_mlir/bundles/sm_90
-if [ -d "$pyb" ]; then
-  work=$(mktemp -d) && mkdir -p "$work/kernels/sm_90" "$OUT/mgpu/python"
-  for h in 32x8 32x32; do
-    for k in prefill prefill-acc decode decode-acc; do
-      cp -r "$pyb/$k.f16-f16.d128.h$h.p16.nhd.pool" "$work/kernels/sm_90/"
+pyb=$BUILD/python_packages/cascade_mlir/bundles
+if [ -d "$pyb/sm_90" ]; then
+  work=$(mktemp -d) && mkdir -p "$OUT/mgpu/python"
+  for chip in sm_90 sm_90a; do
+    [ -d "$pyb/$chip" ] || continue
+    mkdir -p "$work/kernels/$chip"
+    for h in 32x8 32x32; do
+      for k in prefill prefill-acc decode decode-acc; do
+        cp -r "$pyb/$chip/$k.f16-f16.d128.h$h.p16.nhd.pool" "$work/kernels/$chip/"
+      done
     done
+    cp -r "$pyb/$chip/merge.f16.d128" "$pyb/$chip/merge.f32.d128" "$work/kernels/$chip/"
   done
-  cp -r "$pyb/merge.f16.d128" "$pyb/merge.f32.d128" "$work/kernels/sm_90/"
   tar -C "$work" -cJf "$OUT/mgpu/python/kernels.tar.xz" kernels && rm -rf "$work"
 else
-  echo "no $pyb (a build without the Python package): compare.py will not time the Python wrapper"
+  echo "no $pyb/sm_90 (a build without the Python package): compare.py will not time the Python wrapper"
 fi
 inc=$(dirname "$(find /usr/include /usr/local/include -path '*/nlohmann/json.hpp' 2>/dev/null | head -1)")
 cfg=$(dirname "$(find /usr/share/cmake /usr/lib/cmake /usr/local/share/cmake -name nlohmann_jsonConfig.cmake 2>/dev/null | head -1)")
