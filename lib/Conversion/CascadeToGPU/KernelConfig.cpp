@@ -203,9 +203,6 @@ struct OpShape {
   /// Options computed per score (ALiBi bias, soft cap) or per tile (RoPE in
   /// shared memory): they need registers that a 128-row tile does not leave.
   bool heavyOptions = false;
-  /// A custom mask: its bits are read next to every tile's scores, which
-  /// 128-row mma_sync tiles have no registers for (wgmma's consumers do).
-  bool customMask = false;
 };
 
 /// Everything a family's choice depends on.
@@ -305,9 +302,7 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
     kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
     stages = o.mmaStages ? o.mmaStages : 3;
   } else {
-    qTile = o.mmaQTile                                      ? o.mmaQTile
-            : dp <= 128 && !s.heavyOptions && !s.customMask ? 128
-                                                            : 64;
+    qTile = o.mmaQTile ? o.mmaQTile : dp <= 128 && !s.heavyOptions ? 128 : 64;
     warpsQ = std::min<int64_t>(4, std::max<int64_t>(1, qTile / 16));
     warpsKV = o.mmaWarpsKV ? o.mmaWarpsKV : 1;
     kvTile = o.mmaKVTile    ? o.mmaKVTile
@@ -454,7 +449,6 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.mixedTypes = s.qType != s.kvType;
   s.heavyOptions =
       a.getPosEncoding() != PosEncoding::None || !a.getLogitsSoftCap().isZero();
-  s.customMask = a.hasCustomMask();
   return s;
 }
 
