@@ -105,7 +105,7 @@ Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
                        "level %zu: mask_indptr ends at byte %d, past the %lld "
                        "bytes of the mask",
                        l, m.indptr[m.indptr.size() - 1],
-                       static_cast<long long>(4 * m.words.size()));
+                       4 * static_cast<long long>(m.words.size()));
   }
   for (size_t l = 0; l < n; ++l)
     if (next.levels[l].batch_size != spec.levels[l].kv_indptr.size() - 1 ||
