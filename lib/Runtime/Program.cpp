@@ -78,12 +78,35 @@ Status Program::plan(const ProgramSpec &spec,
 Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
   const size_t n = spec.levels.size();
   if (n == 0 || next.levels.size() != n ||
-      (!spec.indexBuffers.empty() && spec.indexBuffers.size() != n))
+      (!spec.indexBuffers.empty() && spec.indexBuffers.size() != n) ||
+      (!spec.masks.empty() && spec.masks.size() != n))
     return makeError(ErrorCode::InvalidArgument,
                      "a program binds a plan of one level per input level "
-                     "(and at most one set of index buffers per level); got "
+                     "(and at most one set of index buffers and one custom "
+                     "mask per level); got "
                      "%zu input levels and a %zu-level plan",
                      n, next.levels.size());
+  for (size_t l = 0; !spec.masks.empty() && l < n; ++l) {
+    const CustomMaskArrays &m = spec.masks[l];
+    if (!m.present())
+      continue;
+    if (spec.cudaGraph)
+      return Status(ErrorCode::InvalidArgument,
+                    "CUDA-graph mode does not take custom masks (their size "
+                    "changes with every plan)");
+    if (spec.levels[l].mode != PlanMode::Prefill ||
+        m.indptr.size() != spec.levels[l].kv_indptr.size())
+      return makeError(ErrorCode::InvalidArgument,
+                       "level %zu: a custom mask needs a prefill level and "
+                       "mask_indptr of batch_size + 1 entries",
+                       l);
+    if (m.indptr[m.indptr.size() - 1] > 4 * m.words.size())
+      return makeError(ErrorCode::SizeMismatch,
+                       "level %zu: mask_indptr ends at byte %d, past the %lld "
+                       "bytes of the mask",
+                       l, m.indptr[m.indptr.size() - 1],
+                       4 * static_cast<long long>(m.words.size()));
+  }
   for (size_t l = 0; l < n; ++l)
     if (next.levels[l].batch_size != spec.levels[l].kv_indptr.size() - 1 ||
         next.levels[l].cuda_graph != spec.cudaGraph)
@@ -161,6 +184,10 @@ Status Program::layout(const ProgramSpec &spec) {
     CASCADE_RETURN_IF_ERROR(need(user ? user->kvLastPageLen : 0,
                                  user ? user->kvLastPageLenCapacity : 0, b,
                                  "kv_last_page_len", a.last, a.lastOffset));
+    if (!spec.masks.empty() && spec.masks[l].present()) {
+      a.maskIndptrOffset = place(spec.masks[l].indptr.size());
+      a.maskWordsOffset = place(spec.masks[l].words.size());
+    }
   }
   for (size_t l = 0; l < n; ++l) {
     const PlanInputs &in = spec.levels[l];
@@ -237,6 +264,12 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
                      a.lastOffset, a.last});
     items.push_back({in.kv_indices.data(), in.kv_indices.size(),
                      a.indicesOffset, a.indices});
+    if (a.maskIndptrOffset >= 0) {
+      const CustomMaskArrays &m = spec_.masks[l];
+      items.push_back(
+          {m.indptr.data(), m.indptr.size(), a.maskIndptrOffset, 0});
+      items.push_back({m.words.data(), m.words.size(), a.maskWordsOffset, 0});
+    }
   }
   int64_t total = intBytes_;
   for (const Item &it : items)
@@ -319,6 +352,10 @@ Status Program::upload(uint64_t intWorkspace, int64_t intBytes,
       a.last = intWorkspace + a.lastOffset;
     if (a.indicesOffset >= 0)
       a.indices = intWorkspace + a.indicesOffset;
+    if (a.maskIndptrOffset >= 0) {
+      a.maskIndptr = intWorkspace + a.maskIndptrOffset;
+      a.maskWords = intWorkspace + a.maskWordsOffset;
+    }
   }
   CASCADE_RETURN_IF_ERROR(stage(intWorkspace, stream));
   intWs_ = intWorkspace;
@@ -381,6 +418,12 @@ Status Program::prepare(int variant,
     t.setBuffer("kv_indptr", a.kvIndptr, b + 1, "i32");
     t.setBuffer("kv_indices", a.indices, a.indicesCapacity, "i32");
     t.setBuffer("kv_last_page_len", a.last, b, "i32");
+    if (a.maskIndptrOffset >= 0) {
+      const CustomMaskArrays &m = spec_.masks[l];
+      t.setBuffer(contract::param::kCustomMask, a.maskWords, 4 * m.words.size(),
+                  "u8");
+      t.setBuffer(contract::param::kMaskIndptr, a.maskIndptr, b + 1, "i32");
+    }
     t.setBuffer("o", sentinel(Role::O), vCount, odt);
     t.setBuffer("lse", sentinel(Role::LSE), rows * first.num_qo_heads, "f32");
     // fp8 KV kernels' dequantization scales, patched by run().

@@ -109,7 +109,11 @@ class Level:
     def __init__(self, qo_indptr: np.ndarray, kv_indptr: np.ndarray,
                  kv_indices: np.ndarray, kv_last_page_len: np.ndarray,
                  group: Group, kv_slot: int = 0, fixed_split_pages: int = 0,
-                 disable_split_kv: bool = False):
+                 disable_split_kv: bool = False,
+                 custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None):
+        if (custom_mask is not None) != group.custom_mask:
+            raise ValueError("a level has a custom mask exactly when its group says so")
+        self.custom_mask = custom_mask
         self.qo_indptr, self.kv_indptr = qo_indptr, kv_indptr
         self.kv_indices, self.kv_last_page_len = kv_indices, kv_last_page_len
         self.group, self.kv_slot = group, kv_slot
@@ -117,13 +121,16 @@ class Level:
         self.disable_split_kv = disable_split_kv
 
     def as_dict(self) -> Dict[str, Any]:
-        return {"mode": "decode" if self.group.decode else "prefill",
-                "kv_slot": self.kv_slot,
-                "qo_indptr": None if self.group.decode else self.qo_indptr,
-                "kv_indptr": self.kv_indptr, "kv_indices": self.kv_indices,
-                "kv_last_page_len": self.kv_last_page_len,
-                "fixed_split_pages": self.fixed_split_pages,
-                "disable_split_kv": self.disable_split_kv}
+        d = {"mode": "decode" if self.group.decode else "prefill",
+             "kv_slot": self.kv_slot,
+             "qo_indptr": None if self.group.decode else self.qo_indptr,
+             "kv_indptr": self.kv_indptr, "kv_indices": self.kv_indices,
+             "kv_last_page_len": self.kv_last_page_len,
+             "fixed_split_pages": self.fixed_split_pages,
+             "disable_split_kv": self.disable_split_kv}
+        if self.custom_mask is not None:  # (packed bytes, byte offsets)
+            d["custom_mask"], d["mask_indptr"] = self.custom_mask
+        return d
 
 
 def check_csr(qo: Optional[np.ndarray], kv_indptr: np.ndarray, kv_indices: np.ndarray,

@@ -151,10 +151,11 @@ class SingleLevelWrapper:
               disable_split_kv: bool = False,
               custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
         """`custom_mask`: (packed bytes, byte offsets per request) of
-        FlashInfer's custom mask, which only the CPU reference takes."""
+        FlashInfer's custom mask; it replaces the causal mask (FlashInfer's
+        MaskMode.CUSTOM)."""
         auto = auto_cascade_options(auto_cascade)
         if custom_mask is not None:
-            check_custom_mask_supported(self._engine is not None, auto is not None)
+            check_custom_mask_supported(self._use_cuda_graph, auto is not None)
         fixed_pages, no_split = split_options(fixed_split_size, disable_split_kv)
         split: Dict[str, Any] = {"fixed_split_pages": fixed_pages,
                                  "disable_split_kv": no_split}
@@ -183,8 +184,11 @@ class SingleLevelWrapper:
             levels, buffers = self._auto_levels(cfg, qo, kp, ki, kl, causal, auto, split)
         else:
             self._auto = None
-            levels = [_gpu.Level(qo, kp, ki, kl, Group(decode=self._decode, causal=causal),
-                                 **split)]
+            masked = custom_mask is not None
+            levels = [_gpu.Level(qo, kp, ki, kl,
+                                 Group(decode=self._decode, causal=causal and not masked,
+                                       custom_mask=masked),
+                                 custom_mask=custom_mask, **split)]
             buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
             self._engine.plan(cfg, levels, buffers)

@@ -62,20 +62,23 @@ KernelConfig = AttentionConfig
 class Group:
     """One kind of attention level: decode (one query per request) or
     prefill, causal or not, writing its output or accumulating into it (a
-    cascade level after the first)."""
+    cascade level after the first), with FlashInfer's custom mask or not
+    (prefill only; it replaces the causal mask)."""
 
     decode: bool
     causal: bool = False
     accumulate: bool = False
+    custom_mask: bool = False
 
     @property
     def name(self) -> str:
         return ("decode" if self.decode else "prefill") + \
-            ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "")
+            ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "") + \
+            ("-mask" if self.custom_mask else "")
 
     def as_dict(self) -> Dict[str, bool]:
         return {"decode": self.decode, "causal": self.causal,
-                "accumulate": self.accumulate}
+                "accumulate": self.accumulate, "custom_mask": self.custom_mask}
 
 
 def attention_key(cfg: AttentionConfig, group: Group) -> str:
@@ -97,7 +100,7 @@ def parse_key(key: str) -> ParsedKey:
             return ("merge", dtype_code(parts[1], "key", allow_f32=True), int(parts[2][1:]))
         kind = parts[0].split("-")
         group = Group(decode=kind[0] == "decode", causal="causal" in kind,
-                      accumulate="acc" in kind)
+                      accumulate="acc" in kind, custom_mask="mask" in kind)
         if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
             raise ValueError
         return AttentionConfig.from_key(".".join(parts[1:])), group
@@ -197,6 +200,12 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="pair",
                            groups=prefill_groups, pos_encoding="rope_llama")
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, groups=(decode,))
+    # Custom masks (tests/gpu/test_gpu_custom_mask.py, the ragged benchmark):
+    # prefill over page-1 pairs (ragged, single-request) and page-16 pools.
+    masked = (Group(decode=False, custom_mask=True),)
+    keys += _attention_set([(32, 8, 128), (32, 8, 64)], page_size=1, form="pair",
+                           groups=masked)
+    keys += _attention_set([(32, 8, 128), (32, 8, 64)], groups=masked)
     return keys
 
 

@@ -7,9 +7,11 @@ A batch's custom mask is, per request i, a [qo_len_i, kv_len_i] bool matrix
 `segment_packbits(mask, mask_indptr, bitorder="little")` packs each
 request's bits into whole bytes and returns the bytes' per-request offsets.
 `request_masks` turns plan()'s `custom_mask` / `packed_custom_mask` into
-that layout for the float64 CPU reference; the kernels do not take custom
-masks yet (docs/python.md, FlashInfer parity): on the GPU plan() raises
-UnsupportedFeatureError naming that limitation.
+that layout, which the float64 CPU reference and the tensor-core prefill
+kernels take (the kernels read it as aligned 32-bit words from the int
+workspace, where plan() uploads it). CUDA-graph mode does not take custom
+masks (their size changes with every plan): plan() raises
+UnsupportedFeatureError there.
 """
 
 from typing import Any, List, Literal, Optional, Tuple
@@ -130,20 +132,20 @@ def unpack_segments(packed: Any, mask_indptr: Any, shapes: List[Tuple[int, int]]
     return masks
 
 
-_NOT_IN_KERNELS = ("custom masks are not supported by cascade_mlir's kernels yet, "
-                   "only by the CPU reference (docs/python.md, FlashInfer parity: "
-                   "causal, sliding-window and cascade masks are)")
+_NOT_IN_GRAPHS = ("custom masks are not supported in CUDA-graph mode (docs/python.md, "
+                  "FlashInfer parity: the mask's size changes with every plan; plan "
+                  "a wrapper without use_cuda_graph)")
 
 
 def check_no_custom_mask(custom_mask: Any, packed_custom_mask: Any, name: str) -> None:
     """The fixed mask buffers of CUDA-graph mode: a clear error."""
     if custom_mask is not None or packed_custom_mask is not None:
-        raise UnsupportedFeatureError(f"{name}: {_NOT_IN_KERNELS}")
+        raise UnsupportedFeatureError(f"{name}: {_NOT_IN_GRAPHS}")
 
 
-def check_custom_mask_supported(on_gpu: bool, auto_cascade: bool) -> None:
-    if on_gpu:
-        raise UnsupportedFeatureError(f"custom_mask: {_NOT_IN_KERNELS}")
+def check_custom_mask_supported(cuda_graph: bool, auto_cascade: bool) -> None:
+    if cuda_graph:
+        raise UnsupportedFeatureError(f"custom_mask: {_NOT_IN_GRAPHS}")
     if auto_cascade:
         raise UnsupportedFeatureError("custom_mask with auto_cascade: a shared level "
                                       "has no per-request mask")

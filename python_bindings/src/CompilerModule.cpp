@@ -170,9 +170,9 @@ void lowerToBundle(Session &s, mlir::ModuleOp module, const std::string &dir,
     throw py::value_error("compiling the kernels failed:\n" + s.diagnostics);
 }
 
-/// groups: dicts {decode, causal, accumulate}; each gets an unsplit and a
-/// split kernel (and the split kernel's merge), in the configuration's KV
-/// form.
+/// groups: dicts {decode, causal, accumulate[, custom_mask]}; each gets an
+/// unsplit and a split kernel (and the split kernel's merge), in the
+/// configuration's KV form.
 void compileAttentionBundle(const py::dict &config, const py::list &groups,
                             const std::string &dir, const std::string &chip,
                             const std::string &features) {
@@ -188,6 +188,8 @@ void compileAttentionBundle(const py::dict &config, const py::list &groups,
         call.decode = g["decode"].cast<bool>();
         call.causal = g["causal"].cast<bool>();
         call.accumulate = g["accumulate"].cast<bool>();
+        call.customMask =
+            g.contains("custom_mask") && g["custom_mask"].cast<bool>();
         call.split = split;
         cascade::python::addAttentionFunc(
             *module, "group" + std::to_string(i) + (split ? "_split" : ""), c,

@@ -18,6 +18,7 @@
 #include <pybind11/stl.h>
 
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <set>
@@ -357,6 +358,7 @@ public:
       in.kv_indptr = keep("kv_indptr");
       in.kv_indices = keep("kv_indices");
       in.kv_last_page_len = keep("kv_last_page_len");
+      spec.masks.push_back(customMask(lv));
       setPlanStatics(in, sig_.config);
       // Plan options (not part of the kernels' configuration).
       if (lv.contains("fixed_split_pages"))
@@ -402,6 +404,25 @@ public:
     last_ = LastCall();
     return py::make_tuple(program_.intBytesNeeded(),
                           program_.floatBytesNeeded());
+  }
+
+  /// A level's custom mask: "custom_mask" (its packed bytes, uint8) and
+  /// "mask_indptr" (int32 [B+1]) of the level dict, the bytes kept as
+  /// 32-bit words (CustomMaskArrays); absent views without them.
+  CustomMaskArrays customMask(const py::dict &lv) {
+    if (!lv.contains("custom_mask") || lv["custom_mask"].is_none())
+      return {};
+    auto bytes = lv["custom_mask"]
+                     .cast<py::array_t<uint8_t, py::array::c_style |
+                                                    py::array::forcecast>>();
+    I32Array words(static_cast<py::ssize_t>((bytes.size() + 3) / 4));
+    std::memset(words.mutable_data(), 0, 4 * words.size());
+    std::memcpy(words.mutable_data(), bytes.data(), bytes.size());
+    I32Array indptr = lv["mask_indptr"].cast<I32Array>();
+    arrays_.push_back(words);
+    arrays_.push_back(indptr);
+    return {ArrayView<int32_t>(words.data(), words.size()),
+            ArrayView<int32_t>(indptr.data(), indptr.size())};
   }
 
   void upload(py::handle intWorkspace, py::handle floatWorkspace,

@@ -138,6 +138,11 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   if (!call.decode)
     inputs.push_back(idxT); // qo_indptr
   inputs.append({idxT, idxT, idxT});
+  if (call.customMask) {
+    if (call.decode)
+      throw std::invalid_argument("a custom mask needs a prefill level");
+    inputs.append({shaped({kDyn}, b.getI8Type()), idxT});
+  }
   SmallVector<Type> planT;
   if (call.split) {
     if (call.tensors)
@@ -170,6 +175,11 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
     kv.push_back(args[i++]);
   Value qo = call.decode ? Value() : args[i++];
   Value kvIndptr = args[i++], kvIndices = args[i++], last = args[i++];
+  Value mask, maskIndptr;
+  if (call.customMask) {
+    mask = args[i++];
+    maskIndptr = args[i++];
+  }
   SmallVector<Value> plan;
   for (size_t k = 0; k < planT.size(); ++k)
     plan.push_back(args[i++]);
@@ -177,10 +187,9 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
-      /*k_scale=*/Value(), /*v_scale=*/Value(), /*custom_mask=*/Value(),
-      /*mask_indptr=*/Value(), plan, o, lse, opt.pageSize, opt.layout,
-      opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
-      opt.ropeScale, opt.ropeTheta, opt.base,
+      /*k_scale=*/Value(), /*v_scale=*/Value(), mask, maskIndptr, plan, o, lse,
+      opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+      opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
 }

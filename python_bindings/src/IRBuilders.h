@@ -30,6 +30,9 @@ struct AttentionCall {
   /// Tensor form (value semantics, the function returns (o, lse)); else the
   /// buffer form the GPU lowering consumes.
   bool tensors = false;
+  /// A prefill with FlashInfer's custom mask (custom_mask i8, mask_indptr
+  /// i32 operands after kv_last_page_len).
+  bool customMask = false;
 };
 
 void addAttentionFunc(mlir::ModuleOp module, const std::string &name,

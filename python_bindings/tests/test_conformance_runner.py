@@ -87,17 +87,29 @@ def test_keys_from_parametrize_lists(tmp_path):
                 num_qo_heads, head_dim, pos_encoding_mode, kv_dtype):
             pass
     '''))
-    for name in ("test_batch_prefill_kernels.py", "test_shared_prefix_kernels.py"):
-        (tmp_path / name).write_text("")
+    (tmp_path / "test_batch_prefill_kernels.py").write_text(textwrap.dedent('''
+        import pytest
+        @pytest.mark.parametrize("num_kv_heads", [4])
+        @pytest.mark.parametrize("num_qo_heads", [4])
+        @pytest.mark.parametrize("head_dim", [256])
+        @pytest.mark.parametrize("pos_encoding_mode", ["ALIBI"])
+        def test_batch_prefill_with_ragged_kv_cache_custom_mask(num_kv_heads, num_qo_heads,
+                head_dim, pos_encoding_mode):
+            pass
+    '''))
+    (tmp_path / "test_shared_prefix_kernels.py").write_text("")
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(cm.__file__)))
     r = subprocess.run([sys.executable, os.path.join(RUNNER, "keys.py"), str(tmp_path)],
                        env=env, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
     # The wrapper's pair form at both page sizes and both KV dtypes (fp8 KV
     # runs since the fp8 issue), the single_decode reference (page 1 pair,
-    # the same key as one of them), the merges.
+    # the same key as one of them), the merges; the ragged custom-mask test
+    # plans the masked group and compares it with the causal one.
     assert sorted(r.stdout.split()) == ["decode.f16-f16.d128.h32x4.p1.nhd.pair",
                                         "decode.f16-f16.d128.h32x4.p16.nhd.pair",
                                         "decode.f16-f8e4m3.d128.h32x4.p1.nhd.pair",
                                         "decode.f16-f8e4m3.d128.h32x4.p16.nhd.pair",
-                                        "merge.f16.d128", "merge.f16.d256"]
+                                        "merge.f16.d128", "merge.f16.d256",
+                                        "prefill-causal.f16-f16.d256.h4x4.p1.nhd.pair.alibi",
+                                        "prefill-mask.f16-f16.d256.h4x4.p1.nhd.pair.alibi"]

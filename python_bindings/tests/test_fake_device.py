@@ -19,7 +19,8 @@ KEYS = [K.attention_key(K.AttentionConfig(hq, hkv, 128, 16, kv_form=form), g)
                   K.Group(decode=True), K.Group(decode=False, causal=True),
                   K.Group(decode=False, accumulate=True))] + \
     [K.attention_key(K.AttentionConfig(32, 8, 128, 1, kv_form="pair"), g)
-     for g in (K.Group(decode=True), K.Group(decode=False, causal=True))] + \
+     for g in (K.Group(decode=True), K.Group(decode=False, causal=True),
+               K.Group(decode=False, custom_mask=True))] + \
     ["merge.f16.d128"]
 
 

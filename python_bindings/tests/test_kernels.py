@@ -43,6 +43,25 @@ def test_default_set_covers_the_documented_models():
                     assert K.attention_key(cfg, group) in keys
 
 
+def test_custom_mask_groups_have_their_own_bundles():
+    """A masked prefill is a group of its own (kernels with the custom_mask /
+    mask_indptr parameters); gpu-tests holds it at page 1 and 16."""
+    g = K.Group(decode=False, custom_mask=True)
+    cfg = K.AttentionConfig(32, 8, 128, 16)
+    key = K.attention_key(cfg, g)
+    assert key == "prefill-mask.f16-f16.d128.h32x8.p16.nhd.pool"
+    assert K.parse_key(key) == (cfg, g)
+    assert g.as_dict()["custom_mask"] and not K.Group(decode=False).as_dict()["custom_mask"]
+    assert key in K.kernel_set("gpu-tests")
+    assert K.attention_key(K.AttentionConfig(32, 8, 64, 1, kv_form="pair"), g) in \
+        K.kernel_set("gpu-tests")
+    from cascade_mlir import _gpu
+    import numpy as np
+    z = np.zeros(2, np.int32)
+    with pytest.raises(ValueError, match="custom mask exactly when its group says so"):
+        _gpu.Level(z, z, z, z[:1], g)
+
+
 @pytest.mark.parametrize("bad", ["", "decode", "decode.f16.d128", "merge.f8.d128",
                                  "decode.f16-f16.d128.h32x8.p16.nhd.tube",
                                  "decode-causal-x.f16-f16.d128.h32x8.p16.nhd.pool",

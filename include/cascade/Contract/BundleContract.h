@@ -112,6 +112,8 @@ inline constexpr char kAccumulate[] = "accumulate";
 inline constexpr char kQoTileSize[] = "qo_tile_size";
 inline constexpr char kMask[] = "mask";     ///< "none" or the mask dtype
 inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
+/// true on prefill kernels that take a custom mask (absent otherwise).
+inline constexpr char kCustomMask[] = "custom_mask";
 } // namespace key
 
 /// Values of the "kernel_family" static.
@@ -179,6 +181,10 @@ inline constexpr char kLse[] = "lse";
 /// docs/semantics.md).
 inline constexpr char kKScale[] = "k_scale";
 inline constexpr char kVScale[] = "v_scale";
+/// The custom mask of a prefill kernel (FlashInfer's packed layout, i8) and
+/// its per-request byte offsets (i32 [B+1]); docs/semantics.md.
+inline constexpr char kCustomMask[] = "custom_mask";
+inline constexpr char kMaskIndptr[] = "mask_indptr";
 } // namespace param
 
 } // namespace cascade::contract

@@ -46,6 +46,16 @@ struct IndexBuffers {
           kvLastPageLenCapacity = 0;
 };
 
+/// A prefill level's custom mask (FlashInfer's packed layout, host views):
+/// `words` holds the mask's bytes (byte j of the mask is byte j % 4 of word
+/// j / 4, little-endian), `indptr` [B+1] each request's first byte. The
+/// kernels read the bits as aligned 32-bit words, so they are uploaded as
+/// words into the int workspace. Absent (empty views) without a mask.
+struct CustomMaskArrays {
+  ArrayView<int32_t> words, indptr;
+  bool present() const { return indptr.present(); }
+};
+
 /// What plan() needs. `levels[l]` holds host views of the index arrays and
 /// the static sizes (heads, head_dim, page size, dtypes, mode); the plan
 /// sets num_sms, occupancy, qo_tile_size (from each level's PlanTarget),
@@ -56,6 +66,7 @@ struct ProgramSpec {
   /// plan uses (the split kernel of the level); only plan(spec) reads them.
   std::vector<std::string> planKernels;
   std::vector<IndexBuffers> indexBuffers; ///< empty or one per level
+  std::vector<CustomMaskArrays> masks;    ///< empty or one per level
   bool cudaGraph = false;
 };
 
@@ -160,6 +171,9 @@ private:
     uint64_t qo = 0, kvIndptr = 0, indices = 0, last = 0;
     int64_t qoOffset = -1, kvIndptrOffset = -1, indicesOffset = -1,
             lastOffset = -1; ///< bytes into the int workspace, -1 = caller
+    /// A custom mask's words and indptr (always in the int workspace).
+    uint64_t maskWords = 0, maskIndptr = 0;
+    int64_t maskWordsOffset = -1, maskIndptrOffset = -1;
     int64_t indicesCapacity = 0;
   };
   Status layout(const ProgramSpec &spec);

@@ -46,6 +46,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.kvIndptr = a.get(cplan::kKvIndptr);
   r.kvIndices = a.get(cplan::kKvIndices);
   r.kvLastPageLen = a.get(cplan::kKvLastPageLen);
+  r.customMask = a.lookup(cparam::kCustomMask);
+  r.maskIndptr = a.lookup(cparam::kMaskIndptr);
   r.requestIndices = a.lookup(cplan::kRequestIndices);
   r.kvTileIndices = a.lookup(cplan::kKvTileIndices);
   r.oIndptr = a.lookup(cplan::kOIndptr);

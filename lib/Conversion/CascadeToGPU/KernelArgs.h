@@ -45,6 +45,9 @@ struct AttentionArgs {
   Value kCache, vCache;
   Value qoIndptr; ///< prefill only
   Value kvIndptr, kvIndices, kvLastPageLen;
+  /// A custom mask's packed bits (i8) and per-request byte offsets (i32);
+  /// null without one.
+  Value customMask, maskIndptr;
   // The plan of a split-KV level.
   Value requestIndices, kvTileIndices, oIndptr, blockValidMask, kvChunkSize;
   Value tmpV, tmpS;

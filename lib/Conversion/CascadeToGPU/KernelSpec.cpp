@@ -208,9 +208,10 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
   return headDim == o.headDim && numQoHeads == o.numQoHeads &&
          numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
          pool == o.pool && decode == o.decode && causal == o.causal &&
-         split == o.split && accumulate == o.accumulate && qType == o.qType &&
-         kvType == o.kvType && oType == o.oType &&
-         bits(smScale) == bits(o.smScale) && bits(softCap) == bits(o.softCap) &&
+         split == o.split && accumulate == o.accumulate &&
+         customMask == o.customMask && qType == o.qType && kvType == o.kvType &&
+         oType == o.oType && bits(smScale) == bits(o.smScale) &&
+         bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
          pos == o.pos && baseE == o.baseE && config == o.config;
@@ -242,6 +243,8 @@ std::string AttentionSpec::name() const {
     os << "_cap" << llvm::format_hex_no_prefix(bits(softCap), 8);
   if (windowLeft >= 0)
     os << "_win" << windowLeft;
+  if (customMask)
+    os << "_cmask";
   if (pos == PosEncoding::RopeLlama)
     os << "_rope" << llvm::format_hex_no_prefix(bits(ropeScale), 8) << "x"
        << llvm::format_hex_no_prefix(bits(ropeTheta), 8);
@@ -309,6 +312,10 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   p.push_back(mem(cplan::kKvIndptr, i32));
   p.push_back(mem(cplan::kKvIndices, i32));
   p.push_back(mem(cplan::kKvLastPageLen, i32));
+  if (customMask) {
+    p.push_back(mem(cparam::kCustomMask, b.getI8Type()));
+    p.push_back(mem(cparam::kMaskIndptr, i32));
+  }
   if (split) {
     p.push_back(mem(cplan::kRequestIndices, i32));
     p.push_back(mem(cplan::kKvTileIndices, i32));
@@ -382,6 +389,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
       b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(familyName)),
       b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
   };
+  if (customMask)
+    s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
   // The runtime plans a prefill level with the kernel's query tile.
   if (mma && !decode)
     s.push_back(b.getNamedAttr(ckey::kQoTileSize,
@@ -435,15 +444,11 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
     return op.emitError("attention lowering needs static heads, head_dim and "
                         "page size"),
            failure();
-  if (op.hasCustomMask())
-    return op.emitError("custom masks are not lowered to kernels yet (the "
-                        "float64 reference takes them: docs/python.md, "
-                        "FlashInfer parity)"),
-           failure();
   c.groupSize = c.numQoHeads / c.numKvHeads;
   c.decode = op.isDecode();
   c.split = !op.getPlan().empty();
   c.causal = !c.decode && op.getCausal();
+  c.customMask = op.hasCustomMask();
   c.accumulate = op.getAccumulate();
   c.smScale = op.getEffectiveSmScale();
   c.softCap = op.getLogitsSoftCap().convertToFloat();
@@ -473,6 +478,9 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
                  "registers and supports groups up to 16 (use mma_sync)");
     if (!c.decode && c.split)
       return bad("the rows family has no split-KV prefill (use mma_sync)");
+    if (c.customMask)
+      return bad("custom masks run on the tensor-core families (mma_sync, "
+                 "wgmma): q and KV of one dtype");
     if (config.getKvTile() * c.headDim * 2 * (isFp8KVType(c.kvType) ? 1 : 2) *
             config.getStages() >
         48 * 1024)

@@ -75,6 +75,8 @@ struct AttentionSpec {
           pageSize = 0;
   bool hnd = false, pool = true, decode = true, causal = false, split = false,
        accumulate = false;
+  /// Prefill with a custom mask (custom_mask / mask_indptr parameters).
+  bool customMask = false;
   /// Element types of q, KV and the output (o is q's type today; the
   /// verifier requires it).
   Type qType, kvType, oType;

@@ -183,6 +183,8 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     v.buffer("kv_indptr", op.getKvIndptr());
     v.buffer("kv_indices", op.getKvIndices());
     v.buffer("kv_last_page_len", op.getKvLastPageLen());
+    v.buffer("custom_mask", op.getCustomMask());
+    v.buffer("mask_indptr", op.getMaskIndptr());
     v.buffer("o", op.getO());
     v.buffer("lse", op.getLse());
     Value rows = dim(b, loc, op.getQ(), 0);

@@ -93,6 +93,9 @@ private:
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
                                      bool masked);
+  /// Custom mask: the bits of accumulator row `r` for this warp's keys from
+  /// `key0`, shifted by this lane's first column `quad`.
+  SmallVector<Value> customMaskRow(int64_t r, Value key0, Value quad);
   /// fp8 KV: converts the staging tiles of `stage` into the K and V tiles
   /// of the stage (q's dtype).
   void convertStagedTiles(const TileCopyPlan &plan, Value stage);
@@ -116,6 +119,8 @@ private:
   QueryRows queries;
   RequestKv kv;
   Value tileRow0, firstQuery, lastQuery, posBase, numTiles;
+  /// Custom mask: the bit of the request's (query 0, key 0) and its last.
+  Value maskBase, maskLastBit;
   /// The Q tile's cp.async group. Waits name it: with their group counts
   /// they wait for every older group, the Q tile's included.
   Value qGroup;
@@ -186,6 +191,12 @@ void MmaAttentionKernel::findKeyRange() {
       [&] { return k.add(posBase, lastQuery); });
   numTiles = k.div(k.add(k.sub(kv.t1, kv.t0), k.idx(tiles.kvTile - 1)),
                    k.idx(tiles.kvTile));
+  if (variant.customMask()) {
+    maskBase =
+        k.mul(k.toIndex(k.loadScalar(args.maskIndptr, item.request)), k.idx(8));
+    maskLastBit =
+        k.sub(k.add(maskBase, k.mul(queries.len, kv.kvLen)), k.idx(1));
+  }
 }
 
 void MmaAttentionKernel::copyQTile() {
@@ -221,9 +232,18 @@ PackedRow MmaAttentionKernel::row(int64_t r) {
   return info;
 }
 
+SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value key0,
+                                                     Value quad) {
+  // Rows past the request read its last row (their results are dropped).
+  Value query = k.minU(row(r).query, k.sub(queries.len, k.idx(1)));
+  Value first = k.add(maskBase, k.add(k.mul(query, kv.kvLen), key0));
+  return variant.customMaskChunks(k, args.customMask, first, maskLastBit,
+                                  tiles.kvPerWarp, quad);
+}
+
 /// The variant on the raw scores (ScoreVariant::scale and logits); with
 /// `masked`, keys past t1, after the causal diagonal or before the window
-/// become -inf.
+/// (or hidden by the custom mask) become -inf.
 SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
                                                        Value tileStart,
                                                        bool masked) {
@@ -231,7 +251,12 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
   Value key0 = k.add(tileStart, k.mul(th.warpKV, k.idx(tiles.kvPerWarp)));
   Value quad = k.mul(k.rem(th.lane, k.idx(4)), k.idx(2));
   bool needRow = masked || variant.alibi();
-  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
+  for (int64_t mt = 0; mt < tiles.mTiles; ++mt) {
+    // The custom mask's bits of this m-tile's two rows.
+    SmallVector<SmallVector<Value>> maskRows;
+    if (masked && variant.customMask())
+      for (int64_t pair = 0; pair < 2; ++pair)
+        maskRows.push_back(customMaskRow(mt * 2 + pair, key0, quad));
     for (int64_t n = 0; n < tiles.sTiles; ++n) {
       Value colBase = k.add(key0, k.add(k.idx(n * 8), quad));
       out.push_back(mapAccumulator(
@@ -245,9 +270,16 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
                 k, variant.scale(k, x),
                 [&] { return k.loadScalar(slopes, ri.head); },
                 [&] { return k.toF32(k.sub(t, ri.pos)); });
-            return masked ? variant.maskKey(k, x, t, ri.pos, kv.t1) : x;
+            if (!masked)
+              return x;
+            Value hidden;
+            if (!maskRows.empty())
+              hidden = ScoreVariant::customMaskHidden(k, maskRows[pair],
+                                                      n * 8 + half);
+            return variant.maskKey(k, x, t, ri.pos, kv.t1, hidden);
           }));
     }
+  }
   return out;
 }
 

@@ -50,7 +50,8 @@ static SmallVector<float> inverseFrequencies(const AttentionSpec &s) {
 
 ScoreVariant::ScoreVariant(const AttentionSpec &spec)
     : pos(spec.pos), isCausal(spec.causal), plainScores(spec.plainScores()),
-      smScale(spec.smScale), softCap(spec.softCap), windowLeft(spec.windowLeft),
+      hasCustomMask(spec.customMask), smScale(spec.smScale),
+      softCap(spec.softCap), windowLeft(spec.windowLeft),
       numQoHeads(spec.numQoHeads) {
   if (rope())
     ropeInvFreq = inverseFrequencies(spec);
@@ -81,8 +82,10 @@ Value ScoreVariant::logits(KernelBuilder &k, Value x,
 }
 
 Value ScoreVariant::maskKey(KernelBuilder &k, Value x, Value t, Value pos,
-                            Value t1) const {
+                            Value t1, Value hidden) const {
   Value off = k.cmp(arith::CmpIPredicate::sge, t, t1);
+  if (hidden)
+    off = arith::OrIOp::create(k.b, k.loc, off, hidden);
   if (isCausal)
     off = arith::OrIOp::create(k.b, k.loc, off,
                                k.cmp(arith::CmpIPredicate::sgt, t, pos));
@@ -91,6 +94,52 @@ Value ScoreVariant::maskKey(KernelBuilder &k, Value x, Value t, Value pos,
         k.b, k.loc, off,
         k.cmp(arith::CmpIPredicate::slt, t, k.sub(pos, k.idx(windowLeft))));
   return k.select(off, k.negInf(), x);
+}
+
+SmallVector<Value> ScoreVariant::customMaskChunks(KernelBuilder &k, Value mask,
+                                                  Value firstBit, Value lastBit,
+                                                  int64_t numBits,
+                                                  Value shift) const {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  Value w0 = k.div(firstBit, k.idx(32));
+  Value lastWord = k.div(lastBit, k.idx(32));
+  int64_t chunks = (numBits + 31) / 32;
+  SmallVector<Value> words;
+  for (int64_t c = 0; c <= chunks; ++c) {
+    Value w = k.minU(k.add(w0, k.idx(c)), lastWord);
+    Value v =
+        vector::LoadOp::create(b, loc, VectorType::get({4}, b.getI8Type()),
+                               mask, ValueRange{k.mul(w, k.idx(4))},
+                               /*nontemporal=*/false, llvm::Align(4));
+    v = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), v);
+    words.push_back(arith::ExtUIOp::create(
+        b, loc, i64, vector::ExtractOp::create(b, loc, v, 0)));
+  }
+  // Bits of the 64-bit pair (word c, word c + 1) from firstBit % 32 + shift
+  // (< 39; the bits a caller tests stay below 64).
+  Value sh = arith::IndexCastUIOp::create(
+      b, loc, i64, k.add(k.rem(firstBit, k.idx(32)), shift));
+  SmallVector<Value> out;
+  for (int64_t c = 0; c < chunks; ++c) {
+    Value pair = arith::OrIOp::create(
+        b, loc, words[c],
+        arith::ShLIOp::create(b, loc, words[c + 1],
+                              arith::ConstantIntOp::create(b, loc, i64, 32)));
+    out.push_back(arith::TruncIOp::create(
+        b, loc, i32, arith::ShRUIOp::create(b, loc, pair, sh)));
+  }
+  return out;
+}
+
+Value ScoreVariant::customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
+                                     int64_t bit) {
+  Value c = chunks[bit / 32];
+  Value one = arith::AndIOp::create(
+      k.b, k.loc, arith::ShRUIOp::create(k.b, k.loc, c, k.i32(bit % 32)),
+      k.i32(1));
+  return k.cmp(arith::CmpIPredicate::eq, one, k.i32(0));
 }
 
 void ScoreVariant::clampKeyRange(KernelBuilder &k, Value &t0, Value &t1,
@@ -112,6 +161,8 @@ Value ScoreVariant::tileNeedsMask(KernelBuilder &k, Value tileStart,
                                   int64_t tileKeys, Value t1,
                                   function_ref<Value()> firstPosFn,
                                   function_ref<Value()> lastPosFn) const {
+  if (hasCustomMask) // any key of any tile may be hidden
+    return arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1);
   Value end = k.add(tileStart, k.idx(tileKeys));
   Value need = k.cmp(arith::CmpIPredicate::sgt, end, t1);
   Value firstPos = firstPosFn();

@@ -4,8 +4,9 @@
 // for both attention families (FlashInfer's "variant"): the scale
 // (sm_scale, folded into the exponent when nothing else touches the score),
 // ALiBi slopes, the logits soft cap, the causal and sliding-window masks
-// (as key ranges a block never loads and as per-key masks), and rotate-half
-// RoPE with its inverse-frequency table.
+// (as key ranges a block never loads and as per-key masks), FlashInfer's
+// bit-packed custom masks, and rotate-half RoPE with its inverse-frequency
+// table.
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,6 +28,8 @@ public:
   bool rope() const { return pos == PosEncoding::RopeLlama; }
   bool causal() const { return isCausal; }
   bool window() const { return windowLeft >= 0; }
+  /// A custom mask decides which keys each query sees (every tile masks).
+  bool customMask() const { return hasCustomMask; }
   /// Scores need no transformation besides the scale (no soft cap, no
   /// ALiBi): the scale then folds into the exponent.
   bool plain() const { return plainScores; }
@@ -45,8 +48,23 @@ public:
   Value logits(KernelBuilder &k, Value x, function_ref<Value()> slope,
                function_ref<Value()> distance) const;
   /// `x`, or -inf for key `t` that the query at position `pos` does not
-  /// see: past `t1`, after the causal diagonal, before the window.
-  Value maskKey(KernelBuilder &k, Value x, Value t, Value pos, Value t1) const;
+  /// see: past `t1`, after the causal diagonal, before the window, or
+  /// `hidden` (i1, a custom mask's verdict) where given.
+  Value maskKey(KernelBuilder &k, Value x, Value t, Value pos, Value t1,
+                Value hidden = Value()) const;
+  /// Custom mask: the bits [firstBit, firstBit + numBits) of the packed
+  /// `mask` (i8 memref, bit j % 8 of byte j / 8 is element j), shifted
+  /// right by `shift` (< 8) more bits, as i32 chunks of 32 bits each. Read
+  /// as aligned 32-bit words (the buffer's base 4-byte aligned), one per
+  /// chunk and one more, funnel-shifted into place; words past the one
+  /// holding `lastBit` (the request's last bit) are not read. Bit b of
+  /// chunk c is bit firstBit + shift + 32 c + b for b < 32 - shift.
+  SmallVector<Value> customMaskChunks(KernelBuilder &k, Value mask,
+                                      Value firstBit, Value lastBit,
+                                      int64_t numBits, Value shift) const;
+  /// i1: bit `bit` of customMaskChunks' result is 0 (the key is hidden).
+  static Value customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
+                                int64_t bit);
   /// Narrows the key range [t0, t1) to the keys some query at positions
   /// [firstPos, lastPos] sees: causal ends it after lastPos, the window
   /// starts it at firstPos - window_left. The positions are built where
@@ -72,7 +90,7 @@ public:
 
 private:
   PosEncoding pos;
-  bool isCausal, plainScores;
+  bool isCausal, plainScores, hasCustomMask;
   float smScale, softCap;
   int64_t windowLeft, numQoHeads;
   SmallVector<float> ropeInvFreq;

@@ -420,12 +420,31 @@ def scenario_parity():
           "identity page table")
     check(np.array_equal(read_i32(arg(rec[0], "kv_indptr")[0], 4), kv_indptr),
           "request token offsets are the page offsets")
-    try:  # custom masks: the CPU reference only
-        w.plan(np.array([0, 4, 5, 9], np.int32), kv_indptr, 32, 8, 128,
-               custom_mask=np.ones(4 * 30 + 4 * 15, bool))
-        check(False, "a custom mask on the GPU must be refused")
+    # Custom masks: the masked prefill kernel (causal dropped: the mask
+    # replaces it) reads the packed bytes and their offsets from the int
+    # workspace, as 32-bit words.
+    rng = np.random.default_rng(7)
+    bits = rng.random(4 * 30 + 4 * 15) < 0.5
+    w.plan(np.array([0, 4, 5, 9], np.int32), kv_indptr, 32, 8, 128,
+           custom_mask=bits, causal=True)
+    w.run(Dev(aligned((9, 32, 128), np.float16)), k, v)
+    rec = launches()
+    check("prefill_mma" in rec[0]["name"] and "_cmask_" in rec[0]["name"]
+          and "causal" not in rec[0]["name"], rec)
+    packed, want_indptr = cm.masks.request_masks(bits, None, np.array([4, 0, 4]),
+                                                 np.array([30, 0, 15]))
+    mask_ptr, nbytes = arg(rec[0], "custom_mask")
+    check(mask_ptr % 4 == 0 and nbytes >= packed.size, (mask_ptr, nbytes))
+    check(np.array_equal(np.frombuffer(ctypes.string_at(mask_ptr, packed.size), np.uint8),
+                         packed), "the packed mask in the int workspace")
+    check(np.array_equal(read_i32(arg(rec[0], "mask_indptr")[0], 4), want_indptr),
+          "mask_indptr: the requests' byte offsets")
+    try:  # CUDA-graph mode has no custom masks
+        g0 = cm.BatchPrefillWithRaggedKVCacheWrapper(ws, use_cuda_graph=True,
+                                                     custom_mask_buf=np.zeros(8, np.uint8))
+        check(False, f"a CUDA-graph custom mask buffer must be refused: {g0}")
     except cm.UnsupportedFeatureError as e:
-        check("kernels" in str(e), str(e))
+        check("CUDA-graph" in str(e), str(e))
     # CUDA-graph decode wrapper: fixed buffers, replans keep every address.
     bufs = [Dev(aligned((4,), np.int32)), Dev(aligned((64,), np.int32)),
             Dev(aligned((3,), np.int32))]

@@ -115,8 +115,10 @@ def alibi_slopes(h):
 
 def attention_ref(q, cache, layout, qo_indptr, kv_indptr, kv_indices, last, page,
                   causal=False, sm_scale=None, logits_soft_cap=0.0, window_left=-1,
-                  pos_encoding="NONE", rope_scale=1.0, rope_theta=1e4):
-    """(o, lse) float64 of one level: o [rows, Hqo, D], lse base 2."""
+                  pos_encoding="NONE", rope_scale=1.0, rope_theta=1e4, masks=None):
+    """(o, lse) float64 of one level: o [rows, Hqo, D], lse base 2. `masks`:
+    per request a [qo_len, kv_len] bool custom mask, which replaces the
+    causal mask (FlashInfer's MaskMode.CUSTOM)."""
     rows, hq, d = q.shape
     dev = q.device
     o = torch.zeros(rows, hq, d, dtype=torch.float64, device=dev)
@@ -146,7 +148,9 @@ def attention_ref(q, cache, layout, qo_indptr, kv_indptr, kv_indices, last, page
         if logits_soft_cap:
             x = logits_soft_cap * torch.tanh(x / logits_soft_cap)
         vis = torch.ones(r1 - r0, kv_len, dtype=torch.bool, device=dev)
-        if causal:
+        if masks is not None:
+            vis &= torch.as_tensor(masks[i], device=dev)
+        elif causal:
             vis &= kpos[None, :] <= qpos[:, None]
         if window_left >= 0:
             vis &= kpos[None, :] >= qpos[:, None] - window_left

@@ -17,8 +17,9 @@
 #            python3 -m benchmarks.python.host_overhead (run() host time,
 #            CUDA-graph replay after replans)
 #   parity   (alone) FlashInfer parity beyond the cascade module: pytest of
-#            test_gpu_parity.py, test_gpu_leak.py and test_parity.py (GPU
-#            required), python3 -m benchmarks.python.ragged (ragged vs paged
+#            test_gpu_parity.py, test_gpu_leak.py, test_gpu_custom_mask.py
+#            and test_parity.py (GPU required), python3 -m
+#            benchmarks.python.ragged (ragged and custom-mask vs paged
 #            prefill TFLOP/s, appended to benchmarks/RESULTS.md, copied to
 #            OUT), then, when .carry/flashinfer exists
 #            (test/Integration/flashinfer/prepare.sh), FlashInfer v0.5.3's
@@ -106,7 +107,7 @@ if [[ $WHAT == parity ]]; then
   echo "== pytest: FlashInfer parity (GPU tests required)"
   CASCADE_REQUIRE_GPU=1 python3 -m pytest -q -p no:cacheprovider -rfEs \
     python_bindings/tests/gpu/test_gpu_parity.py python_bindings/tests/gpu/test_gpu_leak.py \
-    python_bindings/tests/test_parity.py > "$O/parity-pytest.log" 2>&1 || rc=1
+    python_bindings/tests/gpu/test_gpu_custom_mask.py python_bindings/tests/test_parity.py > "$O/parity-pytest.log" 2>&1 || rc=1
   grep -E "passed|failed|^FAILED|^ERROR" "$O/parity-pytest.log" | tail -25
   echo "== python3 -m benchmarks.python.ragged"
   python3 -m benchmarks.python.ragged --results benchmarks/RESULTS.md 2>&1 |

@@ -177,13 +177,6 @@ def test_append_paged_kv_cache_then_decode(gpu, layout):
     assert rel_err(got, eo) <= TOL["float16"]
 
 
-def test_custom_masks_are_refused_on_the_gpu_with_the_limitation(gpu):
-    w = cm.BatchPrefillWithRaggedKVCacheWrapper(workspace(gpu))
-    with pytest.raises(cm.UnsupportedFeatureError, match="kernels yet, only by the CPU"):
-        w.plan(torch.tensor([0, 2], dtype=torch.int32), torch.tensor([0, 5], dtype=torch.int32),
-               32, 8, 128, custom_mask=torch.ones(10, dtype=torch.bool, device=gpu))
-
-
 @pytest.mark.parametrize("order", ["big", "little"])
 def test_packbits_on_the_gpu_equal_numpy(gpu, order):
     bits = torch.randint(0, 2, (1001,), device=gpu).bool()

@@ -109,12 +109,14 @@ func.func @not_decomposed(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128x
 
 // -----
 
-func.func @custom_mask(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
+// q and KV of different dtypes run on the rows family, which has no custom
+// masks.
+func.func @custom_mask_mixed_types(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xbf16>,
                        %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                        %m: memref<?xi8>, %mi: memref<?xi32>,
                        %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  // expected-error@+1 {{custom masks are not lowered to kernels yet (the float64 reference takes them: docs/python.md, FlashInfer parity)}}
-  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+  // expected-error@+1 {{cannot run this attention: custom masks run on the tensor-core families (mma_sync, wgmma): q and KV of one dtype}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xbf16>)
       qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
       kv_last_page_len(%last : memref<?xi32>) custom_mask(%m, %mi : memref<?xi8>, memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}

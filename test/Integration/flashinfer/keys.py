@@ -9,8 +9,9 @@ torch is needed here):
 TESTS_DIR holds test_batch_decode_kernels.py, test_batch_prefill_kernels.py
 and test_shared_prefix_kernels.py. Each test function maps to the kernel
 groups and KV forms its wrappers and references use (RULES below), fp8 KV
-caches included; custom-mask / multi-item tests need none (they skip,
-naming the limitation). The GPU machine has no compiler: these bundles are built here
+caches included; custom-mask tests compare the masked group with the
+causal one; multi-item tests need none (they skip, naming the
+limitation). The GPU machine has no compiler: these bundles are built here
 and carried (prepare.sh).
 """
 import argparse
@@ -76,11 +77,17 @@ def _cfg(p: Dict[str, Any], hq: int, hkv: int, page: int, form: str,
 
 def keys_of(test: str, p: Dict[str, Any]) -> List[str]:
     """The bundle keys one parameter combination of a test runs."""
-    if "custom_mask" in test or "multi_item" in test:
+    if "multi_item" in test:
         return []
     decode, causal = Group(decode=True), bool(p.get("causal", False))
     prefill = Group(decode=False, causal=causal)
     out: List[Tuple[AttentionConfig, Group]] = []
+    if "custom_mask" in test:  # the masked plan, then the causal one
+        hq, hkv = p["num_qo_heads"], p["num_kv_heads"]
+        page, form = (1, "pair") if "ragged" in test else (p["page_size"], "pool")
+        out += [(_cfg(p, hq, hkv, page, form), Group(decode=False, custom_mask=True)),
+                (_cfg(p, hq, hkv, page, form), Group(decode=False, causal=True))]
+        return [kernels.attention_key(c, g) for c, g in out]
     if test == "test_batch_attention_with_shared_prefix_paged_kv_cache":
         h, page = p["num_heads"], p["page_size"]
         last = Group(decode=True, accumulate=True) if p["stage"] == "decode" else \

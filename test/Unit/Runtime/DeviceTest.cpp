@@ -508,6 +508,57 @@ static void allocAndUpload(Device &d, Program &program, StandInWorkspaces &w) {
                   .ok());
 }
 
+TEST(ProgramOnStandIn, CustomMasksGoToTheIntWorkspace) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  TwoLevels t(false);
+  Program plain(*fake().launcher), masked(*fake().launcher);
+  ASSERT_TRUE(plain.plan(t.spec).ok());
+  // The prefill level's mask: 100 words (400 bytes) and its [B+1] offsets.
+  std::vector<int32_t> words(100), indptr = {0, 397};
+  for (size_t i = 0; i < words.size(); ++i)
+    words[i] = static_cast<int32_t>(0x5a000000u | i);
+  t.spec.masks = {{ArrayView<int32_t>(words), ArrayView<int32_t>(indptr)},
+                  CustomMaskArrays()};
+  ASSERT_TRUE(masked.plan(t.spec).ok());
+  // Both arrays in the fixed part, 16-byte aligned: 16 + 400 bytes more.
+  EXPECT_EQ(masked.intBytesNeeded(), plain.intBytesNeeded() + 16 + 400);
+  StandInWorkspaces ws;
+  ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, masked, ws));
+  const auto *img = reinterpret_cast<const uint8_t *>(ws.intAt);
+  int64_t found = -1;
+  for (int64_t at = 0; at + 400 <= masked.intBytesNeeded(); at += 16)
+    if (std::memcmp(img + at, words.data(), 400) == 0)
+      found = at;
+  EXPECT_GE(found, 16) << "the mask words are in the int workspace";
+  EXPECT_EQ(std::memcmp(img + found - 16, indptr.data(), 8), 0)
+      << "mask_indptr just before them";
+  EXPECT_TRUE(d.free(ws.intWs).ok());
+  EXPECT_TRUE(d.free(ws.floatWs).ok());
+
+  // Clear errors: offsets past the mask, a decode level, CUDA graphs.
+  indptr[1] = 401;
+  Status s = masked.plan(t.spec);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "level 0: mask_indptr ends at byte 401, past the "
+                         "400 bytes of the mask");
+  indptr[1] = 397;
+  t.spec.masks = {CustomMaskArrays(),
+                  {ArrayView<int32_t>(words), ArrayView<int32_t>(indptr)}};
+  s = masked.plan(t.spec);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "level 1: a custom mask needs a prefill level and "
+                         "mask_indptr of batch_size + 1 entries");
+  TwoLevels graph(true);
+  graph.spec.masks = {{ArrayView<int32_t>(words), ArrayView<int32_t>(indptr)},
+                      CustomMaskArrays()};
+  Program g(*fake().launcher);
+  s = g.plan(graph.spec);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "CUDA-graph mode does not take custom masks (their "
+                         "size changes with every plan)");
+}
+
 TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
   NEED_FAKE();
   Device &d = *fake().device;

@@ -1,0 +1,86 @@
+// RUN: cascade-opt %s --convert-cascade-to-gpu | FileCheck %s
+// RUN: rm -rf %t && cascade-opt %s --cascade-to-ptx="chip=sm_90a bundle-dir=%t" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PTX < %t/kernels.ptx
+// RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
+
+// A custom mask (FlashInfer's packed bits, custom_mask(mask, mask_indptr))
+// on the tensor-core prefill kernels: the kernel takes the bits (u8) and the
+// per-request byte offsets (i32) after kv_last_page_len, every tile is
+// masked, and per accumulator row the warp's keys are read as aligned
+// 32-bit words (one per 32 keys and one more, clamped to the word of the
+// request's last bit) and funnel-shifted into place. mma_sync on sm_90,
+// wgmma on sm_90a, both on the tiles they take without a mask; the mask
+// replaces causal, so the kernel is not causal.
+
+// CHECK-LABEL: func.func @masked
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q128_kv32_s3
+// CHECK-SAME: %{{.*}} : memref<?xi32, strided<[1], offset: ?>>, %[[M:.*]] : memref<?xi8, strided<[1], offset: ?>>, %[[MI:.*]] : memref<?xi32, strided<[1], offset: ?>>, %{{.*}} : memref<?xf16
+func.func @masked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
+                  %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                  %m: memref<?xi8>, %mi: memref<?xi32>,
+                  %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) custom_mask(%m, %mi : memref<?xi8>, memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, window_left = 100 : i64}
+  return
+}
+
+// The same op without its mask keeps the unmasked kernel.
+// CHECK-LABEL: func.func @unmasked
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q128_kv32_s3
+func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
+                    %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, window_left = 100 : i64}
+  return
+}
+
+// The kernel: mask_indptr[request] * 8 once, then per row two word loads
+// (32 keys a warp: one word and one more) clamped to the request's last
+// word.
+// CHECK: gpu.func @cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q128_kv32_s3(
+// CHECK-SAME: %[[KL:[a-z0-9]+]]: memref<?xi32, strided<[1], offset: ?>>, %[[BITS:[a-z0-9]+]]: memref<?xi8, strided<[1], offset: ?>>, %[[OFF:[a-z0-9]+]]: memref<?xi32, strided<[1], offset: ?>>,
+// CHECK-SAME: name = "custom_mask"
+// CHECK-SAME: name = "mask_indptr"
+// CHECK-SAME: custom_mask = true
+// CHECK: memref.load %[[OFF]]
+// CHECK: vector.load %[[BITS]][%{{.*}}] {alignment = 4 : i64} : memref<?xi8, strided<[1], offset: ?>>, vector<4xi8>
+// CHECK: vector.bitcast %{{.*}} : vector<4xi8> to vector<1xi32>
+// CHECK: vector.load %[[BITS]]
+// CHECK-NOT: vector.load %[[BITS]]
+// CHECK: arith.shli %{{.*}}, %{{.*}} : i64
+// CHECK: arith.shrui %{{.*}}, %{{.*}} : i64
+// CHECK: arith.trunci %{{.*}} : i64 to i32
+
+// sm_90a: the wgmma family (128-key tiles: 5 words a row, the word of the
+// request's last bit computed once), the mask words as 32-bit global loads
+// and a 64-bit funnel shift by a register.
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w3x1_q128_kv128_s3(
+// PTX: shr.u64 [[LAST:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
+// PTX: shr.u64 [[W0:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
+// PTX-NEXT: min.u64 [[C0:%rd[0-9]+]], [[W0]], [[LAST]];
+// PTX-NEXT: shl.b64 [[B0:%rd[0-9]+]], [[C0]], 2;
+// PTX-NEXT: add.s64 [[A0:%rd[0-9]+]], [[BASE:%rd[0-9]+]], [[B0]];
+// PTX-NEXT: ld.global.b32 [[X0:%rd[0-9]+]], {{\[}}[[A0]]{{\]}};
+// PTX-NEXT: add.s64 [[W1:%rd[0-9]+]], [[W0]], 1;
+// PTX-NEXT: min.u64 [[C1:%rd[0-9]+]], [[W1]], [[LAST]];
+// PTX-NEXT: shl.b64 [[B1:%rd[0-9]+]], [[C1]], 2;
+// PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[B1]];
+// PTX-NEXT: ld.global.b32 [[X1:%rd[0-9]+]], {{\[}}[[A1]]{{\]}};
+// PTX-COUNT-3: ld.global.b32 %rd
+// PTX-NOT: ld.global
+// PTX: shl.b64 [[HI:%rd[0-9]+]], [[X1]], 32;
+// PTX-NEXT: or.b64 [[PAIR:%rd[0-9]+]], [[HI]], [[X0]];
+// PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
+// PTX-NEXT: shr.u64 %rd{{[0-9]+}}, [[PAIR]], [[SH]];
+// PTX: wgmma.mma_async
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w3x1_q128_kv128_s3(
+// PTX-NOT: ld.global.b32 %rd
+// PTX-NOT: shr.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, %r{{[0-9]+}};
+// PTX: ret;
+// MANIFEST: "name": "custom_mask"
+// MANIFEST: "custom_mask": true
