@@ -68,6 +68,31 @@ def table(rows, header):
     return "\n".join(out)
 
 
+def accuracy(model, prompt, own, steps):
+    """Both attentions fed the same tokens (sdpa's greedy ones: teacher
+    forcing), so every step's logits compare on equal inputs: per step
+    max|diff| / max|logit|, and where the greedy choices differ, whether
+    sdpa's own top-2 gap was a near tie (smaller than the logits'
+    difference), which any rounding difference flips."""
+    ref = tb.generate_sdpa(model, prompt, own, steps, keep_logits=True)
+    ours = tb.generate(model, prompt, own, steps, keep_logits=True, forced=ref.tokens)
+    cmp = tb.compare(ours, ref)
+    rel = cmp["rel_logits"]
+    flips = ties = 0
+    for a, b in zip(ours.logits, ref.logits):
+        differ = a.argmax(-1) != b.argmax(-1)
+        if bool(differ.any()):
+            gap = tb.top2_gap(b)[differ]
+            diff = (a - b).abs().max(-1).values[differ]
+            flips += int(differ.sum())
+            ties += int((gap <= 2 * diff).sum())
+    n = ref.tokens.numel()
+    print(f"teacher-forced {steps} steps: max|diff|/max|logit| per step "
+          f"median {sorted(rel)[len(rel) // 2]:.1e}, max {max(rel):.1e}; greedy choices "
+          f"equal for {n - flips}/{n} (sequence, step) pairs; of the {flips} that differ, "
+          f"{ties} were near ties (sdpa's top-2 gap <= twice the logits' difference)")
+
+
 def summary_row(name, res):
     steps = len(res.step_ms)
     step = sum(res.step_ms) / max(steps, 1)
@@ -135,8 +160,12 @@ def main():
         same = (ours.tokens == ref.tokens).all(0)
         first = int((~same).nonzero()[0]) if not bool(same.all()) else None
         speed = ours.decode_tokens_per_s / max(ref.decode_tokens_per_s, 1e-9)
+        per_seq = (ours.tokens == ref.tokens).all(1)
         print(f"speed-up {speed:.2f}x; greedy tokens identical "
-              + ("for every step" if first is None else f"for the first {first} steps"))
+              + ("for every step" if first is None else f"for the first {first} steps")
+              + f" of the whole batch; {int(per_seq.sum())}/{per_seq.numel()} sequences "
+              f"identical over all {args.new_tokens} steps")
+        accuracy(model, prompt, own, min(32, args.new_tokens))
     print("first sequence's tokens:", ours.tokens[0, :16].tolist())
     return 0
 
