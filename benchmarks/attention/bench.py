@@ -46,6 +46,8 @@ except Exception as e:  # noqa: BLE001
 
 DT = {"f16": torch.float16, "bf16": torch.bfloat16}
 rows_out = []
+# Prefill rows of these kernel families only (--family; empty: all).
+FAMILIES = ()
 
 
 def timed(fn):
@@ -120,7 +122,8 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
                 page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype=dtype, causal=causal,
                 accumulate=False, pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     names = [n for n, kk in b.kernels.items() if kk["op"] == "prefill" and
-             static_matches(kk["static"], base)]
+             static_matches(kk["static"], base) and
+             (not FAMILIES or kk["static"]["kernel_family"] in FAMILIES)]
     o = torch.empty_like(q)
     lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
     for name in names:
@@ -293,11 +296,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
     ap.add_argument("--rows", default="prefill,cascade")
+    ap.add_argument("--family", default="",
+                    help="prefill: time only these kernel families (comma-separated, "
+                         "e.g. wgmma)")
     ap.add_argument("--quick", action="store_true",
                     help="prefill: the causal D=128 rows only (an A/B of kernel changes)")
     ap.add_argument("--fp8-bundle", default=None,
                     help="fp8_kernels.mlir's bundle: adds the cascade rows over an fp8 cache")
     a = ap.parse_args()
+    global FAMILIES
+    FAMILIES = tuple(f for f in a.family.split(",") if f)
     b = Bundle(a.bundle)
     print(torch.cuda.get_device_name(), "FlashInfer:", "yes" if HAVE_FI else FI_ERR, flush=True)
     want = a.rows.split(",")
