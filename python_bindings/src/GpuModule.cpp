@@ -751,7 +751,11 @@ private:
     t.buffer(s, st.s);
   }
   static py::object newEmpty(py::handle like, py::handle shape) {
-    static py::object name = py::str("new_empty");
+    // Never released: a static py::object would be destroyed at process
+    // exit, after the interpreter is finalized, and its Py_DECREF would
+    // touch freed memory (a crash at exit, seen on the GPU machine after
+    // the merges had run). The interned name lives as long as the process.
+    static py::handle name = py::str("new_empty").release();
     return like.attr(name)(shape);
   }
 
