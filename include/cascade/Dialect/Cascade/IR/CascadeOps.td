@@ -259,8 +259,9 @@ def Cascade_PagedAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// True when the op has no `qo_indptr`: one query per request.
     bool isDecode() { return !getQoIndptr(); }
-    /// True when a custom mask decides which keys each query sees (kernel
-    /// families without per-key custom masking fall back to mma_sync).
+    /// True when a custom mask decides which keys each query sees (the
+    /// tensor-core families apply it per key; the rows family, which mixed
+    /// q/KV dtypes select, refuses it with a diagnostic).
     bool hasCustomMask() { return static_cast<bool>(getCustomMask()); }
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
