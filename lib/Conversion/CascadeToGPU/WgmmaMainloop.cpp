@@ -94,13 +94,20 @@ std::pair<Value, Value> WgmmaMainloop::stageAndParity(Value i) {
   return {k.rem(i, k.idx(tiles.stages)), parity};
 }
 
+/// A turn barrier's threads: the warpgroup waiting for its turn and the one
+/// handing it over.
+static constexpr int64_t kTurnThreads = 2 * wgmma::kWarpgroupSize;
+
 Value WgmmaMainloop::consumerIndex() {
   return k.toI32(k.sub(k.threadId(gpu::Dimension::y), k.idx(1)));
 }
 
+int64_t WgmmaMainloop::consumers() const {
+  return tiles.numThreads / wgmma::kWarpgroupSize;
+}
+
 void WgmmaMainloop::giveFirstTurn() {
-  int64_t consumers = tiles.numThreads / 128;
-  if (consumers < 2)
+  if (consumers() < 2)
     return;
   auto ifFirst = scf::IfOp::create(
       k.b, k.loc,
@@ -109,23 +116,23 @@ void WgmmaMainloop::giveFirstTurn() {
       /*withElse=*/false);
   OpBuilder::InsertionGuard g(k.b);
   k.b.setInsertionPointToStart(ifFirst.thenBlock());
-  namedBarrierArrive(k, k.i32(kWgmmaFirstTurnBarrier), 2 * 128);
+  namedBarrierArrive(k, k.i32(kWgmmaFirstTurnBarrier), kTurnThreads);
 }
 
 void WgmmaMainloop::waitTurn() {
-  if (tiles.numThreads / 128 < 2)
+  if (consumers() < 2)
     return;
   namedBarrier(k, k.add(consumerIndex(), k.i32(kWgmmaFirstTurnBarrier)),
-               2 * 128);
+               kTurnThreads);
 }
 
 void WgmmaMainloop::passTurn() {
-  int64_t consumers = tiles.numThreads / 128;
-  if (consumers < 2)
+  if (consumers() < 2)
     return;
   Value next = arith::RemUIOp::create(
-      k.b, k.loc, k.add(consumerIndex(), k.i32(1)), k.i32(consumers));
-  namedBarrierArrive(k, k.add(next, k.i32(kWgmmaFirstTurnBarrier)), 2 * 128);
+      k.b, k.loc, k.add(consumerIndex(), k.i32(1)), k.i32(consumers()));
+  namedBarrierArrive(k, k.add(next, k.i32(kWgmmaFirstTurnBarrier)),
+                     kTurnThreads);
 }
 
 void WgmmaMainloop::initBarriers() {

@@ -135,6 +135,8 @@ private:
   void passTurn();
   /// This thread's consumer warpgroup (0-based), i32.
   Value consumerIndex();
+  /// The block's consumer warpgroups.
+  int64_t consumers() const;
 
   KernelBuilder &k;
   const MmaSyncTiles &tiles;
