@@ -376,9 +376,6 @@ def ensure_bundle(key: str, chip: str = "sm_90") -> str:
         return found
     if can_build:
         return build_bundle(key, cache_dir(), chip)
-    found = find_bundle(key, chip)
-    if found:
-        return found
     why = ("this cascade_mlir was built without the compiler (no LLVM/MLIR "
            "where it was built)" if _compiler() is None else
            "CASCADE_MLIR_NO_JIT=1")

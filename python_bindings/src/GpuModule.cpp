@@ -677,8 +677,8 @@ public:
     Kernels *k = kernels(st);
     if (!k)
       return py::none();
-    py::object vo = newEmpty(v, py::make_tuple(rows, heads, dim));
-    py::object so = newEmpty(s, py::make_tuple(rows, heads));
+    py::object vo = torchNewEmpty(v, py::make_tuple(rows, heads, dim));
+    py::object so = torchNewEmpty(s, py::make_tuple(rows, heads));
     Args t;
     t.buffer("v_in", tv);
     t.buffer("s_in", ts);
@@ -749,14 +749,6 @@ private:
   static void setState(Args &t, const char *v, const char *s, const State &st) {
     t.buffer(v, st.v);
     t.buffer(s, st.s);
-  }
-  static py::object newEmpty(py::handle like, py::handle shape) {
-    // Never released: a static py::object would be destroyed at process
-    // exit, after the interpreter is finalized, and its Py_DECREF would
-    // touch freed memory (a crash at exit, seen on the GPU machine after
-    // the merges had run). The interned name lives as long as the process.
-    static py::handle name = py::str("new_empty").release();
-    return like.attr(name)(shape);
   }
 
   /// The merge kernels for the state's device, dtype and head_dim (the

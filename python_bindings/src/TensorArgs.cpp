@@ -41,7 +41,7 @@ struct Torch {
   PyObject *tensorType = nullptr;
   PyObject *dtypes[static_cast<int>(ElemType::Other)] = {nullptr};
   py::object emptyLike, empty, currentStream, float32;
-  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda;
+  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda, sNewEmpty;
 };
 Torch &torch() {
   static Torch *t = new Torch(); // never destroyed: outlives the interpreter
@@ -284,6 +284,7 @@ void registerTorch(py::handle torchModule) {
   t.sStride = py::str("stride");
   t.sGetDevice = py::str("get_device");
   t.sIsCuda = py::str("is_cuda");
+  t.sNewEmpty = py::str("new_empty");
   t.tensorType = py::object(tm.attr("Tensor")).release().ptr();
 }
 
@@ -310,6 +311,10 @@ int64_t torchCurrentStream(int device) {
 }
 
 py::object torchEmptyLike(py::handle obj) { return torch().emptyLike(obj); }
+
+py::object torchNewEmpty(py::handle like, py::handle shapeTuple) {
+  return like.attr(torch().sNewEmpty)(shapeTuple);
+}
 
 py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject) {
   Torch &t = torch();

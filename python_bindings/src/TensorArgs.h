@@ -78,6 +78,8 @@ int64_t torchCurrentStream(int device);
 /// torch.empty_like(obj) and torch.empty(shape, dtype=float32, device=dev).
 py::object torchEmptyLike(py::handle obj);
 py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject);
+/// like.new_empty(shape): a tensor of like's dtype and device.
+py::object torchNewEmpty(py::handle like, py::handle shapeTuple);
 
 } // namespace cascade::python
 
