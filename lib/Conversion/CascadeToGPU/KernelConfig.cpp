@@ -365,7 +365,9 @@ static bool wgmmaApplies(const SelectionInput &in) {
 /// query rows), KV tiles of 128 tokens (64 at head_dim 256, whose f32
 /// output tile takes 128 registers a thread, and with per-score options or
 /// RoPE); shorter KV tiles until two
-/// stages fit the chip, then as many stages (up to 4) as fit.
+/// stages fit the chip, then as many stages (up to 4) as fit. With
+/// wgmma-split-kv-barriers, K and V get barrier rings of their own (the
+/// same `stages` deep each: the shared memory is that of the joint ring).
 static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
@@ -380,7 +382,7 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },
         in.op->getContext(), KernelFamily::Wgmma,
         ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
-        stages);
+        stages, o.wgmmaSplitKVBarriers ? KVBarriers::Split : KVBarriers::Joint);
   };
   KernelConfigAttr c = make();
   if (!c)
@@ -524,6 +526,7 @@ struct SelectKernelConfigPass
     o.wgmmaKVTile = wgmmaKVTile;
     o.wgmmaStages = wgmmaStages;
     o.wgmmaConsumers = wgmmaConsumers;
+    o.wgmmaSplitKVBarriers = wgmmaSplitKVBarriers;
     return o;
   }
 
