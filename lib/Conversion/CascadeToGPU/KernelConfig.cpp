@@ -367,7 +367,9 @@ static bool wgmmaApplies(const SelectionInput &in) {
 /// RoPE); shorter KV tiles until two
 /// stages fit the chip, then as many stages (up to 4) as fit. With
 /// wgmma-split-kv-barriers, K and V get barrier rings of their own (the
-/// same `stages` deep each: the shared memory is that of the joint ring).
+/// same `stages` deep each: the shared memory is that of the joint ring);
+/// where only two stages fit (head_dim 256), they do too, since a joint
+/// ring needs three (the attribute's verifier says why).
 static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
@@ -378,11 +380,12 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
                                                                        : 64;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
   auto make = [&] {
+    bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },
         in.op->getContext(), KernelFamily::Wgmma,
         ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
-        stages, o.wgmmaSplitKVBarriers ? KVBarriers::Split : KVBarriers::Joint);
+        stages, split ? KVBarriers::Split : KVBarriers::Joint);
   };
   KernelConfigAttr c = make();
   if (!c)

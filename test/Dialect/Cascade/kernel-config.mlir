@@ -110,6 +110,17 @@ func.func private @wgmma_stages() attributes {config = #cascade.kernel_config<wg
 
 // -----
 
+// expected-error@+1 {{wgmma: joint K/V barriers need stages >= 3, got 2 (two stages deadlock: use kv_barriers = split)}}
+func.func private @wgmma_joint_two_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2>}
+
+// -----
+
+// Split K/V rings work with two stages.
+// CHECK-LABEL: func.func private @wgmma_split_two_stages
+func.func private @wgmma_split_two_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2, kv_barriers = split>}
+
+// -----
+
 // K and V under barrier rings of their own (wgmma only); the default, joint,
 // is not printed.
 // CHECK-LABEL: func.func private @wgmma_split_kv

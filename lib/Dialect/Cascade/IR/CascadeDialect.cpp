@@ -104,6 +104,15 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << ") must be a multiple of 16 in [16, 256]";
     if (stages < 2)
       return emitError() << "wgmma: stages must be >= 2, got " << stages;
+    // One ring for K and V: the producer publishes a tile once the next
+    // one's copies are issued, which waits for the stage two tiles back,
+    // and the consumers release a stage only after its P.V, one iteration
+    // after its scores. With two stages each side waits for the other.
+    if (kvBarriers == KVBarriers::Joint && stages < 3)
+      return emitError() << "wgmma: joint K/V barriers need stages >= 3, "
+                            "got "
+                         << stages
+                         << " (two stages deadlock: use kv_barriers = split)";
     return success();
   }
   return success();
