@@ -163,7 +163,7 @@ if [[ $WHAT == kvsplit ]]; then
   grep -E "^FAIL|cases passed" "$O/kvsplit/check.log" || rc=1
   grep -q "cases passed" "$O/kvsplit/check.log" && ! grep -q "^FAIL" "$O/kvsplit/check.log" || rc=1
   for tool in memcheck racecheck; do
-    timeout 240 compute-sanitizer --tool $tool python3 test/Integration/gpu/check.py "$K" \
+    CASCADE_HANG_TIMEOUT_S=600 timeout 240 compute-sanitizer --tool $tool python3 test/Integration/gpu/check.py "$K" \
       --tensor-core --small > "$O/kvsplit/sanitizer-$tool.log" 2>&1
     echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/kvsplit/sanitizer-$tool.log" | tail -1)"
   done
