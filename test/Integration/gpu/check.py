@@ -423,10 +423,16 @@ def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps
             f"{plan['num_partial_rows']}")
 
 
+# --head-dim: the tensor-core cases of that head_dim only (None: all).
+ONLY_HEAD_DIM = None
+
+
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
               q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0):
     """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache)."""
+    if ONLY_HEAD_DIM not in (None, D):
+        return
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     kv_dtype = kv_dtype or dtype
     stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
@@ -518,6 +524,8 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
     (accumulating prefill); the last level, each request's suffix, an
     accumulating decode. Reference: plain attention of each query over the
     concatenation of its KV."""
+    if ONLY_HEAD_DIM not in (None, D):
+        return
     G = Hqo // Hkv
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     lv = []  # (qo_indptr, lens per group)
@@ -805,7 +813,11 @@ def main():
                     help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
     ap.add_argument("--tensor-core", action="store_true",
                     help="only the tensor-core (mma_sync / wgmma) cases")
+    ap.add_argument("--head-dim", type=int, default=None,
+                    help="with --tensor-core: only the cases of this head_dim")
     a = ap.parse_args()
+    global ONLY_HEAD_DIM
+    ONLY_HEAD_DIM = a.head_dim
     rng = np.random.default_rng(a.seed)
     b = Bundle(a.bundle)
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
