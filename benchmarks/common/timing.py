@@ -78,10 +78,15 @@ class _CupyEvents:
         return self.cp.cuda.get_elapsed_time(a, z) * 1e3
 
 
-def finish_or_exit(what, seconds=None):
+def finish_or_exit(what, seconds=None, backend=None):
+    """backend: "cupy" or "torch" for that library's events, None for
+    torch's where it imports (as cuda_time_us)."""
     if seconds is None:
         seconds = float(os.environ.get("CASCADE_HANG_TIMEOUT_S", "60"))
-    ev = _events(None)
+    if backend:
+        ev = {"cupy": _CupyEvents, "torch": _TorchEvents}[backend](None)
+    else:
+        ev = _events(None)
     done = ev.record()
     deadline = time.monotonic() + seconds
     while not done.query():

@@ -96,7 +96,7 @@ def check_merge_state(b, rng, dtype, D, H, L, base_e=False):
     s = poison((L, H), "f32")
     b.launch(name, dict(v_a=dev(va), s_a=dev(sa), v_b=dev(vb), s_b=dev(sb), v=v, s=s,
                         num_tasks=L * H))
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     vh, sh = cp.asnumpy(v), cp.asnumpy(s)
     # exactness: one side empty -> the other state bit for bit
     ea, eb = np.isneginf(sa), np.isneginf(sb)
@@ -126,7 +126,7 @@ def check_merge_states(b, rng, dtype, D, H, L, N):
     b.launch(name, dict(v_in=dev(vs.reshape(-1)) if vs.size else cp.zeros(0, vs.dtype),
                         s_in=dev(ss.reshape(-1)) if ss.size else cp.zeros(0, cp.float32),
                         v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H))
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     record(f"merge_states D={D} H={H} L={L} N={N}", dtype,
            from_storage(cp.asnumpy(v), dtype), v_ref, cp.asnumpy(s), s_ref)
 
@@ -155,7 +155,7 @@ def check_merge_in_place(b, rng, dtype, D, H, L, masked, base_e):
         v_ref[keep] = v064[keep]
         s_ref[keep] = s064[keep]
     b.launch(name, bufs)
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     vh, sh = cp.asnumpy(bufs["v"]), cp.asnumpy(bufs["s"])
     ex = True
     if masked:
@@ -300,7 +300,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                 f"chunk {plan['kv_chunk_size_pages']} pages partial rows {rows}")
     else:
         b.launch(name, bufs)
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     oh = from_storage(cp.asnumpy(o), dtype)
     lh = cp.asnumpy(lse).astype(np.float64)
     empty = lens == 0
@@ -348,7 +348,7 @@ def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
     bufs["o"] = poison((rows, Hqo, D), dtype)
     bufs["lse"] = poison((rows, Hqo), "f32")
     b.launch(name, bufs)
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     return bufs
 
 
@@ -477,7 +477,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     note = launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr, kv_indptr=indptr,
                         last=last, ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo,
                         Hkv=Hkv, D=D, dtype=dtype)
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
     ex = True
@@ -587,7 +587,7 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
                      decode=decode, Hqo=Hqo, Hkv=Hkv, D=D, dtype=dtype)
         launches += 2 if split else 1
         g0 += ng
-    finish_or_exit("the next case's kernels")
+    finish_or_exit("the next case's kernels", backend="cupy")
     o_ref, lse_ref = cascade_ref(q64, keys, G)
     record(f"cascade {levels} levels fused prefix={prefix} B={B} Hqo/Hkv={Hqo}/{Hkv} D={D} "
            f"split={split_prefix}/{split_last}", dtype,
