@@ -131,7 +131,7 @@ class ShardedMultiLevelCascadeAttentionWrapper:
                 num_sms=num_sms)
         self._shard = inner(len(levels))
         self._rest = inner(len(self._local)) if self._local else None
-        self._buffers: Optional[Tuple[Any, Any, Any, Any]] = None
+        self._buffers: Optional[List[Any]] = None
         self._shape: Optional[Tuple[int, int, int]] = None
 
     @property
@@ -187,23 +187,30 @@ class ShardedMultiLevelCascadeAttentionWrapper:
 
     begin_forward = plan
 
-    def _gather_buffers(self, v: Any, s: Any) -> Tuple[Any, Any, Any, Any]:
-        """[W * rows, H, D] / [W * rows, H] receive buffers and the
-        [rows, N, H, D] / [rows, N, H] inputs of the merge (N = W, plus one
-        when some levels are not sharded), made once per shape and dtype so
-        that a captured CUDA graph keeps its addresses."""
+    def _state_buffers(self, q: Any) -> List[Any]:
+        """The states' buffers, made once per shape, dtype and device so that
+        a captured CUDA graph keeps its addresses: this rank's state of the
+        sharded levels and of the other levels ([rows, H, D] / [rows, H]),
+        the all-gather's receive buffers ([W * rows, H, D] / [W * rows, H])
+        and the merge's inputs ([rows, N, H, D] / [rows, N, H], N = W plus
+        one when some levels are not sharded)."""
         import torch
         assert self._shape is not None
         rows, heads, dim = self._shape
-        n = self._world + (self._rest is not None)
+        w, n = self._world, self._world + (self._rest is not None)
         b = self._buffers
-        if (b is None or b[0].dtype != v.dtype or b[0].device != v.device
-                or b[2].shape != (rows, n, heads, dim)):
-            b = (torch.empty((self._world * rows, heads, dim), dtype=v.dtype, device=v.device),
-                 torch.empty((self._world * rows, heads), dtype=s.dtype, device=s.device),
-                 torch.empty((rows, n, heads, dim), dtype=v.dtype, device=v.device),
-                 torch.empty((rows, n, heads), dtype=s.dtype, device=s.device))
-            self._buffers = b
+        if b is not None and b[0].dtype == q.dtype and b[0].device == q.device \
+                and tuple(b[0].shape) == (rows, heads, dim) and b[6].shape[1] == n:
+            return b
+
+        def new(shape: Tuple[int, ...], dtype: Any) -> Any:
+            return torch.empty(shape, dtype=dtype, device=q.device)
+        f32 = torch.float32
+        b = [new((rows, heads, dim), q.dtype), new((rows, heads), f32),
+             new((rows, heads, dim), q.dtype), new((rows, heads), f32),
+             new((w * rows, heads, dim), q.dtype), new((w * rows, heads), f32),
+             new((rows, n, heads, dim), q.dtype), new((rows, n, heads), f32)]
+        self._buffers = b
         return b
 
     def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
@@ -218,18 +225,15 @@ class ShardedMultiLevelCascadeAttentionWrapper:
         if tuple(q.shape) != (rows, heads, dim):
             raise ValueError(f"q must be [{rows}, {heads}, {dim}] as planned, got "
                              f"{list(q.shape)}")
-        v, s = self._shard.run(q, paged_kv_cache, return_lse=True, k_scale=k_scale,
-                               v_scale=v_scale)
-        gv, gs, mv, ms = self._gather_buffers(v, s)
-        works = [dist.all_gather_into_tensor(gv, v.contiguous(), group=self._group,
-                                             async_op=True),
-                 dist.all_gather_into_tensor(gs, s.contiguous(), group=self._group,
-                                             async_op=True)]
+        v, s, rv, rs, gv, gs, mv, ms = self._state_buffers(q)
+        self._shard.run(q, paged_kv_cache, out=v, lse=s, k_scale=k_scale, v_scale=v_scale)
+        works = [dist.all_gather_into_tensor(gv, v, group=self._group, async_op=True),
+                 dist.all_gather_into_tensor(gs, s, group=self._group, async_op=True)]
         w = self._world
         if self._rest is not None:
             # Overlaps the gather: the levels every rank holds.
-            rv, rs = self._rest.run(q, paged_kv_cache, return_lse=True, k_scale=k_scale,
-                                    v_scale=v_scale)
+            self._rest.run(q, paged_kv_cache, out=rv, lse=rs, k_scale=k_scale,
+                           v_scale=v_scale)
             mv[:, w].copy_(rv)
             ms[:, w].copy_(rs)
         for work in works:
