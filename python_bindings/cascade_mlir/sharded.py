@@ -176,12 +176,12 @@ class ShardedMultiLevelCascadeAttentionWrapper:
                 shard[1][j], shard[2][j], shard[3][j] = shard_level(
                     paged_kv_indptr_arr[l], paged_kv_indices_arr[l],
                     paged_kv_last_page_len[l], page_size, self._rank, self._world)
-        common = dict(num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                      head_dim=head_dim, page_size=page_size, **options)
-        self._shard.plan(*shard, causal=False, **common)
+        self._shard.plan(shard[0], shard[1], shard[2], shard[3], num_qo_heads, num_kv_heads,
+                         head_dim, page_size, causal=False, **options)
         if self._rest is not None:
             rest = [list(a[l] for l in self._local) for a in arrays]
-            self._rest.plan(*rest, causal=causal, **common)
+            self._rest.plan(rest[0], rest[1], rest[2], rest[3], num_qo_heads, num_kv_heads,
+                            head_dim, page_size, causal=causal, **options)
         rows = int(host_int32(qo_indptr_arr[0], "qo_indptr_arr[0]")[-1])
         self._shape = (rows, num_qo_heads, head_dim)
 
