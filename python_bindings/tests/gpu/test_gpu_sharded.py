@@ -2,18 +2,26 @@
 result as the unsharded GPU cascade and the float64 reference, eager and
 replayed from a CUDA graph after a replan. The multi-GPU runs are
 benchmarks/python/sharded.py under torchrun (docs/multi_gpu.md)."""
+import os
 import socket
 
 import pytest
 
 import cascade_mlir as cm
 from cascade_mlir.sharded import ShardedMultiLevelCascadeAttentionWrapper
-from gpu_support import (TOL, attention_ref, gpu, merge_ref, random_batch,  # noqa: F401
-                         rel_err, torch, workspace)
+from gpu_support import (TOL, attention_ref, gpu, gpu_unavailable_reason,  # noqa: F401
+                         merge_ref, random_batch, rel_err, torch, workspace)
 
 
 @pytest.fixture(scope="module")
 def nccl_group():
+    # Module scope runs before the per-test `gpu` fixture: skip (or fail
+    # with CASCADE_REQUIRE_GPU=1) the same way here.
+    why = gpu_unavailable_reason()
+    if why:
+        if os.environ.get("CASCADE_REQUIRE_GPU") == "1":
+            pytest.fail(why)
+        pytest.skip(why)
     import torch.distributed as dist
     if not dist.is_nccl_available():
         pytest.skip("this torch build has no NCCL")
