@@ -113,7 +113,7 @@ struct AllGatherOpInterface
     // The grid is a compile-time description: once nothing refers to it,
     // it goes (the host code's LLVM translation has no shard dialect).
     Operation *grid = SymbolTable::lookupSymbolIn(module, gridName);
-    if (grid && isa<shard::GridOp>(grid) &&
+    if (isa_and_nonnull<shard::GridOp>(grid) &&
         SymbolTable::symbolKnownUseEmpty(grid, module))
       rewriter.eraseOp(grid);
     return success();
