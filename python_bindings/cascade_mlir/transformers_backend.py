@@ -626,7 +626,8 @@ def agreement_lines(r: Dict[str, Any]) -> List[str]:
         f"free running: identical steps per sequence min {same[0]}, median "
         f"{same[len(same) // 2]}, {sum(x == s for x in same)}/{len(same)} sequences "
         f"identical over all {s} steps; batch identical for the first {same[0]} steps "
-        f"(criterion >= 32: {'met' if same[0] >= min(32, s) else 'NOT met'})",
+        + (f"(criterion >= 32: {'met' if same[0] >= 32 else 'NOT met'})" if s >= 32
+           else f"(criterion >= 32: not measured, {s} steps run)"),
         f"teacher forced: max|diff|/max|logit| per step median "
         f"{sorted(rel)[len(rel) // 2]:.2e}, max {max(rel):.2e}: "
         + " ".join(f"{x:.1e}" for x in rel),
