@@ -31,6 +31,7 @@ skipped, saying so (the GPU session's time limit).
 """
 import argparse
 import gc
+import os
 import sys
 import time
 
@@ -91,8 +92,13 @@ def correctness(cfg, dtype, steps, batch, prompt_len, bigram, seed=0):
     return r
 
 
+def append(path, text):
+    if path:
+        with open(path, "a") as f:
+            f.write(text)
+
+
 def plot(rows, outdir):
-    import os
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -196,6 +202,11 @@ def main():
                              f"{args.max_sdpa_gb:.0f} GB) | - | {so:.2f} ({ao:.2f} + "
                              f"{ro:.2f}) | - | - |")
             print(r["line"], flush=True)
+    target = [r for r in rows if r["batch"] == 64 and r["prompt"] == 8192 and r["sdpa"]]
+    if target:
+        sp = target[0]["ours"].decode_tokens_per_s / target[0]["sdpa"].decode_tokens_per_s
+        print(f"done-when row (batch 64, prompt 8192, {args.new_tokens} tokens): {sp:.2f}x "
+              f"sdpa ({'met' if sp >= 1.5 else 'NOT met'}: >= 1.5x)", flush=True)
     path = None
     if args.plots:
         try:
@@ -203,6 +214,20 @@ def main():
             print("plot:", path)
         except ImportError as e:
             print(f"no plot ({e})")
+    # RESULTS.md gets each part as soon as it is measured (a run cut by the
+    # session's time limit keeps what it had).
+    append(args.results,
+           f"\n## {time.strftime('%Y-%m-%d')}: shared-prompt generation with "
+           "transformers (benchmarks/python/generation.py)\n\n" + head + ". Both "
+           "eager; decode tokens/s = batch x steps / decode time; attention = CUDA "
+           "events around every attention call (ours includes writing the step's K/V "
+           "into the pages); greedy identical: plain random weights (see the "
+           "correctness runs below).\n\n"
+           "| batch | prompt | ours tok/s | sdpa tok/s | speed-up | ours step ms "
+           "(attn + rest) | sdpa step ms (attn + rest) | greedy identical |\n"
+           "| ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n"
+           + "".join(r["line"] + "\n" for r in rows)
+           + (f"\nPlot: python/plots/{os.path.basename(path)}.\n" if path else ""))
     del model
     free()
     checks = []
@@ -219,34 +244,12 @@ def main():
                   f"{c['prompt']}, {c['steps']} steps", flush=True)
             for line in tb.agreement_lines(c):
                 print("  " + line, flush=True)
+            append(args.results, f"\nCorrectness {c['dtype']}, {what} (batch {c['batch']}, "
+                   f"prompt {c['prompt']}, {c['steps']} steps):\n\n"
+                   + "".join(f"- {x}\n" for x in tb.agreement_lines(c)))
     tol = {"float16": 1e-2, "bfloat16": 5e-2}
     ok = all(max(c["rel_logits"]) <= tol[c["dtype"]] for c in checks)
-    target = [r for r in rows if r["batch"] == 64 and r["prompt"] == 8192 and r["sdpa"]]
-    if target:
-        sp = target[0]["ours"].decode_tokens_per_s / target[0]["sdpa"].decode_tokens_per_s
-        print(f"done-when row (batch 64, prompt 8192, {args.new_tokens} tokens): {sp:.2f}x "
-              f"sdpa ({'met' if sp >= 1.5 else 'NOT met'}: >= 1.5x)")
     print(f"total {time.time() - t0:.0f} s")
-    if args.results:
-        with open(args.results, "a") as f:
-            f.write(f"\n## {time.strftime('%Y-%m-%d')}: shared-prompt generation with "
-                    "transformers (benchmarks/python/generation.py)\n\n" + head + ". Both "
-                    "eager; decode tokens/s = batch x steps / decode time; attention = "
-                    "CUDA events around every attention call (ours includes writing the "
-                    "step's K/V into the pages).\n\n"
-                    "| batch | prompt | ours tok/s | sdpa tok/s | speed-up | ours step ms "
-                    "(attn + rest) | sdpa step ms (attn + rest) | greedy identical |\n"
-                    "| ---: | ---: | ---: | ---: | ---: | --- | --- | --- |\n")
-            for r in rows:
-                f.write(r["line"] + "\n")
-            for c in checks:
-                f.write(f"\nCorrectness {c['dtype']}, "
-                        + (f"planted bigram {c['bigram']}" if c["bigram"] else
-                           "plain random weights")
-                        + f" (batch {c['batch']}, prompt {c['prompt']}, {c['steps']} "
-                        "steps):\n\n" + "".join(f"- {x}\n" for x in tb.agreement_lines(c)))
-            if path:
-                f.write(f"\nPlot: python/plots/{path.split('/')[-1]}.\n")
     return 0 if ok else 1
 
 
