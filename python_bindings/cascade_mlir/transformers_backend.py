@@ -504,11 +504,12 @@ def random_model(config: Any, dtype: torch.dtype, device: Any, seed: int = 0,
     token's embedding times its own factor drawn uniformly from [0, 2).
     sqrt(2 ln(vocab) / hidden) is where the largest of the vocabulary's
     random logits lies, so bigram = 1 puts the successor's logit level with
-    it on average, whatever the model's dimensions. The logits then rank succ(current
-    token) first by a margin that the context (attention over the whole
-    prompt) moves: large after some tokens, a near tie after others, as a
-    trained model is sure of some next tokens and torn between a few after
-    others. Every other weight keeps transformers' random initialisation."""
+    it on average, whatever the model's dimensions. The logits then rank
+    succ(current token) first by a margin that the context (attention over
+    the whole prompt) moves: large after some tokens, a near tie after
+    others, as a trained model is sure of some next tokens and torn between
+    a few after others. Every other weight keeps transformers' random
+    initialisation."""
     import copy
     from transformers import LlamaForCausalLM
     if bigram < 0:
