@@ -26,8 +26,19 @@
 // KERNELS-SAME: nvvm.minctasm = 1 : i32
 // KERNELS: nvgpu.mbarrier.create
 // KERNELS: nvvm.setmaxregister decrease 40
+// The producer's copies publish their tile on `full` themselves; no
+// cp.async wait inside its loop, one at its end.
+// KERNELS: nvgpu.mbarrier.try_wait.parity
 // KERNELS: nvgpu.device_async_copy
+// KERNELS-NOT: nvvm.cp.async.wait.group
+// KERNELS: %[[FULL:.*]] = nvgpu.mbarrier.get
+// KERNELS-NEXT: %[[PTR:.*]] = llvm.inttoptr %[[FULL]] : i32 to !llvm.ptr<3>
+// KERNELS-NEXT: nvvm.cp.async.mbarrier.arrive %[[PTR]] {noinc = true} : !llvm.ptr<3>
+// KERNELS: nvvm.cp.async.wait.group 0
 // KERNELS: nvvm.setmaxregister increase 232
+// The consumers fence the async proxy after each wait on `full`.
+// KERNELS: nvgpu.mbarrier.try_wait.parity
+// KERNELS-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // KERNELS: nvvm.wgmma.mma_async
 // KERNELS: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 func.func @prefill_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>,
