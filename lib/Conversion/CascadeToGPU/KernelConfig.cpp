@@ -204,6 +204,8 @@ struct OpShape {
   /// Options computed per score (ALiBi bias, soft cap) or per tile (RoPE in
   /// shared memory): they need registers that a 128-row tile does not leave.
   bool heavyOptions = false;
+  /// A custom mask operand: a word of mask bits per 32 scores of a row.
+  bool customMask = false;
 };
 
 /// Everything a family's choice depends on.
@@ -362,12 +364,14 @@ static bool wgmmaApplies(const SelectionInput &in) {
 }
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
-/// query rows), KV tiles of 128 tokens at head_dim 64 and of 64 above (at
-/// head_dim 128 a 64-token ring of 4 stages measured 1.3-3.3% faster than
-/// 128 tokens in 3 on the H200, causal and not, while at head_dim 64 it
-/// measured 5-7% slower; head_dim 256's f32 output tile takes 128
-/// registers a thread), and 64 with per-score options or RoPE at any
-/// head_dim; shorter KV tiles until two
+/// query rows), KV tiles of 128 tokens up to head_dim 128 and of 64 above
+/// (head_dim 256's f32 output tile takes 128 registers a thread), and 64
+/// with per-score options, custom masks (their words for 64 keys, as checked
+/// on the GPU) or RoPE at any head_dim. With the producer's
+/// copies publishing their tile, 128 tokens in 3 stages measured 456-472
+/// TFLOP/s against 427-443 for 64 tokens in 4 at head_dim 128 causal on the
+/// H200 (when the producer published each tile itself, the 64-token ring
+/// was the faster by 1.3-3.3%); shorter KV tiles until two
 /// stages fit the chip, then as many stages (up to 4) as fit. With
 /// wgmma-split-kv-barriers, K and V get barrier rings of their own (the
 /// same `stages` deep each: the shared memory is that of the joint ring);
@@ -376,11 +380,11 @@ static bool wgmmaApplies(const SelectionInput &in) {
 static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
-  // Per-score options (ALiBi, soft cap) and RoPE keep more values live next
-  // to the pipelined S and P tiles: 64-token tiles there.
-  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile
-                   : in.shape.headDim <= 64 && !in.shape.heavyOptions ? 128
-                                                                      : 64;
+  // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
+  // values live next to the pipelined S and P tiles: 64-token tiles there.
+  bool wide = in.shape.headDim <= 128 && !in.shape.heavyOptions &&
+              !in.shape.customMask;
+  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
@@ -462,6 +466,7 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.mixedTypes = s.qType != s.kvType;
   s.heavyOptions =
       a.getPosEncoding() != PosEncoding::None || !a.getLogitsSoftCap().isZero();
+  s.customMask = a.hasCustomMask();
   return s;
 }
 

@@ -447,8 +447,10 @@ void MmaAttentionKernel::runWgmma() {
   // setmaxnreg needs the register count at entry, which ptxas knows from
   // the launch bounds: .maxntid (the known block size) with .minnctapersm.
   fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
-                         c.config.hasSplitKVBarriers());
+  // One ring without RoPE: the copies publish their tiles themselves.
+  bool split = c.config.hasSplitKVBarriers();
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(), split,
+                         /*copiesArrive=*/!split && !variant.rope());
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));

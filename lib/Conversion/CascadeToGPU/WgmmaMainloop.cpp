@@ -75,10 +75,12 @@ void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
 
 WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                              const MmaSyncThread &thread, Value smem,
-                             Type elementType, double expScale, bool splitKV)
+                             Type elementType, double expScale, bool splitKV,
+                             bool copiesArrive)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
-      expScale(expScale), splitKV(splitKV) {
+      expScale(expScale), splitKV(splitKV), copiesArrive(copiesArrive) {
   assert(tiles.wgmma && "a wgmma kernel's geometry");
+  assert(!(splitKV && copiesArrive) && "split rings publish their parts");
 }
 
 Value WgmmaMainloop::address(Value offset) {
@@ -187,10 +189,42 @@ void WgmmaMainloop::publishStage(Value fullRing, Value j, Value t0,
   mbarrierArrive(k, fullRing, stage);
 }
 
+void WgmmaMainloop::waitFull(Value stage, Value parity) {
+  mbarrierWait(k, full, stage, parity);
+  // Copies that published themselves were not fenced by the producer:
+  // order them before this thread's wgmma reads (async proxy).
+  if (copiesArrive)
+    fenceProxyAsyncShared(k);
+}
+
+void WgmmaMainloop::produceArriving(Value numTiles,
+                                    const WgmmaProducerHooks &hooks) {
+  // Tile i: wait for a free stage, issue the copies, and let them arrive on
+  // `full` when they landed. No cp.async wait on the way: the producer is
+  // as far ahead as the ring lets it be, and a tile reaches the consumers
+  // as soon as its own bytes are in, not after the next tile was issued.
+  scf::ForOp::create(k.b, k.loc, k.idx(0), numTiles, k.idx(1), ValueRange{},
+                     [&](OpBuilder &lb, Location, Value i, ValueRange) {
+                       OpBuilder::InsertionGuard lg(k.b);
+                       k.b.setInsertionPoint(lb.getInsertionBlock(),
+                                             lb.getInsertionPoint());
+                       Value stage = acquireStage(empty, i);
+                       hooks.issue(i, stage, WgmmaKVPart::KV);
+                       mbarrierArriveOnCopies(k, full, stage);
+                       scf::YieldOp::create(k.b, k.loc);
+                     });
+  // Nothing in flight when the producer's threads end.
+  NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, 0);
+}
+
 void WgmmaMainloop::produce(Value numTiles, Value t0,
                             const WgmmaProducerHooks &hooks) {
   if (splitKV)
     return produceSplit(numTiles, t0, hooks);
+  if (copiesArrive) {
+    assert(!hooks.prepare && "a prepare hook needs the landed tile");
+    return produceArriving(numTiles, hooks);
+  }
   // Tile j is published once its copies landed: after tile j + 1 was
   // issued, so that two tiles' copies are in flight while one waits.
   auto publish = [&](Value j, int64_t pendingGroups) {
@@ -369,7 +403,7 @@ MmaSyncState WgmmaMainloop::consume(
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
     auto [stage, parity] = stageAndParity(k.idx(0));
-    mbarrierWait(k, full, stage, parity);
+    waitFull(stage, parity);
     giveFirstTurn();
     waitTurn();
     Value s = issueScores(stage);
@@ -419,7 +453,7 @@ MmaSyncState WgmmaMainloop::consume(
           mbarrierWait(k, fullV, prevStage, prevParity);
         } else {
           prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
-          mbarrierWait(k, full, stage, parity);
+          waitFull(stage, parity);
         }
         waitTurn();
         Value s = issueScores(stage);

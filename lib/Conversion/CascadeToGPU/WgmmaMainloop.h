@@ -7,8 +7,13 @@
 //   128-byte-swizzled panel form that wgmma descriptors read. Per tile it
 //   waits until the consumers have released the stage (mbarrier `empty`),
 //   issues the tile's copies (a hook: the paged cp.async gather), and
-//   publishes the tile before (mbarrier `full`, after its copies landed and
-//   a proxy fence made them visible to wgmma);
+//   publishes it on mbarrier `full`: each producer thread's
+//   cp.async.mbarrier.arrive makes its arrival wait for its own copies, so
+//   the producer runs on to the next free stage at once and the consumers
+//   fence the async proxy after their wait. Where the producer works on a
+//   landed tile (RoPE rotates K in shared memory) it publishes tile j
+//   itself instead, after issuing tile j + 1 and waiting for tile j's
+//   cp.async group;
 // - the consumer warpgroups (registers taken with setmaxnreg), each owning
 //   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
 //   through descriptors), the score transform (a hook), the online softmax
@@ -126,10 +131,13 @@ private:
 
 class WgmmaMainloop {
 public:
-  /// `splitKV`: K and V under barrier rings of their own.
+  /// `splitKV`: K and V under barrier rings of their own. `copiesArrive`
+  /// (one ring, no prepare hook): a tile is published by its copies
+  /// themselves (produce).
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale, bool splitKV = false);
+                double expScale, bool splitKV = false,
+                bool copiesArrive = false);
 
   /// Creates and initializes the `full` and `empty` mbarrier rings (and
   /// `fullV`, `emptyV` with split barriers); every thread of the block
@@ -150,6 +158,11 @@ public:
 private:
   /// The producer's loop with split K/V barriers.
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
+  /// The producer's loop where the copies publish their tile.
+  void produceArriving(Value numTiles, const WgmmaProducerHooks &hooks);
+  /// The consumers: wait until tile `i`'s copies are in stage `stage`
+  /// (phase `parity` of `full`).
+  void waitFull(Value stage, Value parity);
   /// The producer: waits until the stage of tile `i` in the ring `empty` is
   /// free (the consumers released tile i - stages); returns the stage.
   Value acquireStage(Value emptyRing, Value i);
@@ -191,6 +204,7 @@ private:
   Type elementType;
   double expScale;
   bool splitKV;
+  bool copiesArrive;
   /// One ring: K and V of a stage; split barriers: K's (and fullV, emptyV
   /// V's).
   Value full, empty, fullV, emptyV;

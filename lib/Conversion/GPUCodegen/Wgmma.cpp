@@ -257,6 +257,17 @@ void cascade::mbarrierArrive(KernelBuilder &k, Value group, Value id) {
       k.b, k.loc, nvgpu::MBarrierTokenType::get(k.b.getContext()), group, id);
 }
 
+void cascade::mbarrierArriveOnCopies(KernelBuilder &k, Value group, Value id) {
+  // The barrier's shared-memory address (32 bits), as the shared pointer
+  // the NVVM op takes.
+  Value addr =
+      nvgpu::MBarrierGetOp::create(k.b, k.loc, k.b.getI32Type(), group, id);
+  auto sharedPtr = LLVM::LLVMPointerType::get(
+      k.b.getContext(), static_cast<unsigned>(NVVM::NVVMMemorySpace::Shared));
+  Value ptr = LLVM::IntToPtrOp::create(k.b, k.loc, sharedPtr, addr);
+  NVVM::CpAsyncMBarrierArriveOp::create(k.b, k.loc, ptr, /*noinc=*/true);
+}
+
 void cascade::namedBarrier(KernelBuilder &k, int64_t id, int64_t numThreads) {
   assert(id > 0 && id < 16 && "named barriers 1..15");
   namedBarrier(k, k.i32(id), numThreads);

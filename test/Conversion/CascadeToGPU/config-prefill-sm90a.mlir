@@ -7,27 +7,38 @@
 // On sm_90a (Hopper with its architecture-specific instructions), prefill,
 // append and shared-prefix levels of one dtype at head_dim 64, 128 and 256
 // run on the wgmma family: a producer warpgroup and two consumer warpgroups
-// of 64 rows (threads [128, 3, 1], q_tile 128), KV tiles of 64 tokens (128
-// at head_dim 64), as many stages (up to 4) as fit the chip's shared
-// memory: 4 at head_dim 128, 2 at 256. Everything else keeps its family: head_dim
+// of 64 rows (threads [128, 3, 1], q_tile 128), KV tiles of 128 tokens up
+// to head_dim 128 (64 at 256), as many stages (up to 4) as fit the chip's
+// shared memory: 3 at head_dim 128, 2 at 256. Everything else keeps its family: head_dim
 // 96 (not whole 128-byte panels), decode, and everything on plain sm_90,
 // whose PTX may not use wgmma.
 
 // CHECK-LABEL: func.func @prefill_d128
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4>
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>
 // NOWGMMA-LABEL: func.func @prefill_d128
 // NOWGMMA: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 32, stages = 3>
 // TUNED-LABEL: func.func @prefill_d128
 // TUNED: #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 64, kv_tile = 64, stages = 3>
 // SM90-LABEL: func.func @prefill_d128
 // SM90: #cascade.kernel_config<mma_sync,
-// KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv64_s4(
+// KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3(
 // KERNELS-SAME: known_block_size = array<i32: 128, 3, 1>
 // KERNELS-SAME: nvvm.minctasm = 1 : i32
 // KERNELS: nvgpu.mbarrier.create
 // KERNELS: nvvm.setmaxregister decrease 40
+// The producer's copies publish their tile on `full` themselves; no
+// cp.async wait inside its loop, one at its end.
+// KERNELS: nvgpu.mbarrier.try_wait.parity
 // KERNELS: nvgpu.device_async_copy
+// KERNELS-NOT: nvvm.cp.async.wait.group
+// KERNELS: %[[FULL:.*]] = nvgpu.mbarrier.get
+// KERNELS-NEXT: %[[PTR:.*]] = llvm.inttoptr %[[FULL]] : i32 to !llvm.ptr<3>
+// KERNELS-NEXT: nvvm.cp.async.mbarrier.arrive %[[PTR]] {noinc = true} : !llvm.ptr<3>
+// KERNELS: nvvm.cp.async.wait.group 0
 // KERNELS: nvvm.setmaxregister increase 232
+// The consumers fence the async proxy after each wait on `full`.
+// KERNELS: nvgpu.mbarrier.try_wait.parity
+// KERNELS-NEXT: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // KERNELS: nvvm.wgmma.mma_async
 // KERNELS: llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16
 func.func @prefill_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>,

@@ -11,19 +11,19 @@
 // the one that covers P_{i-1} V_{i-1}. RoPE rotates the K tiles only.
 
 // SELECT-LABEL: func.func @prefill_causal
-// SELECT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4, kv_barriers = split>
+// SELECT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = split>
 // SELECT-LABEL: func.func @prefill_rope
 // SELECT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4, kv_barriers = split>
 // SELECT-LABEL: func.func @decode
 // SELECT: #cascade.kernel_config<rows,
 // SELECT-NOT: kv_barriers
 // JOINT-LABEL: func.func @prefill_causal
-// JOINT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4>
+// JOINT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>
 // JOINT-NOT: kv_barriers
 
-// CHECK-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv64_s4_kvsplit(
+// CHECK-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3_kvsplit(
 // Four rings of 4 stages: full and empty of K, then of V.
-// CHECK: %[[FULLK:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 4>
+// CHECK: %[[FULLK:.*]] = nvgpu.mbarrier.create -> <memorySpace = #gpu.address_space<workgroup>, num_barriers = 3>
 // CHECK: %[[EMPTYK:.*]] = nvgpu.mbarrier.create
 // CHECK: %[[FULLV:.*]] = nvgpu.mbarrier.create
 // CHECK: %[[EMPTYV:.*]] = nvgpu.mbarrier.create

@@ -132,6 +132,13 @@ void mbarrierArriveExpectTx(KernelBuilder &k, Value group, Value id,
 void mbarrierWait(KernelBuilder &k, Value group, Value id, Value parity);
 /// Arrives on barrier `id` (one arrival of the current phase).
 void mbarrierArrive(KernelBuilder &k, Value group, Value id);
+/// Arrives on barrier `id` once every cp.async this thread issued so far
+/// has landed (cp.async.mbarrier.arrive.noinc: the arrival counts against
+/// the arrivals the barrier was initialized with). The thread goes on at
+/// once; a consumer that waits for the phase and then reads the copies
+/// through the async proxy (wgmma) needs fenceProxyAsyncShared after the
+/// wait.
+void mbarrierArriveOnCopies(KernelBuilder &k, Value group, Value id);
 
 /// bar.sync `id`, `numThreads`: a barrier among the warps that name it
 /// (a warpgroup, or the consumers of a warp-specialized block), where
