@@ -2,6 +2,8 @@
 
 #include "MmaSyncMainloop.h"
 
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -32,6 +34,7 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
     numThreads = 32 * warpsQ;
     qLayout = SmemTileLayout::getPanels(qTile, dp);
     kvLayout = SmemTileLayout::getPanels(kvTile, dp);
+    kvRingStages = stages;
     return;
   }
   warpsQ = cfg.getWarpsQ();
@@ -46,6 +49,7 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   numThreads = 32 * warpsQ * warpsKV;
   qLayout = SmemTileLayout::get(qTile, dp);
   kvLayout = SmemTileLayout::get(kvTile, dp);
+  kvRingStages = isFp8KVType(spec.kvType) ? 1 : stages;
 }
 
 MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
@@ -85,7 +89,7 @@ SmallVector<Value> MmaSyncMainloop::scores(Value stage) {
   const MmaSyncTiles &t = tiles;
   MmaBuilder mma(k, elementType, thread.lane);
   SmallVector<Value> acc(t.mTiles * t.sTiles, mma.zeroAccumulator());
-  Value kb = t.kRing().stage(k, stage);
+  Value kb = t.kRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
   for (int64_t kk = 0; kk < t.dp / 16; ++kk) {
     SmallVector<Value> a;
@@ -195,7 +199,7 @@ void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
 void MmaSyncMainloop::accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA,
                                    Value stage, SmallVector<Value> &o) {
   const MmaSyncTiles &t = tiles;
-  Value vb = t.vRing().stage(k, stage);
+  Value vb = t.vRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
   for (int64_t kk = 0; kk < t.sTiles / 2; ++kk) {
     ArrayRef<Value> pa = pA.slice(kk * t.mTiles, t.mTiles);

@@ -29,6 +29,10 @@ namespace cascade {
 
 /// The tile geometry of an mma_sync attention kernel (its kernel_config) and
 /// its dynamic shared memory: the Q tile, then the K ring, then the V ring.
+/// The K and V rings are `stages` deep where the copies land in them; over
+/// an fp8 cache the copies land in staging rings `stages` deep after them
+/// (MmaAttentionKernel) and each tile is converted into one K and one V
+/// tile (`kvRingStages` 1) just before its scores.
 ///
 /// A wgmma kernel (WgmmaMainloop.h) is described by the same geometry seen
 /// from its consumer warps (`wgmma`): each holds 16 rows (mTiles 1) and
@@ -37,19 +41,26 @@ namespace cascade {
 struct MmaSyncTiles {
   int64_t d, dp, warpsQ, warpsKV, mTiles, qTile, kvTile, stages, kvPerWarp,
       sTiles, oTiles, numThreads;
+  /// Tiles of the K ring and of the V ring: `stages`, or 1 over an fp8
+  /// cache (the converted tile of the stage being computed).
+  int64_t kvRingStages;
   SmemTileLayout qLayout, kvLayout;
   bool wgmma = false;
 
   explicit MmaSyncTiles(const AttentionSpec &spec);
   int64_t sharedElements() const {
-    return qLayout.numElements() + 2 * stages * kvLayout.numElements();
+    return qLayout.numElements() + 2 * kvRingStages * kvLayout.numElements();
   }
   SmemRing kRing() const {
     return {qLayout.numElements(), kvLayout.numElements()};
   }
   SmemRing vRing() const {
-    return {qLayout.numElements() + stages * kvLayout.numElements(),
+    return {qLayout.numElements() + kvRingStages * kvLayout.numElements(),
             kvLayout.numElements()};
+  }
+  /// The K / V ring tile that pipeline stage `stage` is computed from.
+  Value ringStage(KernelBuilder &k, Value stage) const {
+    return kvRingStages == stages ? stage : k.idx(0);
   }
 };
 
