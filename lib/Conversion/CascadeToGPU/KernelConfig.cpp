@@ -106,14 +106,16 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
 }
 
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                         Type kvType) {
+                                         Type kvType, bool decode) {
   if (!isFp8KVType(kvType))
     return mmaAttentionSharedBytes(c, headDim);
-  // The Q tile and one f16/bf16 K and V tile (each stage is converted into
-  // them just before its scores), then the fp8 staging rings; the partial
-  // states of the warps along KV reuse the memory from 0.
+  // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
+  // each stage converted into them just before its scores), then the fp8
+  // staging rings; the partial states of the warps along KV reuse the
+  // memory from 0.
   int64_t stride = mmaRowStride(headDim);
-  int64_t tiles = (c.getQTile() + 2 * c.getKvTile()) * stride * 2;
+  int64_t ring = decode ? 1 : c.getStages();
+  int64_t tiles = (c.getQTile() + 2 * ring * c.getKvTile()) * stride * 2;
   int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
@@ -135,7 +137,8 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
     return 0;
   return mmaAttentionSharedBytes(
       config, headDim,
-      cast<ShapedType>(attention.getKv()[0].getType()).getElementType());
+      cast<ShapedType>(attention.getKv()[0].getType()).getElementType(),
+      attention.isDecode());
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,

@@ -40,12 +40,12 @@
 //
 // fp8 KV (f8E4M3FN, f8E5M2): tiles are gathered as fp8 bytes (16-byte
 // cp.async chunks of 16 elements, half an f16 tile's bytes) into staging
-// rings `stages` deep after one f16/bf16 K tile and one V tile, and
-// converted to q's dtype into those swizzled tiles just before the tile's
+// rings `stages` deep after the f16/bf16 K and V rings, and converted to
+// q's dtype into the swizzled tile of their stage just before the tile's
 // scores (the mainloop's prepare hook; cvt.rn.f16x2.{e4m3x2,e5m2x2},
-// Fp8Convert.h): the barrier that starts a tile's iteration also ends the
-// reads of the previous tile's converted K and V, so one of each suffices,
-// and the shared memory goes to the staging stages (the bytes in flight).
+// Fp8Convert.h). Decode keeps one converted K and V tile: the barrier that
+// starts a tile's iteration also ends the reads of the previous tile's, and
+// the shared memory goes to the staging stages (the bytes in flight).
 // k_scale multiplies the raw scores, v_scale the output accumulators
 // before the epilogue.
 //

@@ -2,9 +2,10 @@
 // fp8 KV caches (e4m3, e5m2). Decode with G = 1 on the rows family: 16-byte
 // cp.async chunks of 16 fp8 elements, cvt.rn.f16x2.{e4m3x2,e5m2x2} after
 // the shared-memory loads. Prefill and decode with G >= 2 on mma_sync: the
-// fp8 tiles land in staging rings (16-byte cp.async) and each is converted
-// into one swizzled f16/bf16 K and V tile before the mma (shared memory:
-// the Q tile, one K and one V tile, 2 * stages * kv_tile * D staging bytes). k_scale / v_scale f32 kernel
+// fp8 tiles land in staging rings (16-byte cp.async) and are converted into
+// the swizzled f16/bf16 tiles of their stage before the mma (the staging
+// adds 2 * stages * kv_tile * D bytes of shared memory); decode converts
+// every stage into one K and one V tile. k_scale / v_scale f32 kernel
 // parameters (1.0 at launch where the op has none), a manifest naming the
 // fp8 dtype; ptxas accepts the PTX with no spills; sm_80 is refused with an
 // error naming the chip.
@@ -52,7 +53,7 @@
 // MANIFEST: "kind": "f32",
 // MANIFEST-NEXT: "name": "v_scale"
 // MANIFEST: "kv_dtype": "f8e4m3",
-// MANIFEST: "dynamic_shared_bytes": 73728,
+// MANIFEST: "dynamic_shared_bytes": 106496,
 // MANIFEST-NEXT: "grid"
 // MANIFEST: "name": "cascade_prefill_causal_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3",
 // Q 16 x 128 f16 (4 KiB), one K and one V tile of 64 x 128 f16 (32 KiB),
