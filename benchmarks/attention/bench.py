@@ -235,7 +235,10 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
                  lse_base=2, accumulate=False, indptr="merge_indptr")
     # The unique level's accumulating decode as selection made it: rows for
     # f16 (and fp8 at G = 1), mma_sync for an fp8 cache at G >= 2.
-    dec = b.find("decode", kernel_family=("rows",) + TENSOR_CORE, accumulate=True, **none)
+    try:
+        dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
+    except KeyError:
+        dec = b.find("decode", kernel_family=TENSOR_CORE, accumulate=True, **none)
     o = torch.empty(B, Hq, D, device="cuda", dtype=tdt)
     lse = torch.empty(B, Hq, device="cuda", dtype=torch.float32)
     b1 = dict(q=cpa(q), kv_cache=cpa(kernel_cache.view(torch.uint8) if fp8 else cache),
