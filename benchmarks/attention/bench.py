@@ -28,6 +28,7 @@ error) before timing.
 """
 import argparse
 import math
+import re
 
 import torch
 
@@ -35,7 +36,7 @@ from cascade_mlir import _runtime
 
 from benchmarks.common.bundle import (TENSOR_CORE, Bundle, cpa, launch_all, num_sms, occupancy,
                                       plan_buffers, static_matches)
-from benchmarks.common.timing import cuda_time_us, graph_time_us
+from benchmarks.common.timing import cuda_time_us, finish_or_exit, graph_time_us
 
 try:
     import flashinfer  # noqa: F401
@@ -48,6 +49,7 @@ DT = {"f16": torch.float16, "bf16": torch.bfloat16}
 rows_out = []
 # Prefill rows of these kernel families only (--family; empty: all).
 FAMILIES = ()
+KERNELS = ""
 
 
 def timed(fn):
@@ -123,7 +125,8 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
                 accumulate=False, pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     names = [n for n, kk in b.kernels.items() if kk["op"] == "prefill" and
              static_matches(kk["static"], base) and
-             (not FAMILIES or kk["static"]["kernel_family"] in FAMILIES)]
+             (not FAMILIES or kk["static"]["kernel_family"] in FAMILIES) and
+             (not KERNELS or re.search(KERNELS, n))]
     o = torch.empty_like(q)
     lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
     for name in names:
@@ -133,7 +136,7 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
                     num_rows=B * L, row_capacity=B * L)
         o.fill_(float("nan"))
         b.launch(name, bufs)
-        torch.cuda.synchronize()
+        finish_or_exit(name)
         err = relerr(o, ref)
         t = timed(lambda: b.launch(name, bufs))
         tf = flops / t / 1e6
@@ -305,13 +308,16 @@ def main():
     ap.add_argument("--family", default="",
                     help="prefill: time only these kernel families (comma-separated, "
                          "e.g. wgmma)")
+    ap.add_argument("--kernels", default="",
+                    help="prefill: time only the kernels whose name matches this regex")
     ap.add_argument("--quick", action="store_true",
                     help="prefill: the causal D=128 rows only (an A/B of kernel changes)")
     ap.add_argument("--fp8-bundle", default=None,
                     help="fp8_kernels.mlir's bundle: adds the cascade rows over an fp8 cache")
     a = ap.parse_args()
-    global FAMILIES
+    global FAMILIES, KERNELS
     FAMILIES = tuple(f for f in a.family.split(",") if f)
+    KERNELS = a.kernels
     b = Bundle(a.bundle)
     print(torch.cuda.get_device_name(), "FlashInfer:", "yes" if HAVE_FI else FI_ERR, flush=True)
     want = a.rows.split(",")

@@ -11,8 +11,19 @@ libraries launch there by default).
 `graph_time_us(launch)` captures `inner` calls of launch() (cupy launches on
 the capturing stream) in one CUDA graph and times its replay with
 cuda_time_us, per call: host launch overhead stays out of the number.
+
+`finish_or_exit(what, seconds)` waits for the work queued so far on the
+default stream, and ends the process (exit status 3, a HANG line naming
+`what`) if it has not finished after `seconds` (default: the environment's
+CASCADE_HANG_TIMEOUT_S, else 60; raise it under compute-sanitizer, which
+slows kernels down a hundredfold): a kernel that never returns
+(a pipeline deadlock) cannot be interrupted, and would otherwise hold the
+benchmark until the machine's time limit.
 """
+import os
 import statistics
+import sys
+import time
 
 
 def _is_cupy_stream(stream):
@@ -65,6 +76,25 @@ class _CupyEvents:
     def elapsed_us(self, a, z):
         z.synchronize()
         return self.cp.cuda.get_elapsed_time(a, z) * 1e3
+
+
+def finish_or_exit(what, seconds=None, backend=None):
+    """backend: "cupy" or "torch" for that library's events, None for
+    torch's where it imports (as cuda_time_us)."""
+    if seconds is None:
+        seconds = float(os.environ.get("CASCADE_HANG_TIMEOUT_S", "60"))
+    if backend:
+        ev = {"cupy": _CupyEvents, "torch": _TorchEvents}[backend](None)
+    else:
+        ev = _events(None)
+    done = ev.record()
+    deadline = time.monotonic() + seconds
+    while not done.query():
+        if time.monotonic() > deadline:
+            print(f"HANG: {what} did not finish within {seconds:.0f} s", flush=True)
+            sys.stderr.flush()
+            os._exit(3)
+        time.sleep(0.005)
 
 
 def _events(stream):

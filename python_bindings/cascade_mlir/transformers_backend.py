@@ -25,6 +25,7 @@ with `use_cuda_graph=True` a captured decode step replays after each
 plan_step() (the plan lives in the workspace the captured kernels read).
 """
 
+import math
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
@@ -36,10 +37,16 @@ from .cascade import MultiLevelCascadeAttentionWrapper
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
 __all__ = ["ATTENTION", "register", "SharedPromptCache", "cascade_attention_forward",
-           "generate", "generate_sdpa", "StepTimer"]
+           "generate", "generate_sdpa", "StepTimer", "greedy_agreement",
+           "agreement_lines"]
 
 #: The name the backend is registered under (AttentionInterface).
 ATTENTION = "cascade_mlir"
+
+#: random_model's planted-bigram strength whose greedy choices are as
+#: decisive, against rounding noise, as a trained model's (docs/python.md,
+#: "Greedy tokens with random weights": how it was calibrated).
+CALIBRATED_BIGRAM = 1.07
 
 
 def cascade_attention_forward(module: torch.nn.Module, query: torch.Tensor,
@@ -483,13 +490,66 @@ def llama_config(preset: str = "llama-32x8-d128", num_layers: Optional[int] = No
     return LlamaConfig(**kw)
 
 
-def random_model(config: Any, dtype: torch.dtype, device: Any, seed: int = 0) -> Any:
-    """LlamaForCausalLM with random weights (seeded), in eval mode."""
+def random_model(config: Any, dtype: torch.dtype, device: Any, seed: int = 0,
+                 bigram: float = 0.0) -> Any:
+    """LlamaForCausalLM with random weights (seeded), in eval mode.
+
+    bigram > 0 plants a successor structure that makes the greedy choices as
+    decisive as a trained model's (docs/python.md, "Greedy tokens with random
+    weights"): a random permutation succ of the vocabulary, an untied lm_head
+    whose row succ(v) is token v's embedding, and the embedding scaled so
+    that, at the final norm, the current token's embedding has
+    bigram * sqrt(2 ln(vocab) / hidden) times the norm of everything the
+    layers added (measured on random tokens, three fixed-point rounds), each
+    token's embedding times its own factor drawn uniformly from [0, 2).
+    sqrt(2 ln(vocab) / hidden) is where the largest of the vocabulary's
+    random logits lies, so bigram = 1 puts the successor's logit level with
+    it on average, whatever the model's dimensions. The logits then rank
+    succ(current token) first by a margin that the context (attention over
+    the whole prompt) moves: large after some tokens, a near tie after
+    others, as a trained model is sure of some next tokens and torn between
+    a few after others. Every other weight keeps transformers' random
+    initialisation."""
+    import copy
     from transformers import LlamaForCausalLM
+    if bigram < 0:
+        raise ValueError(f"bigram must be >= 0, got {bigram}")
     torch.manual_seed(seed)
+    if bigram:
+        config = copy.deepcopy(config)
+        config.tie_word_embeddings = False
     with torch.device(device):
-        model = LlamaForCausalLM(config).to(dtype)
-    return model.eval().requires_grad_(False)
+        model = LlamaForCausalLM(config)
+    if bigram:
+        _plant_bigram(model, bigram, seed)
+    return model.to(dtype).eval().requires_grad_(False)
+
+
+@torch.no_grad()
+def _plant_bigram(model: Any, strength: float, seed: int) -> None:
+    emb = model.model.embed_tokens.weight
+    vocab = emb.shape[0]
+    g = torch.Generator().manual_seed(seed + 7)
+    succ = torch.randperm(vocab, generator=g).to(emb.device)
+    base = emb.clone()
+    # lm_head row succ(v) = embedding of v: the logit of succ(v) is the
+    # final hidden state's projection on v's (unscaled) embedding.
+    model.lm_head.weight[succ] = base
+    factor = (2 * torch.rand(vocab, 1, generator=g)).to(base)
+    toks = torch.randint(0, vocab, (2, 64), generator=g).to(emb.device)
+    seen: List[torch.Tensor] = []
+    hook = model.model.norm.register_forward_pre_hook(lambda _m, a: seen.append(a[0]))
+    unit = float(base.norm(dim=1).median())
+    level = strength * (2 * math.log(vocab) / emb.shape[1]) ** 0.5
+    try:
+        for _ in range(3):
+            seen.clear()
+            model.model(toks, use_cache=False)
+            added = (seen[0] - emb[toks]).norm(dim=-1)
+            scale = level * float(added.median()) / unit
+            emb.copy_(base * factor * scale)
+    finally:
+        hook.remove()
 
 
 def compare(ours: Result, ref: Result) -> Dict[str, Any]:
@@ -513,3 +573,68 @@ def top2_gap(logits: torch.Tensor) -> torch.Tensor:
     greedy decoding under any rounding difference)."""
     t = logits.float().topk(2, -1).values
     return t[..., 0] - t[..., 1]
+
+
+def greedy_agreement(model: Any, prompt: torch.Tensor, own: torch.Tensor,
+                     steps: int) -> Dict[str, Any]:
+    """The cascade against transformers' sdpa on the same model, `steps`
+    greedy steps of the batch:
+
+    * teacher forced (both fed sdpa's greedy tokens, so every step compares
+      on equal inputs): per step max|diff| / max|logit| (`rel_logits`); the
+      top-1/top-2 gap of sdpa's logits at every (sequence, step)
+      (`gap_median`, `gap_p10`, in nats) and the median top-1 probability;
+      sigma, the spread of d[top1] - d[top2] (d = ours - sdpa) over all
+      pairs; every (step, sequence) whose greedy choice differs, with its
+      gap (`flips`); `expected_flips`, the sum over pairs of
+      Phi(-gap / sigma) (what that noise predicts for these gaps);
+    * free running (each its own greedy tokens): per sequence the steps
+      before the first differing token (`identical_steps`).
+    """
+    ref = generate_sdpa(model, prompt, own, steps, keep_logits=True)
+    ours = generate(model, prompt, own, steps, keep_logits=True, forced=ref.tokens)
+    free = generate(model, prompt, own, steps)
+    assert ref.tokens is not None and free.tokens is not None
+    rel = compare(ours, ref)["rel_logits"]
+    a, b = torch.stack(ours.logits, 1), torch.stack(ref.logits, 1)  # [B, S, V]
+    top = b.topk(2, -1)
+    gap = top.values[..., 0] - top.values[..., 1]
+    d = a - b
+    pair = (d.gather(-1, top.indices[..., :1]) - d.gather(-1, top.indices[..., 1:]))[..., 0]
+    sigma = float(pair.std()) if pair.numel() > 1 else 0.0
+    differ = a.argmax(-1) != b.argmax(-1)
+    flips = [(int(step), int(seq), float(gap[seq, step]))
+             for seq, step in differ.nonzero().tolist()]
+    expected = float((0.5 * torch.erfc(gap / max(sigma, 1e-30) / 2 ** 0.5)).sum())
+    same = (free.tokens == ref.tokens).int().cumprod(1).sum(1)
+    return {"steps": steps, "batch": int(own.shape[0]), "rel_logits": rel,
+            "gap_median": float(gap.median()),
+            "gap_p10": float(gap.flatten().quantile(0.1)),
+            "top1_prob_median": float(b.softmax(-1).amax(-1).median()),
+            "sigma": sigma, "flips": sorted(flips), "expected_flips": expected,
+            "identical_steps": same.tolist()}
+
+
+def agreement_lines(r: Dict[str, Any]) -> List[str]:
+    """greedy_agreement's result as report lines."""
+    rel, same = r["rel_logits"], sorted(r["identical_steps"])
+    n, s = r["batch"] * r["steps"], r["steps"]
+    flips = r["flips"]
+    shown = ", ".join(f"step {t} seq {q}: gap {g:.3f} ({g / max(r['sigma'], 1e-30):.1f} sigma)"
+                      for t, q, g in flips[:8])
+    more = f" and {len(flips) - 8} more" if len(flips) > 8 else ""
+    return [
+        f"free running: identical steps per sequence min {same[0]}, median "
+        f"{same[len(same) // 2]}, {sum(x == s for x in same)}/{len(same)} sequences "
+        f"identical over all {s} steps; batch identical for the first {same[0]} steps "
+        + (f"(criterion >= 32: {'met' if same[0] >= 32 else 'NOT met'})" if s >= 32
+           else f"(criterion >= 32: not measured, {s} steps run)"),
+        f"teacher forced: max|diff|/max|logit| per step median "
+        f"{sorted(rel)[len(rel) // 2]:.2e}, max {max(rel):.2e}: "
+        + " ".join(f"{x:.1e}" for x in rel),
+        f"teacher forced: sdpa's top-1/top-2 gap median {r['gap_median']:.3f}, 10th "
+        f"percentile {r['gap_p10']:.3f} nats; top-1 probability median "
+        f"{r['top1_prob_median']:.3f}; noise sigma (d[top1] - d[top2]) {r['sigma']:.4f} nats",
+        f"teacher forced: {len(flips)}/{n} greedy choices differ (the noise predicts "
+        f"{r['expected_flips']:.1f})" + (f": {shown}{more}" if flips else ""),
+    ]

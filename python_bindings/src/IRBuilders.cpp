@@ -267,8 +267,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*plans=*/ValueRange{}, o,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
-        levels);
+        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels,
+        /*grid=*/FlatSymbolRefAttr(), /*grid_axes=*/DenseI16ArrayAttr(),
+        /*sharded_levels=*/DenseBoolArrayAttr());
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }

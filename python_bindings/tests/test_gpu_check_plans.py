@@ -26,8 +26,18 @@ def numpy_cupy():
                  "uint8", "int32"):
         setattr(cp, name, getattr(np, name))
     cp.asnumpy = np.asarray
+
+    class Event:
+        """Work on the stand-in device is done when it is queued."""
+
+        def record(self, stream=None):
+            pass
+
+        def query(self):
+            return True
+
     cp.cuda = types.SimpleNamespace(
-        runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
+        Event=Event, runtime=types.SimpleNamespace(deviceSynchronize=lambda: None))
     return cp
 
 

@@ -86,3 +86,48 @@ def test_compile_fullgraph_attention_and_model(inputs):
         got = compiled(own, position_ids=cache.positions(), cascade_cache=cache,
                        use_cache=False).logits
     assert torch.equal(got, want)
+
+
+def test_planted_bigram_makes_the_successor_win():
+    """random_model(bigram=X): an untied lm_head whose row succ(v) is v's
+    embedding, and the embedding scaled so that the current token's
+    successor leads; plain random weights (X = 0) stay tied and pick no
+    such token."""
+    cfg = tb.llama_config("tiny", vocab_size=1024)
+    plain = tb.random_model(cfg, torch.float32, "cpu", seed=4)
+    planted = tb.random_model(cfg, torch.float32, "cpu", seed=4, bigram=2.0)
+    assert plain.config.tie_word_embeddings and not planted.config.tie_word_embeddings
+    emb, head = planted.model.embed_tokens.weight, planted.lm_head.weight
+    # Row succ(v) of lm_head is parallel to v's embedding.
+    succ = (torch.nn.functional.normalize(emb, dim=1)
+            @ torch.nn.functional.normalize(head, dim=1).T).argmax(1)
+    assert succ.unique().numel() == 1024  # a permutation
+    x = torch.randint(0, 1024, (2, 40), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        hit = (planted(x).logits.argmax(-1) == succ[x]).float().mean()
+        hit_plain = (plain(x).logits.argmax(-1) == succ[x]).float().mean()
+    assert hit > 0.6 and hit_plain < 0.05, (hit, hit_plain)
+    with pytest.raises(ValueError, match="bigram"):
+        tb.random_model(cfg, torch.float32, "cpu", bigram=-1.0)
+
+
+def test_greedy_agreement_reports_and_catches_a_wrong_attention(inputs, monkeypatch):
+    prompt, own = inputs
+    model = tb.random_model(tb.llama_config("tiny"), torch.float16, "cpu", seed=3,
+                            bigram=1.0)
+    r = tb.greedy_agreement(model, prompt, own, 5)
+    assert r["identical_steps"] == [5, 5, 5] and r["flips"] == [], r
+    assert len(r["rel_logits"]) == 5 and max(r["rel_logits"]) <= 4e-3
+    lines = tb.agreement_lines(r)
+    assert "batch identical for the first 5 steps" in lines[0] and "0/15" in lines[3]
+    # An attention that drops the shared prompt's level (attends to the
+    # sequence's own tokens only) must show in the report.
+    attend = tb.SharedPromptCache.attend
+
+    def wrong(self, layer, q, k, v, scaling=None):
+        out = attend(self, layer, q, k, v, scaling)
+        return out if self._handle == self._handles["prefill"] else out * 0.5
+
+    monkeypatch.setattr(tb.SharedPromptCache, "attend", wrong)
+    bad = tb.greedy_agreement(model, prompt, own, 5)
+    assert max(bad["rel_logits"]) > 5e-2, bad["rel_logits"]

@@ -9,6 +9,8 @@
 #               the fp8 decode benchmark, with its sm_90 cubin
 #   bundle-sm90a/ the same ops lowered for sm_90a, where prefill runs on the
 #               wgmma family (the Hopper GPU check and benchmarks)
+#   bundle-sm90a-kvsplit/ the check's ops (kernels.mlir + mma_kernels.mlir)
+#               for sm_90a with wgmma-split-kv-barriers (run_h200.sh kvsplit)
 #   rt-bundle/  kernels of the launcher check (test/Integration/runtime)
 #   mgpu/host.o host code of the mgpu integration test
 #   mgpu/python/ the Python package's bundles of the key cascade (32/8 and
@@ -25,7 +27,7 @@ BUILD=${1:-$ROOT/build}
 OUT=${2:-$ROOT/.carry}
 OPT=$BUILD/bin/cascade-opt
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
-rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/bundle-sm90a" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
+rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/bundle-sm90a" "$OUT/bundle-sm90a-kvsplit" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
 mkdir -p "$OUT"
 cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
   "$OPT" --cascade-to-ptx="bundle-dir=$OUT/bundle" -o /dev/null
@@ -37,6 +39,12 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
   "$ROOT/test/Integration/gpu/wgmma_tune.mlir" |
   "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a" -o /dev/null
 "$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a/kernels.ptx" -o "$OUT/bundle-sm90a/kernels.sm_90a.cubin"
+# Selection first with the option; cascade-to-ptx keeps those configurations.
+cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
+  "$OPT" --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true" |
+  "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a-kvsplit" -o /dev/null
+"$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a-kvsplit/kernels.ptx" \
+  -o "$OUT/bundle-sm90a-kvsplit/kernels.sm_90a.cubin"
 "$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/rt-bundle" -o /dev/null
 work=$(mktemp -d)

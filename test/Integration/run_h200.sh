@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|mgpu|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|kvsplit|mgpu|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -33,6 +33,12 @@
 # hopper: the float64 GPU check and compute-sanitizer on bundle-sm90a (the
 #   same ops lowered for sm_90a: prefill on the wgmma family), then the
 #   attention benchmark on it (logs under $OUT/sm90a).
+# kvsplit: the wgmma kernels with split K/V barriers (wgmma-split-kv-barriers):
+#   the tensor-core float64 check and compute-sanitizer on
+#   bundle-sm90a-kvsplit (every wgmma kernel the split variant), then the
+#   quick causal prefill rows of bundle-sm90a, whose tuning variants
+#   (wgmma_tune.mlir) hold joint and split kernels side by side (the A/B;
+#   logs under $OUT/kvsplit).
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -175,6 +181,24 @@ if [[ $WHAT == all || $WHAT == hopper ]]; then
   grep -q "RACECHECK SUMMARY: 0 hazards" "$O/sm90a/sanitizer-racecheck.log" || rc=1
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" > "$O/sm90a/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/sm90a/attention.log" | cut -c1-220
+fi
+if [[ $WHAT == kvsplit ]]; then
+  echo "== wgmma split K/V barriers: float64 check (bundle-sm90a-kvsplit), A/B prefill (bundle-sm90a)"
+  mkdir -p "$O/kvsplit"
+  K=$C/bundle-sm90a-kvsplit
+  python3 test/Integration/gpu/check.py "$K" --tensor-core > "$O/kvsplit/check.log" 2>&1 || rc=1
+  grep -E "^FAIL|cases passed" "$O/kvsplit/check.log" || rc=1
+  grep -q "cases passed" "$O/kvsplit/check.log" && ! grep -q "^FAIL" "$O/kvsplit/check.log" || rc=1
+  for tool in memcheck racecheck; do
+    CASCADE_HANG_TIMEOUT_S=600 timeout 240 compute-sanitizer --tool $tool python3 test/Integration/gpu/check.py "$K" \
+      --tensor-core --small > "$O/kvsplit/sanitizer-$tool.log" 2>&1
+    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/kvsplit/sanitizer-$tool.log" | tail -1)"
+  done
+  grep -q "ERROR SUMMARY: 0 errors" "$O/kvsplit/sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/kvsplit/sanitizer-racecheck.log" || rc=1
+  python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows prefill --quick \
+    > "$O/kvsplit/attention.log" 2>&1 || rc=1
+  grep -E "^\| (prefill|torch|FlashInfer)" "$O/kvsplit/attention.log" | cut -c1-220
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"

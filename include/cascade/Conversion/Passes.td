@@ -30,6 +30,9 @@ def CascadeSelectKernelConfig
     and KV of one dtype and head_dim 64, 128 or 256 on `wgmma` instead
     (`wgmma=false` keeps them on `mma_sync`; head_dim 96 and 192, which are
     not whole 128-byte swizzle panels, and decode stay on `mma_sync`).
+    `wgmma-split-kv-barriers` gives the wgmma configurations K and V
+    barrier rings of their own (`kv_barriers = split`, FlashAttention-3's
+    separate K and V pipelines; off by default).
 
     The target chip (its shared-memory, register and instruction limits,
     `cascade/Conversion/TargetInfo.h`) is the chip of the `#nvvm.target`
@@ -91,6 +94,10 @@ def CascadeSelectKernelConfig
            "wgmma: shared-memory ring stages (0 = automatic)">,
     Option<"wgmmaConsumers", "wgmma-consumers", "int64_t", /*default=*/"0",
            "wgmma: consumer warpgroups, 64 query rows each (0 = automatic)">,
+    Option<"wgmmaSplitKVBarriers", "wgmma-split-kv-barriers", "bool",
+           /*default=*/"false",
+           "wgmma: K and V tiles in rings of their own, each under its own "
+           "full/empty mbarriers (kv_barriers = split)">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

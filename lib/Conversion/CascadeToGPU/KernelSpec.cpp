@@ -258,6 +258,8 @@ std::string AttentionSpec::name() const {
   else
     os << "_t" << t[0] << "x" << t[2];
   os << "_kv" << config.getKvTile() << "_s" << config.getStages();
+  if (config.hasSplitKVBarriers())
+    os << "_kvsplit";
   return s;
 }
 

@@ -452,7 +452,8 @@ void MmaAttentionKernel::runWgmma() {
   // setmaxnreg needs the register count at entry, which ptxas knows from
   // the launch bounds: .maxntid (the known block size) with .minnctapersm.
   fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
+                         c.config.hasSplitKVBarriers());
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
@@ -476,7 +477,9 @@ void MmaAttentionKernel::runWgmma() {
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
   WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid);
-  auto issue = [&](Value i, Value stage) { gather.issue(i, stage); };
+  auto issue = [&](Value i, Value stage, WgmmaKVPart part) {
+    gather.issue(i, stage, part);
+  };
   auto prepare = [&](Value stage, Value tileStart) {
     // RoPE rotates pairs of chunks other producer threads copied.
     namedBarrier(k, kWgmmaProducerBarrier, kWgmmaProducerThreads);

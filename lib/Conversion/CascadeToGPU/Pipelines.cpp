@@ -60,8 +60,9 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 
 void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
                                         const CascadeToPTXOptions &o) {
-  // Tensor-level input: decompose cascades, then bufferize (no-ops on
-  // memref input).
+  // Tensor-level input: partition sharded cascades (docs/multi_gpu.md),
+  // decompose cascades, then bufferize (no-ops on memref input).
+  pm.addPass(createCascadeShardLevels());
   pm.addPass(createCascadeDecomposeLevels());
   bufferization::OneShotBufferizePassOptions bo;
   bo.bufferizeFunctionBoundaries = true;

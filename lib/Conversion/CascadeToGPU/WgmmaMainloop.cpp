@@ -27,7 +27,7 @@ WgmmaKVGather::WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                              const MmaSyncTiles &tiles, Value tid)
     : k(k), layout(layout), src(src), smem(smem), tid(tid), tiles(tiles) {}
 
-void WgmmaKVGather::issue(Value i, Value stage) const {
+void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
   const MmaSyncTiles &t = tiles;
   int64_t chunks = t.dp / 8;
   int64_t rowsPerPass = kWgmmaProducerThreads / chunks;
@@ -58,9 +58,12 @@ void WgmmaKVGather::issue(Value i, Value stage) const {
                              k.mul(chunk, k.idx(8)));
           Value dst = t.kvLayout.chunkOffset(k, row, chunk);
           Value bytes = k.select(valid, k.idx(8), k.idx(0));
-          for (auto [base, cache, off] :
-               {std::tuple(kBase, src.kCache, kOff),
-                std::tuple(vBase, src.vCache, layout.vFromK(k, kOff))})
+          SmallVector<std::tuple<Value, Value, Value>, 2> copies;
+          if (part != WgmmaKVPart::V)
+            copies.push_back({kBase, src.kCache, kOff});
+          if (part != WgmmaKVPart::K)
+            copies.push_back({vBase, src.vCache, layout.vFromK(k, kOff)});
+          for (auto [base, cache, off] : copies)
             nvgpu::DeviceAsyncCopyOp::create(
                 k.b, k.loc, smem, ValueRange{k.add(base, dst)}, cache,
                 ValueRange{off}, k.b.getIndexAttr(8), bytes, k.b.getUnitAttr());
@@ -72,9 +75,9 @@ void WgmmaKVGather::issue(Value i, Value stage) const {
 
 WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                              const MmaSyncThread &thread, Value smem,
-                             Type elementType, double expScale)
+                             Type elementType, double expScale, bool splitKV)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
-      expScale(expScale) {
+      expScale(expScale), splitKV(splitKV) {
   assert(tiles.wgmma && "a wgmma kernel's geometry");
 }
 
@@ -138,6 +141,10 @@ void WgmmaMainloop::passTurn() {
 void WgmmaMainloop::initBarriers() {
   full = createMbarriers(k, tiles.stages);
   empty = createMbarriers(k, tiles.stages);
+  if (splitKV) {
+    fullV = createMbarriers(k, tiles.stages);
+    emptyV = createMbarriers(k, tiles.stages);
+  }
   Value first =
       k.cmp(arith::CmpIPredicate::eq,
             k.add(k.threadId(gpu::Dimension::x), k.threadId(gpu::Dimension::y)),
@@ -147,43 +154,55 @@ void WgmmaMainloop::initBarriers() {
     // consumer thread releases the stage.
     mbarrierInit(k, full, k.idx(s), k.idx(kWgmmaProducerThreads), first);
     mbarrierInit(k, empty, k.idx(s), k.idx(tiles.numThreads), first);
+    if (splitKV) {
+      mbarrierInit(k, fullV, k.idx(s), k.idx(kWgmmaProducerThreads), first);
+      mbarrierInit(k, emptyV, k.idx(s), k.idx(tiles.numThreads), first);
+    }
   }
   gpu::BarrierOp::create(k.b, k.loc);
 }
 
+Value WgmmaMainloop::acquireStage(Value emptyRing, Value i) {
+  auto [stage, parity] = stageAndParity(i);
+  // The stage's previous tile (i - stages) must have been released: the
+  // consumers completed phase round - 1 of `emptyRing`.
+  Value reuse = k.cmp(arith::CmpIPredicate::uge, i, k.idx(tiles.stages));
+  auto ifReuse = scf::IfOp::create(k.b, k.loc, reuse, false);
+  OpBuilder::InsertionGuard g(k.b);
+  k.b.setInsertionPointToStart(ifReuse.thenBlock());
+  Value prev = arith::XOrIOp::create(
+      k.b, k.loc, parity, arith::ConstantIntOp::create(k.b, k.loc, 1, 1));
+  mbarrierWait(k, emptyRing, stage, prev);
+  return stage;
+}
+
+void WgmmaMainloop::publishStage(Value fullRing, Value j, Value t0,
+                                 function_ref<void(Value, Value)> prepare) {
+  Value stage = k.rem(j, k.idx(tiles.stages));
+  if (prepare)
+    prepare(stage, k.add(t0, k.mul(j, k.idx(tiles.kvTile))));
+  // The copies (and the hook's writes) are generic-proxy writes that wgmma
+  // reads through the async proxy.
+  fenceProxyAsyncShared(k);
+  mbarrierArrive(k, fullRing, stage);
+}
+
 void WgmmaMainloop::produce(Value numTiles, Value t0,
                             const WgmmaProducerHooks &hooks) {
+  if (splitKV)
+    return produceSplit(numTiles, t0, hooks);
   // Tile j is published once its copies landed: after tile j + 1 was
   // issued, so that two tiles' copies are in flight while one waits.
   auto publish = [&](Value j, int64_t pendingGroups) {
     NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pendingGroups);
-    Value stage = k.rem(j, k.idx(tiles.stages));
-    if (hooks.prepare)
-      hooks.prepare(stage, k.add(t0, k.mul(j, k.idx(tiles.kvTile))));
-    // The copies (and the hook's writes) are generic-proxy writes that
-    // wgmma reads through the async proxy.
-    fenceProxyAsyncShared(k);
-    mbarrierArrive(k, full, stage);
+    publishStage(full, j, t0, hooks.prepare);
   };
   scf::ForOp::create(
       k.b, k.loc, k.idx(0), numTiles, k.idx(1), ValueRange{},
       [&](OpBuilder &lb, Location, Value i, ValueRange) {
         OpBuilder::InsertionGuard lg(k.b);
         k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        auto [stage, parity] = stageAndParity(i);
-        // The stage's previous tile (i - stages) must have been released:
-        // the consumers completed phase round - 1 of `empty`.
-        Value reuse = k.cmp(arith::CmpIPredicate::uge, i, k.idx(tiles.stages));
-        auto ifReuse = scf::IfOp::create(k.b, k.loc, reuse, false);
-        {
-          OpBuilder::InsertionGuard g(k.b);
-          k.b.setInsertionPointToStart(ifReuse.thenBlock());
-          Value prev = arith::XOrIOp::create(
-              k.b, k.loc, parity,
-              arith::ConstantIntOp::create(k.b, k.loc, 1, 1));
-          mbarrierWait(k, empty, stage, prev);
-        }
-        hooks.issue(i, stage);
+        hooks.issue(i, acquireStage(empty, i), WgmmaKVPart::KV);
         auto ifPrev = scf::IfOp::create(
             k.b, k.loc, k.cmp(arith::CmpIPredicate::uge, i, k.idx(1)), false);
         OpBuilder::InsertionGuard g(k.b);
@@ -197,6 +216,70 @@ void WgmmaMainloop::produce(Value numTiles, Value t0,
   OpBuilder::InsertionGuard g(k.b);
   k.b.setInsertionPointToStart(ifAny.thenBlock());
   publish(k.sub(numTiles, k.idx(1)), 0);
+}
+
+void WgmmaMainloop::produceSplit(Value numTiles, Value t0,
+                                 const WgmmaProducerHooks &hooks) {
+  // The parts are issued K_0, K_1, V_0, K_2, V_1, ..., K_{n-1}, V_{n-2},
+  // V_{n-1}, each its own cp.async group (groups complete in the order they
+  // were committed). After each part is issued, cp.async.wait_group 1
+  // leaves only that part's group in flight: every older part landed, and
+  // the one issued just before is published (K through `full`, with the
+  // prepare hook, V through `fullV`):
+  //   prologue         issue K_0; wait 0      -> publish K_0
+  //   loop j = 1..n-1  issue K_j; wait 1      -> publish V_{j-2} (j >= 2)
+  //                    issue V_{j-1}; wait 1  -> publish K_j
+  //   tail             issue V_{n-1}; wait 1  -> publish V_{n-2} (n >= 2)
+  //                    wait 0                 -> publish V_{n-1}
+  // So K_j is published after V_{j-1} was issued (which waits for the
+  // release of V_{j-1-stages}, at the end of the consumers' iteration
+  // j - stages) and V_{j-1} after K_{j+1} was issued (which waits for the
+  // release of K_{j+1-stages}, early in iteration j + 1 - stages): with two
+  // or more stages the consumers' iteration j never waits for their own
+  // iteration j - 1 to end, where one ring waits for it.
+  auto issue = [&](Value emptyRing, Value i, WgmmaKVPart part) {
+    hooks.issue(i, acquireStage(emptyRing, i), part);
+  };
+  auto waitPending = [&](int64_t pending) {
+    NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pending);
+  };
+  auto publishK = [&](Value j) { publishStage(full, j, t0, hooks.prepare); };
+  auto publishV = [&](Value j) { publishStage(fullV, j, t0, nullptr); };
+  auto ifThen = [&](Value cond, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(k.b, k.loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(k.b);
+    k.b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  Value any = k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0));
+  ifThen(any, [&] {
+    issue(empty, k.idx(0), WgmmaKVPart::K);
+    waitPending(0);
+    publishK(k.idx(0));
+  });
+  scf::ForOp::create(k.b, k.loc, k.idx(1), numTiles, k.idx(1), ValueRange{},
+                     [&](OpBuilder &lb, Location, Value j, ValueRange) {
+                       OpBuilder::InsertionGuard lg(k.b);
+                       k.b.setInsertionPoint(lb.getInsertionBlock(),
+                                             lb.getInsertionPoint());
+                       issue(empty, j, WgmmaKVPart::K);
+                       waitPending(1);
+                       ifThen(k.cmp(arith::CmpIPredicate::uge, j, k.idx(2)),
+                              [&] { publishV(k.sub(j, k.idx(2))); });
+                       issue(emptyV, k.sub(j, k.idx(1)), WgmmaKVPart::V);
+                       waitPending(1);
+                       publishK(j);
+                       scf::YieldOp::create(k.b, k.loc);
+                     });
+  ifThen(any, [&] {
+    Value last = k.sub(numTiles, k.idx(1));
+    issue(emptyV, last, WgmmaKVPart::V);
+    waitPending(1);
+    ifThen(k.cmp(arith::CmpIPredicate::uge, numTiles, k.idx(2)),
+           [&] { publishV(k.sub(numTiles, k.idx(2))); });
+    waitPending(0);
+    publishV(last);
+  });
 }
 
 Value WgmmaMainloop::issueScores(Value stage) {
@@ -292,6 +375,8 @@ MmaSyncState WgmmaMainloop::consume(
     Value s = issueScores(stage);
     passTurn();
     wgmmaWaitGroup(k, 0);
+    if (splitKV)
+      mbarrierArrive(k, empty, stage); // K_0 is read
     MmaSyncState st = state;
     MmaSyncMainloop::Softmax p =
         softmaxOf.softmax(mma, scoresOf(k.idx(0), s), st);
@@ -325,17 +410,29 @@ MmaSyncState WgmmaMainloop::consume(
         st.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
         SmallVector<Value> pPrev(it.begin() + nO + 2 * nM, it.end());
         auto [stage, parity] = stageAndParity(i);
-        Value prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
-        mbarrierWait(k, full, stage, parity);
+        Value prevStage;
+        if (splitKV) {
+          // K_i and V_{i-1} are published apart.
+          Value prevParity;
+          std::tie(prevStage, prevParity) = stageAndParity(k.sub(i, k.idx(1)));
+          mbarrierWait(k, full, stage, parity);
+          mbarrierWait(k, fullV, prevStage, prevParity);
+        } else {
+          prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
+          mbarrierWait(k, full, stage, parity);
+        }
         waitTurn();
         Value s = issueScores(stage);
         Value o = issuePV(pPrev, prevStage, st.o);
         passTurn();
         wgmmaWaitGroup(k, 1);
+        // Split barriers: S_i completed (the older group), K_i is read.
+        if (splitKV)
+          mbarrierArrive(k, empty, stage);
         MmaSyncMainloop::Softmax p = softmaxOf.softmax(mma, scoresOf(i, s), st);
         wgmmaWaitGroup(k, 0);
         st.o = fragmentsOf(o, t.dp);
-        mbarrierArrive(k, empty, prevStage);
+        mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
         softmaxOf.rescale(mma, p, st.o);
         SmallVector<Value> yields(st.o);
         llvm::append_range(yields, st.m);
@@ -359,11 +456,18 @@ MmaSyncState WgmmaMainloop::consume(
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifLast.thenBlock());
     Value last = k.sub(numTiles, k.idx(1));
-    Value lastStage = k.rem(last, k.idx(t.stages));
+    Value lastStage;
+    if (splitKV) {
+      Value lastParity;
+      std::tie(lastStage, lastParity) = stageAndParity(last);
+      mbarrierWait(k, fullV, lastStage, lastParity);
+    } else {
+      lastStage = k.rem(last, k.idx(t.stages));
+    }
     Value o = issuePV(pLast, lastStage, out.o);
     wgmmaWaitGroup(k, 0);
     SmallVector<Value> frags = fragmentsOf(o, t.dp);
-    mbarrierArrive(k, empty, lastStage);
+    mbarrierArrive(k, splitKV ? emptyV : empty, lastStage);
     scf::YieldOp::create(b, k.loc, frags);
     b.setInsertionPointToStart(ifLast.elseBlock());
     scf::YieldOp::create(b, k.loc, out.o);

@@ -27,6 +27,17 @@
 // on the other's tile, instead of both warpgroups drifting into the same
 // phase and waiting for the tensor cores together.
 //
+// K and V under barriers of their own (`kv_barriers = split`,
+// FlashAttention-3's separate pipelines): with one ring, a stage is
+// released only after P V of its tile, so a consumer warpgroup holds two
+// stages (tile i's K, tile i - 1's V) and the producer of a 3-stage ring
+// runs a single tile ahead. With split barriers, K and V have rings of
+// their own (`full` / `empty` then K's, `fullV` / `emptyV` V's, both
+// `stages` deep over the same shared memory): the producer gathers K one
+// tile ahead of V (K_0, K_1, V_0, K_2, V_1, ...), each part one cp.async
+// group published as soon as it landed; a consumer releases K_i as soon as
+// S_i = Q K_i^T completed and V_{i-1} after P_{i-1} V_{i-1}.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
@@ -59,13 +70,18 @@ inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer) {
                         : WgmmaRegisterSplit{40, 232};
 }
 
+/// Which tiles of a KV tile a producer's gather copies.
+enum class WgmmaKVPart { KV, K, V };
+
 /// What the producer asks of the kernel around it.
 struct WgmmaProducerHooks {
-  /// Issues the copies of tile `i` into stage `stage` as one cp.async group.
-  function_ref<void(Value i, Value stage)> issue;
+  /// Issues the copies of `part` of tile `i` into stage `stage` as one
+  /// cp.async group (KV with one ring; K or V with split barriers).
+  function_ref<void(Value i, Value stage, WgmmaKVPart part)> issue;
   /// After tile `i`'s copies landed (this thread's; a producer barrier
   /// first where the work spans other threads' copies) and before it is
-  /// published: work on the tile in shared memory (RoPE on K); may be null.
+  /// published: work on the tile in shared memory (RoPE on K; with split
+  /// barriers called for the K part only); may be null.
   function_ref<void(Value stage, Value tileStart)> prepare;
 };
 
@@ -74,13 +90,14 @@ struct WgmmaProducerHooks {
 /// (D / 8) + p * 128 / (D / 8), in a loop over the passes p (a few passes
 /// unrolled per iteration, so that the producer stays within its small
 /// register budget while several page lookups are in flight). Rows past
-/// the key range are zero-filled; one cp.async group per tile.
+/// the key range are zero-filled; one cp.async group per call (K and V of
+/// the tile, or one of them).
 class WgmmaKVGather {
 public:
   WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                 const KVSource &src, Value smem, const MmaSyncTiles &tiles,
                 Value tid);
-  void issue(Value i, Value stage) const;
+  void issue(Value i, Value stage, WgmmaKVPart part) const;
 
 private:
   KernelBuilder &k;
@@ -92,12 +109,14 @@ private:
 
 class WgmmaMainloop {
 public:
+  /// `splitKV`: K and V under barrier rings of their own.
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale);
+                double expScale, bool splitKV = false);
 
-  /// Creates and initializes the `full` and `empty` mbarrier rings; every
-  /// thread of the block calls it before the roles split.
+  /// Creates and initializes the `full` and `empty` mbarrier rings (and
+  /// `fullV`, `emptyV` with split barriers); every thread of the block
+  /// calls it before the roles split.
   void initBarriers();
 
   /// The producer's loop over tiles [0, numTiles) (first key t0 + i *
@@ -112,6 +131,16 @@ public:
           function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform);
 
 private:
+  /// The producer's loop with split K/V barriers.
+  void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
+  /// The producer: waits until the stage of tile `i` in the ring `empty` is
+  /// free (the consumers released tile i - stages); returns the stage.
+  Value acquireStage(Value emptyRing, Value i);
+  /// The producer: publishes the copies of tile `j` to the ring `fullRing`
+  /// once they landed (the caller waited for their group); `prepare` (may
+  /// be null) works on the stage first.
+  void publishStage(Value fullRing, Value j, Value t0,
+                    function_ref<void(Value, Value)> prepare);
   /// Issues S = Q K^T of this warpgroup's 64 rows and the tile in stage
   /// `stage` as one wgmma group; returns the accumulator (read it after a
   /// wait, through scoresOf).
@@ -144,7 +173,10 @@ private:
   Value smem;
   Type elementType;
   double expScale;
-  Value full, empty;
+  bool splitKV;
+  /// One ring: K and V of a stage; split barriers: K's (and fullV, emptyV
+  /// V's).
+  Value full, empty, fullV, emptyV;
 };
 
 } // namespace cascade

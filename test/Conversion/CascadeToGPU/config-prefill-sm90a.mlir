@@ -14,14 +14,14 @@
 // whose PTX may not use wgmma.
 
 // CHECK-LABEL: func.func @prefill_d128
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4>
 // NOWGMMA-LABEL: func.func @prefill_d128
 // NOWGMMA: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 32, stages = 3>
 // TUNED-LABEL: func.func @prefill_d128
 // TUNED: #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 64, kv_tile = 64, stages = 3>
 // SM90-LABEL: func.func @prefill_d128
 // SM90: #cascade.kernel_config<mma_sync,
-// KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3(
+// KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv64_s4(
 // KERNELS-SAME: known_block_size = array<i32: 128, 3, 1>
 // KERNELS-SAME: nvvm.minctasm = 1 : i32
 // KERNELS: nvgpu.mbarrier.create
@@ -41,7 +41,8 @@ func.func @prefill_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf1
 }
 
 // CHECK-LABEL: func.func @prefill_d256
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2>
+// Only two stages fit at head_dim 256: split K/V rings (a joint ring needs three).
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
 func.func @prefill_d256(%q: memref<?x16x256xbf16>, %cache: memref<?x2x16x4x256xbf16>, %qo: memref<?xi32>,
                         %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                         %o: memref<?x16x256xbf16>, %lse: memref<?x16xf32>) {

@@ -56,10 +56,10 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // CHECK: arith.shrui %{{.*}}, %{{.*}} : i64
 // CHECK: arith.trunci %{{.*}} : i64 to i32
 
-// sm_90a: the wgmma family (128-key tiles: 5 words a row, the word of the
+// sm_90a: the wgmma family (64-key tiles: 3 words a row, the word of the
 // request's last bit computed once), the mask words as 32-bit global loads
 // and a 64-bit funnel shift by a register.
-// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w3x1_q128_kv128_s3(
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w3x1_q128_kv64_s4(
 // PTX: shr.u64 [[LAST:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
 // PTX: shr.u64 [[W0:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
 // PTX-NEXT: min.u64 [[C0:%rd[0-9]+]], [[W0]], [[LAST]];
@@ -71,14 +71,14 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // PTX-NEXT: shl.b64 [[B1:%rd[0-9]+]], [[C1]], 2;
 // PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[B1]];
 // PTX-NEXT: ld.global.b32 [[X1:%rd[0-9]+]], {{\[}}[[A1]]{{\]}};
-// PTX-COUNT-3: ld.global.b32 %rd
+// PTX-COUNT-1: ld.global.b32 %rd
 // PTX-NOT: ld.global
 // PTX: shl.b64 [[HI:%rd[0-9]+]], [[X1]], 32;
 // PTX-NEXT: or.b64 [[PAIR:%rd[0-9]+]], [[HI]], [[X0]];
 // PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
 // PTX-NEXT: shr.u64 %rd{{[0-9]+}}, [[PAIR]], [[SH]];
 // PTX: wgmma.mma_async
-// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w3x1_q128_kv128_s3(
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w3x1_q128_kv64_s4(
 // PTX-NOT: ld.global.b32 %rd
 // PTX-NOT: shr.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, %r{{[0-9]+}};
 // PTX: ret;

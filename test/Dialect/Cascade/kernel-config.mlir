@@ -107,3 +107,36 @@ func.func private @wgmma_kv_tile() attributes {config = #cascade.kernel_config<w
 
 // expected-error@+1 {{wgmma: stages must be >= 2, got 1}}
 func.func private @wgmma_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 1>}
+
+// -----
+
+// expected-error@+1 {{wgmma: joint K/V barriers need stages >= 3, got 2 (two stages deadlock: use kv_barriers = split)}}
+func.func private @wgmma_joint_two_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2>}
+
+// -----
+
+// Split K/V rings work with two stages.
+// CHECK-LABEL: func.func private @wgmma_split_two_stages
+func.func private @wgmma_split_two_stages() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2, kv_barriers = split>}
+
+// -----
+
+// K and V under barrier rings of their own (wgmma only); the default, joint,
+// is not printed.
+// CHECK-LABEL: func.func private @wgmma_split_kv
+// CHECK-SAME: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = split>
+// CHECK-LABEL: func.func private @wgmma_joint_kv
+// CHECK-SAME: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>}
+func.func private @wgmma_split_kv() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = split>}
+func.func private @wgmma_joint_kv() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = joint>}
+
+// -----
+
+// expected-error@+1 {{kv_barriers = split is a wgmma option}}
+func.func private @mma_split_kv() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 32, stages = 3, kv_barriers = split>}
+
+// -----
+
+// expected-error@+2 {{expected one of [joint, split] for how a wgmma kernel's producer publishes K/V tiles, got: halves}}
+// expected-error@+1 {{failed to parse Cascade_KernelConfigAttr parameter 'kv_barriers'}}
+func.func private @bad_kv_barriers() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = halves>}

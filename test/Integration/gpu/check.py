@@ -24,6 +24,7 @@ import numpy as np
 import cupy as cp
 
 from benchmarks.common.bundle import TENSOR_CORE, Bundle, plan_buffers
+from benchmarks.common.timing import finish_or_exit
 from gpu_common import to_storage, from_storage, poison, alibi_slope
 from plans import ROW_SLACK, paged_layout, request_lengths, row_capacity, split_plan
 
@@ -96,7 +97,7 @@ def check_merge_state(b, rng, dtype, D, H, L, base_e=False):
     s = poison((L, H), "f32")
     b.launch(name, dict(v_a=dev(va), s_a=dev(sa), v_b=dev(vb), s_b=dev(sb), v=v, s=s,
                         num_tasks=L * H))
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     vh, sh = cp.asnumpy(v), cp.asnumpy(s)
     # exactness: one side empty -> the other state bit for bit
     ea, eb = np.isneginf(sa), np.isneginf(sb)
@@ -126,7 +127,7 @@ def check_merge_states(b, rng, dtype, D, H, L, N):
     b.launch(name, dict(v_in=dev(vs.reshape(-1)) if vs.size else cp.zeros(0, vs.dtype),
                         s_in=dev(ss.reshape(-1)) if ss.size else cp.zeros(0, cp.float32),
                         v=v, s=s, num_tasks=L * H, num_states=N, num_heads=H))
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     record(f"merge_states D={D} H={H} L={L} N={N}", dtype,
            from_storage(cp.asnumpy(v), dtype), v_ref, cp.asnumpy(s), s_ref)
 
@@ -155,7 +156,7 @@ def check_merge_in_place(b, rng, dtype, D, H, L, masked, base_e):
         v_ref[keep] = v064[keep]
         s_ref[keep] = s064[keep]
     b.launch(name, bufs)
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     vh, sh = cp.asnumpy(bufs["v"]), cp.asnumpy(bufs["s"])
     ex = True
     if masked:
@@ -314,7 +315,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                 f"chunk {plan['kv_chunk_size_pages']} pages partial rows {rows}")
     else:
         b.launch(name, bufs)
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     oh = from_storage(cp.asnumpy(o), dtype)
     lh = cp.asnumpy(lse).astype(np.float64)
     empty = lens == 0
@@ -362,7 +363,7 @@ def run_prefill(b, name, q_s, qo_indptr, paged, layout, form, Hqo, D, dtype):
     bufs["o"] = poison((rows, Hqo, D), dtype)
     bufs["lse"] = poison((rows, Hqo), "f32")
     b.launch(name, bufs)
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     return bufs
 
 
@@ -437,11 +438,17 @@ def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps
             f"{plan['num_partial_rows']}")
 
 
+# --head-dim: the tensor-core cases of that head_dim only (None: all).
+ONLY_HEAD_DIM = None
+
+
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
               q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None):
     """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache).
     kernel: the kernel's name (default: the op's tensor-core kernel)."""
+    if ONLY_HEAD_DIM not in (None, D):
+        return
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     kv_dtype = kv_dtype or dtype
     stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
@@ -486,7 +493,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     note = launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr, kv_indptr=indptr,
                         last=last, ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo,
                         Hkv=Hkv, D=D, dtype=dtype)
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
     ex = True
@@ -533,6 +540,8 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
     (accumulating prefill); the last level, each request's suffix, an
     accumulating decode. Reference: plain attention of each query over the
     concatenation of its KV."""
+    if ONLY_HEAD_DIM not in (None, D):
+        return
     G = Hqo // Hkv
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     lv = []  # (qo_indptr, lens per group)
@@ -594,7 +603,7 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
                      decode=decode, Hqo=Hqo, Hkv=Hkv, D=D, dtype=dtype)
         launches += 2 if split else 1
         g0 += ng
-    cp.cuda.runtime.deviceSynchronize()
+    finish_or_exit("the next case's kernels", backend="cupy")
     o_ref, lse_ref = cascade_ref(q64, keys, G)
     record(f"cascade {levels} levels fused prefix={prefix} B={B} Hqo/Hkv={Hqo}/{Hkv} D={D} "
            f"split={split_prefix}/{split_last}", dtype,
@@ -841,7 +850,11 @@ def main():
                     help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
     ap.add_argument("--tensor-core", action="store_true",
                     help="only the tensor-core (mma_sync / wgmma) cases")
+    ap.add_argument("--head-dim", type=int, default=None,
+                    help="with --tensor-core: only the cases of this head_dim")
     a = ap.parse_args()
+    global ONLY_HEAD_DIM
+    ONLY_HEAD_DIM = a.head_dim
     rng = np.random.default_rng(a.seed)
     b = Bundle(a.bundle)
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))

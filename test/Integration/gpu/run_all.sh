@@ -24,7 +24,7 @@ if [[ $WHAT == all || $WHAT == check ]]; then
 fi
 if [[ $WHAT == all || $WHAT == sanitize ]]; then
   for tool in memcheck racecheck; do
-    timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool python3 $G/check.py "$B" --small \
+    CASCADE_HANG_TIMEOUT_S=600 timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool python3 $G/check.py "$B" --small \
       > "$O/sanitizer-$tool.log" 2>&1
     echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/sanitizer-$tool.log" | tail -1)"
     grep -E "^(PASS|FAIL)" "$O/sanitizer-$tool.log" | head -8
@@ -36,7 +36,7 @@ if [[ $WHAT == fp8 || $WHAT == fp8-check ]]; then
 fi
 if [[ $WHAT == fp8 || $WHAT == fp8-sanitize ]]; then
   for tool in memcheck racecheck; do
-    timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool python3 $G/check.py "$B" --fp8 --small \
+    CASCADE_HANG_TIMEOUT_S=600 timeout "${SANITIZE_TIMEOUT:-240}" compute-sanitizer --tool $tool python3 $G/check.py "$B" --fp8 --small \
       > "$O/fp8-sanitizer-$tool.log" 2>&1
     echo "== fp8 $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/fp8-sanitizer-$tool.log" | tail -1)"
     grep -E "^(PASS|FAIL)" "$O/fp8-sanitizer-$tool.log" | head -8

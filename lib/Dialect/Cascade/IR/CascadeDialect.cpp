@@ -30,7 +30,8 @@ int64_t KernelConfigAttr::getNumThreads() const {
 LogicalResult
 KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          KernelFamily family, ArrayRef<int64_t> threads,
-                         int64_t qTile, int64_t kvTile, int64_t stages) {
+                         int64_t qTile, int64_t kvTile, int64_t stages,
+                         KVBarriers kvBarriers) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
@@ -49,6 +50,9 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "kv_tile must be >= 0, got " << kvTile;
   if (stages < 1 || stages > 8)
     return emitError() << "stages must be in [1, 8], got " << stages;
+  if (kvBarriers != KVBarriers::Joint && family != KernelFamily::Wgmma)
+    return emitError() << "kv_barriers = " << stringifyKVBarriers(kvBarriers)
+                       << " is a wgmma option";
   switch (family) {
   case KernelFamily::Merge:
     if (threads[1] != 1 || threads[2] != 1 || kvTile != 0 || stages != 1)
@@ -100,6 +104,15 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          << ") must be a multiple of 16 in [16, 256]";
     if (stages < 2)
       return emitError() << "wgmma: stages must be >= 2, got " << stages;
+    // One ring for K and V: the producer publishes a tile once the next
+    // one's copies are issued, which waits for the stage two tiles back,
+    // and the consumers release a stage only after its P.V, one iteration
+    // after its scores. With two stages each side waits for the other.
+    if (kvBarriers == KVBarriers::Joint && stages < 3)
+      return emitError() << "wgmma: joint K/V barriers need stages >= 3, "
+                            "got "
+                         << stages
+                         << " (two stages deadlock: use kv_barriers = split)";
     return success();
   }
   return success();

@@ -625,6 +625,8 @@ LogicalResult MultiLevelAttentionOp::verify() {
     return emitOpError("'decode_levels' has ")
            << levels->size() << " entries but the cascade has " << n
            << " levels";
+  if (failed(verifySharding()))
+    return failure();
   return verifyPlans();
 }
 

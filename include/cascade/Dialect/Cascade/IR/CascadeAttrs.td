@@ -93,6 +93,13 @@ def Cascade_KernelFamily : I32EnumAttr<"KernelFamily", "family of GPU kernels an
   let cppNamespace = "::mlir::cascade";
 }
 
+def Cascade_KVBarriers : I32EnumAttr<"KVBarriers", "how a wgmma kernel's producer publishes K/V tiles", [
+    I32EnumAttrCase<"Joint", 0, "joint">,
+    I32EnumAttrCase<"Split", 1, "split">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cascade";
+}
+
 def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
   let mnemonic = "kernel_config";
   let summary = "The GPU kernel family and tiling chosen for one cascade op";
@@ -123,7 +130,13 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       into a `stages`-deep ring of 128-byte-swizzled shared-memory tiles
       under mbarriers), warpgroups 1..c are consumers, each owning 64 of the
       `q_tile = 64 * c` packed query rows; `kv_tile` keys a tile (a multiple
-      of 16, at most 256).
+      of 16, at most 256). `kv_barriers` (wgmma only; default `joint`,
+      then not printed): `joint` publishes and releases the K and V tiles of
+      a stage together (one `full` / `empty` mbarrier ring); `split` gives K
+      and V rings of their own (`fullK` / `emptyK`, `fullV` / `emptyV`,
+      `stages` deep each, FlashAttention-3's separate pipelines): the
+      producer gathers K one tile ahead of V, and the consumers release K_i
+      as soon as S_i = Q K_i^T completed and V_{i-1} after P_{i-1} V_{i-1}.
 
     Example:
 
@@ -141,11 +154,25 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       ArrayRefParameter<"int64_t", "block dimensions (x, y, z)">:$threads,
       "int64_t":$q_tile,
       "int64_t":$kv_tile,
-      "int64_t":$stages);
+      "int64_t":$stages,
+      DefaultValuedParameter<"::mlir::cascade::KVBarriers",
+                             "::mlir::cascade::KVBarriers::Joint",
+                             "wgmma: K/V barrier rings">:$kv_barriers);
   let assemblyFormat = [{
     `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
-    `kv_tile` `=` $kv_tile `,` `stages` `=` $stages `>`
+    `kv_tile` `=` $kv_tile `,` `stages` `=` $stages
+    (`,` `kv_barriers` `=` $kv_barriers^)? `>`
   }];
+  // The builders with `kv_barriers` last and joint by default.
+  let skipDefaultBuilders = 1;
+  let builders = [
+    AttrBuilder<(ins "KernelFamily":$family, "ArrayRef<int64_t>":$threads,
+                     "int64_t":$q_tile, "int64_t":$kv_tile, "int64_t":$stages,
+                     CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers), [{
+      return $_get($_ctxt, family, threads, q_tile, kv_tile, stages,
+                   kv_barriers);
+    }]>
+  ];
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     /// Threads per block.
@@ -158,6 +185,10 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     /// wgmma: the consumer warpgroups (threads[1] - 1; warpgroup 0 is the
     /// producer).
     int64_t getConsumerWarpgroups() const { return getThreads()[1] - 1; }
+    /// wgmma: K and V tiles under barrier rings of their own.
+    bool hasSplitKVBarriers() const {
+      return getKvBarriers() == KVBarriers::Split;
+    }
   }];
 }
 

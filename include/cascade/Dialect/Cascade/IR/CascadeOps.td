@@ -12,6 +12,7 @@ include "cascade/Dialect/Cascade/IR/CascadeAttrs.td"
 include "cascade/Dialect/Cascade/IR/CascadePlan.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/IR/SymbolInterfaces.td"
 include "mlir/IR/OpBase.td"
 
 //===----------------------------------------------------------------------===//
@@ -269,7 +270,8 @@ def Cascade_PagedAttentionOp
 }
 
 def Cascade_MultiLevelAttentionOp
-    : Cascade_Op<"multi_level_attention", [AttrSizedOperandSegments]> {
+    : Cascade_Op<"multi_level_attention", [AttrSizedOperandSegments,
+        DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
   let summary = "Multi-level cascade attention over one page pool";
   let description = [{
     FlashInfer's `MultiLevelCascadeAttentionWrapper`: L levels over one page
@@ -299,6 +301,21 @@ def Cascade_MultiLevelAttentionOp
     per level, each later level merging itself into the running state; each
     level keeps its plan.
 
+    Sharded levels (docs/multi_gpu.md): `grid` names a `shard.grid` (the
+    upstream shard dialect's device grid), `grid_axes` the axes of its
+    process group (default: all), and `sharded_levels` (one boolean per
+    level) the levels whose pages are split across that group. The op is
+    then SPMD, as `shard` IR after partitioning: each process passes its own
+    shard of every sharded level (its pages, in its pool) and the whole of
+    the other levels, and every process gets the state of the whole
+    cascade: the states of the sharded levels on every process, gathered
+    along the group (`shard.all_gather`), merged with `cascade.merge_states`,
+    then merged with the state of the other levels. Exact under any split
+    of the pages (merging is associative), up to the rounding of the
+    per-process states to the destinations' types. `causal` must then apply
+    to an unsharded last level (the mask is positional).
+    `cascade-shard-levels` rewrites it into that per-process form.
+
     Example (a shared prefix and per-request suffixes):
 
     ```mlir
@@ -325,7 +342,10 @@ def Cascade_MultiLevelAttentionOp
       Variadic<Cascade_PlanType>:$plans,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
-      (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels));
+      (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels,
+           OptionalAttr<FlatSymbolRefAttr>:$grid,
+           OptionalAttr<DenseI16ArrayAttr>:$grid_axes,
+           OptionalAttr<DenseBoolArrayAttr>:$sharded_levels));
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
@@ -349,6 +369,15 @@ def Cascade_MultiLevelAttentionOp
     float getEffectiveSmScale();
     /// Checks the optional per-level plans (CascadeOps.cpp).
     ::mlir::LogicalResult verifyPlans();
+    /// Whether level `l` is split across the grid (sharded_levels).
+    bool isShardedLevel(unsigned l) {
+      auto levels = getShardedLevels();
+      return levels && l < levels->size() && (*levels)[l];
+    }
+    /// Whether some level is sharded (the op is SPMD over `grid`).
+    bool isSharded() { return getGrid().has_value(); }
+    /// Checks grid / grid_axes / sharded_levels (CascadeSharding.cpp).
+    ::mlir::LogicalResult verifySharding();
   }];
 }
 
