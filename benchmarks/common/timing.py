@@ -55,6 +55,10 @@ class _TorchEvents:
         z.synchronize()
         return a.elapsed_time(z) * 1e3
 
+    @staticmethod
+    def finished(e):
+        return e.query()
+
 
 class _CupyEvents:
     def __init__(self, stream):
@@ -77,6 +81,10 @@ class _CupyEvents:
         z.synchronize()
         return self.cp.cuda.get_elapsed_time(a, z) * 1e3
 
+    @staticmethod
+    def finished(e):
+        return e.done
+
 
 def finish_or_exit(what, seconds=None, backend=None):
     """backend: "cupy" or "torch" for that library's events, None for
@@ -89,7 +97,7 @@ def finish_or_exit(what, seconds=None, backend=None):
         ev = _events(None)
     done = ev.record()
     deadline = time.monotonic() + seconds
-    while not done.query():
+    while not ev.finished(done):
         if time.monotonic() > deadline:
             print(f"HANG: {what} did not finish within {seconds:.0f} s", flush=True)
             sys.stderr.flush()

@@ -58,16 +58,33 @@ inline constexpr int64_t kWgmmaProducerThreads = 128;
 /// warpgroup w (0-based) to issue its wgmma (ping-pong).
 inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
 
-/// The registers a thread of each role gets with setmaxnreg (a producer and
-/// two consumer warpgroups stay within the SM's 64K): the consumers' f32
-/// tiles take most; a producer that also rotates K (RoPE) needs more, and
-/// ptxas spills below 128 there (measured on the GPU check's kernels).
+/// The registers a thread of each role gets with setmaxnreg: the consumers'
+/// f32 tiles take most; a producer that also rotates K (RoPE) needs more.
+/// setmaxnreg.inc only takes registers that setmaxnreg.dec gave back to the
+/// block's pool: a split whose total exceeds what the block was launched
+/// with blocks the consumers' inc forever (the RoPE kernels hung so with
+/// {128, 192}: 65536 registers asked of a pool of 384 x 168 = 64512).
 struct WgmmaRegisterSplit {
   int64_t producer, consumer;
 };
+/// Registers a thread at entry: ptxas's count for .maxntid 128x3 with
+/// .minnctapersm 1, the 64K register file over 384 threads rounded down to
+/// the allocation granule of 8.
+inline constexpr int64_t kWgmmaEntryRegisters = 65536 / 384 / 8 * 8;
+constexpr bool fitsEntryPool(WgmmaRegisterSplit s) {
+  return s.producer % 8 == 0 && s.consumer % 8 == 0 && s.producer >= 24 &&
+         s.consumer <= 256 &&
+         kWgmmaProducerThreads * s.producer +
+                 2 * kWgmmaProducerThreads * s.consumer <=
+             3 * kWgmmaProducerThreads * kWgmmaEntryRegisters;
+}
+inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
+inline constexpr WgmmaRegisterSplit kWgmmaRopeRegisters{72, 216};
+static_assert(fitsEntryPool(kWgmmaRegisters) &&
+                  fitsEntryPool(kWgmmaRopeRegisters),
+              "a register split beyond the block's pool deadlocks setmaxnreg");
 inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer) {
-  return ropeInProducer ? WgmmaRegisterSplit{128, 192}
-                        : WgmmaRegisterSplit{40, 232};
+  return ropeInProducer ? kWgmmaRopeRegisters : kWgmmaRegisters;
 }
 
 /// Which tiles of a KV tile a producer's gather copies.

@@ -7,9 +7,9 @@
 // On sm_90a (Hopper with its architecture-specific instructions), prefill,
 // append and shared-prefix levels of one dtype at head_dim 64, 128 and 256
 // run on the wgmma family: a producer warpgroup and two consumer warpgroups
-// of 64 rows (threads [128, 3, 1], q_tile 128), KV tiles of 128 tokens (64
-// at head_dim 256), as many stages (up to 4) as fit the chip's shared
-// memory: 3 at head_dim 128, 2 at 256. Everything else keeps its family: head_dim
+// of 64 rows (threads [128, 3, 1], q_tile 128), KV tiles of 64 tokens (128
+// at head_dim 64), as many stages (up to 4) as fit the chip's shared
+// memory: 4 at head_dim 128, 2 at 256. Everything else keeps its family: head_dim
 // 96 (not whole 128-byte panels), decode, and everything on plain sm_90,
 // whose PTX may not use wgmma.
 
