@@ -158,7 +158,7 @@ if [[ $WHAT == fp8 ]]; then
   grep -E "^\| cascade 2|^FlashInfer cascade|Error" "$O/attention-fp8.log" | cut -c1-260
   echo "fp8 step cascade benchmark $((SECONDS - t1)) s"
   # The sanitizers on the check's small cases in what is left of ~8 minutes.
-  left=$((480 - (SECONDS - t0)))
+  left=$((${FP8_BUDGET_S:-480} - (SECONDS - t0)))
   if (( left > 60 )); then
     echo "== fp8 KV: compute-sanitizer (check.py --fp8 --small, ${left} s)"
     SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" \
