@@ -324,8 +324,15 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
       // 0.40 (no split) / 0.37, 32-key tiles over 2 warps in 4 stages 0.47
       // / 0.47 / 0.44 (rows: 0.51 / 0.51 / 0.52). The 64-key tiles in 2
       // stages then had one tile in flight a block; the freed shared memory
-      // now holds two more.
-      kvTile = o.mmaKVTile ? o.mmaKVTile : std::max<int64_t>(64, 16 * warpsKV);
+      // now holds two more. With the one converted tile, a 16-row block
+      // measured faster with 2 warps of 16 keys (32-key tiles) in 4 stages:
+      // 0.73 / 0.77 / 0.67 against 0.65 / 0.66 / 0.58 for 64-key tiles over
+      // 4 warps, in one H200 run (both checked against float64 there).
+      if (!o.mmaWarpsKV && warpsQ == 1)
+        warpsKV = 2;
+      kvTile = o.mmaKVTile   ? o.mmaKVTile
+               : warpsQ == 1 ? 16 * warpsKV
+                             : std::max<int64_t>(64, 16 * warpsKV);
       stages = o.mmaStages ? o.mmaStages : 4;
     } else {
       kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);

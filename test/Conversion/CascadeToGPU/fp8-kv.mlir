@@ -40,11 +40,11 @@
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // The decode benchmark's shape (G = 4) on mma_sync; each tile's fp8 bytes
 // are converted into the one f16 K and V tile after the Q tile (16 rows of
-// 256 bytes: K at byte 4096, V at 4096 + 64 * 256 = 20480).
-// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4(
+// 256 bytes: K at byte 4096, V at 4096 + 32 * 256 = 12288).
+// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4(
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
 // PTX-DAG: st.shared.v4.b32 [{{.*}}+4096]
-// PTX-DAG: st.shared.v4.b32 [{{.*}}+20480]
+// PTX-DAG: st.shared.v4.b32 [{{.*}}+12288]
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 
 // MANIFEST: "name": "cascade_decode_rows_f16_f8e4m3_d128_g1_h8_p16_nhd_pool_t16x8_kv32_s4",
@@ -56,11 +56,11 @@
 // MANIFEST: "dynamic_shared_bytes": 106496,
 // MANIFEST-NEXT: "grid"
 // MANIFEST: "name": "cascade_prefill_causal_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3",
-// Q 16 x 128 f16 (4 KiB), one K and one V tile of 64 x 128 f16 (32 KiB),
-// 4 stages of 64 fp8 K and V rows (64 KiB).
-// MANIFEST: "dynamic_shared_bytes": 102400,
+// Q 16 x 128 f16 (4 KiB), one K and one V tile of 32 x 128 f16 (16 KiB),
+// 4 stages of 32 fp8 K and V rows (32 KiB).
+// MANIFEST: "dynamic_shared_bytes": 53248,
 // MANIFEST-NEXT: "grid"
-// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4",
+// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4",
 
 // HOST-LABEL: func.func @decode_e4m3
 // HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_rows_f16_f8e4m3_d128_g1_h8_p16_nhd_pool_t16x8_kv32_s4
