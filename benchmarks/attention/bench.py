@@ -236,7 +236,12 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
             static_matches(kk["static"], split_stat)]
     mrg = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hq, v_dtype="f16",
                  lse_base=2, accumulate=False, indptr="merge_indptr")
-    dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
+    # The unique level's accumulating decode as selection made it: rows for
+    # f16 (and fp8 at G = 1), mma_sync for an fp8 cache at G >= 2.
+    try:
+        dec = b.find("decode", kernel_family="rows", accumulate=True, **none)
+    except KeyError:
+        dec = b.find("decode", kernel_family=TENSOR_CORE, accumulate=True, **none)
     o = torch.empty(B, Hq, D, device="cuda", dtype=tdt)
     lse = torch.empty(B, Hq, device="cuda", dtype=torch.float32)
     b1 = dict(q=cpa(q), kv_cache=cpa(kernel_cache.view(torch.uint8) if fp8 else cache),
@@ -268,7 +273,8 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
         e_ours = relerr(o, ref)
         t_ours = graph_time_us(launch_all(b, launches))
         parts = [graph_time_us(launch_all(b, [x])) for x in launches]
-        cfg = b.kernels[pre]["static"]["kernel_family"] + " " + pre[pre.rindex("_w") + 1:]
+        cfg = (b.kernels[pre]["static"]["kernel_family"] + " " + pre[pre.rindex("_w") + 1:]
+               + " + decode " + b.kernels[dec]["static"]["kernel_family"])
         results.append((t_ours, cfg, parts, c, plan["num_work_items"], e_ours))
     t_fi = e_fi = None
     if HAVE_FI:

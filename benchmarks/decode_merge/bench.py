@@ -10,9 +10,10 @@ BUNDLE_DIR: kernels.ptx + manifest.json from
 --fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; prepare_carry.sh's
 fp8-bundle/) adds the decode rows with an fp8 e4m3 cache (k_scale 0.5,
 v_scale 2), against FlashInfer's fp8 decode on the same cache, once per
-kernel family that bundle holds for the shape: `rows` (what selection picks)
-and `mma_sync` at each forced kernel configuration of gen_fp8_kernels.py's
-MMA_DECODE (--fp8-families picks). A closing "fp8 summary" table puts, per
+kernel configuration that bundle holds for the shape: selection's (mma_sync,
+64-key tiles over 4 warps, 4 stages) and each of gen_fp8_kernels.py's
+FORCED_DECODE (rows and other mma_sync tiles and stages; --fp8-families
+picks the families). A closing "fp8 summary" table puts, per
 shape, the fraction of copy bandwidth of each (the faster of plain and
 split-KV) next to FlashInfer's fp8 and f16 decode on the same caches.
 Per row: median device-event time (us; benchmarks.common.timing, our
@@ -25,6 +26,7 @@ importable (`. .fi/env.sh`) its decode wrapper / merge_state / merge_states on
 the same inputs; the table gives our speed-up over each (their time / ours).
 """
 import argparse
+import re
 
 import numpy as np
 import cupy as cp
@@ -93,8 +95,10 @@ def fp8_pool(shape):
 
 
 def decode_variants(b, kv):
-    """(family, kv_tile or None) of the decode kernels `b` holds for the
-    benchmark's shape: rows, then every mma_sync configuration."""
+    """(label, decode kernel, split-KV decode kernel or None) of every
+    decode kernel configuration `b` holds for the benchmark's shape over a
+    `kv` cache: the family and the configuration its name spells (rows
+    first, then the tensor-core ones by KV tile)."""
     out = []
     for k in b.manifest["kernels"]:
         st = k["static"]
@@ -105,32 +109,36 @@ def decode_variants(b, kv):
                 and st.get("kv_dtype", "f16") == kv and not st.get("accumulate")
                 and st.get("pos_encoding") == "none" and st.get("window_left") == -1
                 and not st.get("logits_soft_cap")):
-            fam = st["kernel_family"]
-            v = (fam, None if fam == "rows" else st["tile_tokens"])
-            if v not in out:
-                out.append(v)
-    return sorted(out, key=lambda v: (v[0] != "rows", v[1] or 0))
+            name = k["name"]
+            tail = re.search(r"_([wt]\d+x\d+_.*)$", name).group(1)
+            split = name.replace("cascade_decode_", "cascade_decode_split_", 1)
+            out.append((f"{st['kernel_family']} {tail}", name,
+                        split if split in b.kernels else None, st["kernel_family"],
+                        st["tile_tokens"]))
+    out.sort(key=lambda v: (v[3] != "rows", v[4], v[0]))
+    return [v[:3] for v in out]
 
 
-def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", family="rows", tile=None,
-                 compare=True):
+def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", variant=None, compare=True):
     """kv: "f16", or "f8e4m3" (b then holds fp8_kernels.mlir's kernels; the
-    cache is read with k_scale 0.5 and v_scale 2). family / tile: the
-    kernel family and (mma_sync) KV tile of the decode kernels. compare:
-    time torch / FlashInfer too (their results are checked either way)."""
+    cache is read with k_scale 0.5 and v_scale 2). variant: (label, decode
+    kernel, split decode kernel or None) of decode_variants; default the
+    rows kernels. compare: time torch / FlashInfer too (their results are
+    checked either way)."""
     Hqo, Hkv, D, ps = 32, 8, 128, 16
     fp8 = kv != "f16"
     ks, vs = (0.5, 2.0) if fp8 else (1.0, 1.0)
-    kvs = dict(kv_dtype=kv) if fp8 else {}
-    if tile is not None:
-        kvs["tile_tokens"] = tile
-    name = b.find("decode", kernel_family=family, accumulate=False, head_dim=D,
-                  num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
-                  kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
-                  logits_soft_cap=0.0, window_left=-1, **kvs)
-    sname = b.find("decode_split", kernel_family=family, accumulate=False, head_dim=D,
-                   num_qo_heads=Hqo, num_kv_heads=Hkv,
-                   page_size=ps, kv_layout="nhd", kv_form="pool", q_dtype="f16", **kvs)
+    if variant is None:
+        name = b.find("decode", kernel_family="rows", accumulate=False, head_dim=D,
+                      num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                      kv_layout="nhd", kv_form="pool", q_dtype="f16", pos_encoding="none",
+                      logits_soft_cap=0.0, window_left=-1)
+        sname = b.find("decode_split", kernel_family="rows", accumulate=False, head_dim=D,
+                       num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps, kv_layout="nhd",
+                       kv_form="pool", q_dtype="f16")
+        variant = ("rows", name, sname)
+    fam, name, sname = variant
+    split = split and sname is not None
     mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype="f16",
                    lse_base=2, accumulate=False, indptr="o_indptr")
     npg = -(-L // ps)
@@ -189,7 +197,6 @@ def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", family="rows", tile=N
         assert err < 1e-2, f"decode B={B} L={L}: max rel err {err:.2e} vs FlashInfer"
         if compare:
             others["FlashInfer"] = torch_timed(lambda: w.run(qt, pt, **scales), reps)
-    fam = family if tile is None else f"{family} kv_tile {tile}"
     label = f"decode {'fp8 e4m3 ' if fp8 else ''}B={B} L={L} [{fam}]"
     rows.append((label, "no split", t, nbytes, others))
     # The runtime's decode plan for the split kernel's occupancy on this
@@ -302,13 +309,14 @@ def main():
     rows = []
     shapes = ((64, 4096), (16, 32768), (256, 1024))
     fams = a.fp8_families.split(",")
-    variants = [v for v in decode_variants(b8, "f8e4m3") if v[0] in fams] if b8 else []
+    variants = [v for v in decode_variants(b8, "f8e4m3")
+                if v[0].split()[0] in fams] if b8 else []
     if a.only in ("all", "decode"):
         for B, L in shapes:
             rows += bench_decode(b, rng, B, L, a.reps, True, sms)
-            for i, (fam, tile) in enumerate(variants):
+            for i, v in enumerate(variants):
                 rows += bench_decode(b8, rng, B, L, a.reps, True, sms, kv="f8e4m3",
-                                     family=fam, tile=tile, compare=i == 0)
+                                     variant=v, compare=i == 0)
     if a.only in ("all", "merge"):
         rows += bench_merge(b, a.reps)
     bw1 = copy_bw(a.reps)
@@ -334,8 +342,7 @@ def main():
 def print_fp8_summary(rows, shapes, variants, bw):
     """Per shape: decode bytes/s as a fraction of the copy bandwidth, the
     faster of plain and split-KV per kernel, FlashInfer's on the same cache."""
-    cols = ["f16 [rows]"] + [f"fp8 e4m3 [{f if t is None else f'{f} kv_tile {t}'}]"
-                             for f, t in variants]
+    cols = ["f16 [rows]"] + [f"fp8 e4m3 [{label}]" for label, _, _ in variants]
     print()
     print("| fp8 summary: shape | " + " | ".join(cols)
           + " | FlashInfer f16 | FlashInfer fp8 e4m3 |")

@@ -48,13 +48,15 @@ def test_fp8_ir_verifies():
     assert "tensor<?x2x16x8x128xf8E5M2>" in text and "tensor<?x32x128xbf16>" in text
 
 
-@pytest.mark.parametrize("group,family,kv", [
-    (Group(decode=True), "rows", "f8e4m3"),
-    (Group(decode=False, causal=True), "mma_sync", "f8e5m2")])
-def test_fp8_bundle_has_scale_params(tmp_path, group, family, kv):
-    """Decode (G 4) runs on the rows kernels, causal prefill on mma_sync; both
-    the unsplit and the split kernel take k_scale / v_scale."""
-    cfg = AttentionConfig(32, 8, 128, 16, kv_dtype=kv)
+@pytest.mark.parametrize("kv_heads,group,family,kv", [
+    (32, Group(decode=True), "rows", "f8e4m3"),
+    (8, Group(decode=True), "mma_sync", "f8e4m3"),
+    (8, Group(decode=False, causal=True), "mma_sync", "f8e5m2")])
+def test_fp8_bundle_has_scale_params(tmp_path, kv_heads, group, family, kv):
+    """fp8 decode runs on the rows kernels at G 1 and on mma_sync from G 2
+    (here 4), causal prefill on mma_sync; both the unsplit and the split
+    kernel take k_scale / v_scale."""
+    cfg = AttentionConfig(32, kv_heads, 128, 16, kv_dtype=kv)
     out = cm.kernels.build_bundle(attention_key(cfg, group), str(tmp_path), cubin=False)
     with open(os.path.join(out, "manifest.json")) as f:
         kernels = json.load(f)["kernels"]

@@ -41,13 +41,37 @@ def numpy_cupy():
     return cp
 
 
+def bench_decode_configs():
+    """(family, kv_tile, stages) of the decode benchmark's kernels in
+    fp8_kernels.mlir: selection's and gen_fp8_kernels.py's FORCED_DECODE."""
+    gen = importlib.import_module("gen_fp8_kernels")
+    out = [("mma_sync", 64, 4)]
+    for config in gen.FORCED_DECODE.values():
+        fields = dict(f.split(" = ") for f in config.split(", ") if " = " in f
+                      and not f.startswith("threads"))
+        out.append((config.split(",")[0], int(fields["kv_tile"]), int(fields["stages"])))
+    return out
+
+
 class RecordingBundle:
     """A bundle whose kernels exist for any static configuration (query tile
-    64 for the tensor-core family) and whose launches are recorded."""
+    64 for the tensor-core family) and whose launches are recorded; its
+    manifest lists the fp8 decode benchmark's kernel configurations (what
+    check.py --fp8 looks up there)."""
 
     def __init__(self, path):
         self.kernels = {}
         self.launches = []
+        shape = dict(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16,
+                     kv_layout="nhd", kv_form="pool", q_dtype="f16", accumulate=False,
+                     pos_encoding="none", window_left=-1, logits_soft_cap=0.0)
+        for op in ("decode", "decode_split"):
+            for kv in ("f8e4m3", "f8e5m2"):
+                for family, tile, stages in bench_decode_configs():
+                    self.kernels[f"{op}-{kv}-{family}-kv{tile}-s{stages}"] = {
+                        "op": op, "static": dict(shape, kv_dtype=kv, kernel_family=family,
+                                                 tile_tokens=tile, stages=stages)}
+        self.manifest = {"kernels": [dict(k, name=n) for n, k in self.kernels.items()]}
 
     def find(self, op, **static):
         name = f"{op}{sorted(static.items())}"
@@ -180,25 +204,26 @@ def test_every_fp8_case_plans_and_binds_its_scales(check, monkeypatch, small):
     caches, each launch with its kv_dtype and the scales bound by name."""
     launches, results = run_check(check, monkeypatch, "--fp8",
                                   *(["--small"] if small else []))
-    assert len(results) == (8 if small else 60)
+    configs = bench_decode_configs()
+    assert len(results) == (8 if small else 48 + 4 * len(configs))
     attention = [(k, b) for k, b in launches if not k["op"].startswith("merge")]
     assert {k["static"]["kv_dtype"] for k, _ in attention} == {"f8e4m3", "f8e5m2"}
     assert {k["static"]["kernel_family"] for k, _ in attention} == {"rows", "mma_sync"}
     scaled = [b for _, b in attention if b["k_scale"] != 1.0]
     assert scaled and all(b["k_scale"] == 0.37 and b["v_scale"] == 2.5 for b in scaled)
     split = [(k, b) for k, b in attention if k["op"].endswith("_split")]
-    assert len(split) == (4 if small else 18)
+    assert len(split) == (4 if small else 12 + 2 * len(configs))
     for k, b in split:
         check_split_launch(check, k["static"], b)
-    # The decode benchmark's shape forced onto mma_sync (gen_fp8_kernels.py's
-    # MMA_DECODE), each kv_tile plain and split, with both fp8 dtypes.
-    forced = {(k["op"], k["static"]["kv_dtype"], k["static"]["tile_tokens"])
-              for k, _ in attention if k["static"]["kernel_family"] == "mma_sync"
-              and k["op"].startswith("decode") and k["static"]["num_kv_heads"] == 8
-              and "tile_tokens" in k["static"]}
+    # The decode benchmark's shape at every kernel configuration of its
+    # manifest (selection's and gen_fp8_kernels.py's FORCED_DECODE), plain
+    # and split, with both fp8 dtypes.
+    bench = {(k["op"], k["static"]["kv_dtype"], k["static"]["kernel_family"],
+              k["static"]["tile_tokens"], k["static"]["stages"])
+             for k, _ in attention if "stages" in k["static"]}
     if not small:
-        assert forced == {(op, kv, t) for op in ("decode", "decode_split")
-                          for kv in ("f8e4m3", "f8e5m2") for t in (32, 64, 128)}
+        assert bench == {(op, kv) + c for op in ("decode", "decode_split")
+                         for kv in ("f8e4m3", "f8e5m2") for c in configs}
 
 
 def test_split_plan_keeps_the_chunk(check):

@@ -24,9 +24,12 @@
 #   with FlashInfer 0.5.3 in the same process when `. .fi/env.sh` makes it
 #   importable.
 # fp8: the fp8 KV cache's float64 GPU check (check.py --fp8 on fp8-bundle,
-#   e4m3 and e5m2), its memcheck / racecheck, and the decode benchmark's
-#   fp8 rows next to the f16 ones and FlashInfer's fp8 decode (`all`
-#   includes the check, `bench` the rows, when fp8-bundle was carried).
+#   e4m3 and e5m2), the decode benchmark's fp8 rows (every kernel
+#   configuration fp8-bundle has for its shape) next to the f16 ones and
+#   FlashInfer's fp8 decode, the two-level decode cascade over f16 and fp8
+#   caches, then the check's memcheck / racecheck in the time left (about 8
+#   minutes in all; needs .carry/bundle, .carry/fp8-bundle and .carry/deps).
+#   `all` includes the check, `bench` the rows, when fp8-bundle was carried.
 # hopper: the float64 GPU check and compute-sanitizer on bundle-sm90a (the
 #   same ops lowered for sm_90a: prefill on the wgmma family), then the
 #   attention benchmark on it (logs under $OUT/sm90a).
@@ -126,7 +129,7 @@ if [[ $WHAT == all || $WHAT == checks ]]; then
 fi
 FP8=()
 [[ -d $C/fp8-bundle ]] && FP8=(--fp8-bundle "$C/fp8-bundle")
-if [[ -d $C/fp8-bundle && ( $WHAT == all || $WHAT == checks || $WHAT == fp8 ) ]]; then
+if [[ -d $C/fp8-bundle && ( $WHAT == all || $WHAT == checks ) ]]; then
   echo "== fp8 KV: float64 GPU check and sanitizers (check.py --fp8)"
   bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" fp8 | grep "^=="
   grep -E "^FAIL|cases passed" "$O/fp8-check.log" || rc=1
@@ -135,13 +138,37 @@ if [[ -d $C/fp8-bundle && ( $WHAT == all || $WHAT == checks || $WHAT == fp8 ) ]]
   grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sanitizer-racecheck.log" || rc=1
 fi
 if [[ $WHAT == fp8 ]]; then
+  [[ -d $C/fp8-bundle ]] || { echo "no $C/fp8-bundle (test/Integration/prepare_carry.sh)"; exit 1; }
+  t0=$SECONDS
+  echo "== fp8 KV: float64 GPU check (check.py --fp8)"
+  bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" fp8-check > /dev/null
+  grep -E "^FAIL|cases passed" "$O/fp8-check.log" || rc=1
+  grep -q "cases passed" "$O/fp8-check.log" && ! grep -q "^FAIL" "$O/fp8-check.log" || rc=1
+  echo "fp8 step check $((SECONDS - t0)) s"
   echo "== fp8 decode benchmark"
+  t1=$SECONDS
   python3 -m benchmarks.decode_merge.bench "$C/bundle" --only decode "${FP8[@]}" \
     > "$O/bench-fp8.log" 2>&1 || rc=1
-  grep -E "^\| decode|copy|fp8 summary|not importable" "$O/bench-fp8.log"
+  grep -E "^\| decode|copy|fp8 summary|not importable|Error" "$O/bench-fp8.log"
+  echo "fp8 step decode benchmark $((SECONDS - t1)) s"
+  echo "== two-level decode cascade, f16 and fp8 caches"
+  t1=$SECONDS
   python3 -m benchmarks.attention.bench "$C/bundle" --rows cascade "${FP8[@]}" \
     > "$O/attention-fp8.log" 2>&1 || rc=1
-  grep -E "^\| cascade" "$O/attention-fp8.log" | cut -c1-220
+  grep -E "^\| cascade 2|^FlashInfer cascade|Error" "$O/attention-fp8.log" | cut -c1-260
+  echo "fp8 step cascade benchmark $((SECONDS - t1)) s"
+  # The sanitizers on the check's small cases in what is left of ~8 minutes.
+  left=$((${FP8_BUDGET_S:-480} - (SECONDS - t0)))
+  if (( left > 60 )); then
+    echo "== fp8 KV: compute-sanitizer (check.py --fp8 --small, ${left} s)"
+    SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" \
+      fp8-sanitize | grep "^=="
+    grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sanitizer-memcheck.log" || rc=1
+    grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sanitizer-racecheck.log" || rc=1
+  else
+    echo "== fp8 KV: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
+  fi
+  echo "fp8 total $((SECONDS - t0)) s"
 fi
 if [[ $WHAT == all || $WHAT == hopper ]]; then
   echo "== float64 GPU check, sm_90a bundle (wgmma prefill)"

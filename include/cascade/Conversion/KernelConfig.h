@@ -33,11 +33,12 @@ using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 /// K/V pipeline stages, or the staging of the warps' partial states,
 /// whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
-/// The same for a KV cache of element type `kvType`: an fp8 cache adds the
-/// staging rings its tiles land in before their conversion (K and V, every
-/// stage, head_dim bytes a key).
+/// The same for a KV cache of element type `kvType` in a `decode` or
+/// prefill kernel: an fp8 cache adds the staging rings its tiles land in
+/// before their conversion (K and V, every stage, head_dim bytes a key);
+/// fp8 decode converts every stage into one K and one V tile.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
-                                Type kvType);
+                                Type kvType, bool decode);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
 /// not know the chip. Selection checks the chip's own limit

@@ -19,8 +19,11 @@ def CascadeSelectKernelConfig
     one kernel per distinct (static op configuration, kernel configuration).
 
     Defaults: merges one state per head_dim/8 threads; decode with GQA groups
-    up to `rows-max-group` (`rows-max-group-fp8` over an fp8 KV cache) and
-    head_dim 8..256 a power of two on the `rows` family; everything else
+    up to `rows-max-group` (`rows-max-group-fp8`, 1, over an fp8 KV cache:
+    the rows kernel's f32 FMAs per KV byte double with fp8 and grow with the
+    group) and head_dim 8..256 a power of two on the `rows` family; fp8
+    decode of larger groups on `mma_sync` in 64-key tiles split over 4
+    warps with 4 staging stages; everything else
     (prefill/append, shared-prefix levels, large groups, other head dims)
     on `mma_sync`, within the shared memory of the
     target chip; on sm_90a, prefill/append and shared-prefix levels with q
@@ -72,7 +75,7 @@ def CascadeSelectKernelConfig
     Option<"rowsMaxGroup", "rows-max-group", "int64_t", /*default=*/"8",
            "Largest GQA group that decodes on the rows family">,
     Option<"rowsMaxGroupFp8", "rows-max-group-fp8", "int64_t",
-           /*default=*/"8",
+           /*default=*/"1",
            "Largest GQA group that decodes on the rows family over an fp8 "
            "KV cache (larger groups decode on mma_sync)">,
     Option<"mmaQTile", "mma-q-tile", "int64_t", /*default=*/"0",

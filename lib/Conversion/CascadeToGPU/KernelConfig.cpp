@@ -9,7 +9,7 @@
 // - rows: q and KV of different f16/bf16 dtypes (the only family that
 //   converts those), and decode with a small GQA group (<= rows-max-group)
 //   at a head_dim the family splits over a warp (f16, bf16 or fp8 KV; fp8
-//   has its own group limit, rows-max-group-fp8): the
+//   has its own group limit, rows-max-group-fp8, 1 by default): the
 //   bandwidth-bound CUDA-core kernel (all G query heads of a KV head share
 //   each K/V tile read);
 // - mma_sync: every other attention (prefill/append, shared-prefix levels,
@@ -87,6 +87,14 @@ bool cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
   return headDim == 64 || headDim == 128 || headDim == 256;
 }
 
+/// mma_sync: the partial states of the warps along KV that the epilogue
+/// merges in shared memory (per row, D f32 plus (m, l)); 0 with one warp.
+static int64_t partialStateBytes(KernelConfigAttr c, int64_t headDim) {
+  if (c.getWarpsKV() <= 1)
+    return 0;
+  return c.getQTile() * c.getWarpsKV() * (llvm::alignTo(headDim, 16) + 2) * 4;
+}
+
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   // wgmma: unpadded 128-byte-swizzled panels, no partial states to merge.
   if (c.getFamily() == KernelFamily::Wgmma)
@@ -94,25 +102,22 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   int64_t stride = mmaRowStride(headDim);
   int64_t tiles =
       (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * stride * 2;
-  // Partial states of the warps along KV: per row, D f32 plus (m, l).
-  int64_t merge = 0;
-  if (c.getWarpsKV() > 1)
-    merge =
-        c.getQTile() * c.getWarpsKV() * (llvm::alignTo(headDim, 16) + 2) * 4;
-  return std::max(tiles, merge);
+  return std::max(tiles, partialStateBytes(c, headDim));
 }
 
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                         Type kvType) {
+                                         Type kvType, bool decode) {
   if (!isFp8KVType(kvType))
     return mmaAttentionSharedBytes(c, headDim);
-  // The Q tile and the f16/bf16 K/V rings, then the fp8 staging rings; the
-  // partial states of the warps along KV reuse the memory from 0.
+  // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
+  // each stage converted into them just before its scores), then the fp8
+  // staging rings; the partial states of the warps along KV reuse the
+  // memory from 0.
   int64_t stride = mmaRowStride(headDim);
-  int64_t tiles =
-      (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * stride * 2;
+  int64_t ring = decode ? 1 : c.getStages();
+  int64_t tiles = (c.getQTile() + 2 * ring * c.getKvTile()) * stride * 2;
   int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
-  return std::max(tiles + staging, mmaAttentionSharedBytes(c, headDim));
+  return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
 
 //===----------------------------------------------------------------------===//
@@ -132,7 +137,8 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
     return 0;
   return mmaAttentionSharedBytes(
       config, headDim,
-      cast<ShapedType>(attention.getKv()[0].getType()).getElementType());
+      cast<ShapedType>(attention.getKv()[0].getType()).getElementType(),
+      attention.isDecode());
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,
@@ -239,8 +245,12 @@ static bool rowsApplies(const SelectionInput &in) {
   // here for small-group decode (bandwidth-bound) and on tensor cores
   // otherwise, like f16.
   bool onlyRows = s.mixedTypes && !isFp8KVType(s.kvType);
-  // fp8 decode on rows does twice f16's f32 FMAs per KV byte, so tensor
-  // cores may pay from smaller groups: its own limit.
+  // fp8 decode on rows does 2 G f32 FMAs per KV byte (f16: G), about 11 PTX
+  // instructions a byte at G = 4, and measured 0.51 of the H200's copy
+  // bandwidth there against mma_sync's 0.68 (chooseMmaSync): its own limit,
+  // 1 by default. At G = 1 rows does about 5 a byte, fewer than f16's 5.7
+  // at 0.91 of copy, where mma_sync's 16-row tile (15 rows idle) costs what
+  // it costs at G = 4.
   int64_t maxGroup =
       isFp8KVType(s.kvType) ? in.opts.rowsMaxGroupFp8 : in.opts.rowsMaxGroup;
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
@@ -306,8 +316,30 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
                       128, llvm::PowerOf2Ceil(std::max<int64_t>(s.group, 16)));
     warpsQ = std::min<int64_t>(4, std::max<int64_t>(1, qTile / 16));
     warpsKV = o.mmaWarpsKV ? o.mmaWarpsKV : std::max<int64_t>(1, 4 / warpsQ);
-    kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
-    stages = o.mmaStages ? o.mmaStages : 3;
+    if (isFp8KVType(s.kvType)) {
+      // fp8: 64-key tiles (16 keys a warp at q_tile 16) and 4 staging
+      // stages, 100 KiB at head_dim 128: two blocks an SM, three tiles in
+      // flight each. Measured on the H200 (32/8 heads, D=128, page 16,
+      // fraction of copy bandwidth at B64 L4K / B16 L32K split / B256 L1K),
+      // before fp8 stages held one converted K/V tile instead of `stages`:
+      // 64-key tiles over 4 warps 0.68 / 0.70 / 0.62, 128-key tiles 0.39 /
+      // 0.40 (no split) / 0.37, 32-key tiles over 2 warps in 4 stages 0.47
+      // / 0.47 / 0.44 (rows: 0.51 / 0.51 / 0.52). The 64-key tiles in 2
+      // stages then had one tile in flight a block; the freed shared memory
+      // now holds two more. With the one converted tile, a 16-row block
+      // measured faster with 2 warps of 16 keys (32-key tiles) in 4 stages:
+      // 0.73 / 0.77 / 0.67 against 0.65 / 0.66 / 0.58 for 64-key tiles over
+      // 4 warps, in one H200 run (both checked against float64 there).
+      if (!o.mmaWarpsKV && warpsQ == 1)
+        warpsKV = 2;
+      kvTile = o.mmaKVTile   ? o.mmaKVTile
+               : warpsQ == 1 ? 16 * warpsKV
+                             : std::max<int64_t>(64, 16 * warpsKV);
+      stages = o.mmaStages ? o.mmaStages : 4;
+    } else {
+      kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
+      stages = o.mmaStages ? o.mmaStages : 3;
+    }
   } else {
     qTile = o.mmaQTile ? o.mmaQTile : dp <= 128 && !s.heavyOptions ? 128 : 64;
     warpsQ = std::min<int64_t>(4, std::max<int64_t>(1, qTile / 16));

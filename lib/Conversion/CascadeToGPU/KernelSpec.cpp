@@ -403,7 +403,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 int64_t AttentionSpec::dynamicSharedBytes() const {
   if (!tensorCore())
     return 0;
-  return mmaAttentionSharedBytes(config, headDim, kvType);
+  return mmaAttentionSharedBytes(config, headDim, kvType, decode);
 }
 
 MergeSpec AttentionSpec::splitMerge() const {

@@ -40,9 +40,12 @@
 //
 // fp8 KV (f8E4M3FN, f8E5M2): tiles are gathered as fp8 bytes (16-byte
 // cp.async chunks of 16 elements, half an f16 tile's bytes) into staging
-// rings after the f16/bf16 rings, and converted to q's dtype into the
-// swizzled tile of their stage just before the tile's scores (the
-// mainloop's prepare hook; cvt.rn.f16x2.{e4m3x2,e5m2x2}, Fp8Convert.h).
+// rings `stages` deep after the f16/bf16 K and V rings, and converted to
+// q's dtype into the swizzled tile of their stage just before the tile's
+// scores (the mainloop's prepare hook; cvt.rn.f16x2.{e4m3x2,e5m2x2},
+// Fp8Convert.h). Decode keeps one converted K and V tile: the barrier that
+// starts a tile's iteration also ends the reads of the previous tile's, and
+// the shared memory goes to the staging stages (the bytes in flight).
 // k_scale multiplies the raw scores, v_scale the output accumulators
 // before the epilogue.
 //
@@ -311,6 +314,7 @@ void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
                                             Value stage) {
   int64_t d = c.headDim;
   Value stagingBase = k.mul(stage, k.idx(tiles.kvTile * d));
+  Value slot = tiles.ringStage(k, stage);
   for (auto [row, chunk, inRange] :
        llvm::zip(plan.rows, plan.chunks, plan.inRange)) {
     auto ifOp = scf::IfOp::create(k.b, k.loc, inRange, /*withElse=*/false);
@@ -325,7 +329,7 @@ void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
           k.b, k.loc, VectorType::get({8}, c.kvType), staging, ValueRange{from},
           /*nontemporal=*/false, llvm::Align(8));
       vector::StoreOp::create(k.b, k.loc, fp8Convert(k, v8, c.qType), smem,
-                              ValueRange{k.add(ring.stage(k, stage), to)},
+                              ValueRange{k.add(ring.stage(k, slot), to)},
                               /*nontemporal=*/false, llvm::Align(16));
     }
   }
@@ -397,9 +401,10 @@ void MmaAttentionKernel::run() {
     }
     if (!variant.rope())
       return;
-    ropeSmemTile(k, smem, tiles.kRing().stage(k, stage), tiles.kvLayout,
-                 tiles.kvTile, c.headDim, c.qType, tiles.numThreads, th.tid,
-                 ropeTable, [&](Value r) { return k.add(tileStart, r); });
+    ropeSmemTile(k, smem, tiles.kRing().stage(k, tiles.ringStage(k, stage)),
+                 tiles.kvLayout, tiles.kvTile, c.headDim, c.qType,
+                 tiles.numThreads, th.tid, ropeTable,
+                 [&](Value r) { return k.add(tileStart, r); });
     gpu::BarrierOp::create(k.b, k.loc);
   };
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {

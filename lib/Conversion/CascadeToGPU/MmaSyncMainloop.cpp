@@ -2,6 +2,8 @@
 
 #include "MmaSyncMainloop.h"
 
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -32,6 +34,7 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
     numThreads = 32 * warpsQ;
     qLayout = SmemTileLayout::getPanels(qTile, dp);
     kvLayout = SmemTileLayout::getPanels(kvTile, dp);
+    kvRingStages = stages;
     return;
   }
   warpsQ = cfg.getWarpsQ();
@@ -46,6 +49,13 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   numThreads = 32 * warpsQ * warpsKV;
   qLayout = SmemTileLayout::get(qTile, dp);
   kvLayout = SmemTileLayout::get(kvTile, dp);
+  // fp8 decode: one converted K and V tile (more stages in flight for the
+  // same shared memory) and, with one m16 tile at head_dim <= 128, Q in
+  // registers. Prefill keeps a converted tile per stage: its 128-row tiles
+  // use every register, and loop-invariant tile addresses would spill.
+  bool fp8Decode = isFp8KVType(spec.kvType) && spec.decode;
+  kvRingStages = fp8Decode ? 1 : stages;
+  qInRegisters = fp8Decode && warpsQ == 1 && mTiles == 1 && dp <= 128;
 }
 
 MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
@@ -81,17 +91,30 @@ MmaSyncMainloop::MmaSyncMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
       expScale(expScale) {}
 
-SmallVector<Value> MmaSyncMainloop::scores(Value stage) {
+SmallVector<Value> MmaSyncMainloop::loadQFragments(MmaBuilder &mma) {
+  const MmaSyncTiles &t = tiles;
+  SmallVector<Value> a;
+  for (int64_t kk = 0; kk < t.dp / 16; ++kk)
+    for (int64_t mt = 0; mt < t.mTiles; ++mt)
+      a.push_back(mma.loadA(smem, k.idx(0), t.qLayout,
+                            thread.localRow(k, mt, 0), kk * 16));
+  return a;
+}
+
+SmallVector<Value> MmaSyncMainloop::scores(Value stage,
+                                           ArrayRef<Value> qFrags) {
   const MmaSyncTiles &t = tiles;
   MmaBuilder mma(k, elementType, thread.lane);
   SmallVector<Value> acc(t.mTiles * t.sTiles, mma.zeroAccumulator());
-  Value kb = t.kRing().stage(k, stage);
+  Value kb = t.kRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
   for (int64_t kk = 0; kk < t.dp / 16; ++kk) {
     SmallVector<Value> a;
     for (int64_t mt = 0; mt < t.mTiles; ++mt)
-      a.push_back(mma.loadA(smem, k.idx(0), t.qLayout,
-                            thread.localRow(k, mt, 0), kk * 16));
+      a.push_back(!qFrags.empty()
+                      ? qFrags[kk * t.mTiles + mt]
+                      : mma.loadA(smem, k.idx(0), t.qLayout,
+                                  thread.localRow(k, mt, 0), kk * 16));
     for (int64_t np = 0; np < t.sTiles / 2; ++np) {
       auto [b0, b1] = mma.loadBFromNK(smem, kb, t.kvLayout,
                                       k.add(key0, k.idx(np * 16)), kk * 16);
@@ -195,7 +218,7 @@ void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
 void MmaSyncMainloop::accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA,
                                    Value stage, SmallVector<Value> &o) {
   const MmaSyncTiles &t = tiles;
-  Value vb = t.vRing().stage(k, stage);
+  Value vb = t.vRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
   for (int64_t kk = 0; kk < t.sTiles / 2; ++kk) {
     ArrayRef<Value> pa = pA.slice(kk * t.mTiles, t.mTiles);
@@ -214,7 +237,8 @@ void MmaSyncMainloop::accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA,
 
 SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
                                          ValueRange it, Value t0, Value qGroup,
-                                         const MmaSyncTileHooks &hooks) {
+                                         const MmaSyncTileHooks &hooks,
+                                         ArrayRef<Value> qFrags) {
   const MmaSyncTiles &t = tiles;
   int64_t nO = t.mTiles * t.oTiles, nM = 2 * t.mTiles;
   MmaSyncState state;
@@ -233,7 +257,7 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
   Value tileStart = k.add(t0, k.mul(i, k.idx(t.kvTile)));
   if (hooks.prepare)
     hooks.prepare(stage, tileStart);
-  SmallVector<Value> s = hooks.transform(scores(stage), tileStart);
+  SmallVector<Value> s = hooks.transform(scores(stage, qFrags), tileStart);
   Softmax p = softmax(mma, s, state);
   rescale(mma, p, state.o);
   accumulatePV(mma, p.pA, stage, state.o);
@@ -258,13 +282,22 @@ MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
   for (int64_t i = 0; i < 2 * t.mTiles; ++i)
     init.push_back(k.f32(0.0)); // this thread's part of the row sums
   llvm::append_range(init, hooks.carriedInit());
+  SmallVector<Value> qFrags;
+  if (t.qInRegisters) {
+    // The Q tile (the oldest copy group) has landed in every thread's part
+    // (the tiles of the prologue may still be in flight).
+    waitGroups(k, qGroup, t.stages - 1);
+    gpu::BarrierOp::create(b, k.loc);
+    qFrags = loadQFragments(mma);
+  }
 
   auto loop = scf::ForOp::create(
       b, k.loc, k.idx(0), numTiles, k.idx(1), init,
       [&](OpBuilder &lb, Location, Value i, ValueRange it) {
         OpBuilder::InsertionGuard lg(b);
         b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        scf::YieldOp::create(b, k.loc, step(mma, i, it, t0, qGroup, hooks));
+        scf::YieldOp::create(b, k.loc,
+                             step(mma, i, it, t0, qGroup, hooks, qFrags));
       });
   // Drain the copies still in flight (zero-filled tiles past the end).
   waitGroups(k, qGroup, 0);

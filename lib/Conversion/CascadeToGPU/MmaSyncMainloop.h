@@ -29,6 +29,10 @@ namespace cascade {
 
 /// The tile geometry of an mma_sync attention kernel (its kernel_config) and
 /// its dynamic shared memory: the Q tile, then the K ring, then the V ring.
+/// The K and V rings are `stages` deep; over an fp8 cache the copies land
+/// in staging rings `stages` deep after them (MmaAttentionKernel) and each
+/// tile is converted into the ring tile of its stage, in decode into one K
+/// and one V tile (`kvRingStages` 1), just before its scores.
 ///
 /// A wgmma kernel (WgmmaMainloop.h) is described by the same geometry seen
 /// from its consumer warps (`wgmma`): each holds 16 rows (mTiles 1) and
@@ -37,19 +41,31 @@ namespace cascade {
 struct MmaSyncTiles {
   int64_t d, dp, warpsQ, warpsKV, mTiles, qTile, kvTile, stages, kvPerWarp,
       sTiles, oTiles, numThreads;
+  /// Tiles of the K ring and of the V ring: `stages`, or 1 in fp8 decode
+  /// (the converted tile of the stage being computed).
+  int64_t kvRingStages;
+  /// The warps' Q fragments are loaded once, before the KV loop, instead of
+  /// from the Q tile at every KV tile: fp8 decode with one m16 tile of rows
+  /// (q_tile 16) at head_dim <= 128, where the Q tile's ldmatrix would be
+  /// a third of the loop's ldmatrix.
+  bool qInRegisters = false;
   SmemTileLayout qLayout, kvLayout;
   bool wgmma = false;
 
   explicit MmaSyncTiles(const AttentionSpec &spec);
   int64_t sharedElements() const {
-    return qLayout.numElements() + 2 * stages * kvLayout.numElements();
+    return qLayout.numElements() + 2 * kvRingStages * kvLayout.numElements();
   }
   SmemRing kRing() const {
     return {qLayout.numElements(), kvLayout.numElements()};
   }
   SmemRing vRing() const {
-    return {qLayout.numElements() + stages * kvLayout.numElements(),
+    return {qLayout.numElements() + kvRingStages * kvLayout.numElements(),
             kvLayout.numElements()};
+  }
+  /// The K / V ring tile that pipeline stage `stage` is computed from.
+  Value ringStage(KernelBuilder &k, Value stage) const {
+    return kvRingStages == stages ? stage : k.idx(0);
   }
 };
 
@@ -113,8 +129,10 @@ public:
   MmaSyncState run(Value numTiles, Value t0, Value qGroup,
                    const MmaSyncTileHooks &hooks);
 
-  /// S = Q K^T for this warp's rows and keys of stage `stage`.
-  SmallVector<Value> scores(Value stage);
+  /// S = Q K^T for this warp's rows and keys of stage `stage`; `qFrags`:
+  /// the warp's Q fragments [kk * mTiles + mt] when held in registers
+  /// (MmaSyncTiles::qInRegisters), else empty (read from the Q tile).
+  SmallVector<Value> scores(Value stage, ArrayRef<Value> qFrags = {});
 
   // The online softmax, also run by the wgmma mainloop on its accumulator
   // fragments (the same per-warp layout).
@@ -135,10 +153,12 @@ private:
   /// O += P V on stage `stage`.
   void accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA, Value stage,
                     SmallVector<Value> &o);
+  /// The warp's Q fragments [kk * mTiles + mt] from the Q tile.
+  SmallVector<Value> loadQFragments(MmaBuilder &mma);
   /// The loop body of tile i.
   SmallVector<Value> step(MmaBuilder &mma, Value i, ValueRange carried,
-                          Value t0, Value qGroup,
-                          const MmaSyncTileHooks &hooks);
+                          Value t0, Value qGroup, const MmaSyncTileHooks &hooks,
+                          ArrayRef<Value> qFrags);
 
   KernelBuilder &k;
   const MmaSyncTiles &tiles;

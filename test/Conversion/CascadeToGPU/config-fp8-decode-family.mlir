@@ -1,17 +1,21 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config | FileCheck %s
-// RUN: cascade-opt %s --cascade-select-kernel-config="rows-max-group-fp8=2" | FileCheck %s --check-prefix=MMA
+// RUN: cascade-opt %s --cascade-select-kernel-config="rows-max-group-fp8=8" | FileCheck %s --check-prefix=ROWS
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_89" | FileCheck %s --check-prefix=SM89
 
 // Decode over an fp8 KV cache has its own group limit for the rows family
-// (rows-max-group-fp8, default 8 like rows-max-group): fp8 does twice the
-// f32 FMAs per KV byte of f16 on CUDA cores, so tensor cores may pay from
-// smaller groups. Lowering the limit moves fp8 decode of larger groups to
-// mma_sync (the GQA group in one m16 tile) and leaves f16 decode and
-// smaller fp8 groups on rows.
+// (rows-max-group-fp8, default 1): rows does 2 G f32 FMAs per fp8 byte and
+// measured 0.51 of the H200's copy bandwidth at G = 4, where mma_sync with
+// the group in one m16 tile measured 0.73 (2 warps along 32-key tiles in 4
+// stages; 64-key tiles over 4 warps 0.65). So fp8 decode with G >= 2 runs on
+// mma_sync (q_tile 16: 2 warps along 32-key tiles, 4 staging stages), G = 1
+// and f16 decode stay on rows, and the option moves the limit back.
 
 // CHECK-LABEL: func.func @fp8_g4
-// CHECK: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4>
-// MMA-LABEL: func.func @fp8_g4
-// MMA: #cascade.kernel_config<mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 128, stages = 2>
+// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
+// ROWS-LABEL: func.func @fp8_g4
+// ROWS: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4>
+// SM89-LABEL: func.func @fp8_g4
+// SM89: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
 func.func @fp8_g4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                   %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
@@ -22,9 +26,9 @@ func.func @fp8_g4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
 }
 
 // CHECK-LABEL: func.func @fp8_g2
-// CHECK: #cascade.kernel_config<rows,
-// MMA-LABEL: func.func @fp8_g2
-// MMA: #cascade.kernel_config<rows,
+// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
+// ROWS-LABEL: func.func @fp8_g2
+// ROWS: #cascade.kernel_config<rows,
 func.func @fp8_g2(%q: memref<?x16x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>,
                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                   %o: memref<?x16x128xf16>, %lse: memref<?x16xf32>) {
@@ -34,10 +38,37 @@ func.func @fp8_g2(%q: memref<?x16x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>,
   return
 }
 
+// CHECK-LABEL: func.func @fp8_g1
+// CHECK: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4>
+func.func @fp8_g1(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
+                  %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                  %o: memref<?x8x128xf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x8x128xf16>, memref<?x8xf32>) {page_size = 16 : i64}
+  return
+}
+
+// Larger groups: the 64-key tile over the warps the q_tile leaves.
+// CHECK-LABEL: func.func @fp8_g32
+// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 2, 2], q_tile = 32, kv_tile = 64, stages = 4>
+// The 99 KiB an sm_89 block may have: one stage fewer.
+// SM89-LABEL: func.func @fp8_g32
+// SM89: #cascade.kernel_config<mma_sync, threads = [32, 2, 2], q_tile = 32, kv_tile = 64, stages = 3>
+func.func @fp8_g32(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x1x128xf8E4M3FN>,
+                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                   %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x1x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64}
+  return
+}
+
+// f16 decode keeps its configuration (rows up to rows-max-group).
 // CHECK-LABEL: func.func @f16_g4
-// CHECK: #cascade.kernel_config<rows,
-// MMA-LABEL: func.func @f16_g4
-// MMA: #cascade.kernel_config<rows,
+// CHECK: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>
+// ROWS-LABEL: func.func @f16_g4
+// ROWS: #cascade.kernel_config<rows,
 func.func @f16_g4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>,
                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                   %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {

@@ -29,7 +29,7 @@
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
 // CHECK: scf.for
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
-// CHECK-LABEL: gpu.func @cascade_decode_rows_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope
+// CHECK-LABEL: gpu.func @cascade_decode_rows_f16_f8e4m3_d128_g1_h8_p16_nhd_pool_rope
 // CHECK: arith.truncf %{{.*}} : vector<8xf32> to vector<8xf16>
 // CHECK: scf.for
 // CHECK: nvvm.convert.f8x2.to.f16x2
@@ -80,12 +80,12 @@ func.func @rope_bf16(%q: memref<?x8x64xbf16>, %kv: memref<?x2x16x8x64xbf16>,
   return
 }
 
-func.func @rope_fp8(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
+func.func @rope_fp8(%q: memref<?x8x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
                     %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
-                    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+                    %o: memref<?x8x128xf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_theta = 10000.0 : f32}
+      outs(%o, %lse : memref<?x8x128xf16>, memref<?x8xf32>) {page_size = 16 : i64, pos_encoding = #cascade.pos_encoding<rope_llama>, rope_theta = 10000.0 : f32}
   return
 }
 

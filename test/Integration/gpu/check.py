@@ -17,6 +17,7 @@ benchmarks.common.bundle, which binds parameters by name from the manifest.
 """
 import argparse
 import math
+import re
 import sys
 
 import numpy as np
@@ -242,17 +243,31 @@ def decode_ref(q, Kp, Vp, indptr, indices, last, ps, opts):
 
 def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                  opts, static, split_chunk=None, pad=0, q_scale=1.0, label="",
-                 kv_dtype=None, k_scale=1.0, v_scale=1.0):
+                 kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None):
     """kv_dtype (default: q's): an fp8 cache (f8e4m3 / f8e5m2) is checked
     against the reference over its exact values times k_scale / v_scale
-    (docs/semantics.md), with q's tolerance."""
+    (docs/semantics.md), with q's tolerance. The kernel: `kernel` (a name),
+    else the op's rows kernel, else its tensor-core one (selection puts fp8
+    decode with G >= 2 on mma_sync)."""
     op = "decode_split" if split_chunk else "decode"
     kv_dtype = kv_dtype or dtype
     if kv_dtype != dtype:
         static = dict(static, kv_dtype=kv_dtype)
-    name = b.find(op, kernel_family="rows", accumulate=False, head_dim=D,
-                  num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps, kv_layout=layout,
-                  kv_form=form, q_dtype=dtype, **static)
+    name = kernel
+    for family in ("rows", TENSOR_CORE):
+        try:
+            name = name or b.find(op, kernel_family=family, accumulate=False, head_dim=D,
+                                  num_qo_heads=Hqo, num_kv_heads=Hkv, page_size=ps,
+                                  kv_layout=layout, kv_form=form, q_dtype=dtype, **static)
+        except KeyError:
+            if family != "rows":
+                raise
+    if b.kernels[name]["static"]["kernel_family"] != "rows":
+        return check_mma(b, rng, dtype=dtype, D=D, Hqo=Hqo, Hkv=Hkv, ps=ps, layout=layout,
+                         form=form, B=B, max_qo=1, max_len=max_len, opts=opts, static=static,
+                         split=split_chunk, pad=pad, decode=True, label=label,
+                         q_scale=q_scale, kv_dtype=kv_dtype, k_scale=k_scale,
+                         v_scale=v_scale, kernel=name)
     lens = rng.integers(1, max_len + 1, B)
     lens[rng.random(B) < 0.15] = 0
     lens[0] = 0  # always one empty request
@@ -429,8 +444,9 @@ ONLY_HEAD_DIM = None
 
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
-              q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0):
-    """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache)."""
+              q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None):
+    """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache).
+    kernel: the kernel's name (default: the op's tensor-core kernel)."""
     if ONLY_HEAD_DIM not in (None, D):
         return
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
@@ -442,7 +458,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         stat["kv_dtype"] = kv_dtype
     if not decode:
         stat["causal"] = bool(opts.get("causal"))
-    name = b.find(op, **stat)
+    name = kernel or b.find(op, **stat)
     base_e = bool(opts.get("base_e"))
     merge_name = None
     if split:
@@ -737,6 +753,26 @@ def fp8_mma_cases(b, rng, sc):
               opts=dict(sm_scale=s(128)), decode=True, split=16, pad=4, **common, **sc)
 
 
+def bench_decode_kernels(b, op, kv):
+    """The `op` kernels (decode / decode_split) of the decode benchmark's
+    shape (32/8 heads, D=128, page 16, NHD pool, f16 q, no options) over a
+    `kv` cache, in bundle order."""
+    want = dict(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16, kv_layout="nhd",
+                kv_form="pool", q_dtype="f16", kv_dtype=kv, accumulate=False,
+                pos_encoding="none", window_left=-1, logits_soft_cap=0.0)
+    return [k["name"] for k in b.manifest["kernels"]
+            if k["op"] == op and all(k["static"].get(x) == v for x, v in want.items())]
+
+
+def kernel_config_label(b, name):
+    """The kernel configuration spelled in a kernel's name: its family and
+    the tail from the threads (`_w<warps>` or `_t<threads>`) to the
+    stages."""
+    tail = re.search(r"_([wt]\d+x\d+_.*)$", name)
+    fam = b.kernels[name]["static"]["kernel_family"]
+    return f"{fam} {tail.group(1)}" if tail else fam
+
+
 def fp8_cases(b, rng, small=False):
     """The rows decode kernels of fp8_kernels.mlir (kernels.mlir's with an
     e4m3 / e5m2 cache): every layout, form, option and split-KV, with
@@ -760,15 +796,16 @@ def fp8_cases(b, rng, small=False):
                       decode=True, **sc)
             continue
         fp8_mma_cases(b, rng, sc)
-        # The decode benchmark's shape forced onto mma_sync (gen_fp8_kernels.py's
-        # MMA_DECODE: q_tile 16 holding the group of 4), plain and split-KV.
-        for tile in (32, 64, 128):
-            forced = dict(ps=16, layout="nhd", form="pool", static=dict(none, tile_tokens=tile),
-                          label=f"kv_tile {tile}", opts=dflt(128), decode=True, max_qo=1)
-            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=13, max_len=600,
-                      **forced, **sc)
-            check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, B=12, max_len=2000,
-                      split=16, pad=4, **forced, **sc)
+        # The decode benchmark's shape at every kernel configuration the
+        # bundle has for it (selection's and gen_fp8_kernels.py's
+        # FORCED_DECODE), plain and split-KV.
+        for op, split in (("decode", None), ("decode_split", 16)):
+            for name in bench_decode_kernels(b, op, kv):
+                check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                             form="pool", B=12 if split else 13,
+                             max_len=2000 if split else 600, opts=dflt(128), static=none,
+                             split_chunk=split, pad=4 if split else 0,
+                             label=kernel_config_label(b, name), kernel=name, **sc)
         for dtype in ("f16", "bf16"):
             check_decode(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16,
                          layout="nhd" if dtype == "f16" else "hnd", form="pool", B=13,
