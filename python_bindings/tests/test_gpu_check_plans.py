@@ -28,12 +28,14 @@ def numpy_cupy():
     cp.asnumpy = np.asarray
 
     class Event:
-        """Work on the stand-in device is done when it is queued."""
+        """Work on the stand-in device is done when it is queued (cupy's
+        Event says so through its `done` property)."""
 
         def record(self, stream=None):
             pass
 
-        def query(self):
+        @property
+        def done(self):
             return True
 
     cp.cuda = types.SimpleNamespace(
@@ -283,6 +285,9 @@ def fake_event_modules(clock):
         def synchronize(self):
             pass
 
+        def query(self):
+            return clock.now >= self.t
+
         def elapsed_time(self, end):
             return end.t - self.t
 
@@ -295,6 +300,10 @@ def fake_event_modules(clock):
 
         def synchronize(self):
             pass
+
+        @property
+        def done(self):
+            return clock.now >= self.t
 
     cupy = types.ModuleType("cupy")
     cupy.cuda = types.SimpleNamespace(
@@ -326,3 +335,16 @@ def test_benchmark_timer_is_a_median_in_us(monkeypatch, backend):
     assert not clock.durations
     with pytest.raises(ValueError):
         timing.cuda_time_us(clock.step, reps=0)
+
+
+@pytest.mark.parametrize("backend", ["torch", "cupy"])
+def test_finish_or_exit_polls_the_librarys_own_event(monkeypatch, backend):
+    """torch's events answer query(), cupy's the `done` property: the hang
+    guard returns once the recorded work is done, through either."""
+    monkeypatch.syspath_prepend(ROOT)
+    timing = importlib.import_module("benchmarks.common.timing")
+    clock = FakeClock([])
+    torch, cupy = fake_event_modules(clock)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    timing.finish_or_exit("the test's work", seconds=5, backend=backend)
