@@ -136,3 +136,23 @@ def test_compile_fullgraph_has_no_graph_break():
     torch._dynamo.reset()
     got = torch.compile(m, fullgraph=True, backend="aot_eager")(x, cache)
     assert torch.equal(got, want)
+
+
+def test_ops_without_autograd_formula_say_so():
+    """Inputs that require grad: the outputs' backward raises (the kernels
+    are inference-only), an in-place op refuses at once; under no_grad
+    nothing is tracked. In-place ops bump the version of what they write."""
+    v, s = torch.randn(5, H, D).half().requires_grad_(), torch.randn(5, H)
+    o, lse = torch.ops.cascade_mlir.merge_state(v, s, v.detach(), s)
+    assert o.requires_grad
+    with pytest.raises(RuntimeError, match="merge_state has no autograd formula"):
+        o.float().sum().backward()
+    with pytest.raises(RuntimeError, match="merge_state_in_place writes its arguments"):
+        torch.ops.cascade_mlir.merge_state_in_place(v, s, v.detach(), s)
+    with torch.no_grad():
+        o, lse = torch.ops.cascade_mlir.merge_state(v, s, v.detach(), s)
+    assert not o.requires_grad and o.grad_fn is None
+    vi, si = v.detach().clone(), s.clone()
+    before = (vi._version, si._version)
+    torch.ops.cascade_mlir.merge_state_in_place(vi, si, v.detach(), s)
+    assert vi._version > before[0] and si._version > before[1]
