@@ -109,7 +109,12 @@ def make_torch():
     def empty_like(x):
         return Tensor(_aligned(x.shape, x.dtype.np), x.dtype)
 
-    t.empty, t.empty_like = empty, empty_like
+    def empty_strided(shape, strides, dtype=None, device=None):
+        a = empty(shape, dtype, device)
+        assert a.stride() == tuple(strides), "the stand-in allocates contiguous"
+        return a
+
+    t.empty, t.empty_like, t.empty_strided = empty, empty_like, empty_strided
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
     return t
 
