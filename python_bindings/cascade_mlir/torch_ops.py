@@ -157,7 +157,8 @@ def _op(name: str, kernel: Any, fake: Any, mutates: bool = False) -> Any:
                 return _NoAutogradFormula.apply(name, kernel, args, *grad)
         return kernel(*args)
 
-    _LIB.define(_SCHEMAS[name])
+    # pt2_compliant: works with torch.compile (the opcheck tests check it).
+    _LIB.define(_SCHEMAS[name], tags=(torch.Tag.pt2_compliant_tag,))
     _LIB.impl(name, with_grad_check, "CompositeExplicitAutograd")
     _LIB.impl(name, torch.library.fallthrough_kernel, "Autograd")
     torch.library.register_fake("cascade_mlir::" + name, fake, lib=_LIB)

@@ -32,6 +32,7 @@ def test_ops_are_registered():
     for name in torch_ops.op_names():
         ns, op = name.split("::")
         assert hasattr(getattr(torch.ops, ns), op), name
+        assert torch.Tag.pt2_compliant_tag in getattr(getattr(torch.ops, ns), op).default.tags
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
