@@ -42,7 +42,8 @@ struct Torch {
   PyObject *dtypes[static_cast<int>(ElemType::Other)] = {nullptr};
   py::object emptyLike, emptyStrided, currentStream;
   py::object dtypeDeviceNames; ///< ("dtype", "device"): vectorcall kwnames
-  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda;
+  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda,
+      sIsContiguous;
 };
 Torch &torch() {
   static Torch *t = new Torch(); // never destroyed: outlives the interpreter
@@ -135,6 +136,21 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   if (!shape)
     throw py::error_already_set();
   readTuple(shape.ptr(), a.shape, a.ndim, name);
+  // A contiguous tensor's strides are the row-major ones, up to those of
+  // size-1 dimensions, which address nothing: is_contiguous() costs less
+  // than stride() and its tuple.
+  py::object contiguous = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodNoArgs(o, t.sIsContiguous.ptr()));
+  if (!contiguous)
+    throw py::error_already_set();
+  if (contiguous.ptr() == Py_True) {
+    int64_t expect = 1;
+    for (int i = a.ndim - 1; i >= 0; --i) {
+      a.strides[i] = expect;
+      expect *= a.shape[i];
+    }
+    return a;
+  }
   py::object stride = py::reinterpret_steal<py::object>(
       PyObject_CallMethodNoArgs(o, t.sStride.ptr()));
   if (!stride)
@@ -289,6 +305,7 @@ void registerTorch(py::handle torchModule) {
   t.sStride = py::str("stride");
   t.sGetDevice = py::str("get_device");
   t.sIsCuda = py::str("is_cuda");
+  t.sIsContiguous = py::str("is_contiguous");
   t.tensorType = py::object(tm.attr("Tensor")).release().ptr();
 }
 

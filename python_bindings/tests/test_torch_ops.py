@@ -157,3 +157,21 @@ def test_ops_without_autograd_formula_say_so():
     before = (vi._version, si._version)
     torch.ops.cascade_mlir.merge_state_in_place(vi, si, v.detach(), s)
     assert vi._version > before[0] and si._version > before[1]
+
+
+def test_probe_reads_strides_unless_contiguous():
+    """The bindings read a torch tensor's strides only when it is not
+    contiguous (row-major ones otherwise; a size-1 dimension's stride
+    addresses nothing); what they read decides the checks' contiguity."""
+    from cascade_mlir import _runtime
+    t = torch.empty(4, 6, 8)
+    p = _runtime._probe(t)
+    assert p["strides"] == [48, 8, 1] and p["contiguous"] and p["ptr"] == t.data_ptr()
+    for view, strides in ((t[:, ::2], [48, 16, 1]), (t.transpose(0, 1), [8, 48, 1]),
+                          (t[..., 1:], [48, 8, 1])):
+        p = _runtime._probe(view)
+        assert p["strides"] == strides and not p["contiguous"], (p, strides)
+        assert p["ptr"] == view.data_ptr() and p["shape"] == list(view.shape)
+    one = t.as_strided((4, 1, 8), (8, 99, 1))
+    p = _runtime._probe(one)
+    assert p["contiguous"] and p["strides"] == [8, 8, 1]
