@@ -256,6 +256,7 @@ def entry_points(dev, n):
            torch.arange(int(indptr[-1]), dtype=torch.int32), last, HQ, HKV, D, PAGE,
            causal=True)
     qp = torch.randn(4 * b, HQ, D, device=dev).half()
+    od = torch.empty_like(qd)
     rows = [
         ("merge_state (L=8192 H=32 D=128)", lambda: cm.merge_state(va, sa, vb, sb)),
         ("merge_state_in_place", lambda: cm.merge_state_in_place(va, sa, vb, sb)),
@@ -273,6 +274,12 @@ def entry_points(dev, n):
              lambda: torch.ops.cascade_mlir.run(h, qd, cache, None)),
             ("torch.ops.cascade_mlir.merge_state",
              lambda: torch.ops.cascade_mlir.merge_state(va, sa, vb, sb)),
+            ("torch.ops.cascade_mlir.run_out (decode)",
+             lambda: torch.ops.cascade_mlir.run_out(h, qd, cache, None, od, None)),
+            ("torch.ops.cascade_mlir.merge_state_in_place",
+             lambda: torch.ops.cascade_mlir.merge_state_in_place(va, sa, vb, sb, None)),
+            ("torch.ops.cascade_mlir.merge_states",
+             lambda: torch.ops.cascade_mlir.merge_states(vs, ss)),
         ]
     except Exception as e:  # noqa: BLE001 - report and go on
         print(f"  torch ops: not measured ({type(e).__name__}: {e})")
@@ -290,7 +297,37 @@ def entry_points(dev, n):
               f"{'' if host <= 10 else '  (over 10 us)'}")
     print(f"every entry point's host time <= 10 us: "
           + ("met" if not over else "NOT met (" + "; ".join(over) + ")"))
+    allocation_parts(va, sa, n)
     return not over
+
+
+def allocation_parts(va, sa, n):
+    """What the merges' output allocation costs, and the alternative of one
+    allocation for both outputs (a float32 buffer seen as v and s: three
+    views), to weigh it on this machine's host."""
+    L, H, D = va.shape
+    f32 = torch.float32
+
+    def one_buffer():
+        buf = torch.empty(L * H * D // 2 + L * H, dtype=f32, device=va.device)
+        return (buf.view(va.dtype).as_strided((L, H, D), (H * D, D, 1)),
+                buf.as_strided((L, H), (H, 1), L * H * D // 2))
+
+    parts = [
+        ("merge_state's outputs: empty_like(v_a), empty_like(s_a)",
+         lambda: (torch.empty_like(va), torch.empty_like(sa))),
+        ("one float32 buffer viewed as v and s (1 alloc + 3 views)", one_buffer),
+        ("torch.empty_strided((L, H), (H, 1), float32)",
+         lambda: torch.empty_strided((L, H), (H, 1), dtype=f32, device=va.device)),
+        ("torch.empty((L, H), dtype=float32, device=)",
+         lambda: torch.empty((L, H), dtype=f32, device=va.device)),
+        ("one view (as_strided)", lambda: va.as_strided((L, H, D), (H * D, D, 1))),
+    ]
+    print(f"\nallocation parts: host us per call (median of 7 x {n}, no sync)")
+    for name, fn in parts:
+        for _ in range(10):
+            fn()
+        print(f"  {name:<58} {host_us(fn, n):7.2f}")
 
 
 if __name__ == "__main__":

@@ -39,12 +39,15 @@ import torch
 from torch import Tensor
 
 from . import cascade as _cascade
+from .decode import BatchDecodeWithPagedKVCacheWrapper
+from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
 __all__ = ["register", "wrapper_of", "run", "run_out", "shared_prefix_forward",
            "merge_state", "merge_state_in_place", "merge_states"]
 
 _wrappers: Dict[int, "weakref.ref[Any]"] = {}
 _next_handle = itertools.count(1)
+_FAST_RUN = (BatchDecodeWithPagedKVCacheWrapper, BatchPrefillWithPagedKVCacheWrapper)
 _DTYPES = {"f16": torch.float16, "bf16": torch.bfloat16, "f32": torch.float32}
 
 
@@ -87,17 +90,95 @@ def _kv(paged_kv_cache: Tensor, v_cache: Optional[Tensor]) -> Any:
     return paged_kv_cache if v_cache is None else (paged_kv_cache, v_cache)
 
 
+# --- registration ---------------------------------------------------------------
+#
+# The ops are declared with torch.library.Library (schema, one kernel for
+# every backend, a fake kernel) rather than torch.library.custom_op: a call
+# then goes from torch's dispatcher straight to the kernel. custom_op adds
+# Python-level autograd and ADInplaceOrView kernels (and output alias checks)
+# to every call, several us of host time each (benchmarks/python/
+# host_overhead.py). What they did is kept at less cost: the schemas are the
+# same, mutated tensors get their version counters bumped, and a call whose
+# inputs require grad (grad mode on) returns outputs whose backward raises
+# "no autograd formula" as custom_op's did; the autograd key falls through
+# (no Python frame there) and the check is in the kernel.
+
+_LIB = torch.library.Library("cascade_mlir", "FRAGMENT")
+_SCHEMAS = {
+    "run": "run(SymInt handle, Tensor q, Tensor paged_kv_cache, Tensor? v_cache=None) "
+           "-> (Tensor, Tensor)",
+    "run_out": "run_out(SymInt handle, Tensor q, Tensor paged_kv_cache, Tensor? v_cache, "
+               "Tensor(a4!) out, Tensor(a5!)? lse=None) -> ()",
+    "shared_prefix_forward": "shared_prefix_forward(SymInt handle, Tensor q, "
+                             "Tensor k_shared, Tensor v_shared, Tensor unique_kv_cache, "
+                             "Tensor? v_unique=None) -> Tensor",
+    "merge_state": "merge_state(Tensor v_a, Tensor s_a, Tensor v_b, Tensor s_b) "
+                   "-> (Tensor, Tensor)",
+    "merge_state_in_place": "merge_state_in_place(Tensor(a0!) v, Tensor(a1!) s, "
+                            "Tensor v_other, Tensor s_other, Tensor? mask=None) -> ()",
+    "merge_states": "merge_states(Tensor v, Tensor s) -> (Tensor, Tensor)",
+}
+_bump_versions = torch._C._increment_version  # what ADInplaceOrView does
+_grad_enabled = torch.is_grad_enabled
+
+
+class _NoAutogradFormula(torch.autograd.Function):
+    """Outputs of an op called on inputs that require grad: computed
+    without grad, their backward raises."""
+
+    @staticmethod
+    def forward(ctx: Any, name: str, kernel: Any, args: Tuple[Any, ...],
+                *needs_grad: Tensor) -> Any:
+        ctx.name = name
+        return kernel(*args)
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> Any:
+        raise RuntimeError(f"cascade_mlir::{ctx.name} has no autograd formula (the "
+                           "kernels are inference-only): run it under torch.no_grad() "
+                           "or torch.inference_mode(), or detach its inputs")
+
+
+def _requiring_grad(args: Tuple[Any, ...]) -> List[Tensor]:
+    return [a for a in args if isinstance(a, Tensor) and a.requires_grad]
+
+
+def _op(name: str, kernel: Any, fake: Any, mutates: bool = False) -> Any:
+    """Defines cascade_mlir::name with `kernel` for every backend and `fake`
+    for fake tensors; returns the op (its default overload)."""
+    def with_grad_check(*args: Any) -> Any:
+        if _grad_enabled():
+            grad = _requiring_grad(args)
+            if grad and mutates:
+                raise RuntimeError(f"cascade_mlir::{name} writes its arguments in place "
+                                   "and has no autograd formula: call it under "
+                                   "torch.no_grad() or on tensors that do not require grad")
+            if grad:
+                return _NoAutogradFormula.apply(name, kernel, args, *grad)
+        return kernel(*args)
+
+    # pt2_compliant: works with torch.compile (the opcheck tests check it).
+    _LIB.define(_SCHEMAS[name], tags=(torch.Tag.pt2_compliant_tag,))
+    _LIB.impl(name, with_grad_check, "CompositeExplicitAutograd")
+    _LIB.impl(name, torch.library.fallthrough_kernel, "Autograd")
+    torch.library.register_fake("cascade_mlir::" + name, fake, lib=_LIB)
+    return getattr(torch.ops.cascade_mlir, name).default
+
+
 # --- wrappers' run ----------------------------------------------------------------
 
-@torch.library.custom_op("cascade_mlir::run", mutates_args=())
-def run(handle: int, q: Tensor, paged_kv_cache: Tensor,
-        v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
+def _run(handle: int, q: Tensor, paged_kv_cache: Tensor,
+         v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     w = wrapper_of(handle)
-    o, lse = w.run(q, _kv(paged_kv_cache, v_cache), return_lse=True)
+    kv = _kv(paged_kv_cache, v_cache)
+    # Batch decode / prefill planned on a GPU: the checked one-call run()
+    # their run() takes when given no options (as here), without its frame.
+    fast = w.__dict__.get("_fast_run") if type(w) in _FAST_RUN else None
+    o, lse = fast(q, kv, None, None, True) if fast is not None else \
+        w.run(q, kv, return_lse=True)
     return o, lse
 
 
-@run.register_fake
 def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
               v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     dtype = _out_dtype(wrapper_of(handle), q)
@@ -105,30 +186,26 @@ def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
             q.new_empty((q.shape[0], q.shape[1]), dtype=torch.float32))
 
 
-@torch.library.custom_op("cascade_mlir::run_out", mutates_args=("out", "lse"))
-def run_out(handle: int, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
-            out: Tensor, lse: Optional[Tensor] = None) -> None:
+def _run_out(handle: int, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
+             out: Tensor, lse: Optional[Tensor] = None) -> None:
     wrapper_of(handle).run(q, _kv(paged_kv_cache, v_cache), out=out, lse=lse)
+    _bump_versions((out,) if lse is None else (out, lse))
 
 
-@run_out.register_fake
 def _run_out_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
                   v_cache: Optional[Tensor], out: Tensor,
                   lse: Optional[Tensor] = None) -> None:
     return None
 
 
-@torch.library.custom_op("cascade_mlir::shared_prefix_forward", mutates_args=())
-def shared_prefix_forward(handle: int, q: Tensor, k_shared: Tensor, v_shared: Tensor,
-                          unique_kv_cache: Tensor,
-                          v_unique: Optional[Tensor] = None) -> Tensor:
-    o = wrapper_of(handle).forward(q, k_shared, v_shared, _kv(unique_kv_cache, v_unique))
-    # forward() may return q-shaped output sharing nothing with the inputs;
-    # a custom op must not return an input or a view of one.
-    return o
+def _shared_prefix_forward(handle: int, q: Tensor, k_shared: Tensor, v_shared: Tensor,
+                           unique_kv_cache: Tensor,
+                           v_unique: Optional[Tensor] = None) -> Tensor:
+    # forward() returns a new q-shaped output sharing nothing with the
+    # inputs (an op must not return an input or a view of one).
+    return wrapper_of(handle).forward(q, k_shared, v_shared, _kv(unique_kv_cache, v_unique))
 
 
-@shared_prefix_forward.register_fake
 def _shared_prefix_forward_fake(handle: int, q: Tensor, k_shared: Tensor,
                                 v_shared: Tensor, unique_kv_cache: Tensor,
                                 v_unique: Optional[Tensor] = None) -> Tensor:
@@ -136,45 +213,43 @@ def _shared_prefix_forward_fake(handle: int, q: Tensor, k_shared: Tensor,
     return torch.empty_like(q)
 
 
+run = _op("run", _run, _run_fake)
+run_out = _op("run_out", _run_out, _run_out_fake, mutates=True)
+shared_prefix_forward = _op("shared_prefix_forward", _shared_prefix_forward,
+                            _shared_prefix_forward_fake)
+
+
 # --- merges ---------------------------------------------------------------------
 
-@torch.library.custom_op("cascade_mlir::merge_state", mutates_args=())
-def merge_state(v_a: Tensor, s_a: Tensor, v_b: Tensor, s_b: Tensor) -> Tuple[Tensor, Tensor]:
-    v, s = _cascade.merge_state(v_a, s_a, v_b, s_b)
-    return v, s
+def _merge_state_in_place(v: Tensor, s: Tensor, v_other: Tensor, s_other: Tensor,
+                          mask: Optional[Tensor] = None) -> None:
+    _cascade.merge_state_in_place(v, s, v_other, s_other, mask)
+    _bump_versions((v, s))
 
 
-@merge_state.register_fake
 def _merge_state_fake(v_a: Tensor, s_a: Tensor, v_b: Tensor,
                       s_b: Tensor) -> Tuple[Tensor, Tensor]:
     return torch.empty_like(v_a), s_a.new_empty(s_a.shape, dtype=torch.float32)
 
 
-@torch.library.custom_op("cascade_mlir::merge_state_in_place", mutates_args=("v", "s"))
-def merge_state_in_place(v: Tensor, s: Tensor, v_other: Tensor, s_other: Tensor,
-                         mask: Optional[Tensor] = None) -> None:
-    _cascade.merge_state_in_place(v, s, v_other, s_other, mask)
-
-
-@merge_state_in_place.register_fake
 def _merge_state_in_place_fake(v: Tensor, s: Tensor, v_other: Tensor, s_other: Tensor,
                                mask: Optional[Tensor] = None) -> None:
     return None
 
 
-@torch.library.custom_op("cascade_mlir::merge_states", mutates_args=())
-def merge_states(v: Tensor, s: Tensor) -> Tuple[Tensor, Tensor]:
-    vo, so = _cascade.merge_states(v, s)
-    return vo, so
-
-
-@merge_states.register_fake
 def _merge_states_fake(v: Tensor, s: Tensor) -> Tuple[Tensor, Tensor]:
     if v.dim() != 4:
         raise ValueError(f"v must be [seq_len, num_states, num_heads, head_dim], got "
                          f"{list(v.shape)}")
     return (v.new_empty((v.shape[0], v.shape[2], v.shape[3])),
             s.new_empty((s.shape[0], s.shape[2]), dtype=torch.float32))
+
+
+# cascade.merge_state / merge_states return new (v, s) tuples: the kernels.
+merge_state = _op("merge_state", _cascade.merge_state, _merge_state_fake)
+merge_state_in_place = _op("merge_state_in_place", _merge_state_in_place,
+                           _merge_state_in_place_fake, mutates=True)
+merge_states = _op("merge_states", _cascade.merge_states, _merge_states_fake)
 
 
 def op_names() -> List[str]:

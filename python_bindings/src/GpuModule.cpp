@@ -497,20 +497,38 @@ public:
           std::string(contract::dtypeName(sig_.config.oType)) +
           " differs from q's");
     py::object o = py::reinterpret_borrow<py::object>(out);
-    if (out.is_none())
-      o = tq.torch ? torchEmptyLike(q) : framework_.attr("empty_like")(q);
-    TensorArg tout = probe(o, "out", stream);
+    TensorArg tout;
+    if (!out.is_none()) {
+      tout = probe(o, "out", stream); // checked above
+    } else if (tq.torch) {
+      o = torchEmptyLike(q); // q's shape, dtype and (contiguous) strides
+      tout = torchAllocated(o, tq);
+    } else {
+      o = framework_.attr("empty_like")(q);
+      tout = probe(o, "out", stream);
+    }
     alive.push_back(tout.keepAlive);
     ptrs[static_cast<size_t>(Role::O)] = tout.ptr;
     counts[static_cast<size_t>(Role::O)] = tout.numel();
     py::object l = py::reinterpret_borrow<py::object>(lse);
+    TensorArg tl;
     if (lse.is_none() && returnLse) {
-      py::tuple shape = py::make_tuple(tq.shape[0], tq.shape[1]);
-      l = tq.torch ? torchEmptyF32(shape, deviceObject_)
-                   : framework_.attr("empty_f32")(q, shape);
+      if (tq.torch) {
+        TensorArg like = tq; // [rows, heads] float32, contiguous
+        like.dtype = ElemType::F32;
+        like.ndim = 2;
+        like.strides[0] = tq.shape[1];
+        like.strides[1] = 1;
+        l = torchEmptyStrided(like, deviceObject_);
+        tl = torchAllocated(l, like);
+      } else {
+        l = framework_.attr("empty_f32")(
+            q, py::make_tuple(tq.shape[0], tq.shape[1]));
+      }
     }
     if (!l.is_none()) {
-      TensorArg tl = probe(l, "lse", stream);
+      if (!tl.torch)
+        tl = probe(l, "lse", stream);
       alive.push_back(tl.keepAlive);
       ptrs[static_cast<size_t>(Role::LSE)] = tl.ptr;
       counts[static_cast<size_t>(Role::LSE)] = tl.numel();
@@ -619,8 +637,8 @@ public:
     Args t;
     setState(t, "v_a", "s_a", a);
     setState(t, "v_b", "s_b", b);
-    t.buffer("v", probe(v, "v"));
-    t.buffer("s", probe(s, "s"));
+    t.buffer("v", torchAllocated(v, a.v));
+    t.buffer("s", torchAllocated(s, a.s));
     t.integer("num_tasks", a.rows * a.heads);
     launch(*k, k->mergeState, t, a.v.device);
     return py::make_tuple(v, s);
@@ -677,13 +695,16 @@ public:
     Kernels *k = kernels(st);
     if (!k)
       return py::none();
-    py::object vo = torchNewEmpty(v, py::make_tuple(rows, heads, dim));
-    py::object so = torchNewEmpty(s, py::make_tuple(rows, heads));
+    const TensorArg ov = contiguousLike(tv, {rows, heads, dim}),
+                    os = contiguousLike(ts, {rows, heads});
+    py::int_ device(tv.device);
+    py::object vo = torchEmptyStrided(ov, device);
+    py::object so = torchEmptyStrided(os, device);
     Args t;
     t.buffer("v_in", tv);
     t.buffer("s_in", ts);
-    t.buffer("v", probe(vo, "v"));
-    t.buffer("s", probe(so, "s"));
+    t.buffer("v", torchAllocated(vo, ov));
+    t.buffer("s", torchAllocated(so, os));
     t.integer("num_tasks", rows * heads);
     t.integer("num_states", n);
     t.integer("num_heads", heads);
@@ -746,6 +767,20 @@ private:
       ints[numInts++] = v;
     }
   };
+  /// `like`'s device and dtype with a contiguous `shape`: what
+  /// new_empty(shape) on it allocates.
+  static TensorArg contiguousLike(const TensorArg &like,
+                                  std::initializer_list<int64_t> shape) {
+    TensorArg a = like;
+    a.ndim = static_cast<int>(shape.size());
+    std::copy(shape.begin(), shape.end(), a.shape);
+    int64_t stride = 1;
+    for (int i = a.ndim - 1; i >= 0; --i) {
+      a.strides[i] = stride;
+      stride *= a.shape[i];
+    }
+    return a;
+  }
   static void setState(Args &t, const char *v, const char *s, const State &st) {
     t.buffer(v, st.v);
     t.buffer(s, st.s);

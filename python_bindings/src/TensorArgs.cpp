@@ -40,8 +40,10 @@ constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4,
 struct Torch {
   PyObject *tensorType = nullptr;
   PyObject *dtypes[static_cast<int>(ElemType::Other)] = {nullptr};
-  py::object emptyLike, empty, currentStream, float32;
-  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda, sNewEmpty;
+  py::object emptyLike, emptyStrided, currentStream;
+  py::object dtypeDeviceNames; ///< ("dtype", "device"): vectorcall kwnames
+  py::object sDataPtr, sDtype, sShape, sStride, sGetDevice, sIsCuda,
+      sIsContiguous;
 };
 Torch &torch() {
   static Torch *t = new Torch(); // never destroyed: outlives the interpreter
@@ -96,16 +98,20 @@ void readTuple(PyObject *tuple, int64_t *out, int &ndim, const char *name) {
     out[i] = toInt(PyTuple_GET_ITEM(tuple, i), name);
 }
 
+uint64_t torchDataPtr(PyObject *o) {
+  py::object ptr = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodNoArgs(o, torch().sDataPtr.ptr()));
+  if (!ptr)
+    throw py::error_already_set();
+  return static_cast<uint64_t>(PyLong_AsUnsignedLongLongMask(ptr.ptr()));
+}
+
 TensorArg probeTorch(py::handle obj, const char *name) {
   Torch &t = torch();
   TensorArg a;
   a.torch = true;
   PyObject *o = obj.ptr();
-  py::object ptr = py::reinterpret_steal<py::object>(
-      PyObject_CallMethodNoArgs(o, t.sDataPtr.ptr()));
-  if (!ptr)
-    throw py::error_already_set();
-  a.ptr = static_cast<uint64_t>(PyLong_AsUnsignedLongLongMask(ptr.ptr()));
+  a.ptr = torchDataPtr(o);
   py::object dtype =
       py::reinterpret_steal<py::object>(PyObject_GetAttr(o, t.sDtype.ptr()));
   if (!dtype)
@@ -130,6 +136,21 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   if (!shape)
     throw py::error_already_set();
   readTuple(shape.ptr(), a.shape, a.ndim, name);
+  // A contiguous tensor's strides are the row-major ones, up to those of
+  // size-1 dimensions, which address nothing: is_contiguous() costs less
+  // than stride() and its tuple.
+  py::object contiguous = py::reinterpret_steal<py::object>(
+      PyObject_CallMethodNoArgs(o, t.sIsContiguous.ptr()));
+  if (!contiguous)
+    throw py::error_already_set();
+  if (contiguous.ptr() == Py_True) {
+    int64_t expect = 1;
+    for (int i = a.ndim - 1; i >= 0; --i) {
+      a.strides[i] = expect;
+      expect *= a.shape[i];
+    }
+    return a;
+  }
   py::object stride = py::reinterpret_steal<py::object>(
       PyObject_CallMethodNoArgs(o, t.sStride.ptr()));
   if (!stride)
@@ -273,8 +294,8 @@ void registerTorch(py::handle torchModule) {
     if (py::hasattr(tm, names[i])) // torch < 2.1 has no float8 dtypes
       t.dtypes[i] = py::object(tm.attr(names[i])).release().ptr();
   t.emptyLike = tm.attr("empty_like");
-  t.empty = tm.attr("empty");
-  t.float32 = tm.attr("float32");
+  t.emptyStrided = tm.attr("empty_strided");
+  t.dtypeDeviceNames = py::make_tuple("dtype", "device");
   py::object c = tm.attr("_C");
   if (py::hasattr(c, "_cuda_getCurrentRawStream"))
     t.currentStream = c.attr("_cuda_getCurrentRawStream");
@@ -284,7 +305,7 @@ void registerTorch(py::handle torchModule) {
   t.sStride = py::str("stride");
   t.sGetDevice = py::str("get_device");
   t.sIsCuda = py::str("is_cuda");
-  t.sNewEmpty = py::str("new_empty");
+  t.sIsContiguous = py::str("is_contiguous");
   t.tensorType = py::object(tm.attr("Tensor")).release().ptr();
 }
 
@@ -312,14 +333,30 @@ int64_t torchCurrentStream(int device) {
 
 py::object torchEmptyLike(py::handle obj) { return torch().emptyLike(obj); }
 
-py::object torchNewEmpty(py::handle like, py::handle shapeTuple) {
-  return like.attr(torch().sNewEmpty)(shapeTuple);
+py::object torchEmptyStrided(const TensorArg &a, py::handle device) {
+  Torch &t = torch();
+  PyObject *dtype = t.dtypes[static_cast<int>(a.dtype)];
+  if (a.dtype == ElemType::Other || !dtype)
+    throw py::type_error("torchEmptyStrided: a dtype torch does not have");
+  py::tuple shape(a.ndim), strides(a.ndim);
+  for (int i = 0; i < a.ndim; ++i) {
+    shape[i] = py::int_(a.shape[i]);
+    strides[i] = py::int_(a.strides[i]);
+  }
+  PyObject *args[] = {shape.ptr(), strides.ptr(), dtype, device.ptr()};
+  PyObject *r = PyObject_Vectorcall(t.emptyStrided.ptr(), args, 2,
+                                    t.dtypeDeviceNames.ptr());
+  if (!r)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(r);
 }
 
-py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject) {
-  Torch &t = torch();
-  return t.empty(shapeTuple, py::arg("dtype") = t.float32,
-                 py::arg("device") = deviceObject);
+TensorArg torchAllocated(py::handle obj, const TensorArg &like) {
+  TensorArg a = like;
+  a.keepAlive = py::object();
+  a.torch = true;
+  a.ptr = torchDataPtr(obj.ptr());
+  return a;
 }
 
 } // namespace cascade::python

@@ -63,7 +63,8 @@ struct TensorArg {
 };
 
 /// Remembers torch's Tensor type, dtypes and the callables run() uses
-/// (torch.empty_like, torch.empty, torch._C._cuda_getCurrentRawStream).
+/// (torch.empty_like, torch.empty_strided,
+/// torch._C._cuda_getCurrentRawStream).
 void registerTorch(py::handle torchModule);
 bool torchRegistered();
 bool isTorchTensor(py::handle obj);
@@ -75,11 +76,16 @@ TensorArg probe(py::handle obj, const char *name, int64_t stream = -1);
 
 /// torch's current raw stream of a device.
 int64_t torchCurrentStream(int device);
-/// torch.empty_like(obj) and torch.empty(shape, dtype=float32, device=dev).
+/// torch.empty_like(obj).
 py::object torchEmptyLike(py::handle obj);
-py::object torchEmptyF32(py::handle shapeTuple, py::handle deviceObject);
-/// like.new_empty(shape): a tensor of like's dtype and device.
-py::object torchNewEmpty(py::handle like, py::handle shapeTuple);
+/// torch.empty_strided(a's shape, a's strides, dtype=a's dtype,
+/// device=device): the cheapest of torch's calls that allocate a given
+/// shape (no overloads to parse, keywords passed without a dict).
+py::object torchEmptyStrided(const TensorArg &a, py::handle device);
+/// `like` (its device, dtype, shape, strides) at the address of a torch
+/// tensor that the bindings allocated as empty_like / empty_strided of it:
+/// one Python call (data_ptr()) where probe() makes six.
+TensorArg torchAllocated(py::handle obj, const TensorArg &like);
 
 } // namespace cascade::python
 

@@ -32,6 +32,7 @@ def test_ops_are_registered():
     for name in torch_ops.op_names():
         ns, op = name.split("::")
         assert hasattr(getattr(torch.ops, ns), op), name
+        assert torch.Tag.pt2_compliant_tag in getattr(getattr(torch.ops, ns), op).default.tags
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -136,3 +137,41 @@ def test_compile_fullgraph_has_no_graph_break():
     torch._dynamo.reset()
     got = torch.compile(m, fullgraph=True, backend="aot_eager")(x, cache)
     assert torch.equal(got, want)
+
+
+def test_ops_without_autograd_formula_say_so():
+    """Inputs that require grad: the outputs' backward raises (the kernels
+    are inference-only), an in-place op refuses at once; under no_grad
+    nothing is tracked. In-place ops bump the version of what they write."""
+    v, s = torch.randn(5, H, D).half().requires_grad_(), torch.randn(5, H)
+    o, lse = torch.ops.cascade_mlir.merge_state(v, s, v.detach(), s)
+    assert o.requires_grad
+    with pytest.raises(RuntimeError, match="merge_state has no autograd formula"):
+        o.float().sum().backward()
+    with pytest.raises(RuntimeError, match="merge_state_in_place writes its arguments"):
+        torch.ops.cascade_mlir.merge_state_in_place(v, s, v.detach(), s)
+    with torch.no_grad():
+        o, lse = torch.ops.cascade_mlir.merge_state(v, s, v.detach(), s)
+    assert not o.requires_grad and o.grad_fn is None
+    vi, si = v.detach().clone(), s.clone()
+    before = (vi._version, si._version)
+    torch.ops.cascade_mlir.merge_state_in_place(vi, si, v.detach(), s)
+    assert vi._version > before[0] and si._version > before[1]
+
+
+def test_probe_reads_strides_unless_contiguous():
+    """The bindings read a torch tensor's strides only when it is not
+    contiguous (row-major ones otherwise; a size-1 dimension's stride
+    addresses nothing); what they read decides the checks' contiguity."""
+    from cascade_mlir import _runtime
+    t = torch.empty(4, 6, 8)
+    p = _runtime._probe(t)
+    assert p["strides"] == [48, 8, 1] and p["contiguous"] and p["ptr"] == t.data_ptr()
+    for view, strides in ((t[:, ::2], [48, 16, 1]), (t.transpose(0, 1), [8, 48, 1]),
+                          (t[..., 1:], [48, 8, 1])):
+        p = _runtime._probe(view)
+        assert p["strides"] == strides and not p["contiguous"], (p, strides)
+        assert p["ptr"] == view.data_ptr() and p["shape"] == list(view.shape)
+    one = t.as_strided((4, 1, 8), (8, 99, 1))
+    p = _runtime._probe(one)
+    assert p["contiguous"] and p["strides"] == [8, 8, 1]

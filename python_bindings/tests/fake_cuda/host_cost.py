@@ -1,8 +1,8 @@
 """Host time per call of every run()/merge entry point on the stand-in CUDA
 driver (fake_cuda.c), with a stand-in torch: tensors that answer what the
 bindings read from a torch tensor (data_ptr(), dtype, is_cuda, get_device(),
-shape, stride()) as plain Python attributes, registered as "torch" with the
-runtime. What is timed is the package's own host work (argument checks,
+shape, is_contiguous(), stride()) as plain Python attributes, registered
+as "torch" with the runtime. What is timed is the package's own host work (argument checks,
 output allocation through the framework, argument packing, the driver call);
 the stand-in driver records a launch in ~0.1 us where CUDA's cuLaunchKernel
 takes 2-4 us, and the stand-in's allocation is a Python object.
@@ -48,8 +48,9 @@ class Tensor:
         info = _info.get(id(a))
         if info is None or info[0] is not a:
             info = _info[id(a)] = (a, a.ctypes.data,
-                                   tuple(s // a.itemsize for s in a.strides))
-        self._ptr, self._stride = info[1], info[2]
+                                   tuple(s // a.itemsize for s in a.strides),
+                                   a.flags.c_contiguous)
+        self._ptr, self._stride, self._contiguous = info[1], info[2], info[3]
 
     def data_ptr(self):
         return self._ptr
@@ -59,6 +60,9 @@ class Tensor:
 
     def stride(self):
         return self._stride
+
+    def is_contiguous(self):
+        return self._contiguous
 
     def numel(self):
         return self._a.size
@@ -74,7 +78,7 @@ class Tensor:
 
 
 _pool = {}
-_info = {}  # id(array) -> (array, address, strides): numpy's are slow to read
+_info = {}  # id(array) -> (array, address, strides, contiguous): numpy's are slow
 
 
 def _aligned(shape, np_dtype):
@@ -109,7 +113,12 @@ def make_torch():
     def empty_like(x):
         return Tensor(_aligned(x.shape, x.dtype.np), x.dtype)
 
-    t.empty, t.empty_like = empty, empty_like
+    def empty_strided(shape, strides, dtype=None, device=None):
+        a = empty(shape, dtype, device)
+        assert a.stride() == tuple(strides), "the stand-in allocates contiguous"
+        return a
+
+    t.empty, t.empty_like, t.empty_strided = empty, empty_like, empty_strided
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)
     return t
 
