@@ -414,8 +414,8 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
   // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
   // values live next to the pipelined S and P tiles: 64-token tiles there.
-  bool wide = in.shape.headDim <= 128 && !in.shape.heavyOptions &&
-              !in.shape.customMask;
+  bool wide =
+      in.shape.headDim <= 128 && !in.shape.heavyOptions && !in.shape.customMask;
   int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
   auto make = [&] {
