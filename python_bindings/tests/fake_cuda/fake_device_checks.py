@@ -535,15 +535,19 @@ def scenario_auto():
     check([(r["name"], r["grid"]) for r in auto] == [(r["name"], r["grid"]) for r in plain],
           f"no sharing: the plain launches ({[r['name'] for r in auto]})")
     # CUDA-graph mode: always max_levels levels of fixed sizes.
+    # One output for every replay (as a captured graph needs): its address
+    # is then the caller's, not wherever the allocator puts a new one.
+    out = Dev(aligned(q.shape, np.float16))
     g = cm.BatchDecodeWithPagedKVCacheWrapper(ws, use_cuda_graph=True)
     g.plan(kp, ki, kl, 32, 8, 128, 16, auto_cascade=eager)
     check(g.auto_cascade_stats["num_levels"] == 3, g.auto_cascade_stats)
-    g.run(q, cache)
+    g.run(q, cache, out=out)
     first = launches()
     for groups in ([(8, 3)], [(1, 0)] * 8, [(2, 5), (2, 6), (4, 1)]):
         kp3, ki3, kl3, n3 = grouped_decode_batch(groups)
         g.plan(kp3, ki3, kl3, 32, 8, 128, 16, auto_cascade=eager)
-        g.run(q, cache if n3 <= npages else Dev(aligned((n3, 2, 16, 8, 128), np.float16)))
+        g.run(q, cache if n3 <= npages else Dev(aligned((n3, 2, 16, 8, 128), np.float16)),
+              out=out)
         again = launches()
         check([(r["name"], r["grid"]) for r in first] ==
               [(r["name"], r["grid"]) for r in again], f"graph mode: same launches {groups}")
