@@ -517,8 +517,7 @@ public:
         TensorArg like = tq; // [rows, heads] float32, contiguous
         like.dtype = ElemType::F32;
         like.ndim = 2;
-        like.strides[0] = tq.shape[1];
-        like.strides[1] = 1;
+        like.setRowMajorStrides();
         l = torchEmptyStrided(like, deviceObject_);
         tl = torchAllocated(l, like);
       } else {
@@ -774,11 +773,7 @@ private:
     TensorArg a = like;
     a.ndim = static_cast<int>(shape.size());
     std::copy(shape.begin(), shape.end(), a.shape);
-    int64_t stride = 1;
-    for (int i = a.ndim - 1; i >= 0; --i) {
-      a.strides[i] = stride;
-      stride *= a.shape[i];
-    }
+    a.setRowMajorStrides();
     return a;
   }
   static void setState(Args &t, const char *v, const char *s, const State &st) {

@@ -144,11 +144,7 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   if (!contiguous)
     throw py::error_already_set();
   if (contiguous.ptr() == Py_True) {
-    int64_t expect = 1;
-    for (int i = a.ndim - 1; i >= 0; --i) {
-      a.strides[i] = expect;
-      expect *= a.shape[i];
-    }
+    a.setRowMajorStrides();
     return a;
   }
   py::object stride = py::reinterpret_steal<py::object>(
@@ -263,6 +259,14 @@ bool TensorArg::contiguous() const {
     expect *= shape[i];
   }
   return true;
+}
+
+void TensorArg::setRowMajorStrides() {
+  int64_t stride = 1;
+  for (int i = ndim - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= shape[i];
+  }
 }
 
 std::string TensorArg::shapeString() const {

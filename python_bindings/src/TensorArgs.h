@@ -58,6 +58,8 @@ struct TensorArg {
   int64_t numel() const;
   /// Row-major contiguous (size-1 dimensions may have any stride).
   bool contiguous() const;
+  /// Sets `strides` to the row-major strides of `shape`.
+  void setRowMajorStrides();
   std::string shapeString() const;
   std::string deviceString() const;
 };
