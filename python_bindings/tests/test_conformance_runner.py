@@ -74,6 +74,40 @@ def test_shim_conftest_and_summary(tmp_path):
     assert "documented limitation: fp8 KV caches" not in s.stdout
 
 
+def test_shards_are_disjoint_and_cover_the_file(tmp_path):
+    r = subprocess.run([sys.executable, os.path.join(RUNNER, "make_shim.py"), str(tmp_path)],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    (tmp_path / "test_synthetic.py").write_text(SYNTHETIC)
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shim"), str(tmp_path),
+                                         os.path.dirname(os.path.dirname(cm.__file__))])
+
+    def run(shard):
+        xml = tmp_path / "out" / f"test_synthetic.shard{shard.replace('/', 'of')}.xml"
+        r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
+                            f"--junitxml={xml}", "test_synthetic.py"], cwd=tmp_path,
+                           env=dict(env, CASCADE_FI_SHARD=shard), capture_output=True,
+                           text=True)
+        return r, xml
+
+    import xml.etree.ElementTree as ET
+    names = []
+    for shard in ("0/2", "1/2"):
+        r, xml = run(shard)
+        assert r.returncode in (0, 1), r.stdout + r.stderr
+        names.append({c.get("name") for c in ET.parse(xml).getroot().iter("testcase")})
+    assert names[0] and names[1] and not names[0] & names[1]
+    assert len(names[0] | names[1]) == 5  # the synthetic file's tests
+    s = subprocess.run([sys.executable, os.path.join(RUNNER, "summary.py"),
+                        str(tmp_path / "out")], capture_output=True, text=True)
+    total = next(line for line in s.stdout.splitlines() if line.startswith("total"))
+    assert total.split()[1:] == ["5", "3", "1", "0", "1"], s.stdout
+    for bad in ("2/2", "x", "1/0"):
+        r, _ = run(bad)
+        assert r.returncode == 4 and "CASCADE_FI_SHARD" in r.stdout + r.stderr, bad
+
+
 def test_keys_from_parametrize_lists(tmp_path):
     (tmp_path / "test_batch_decode_kernels.py").write_text(textwrap.dedent('''
         import pytest, torch

@@ -11,8 +11,11 @@ against cascade_mlir:
   so the warm-up fixtures are not used);
 - DIR/conftest.py: reports a test that raises cascade_mlir's
   UnsupportedFeatureError as skipped with the error's message (which names
-  the documented limitation), and skips fp8 KV cases while the package's
-  configurations do not take fp8 (the fp8 issue).
+  the documented limitation), skips fp8 KV cases while the package's
+  configurations do not take fp8 (the fp8 issue), and with
+  CASCADE_FI_SHARD=i/n runs shard i (0 <= i < n) of the collected tests,
+  every n-th test from the i-th (a file too long for one device call runs
+  over n calls; the shards are disjoint and cover the file).
 
 Made at run time (test/Integration/flashinfer/run.sh), never committed as a
 `flashinfer` package, so that nothing else imports it by accident.
@@ -78,6 +81,8 @@ def __getattr__(name):
 }
 
 CONFTEST = '''"""The conformance runner's conftest (test/Integration/flashinfer/make_shim.py)."""
+import os
+
 import pytest
 
 import cascade_mlir
@@ -95,7 +100,25 @@ def _fp8_supported():
 FP8 = _fp8_supported()
 
 
+def _shard():
+    spec = os.environ.get("CASCADE_FI_SHARD", "")
+    if not spec:
+        return None
+    try:
+        i, n = (int(x) for x in spec.split("/"))
+    except ValueError:
+        i = n = -1
+    if not 0 <= i < n:
+        raise pytest.UsageError(f"CASCADE_FI_SHARD={spec!r}: expected i/n with 0 <= i < n")
+    return i, n
+
+
 def pytest_collection_modifyitems(config, items):
+    shard = _shard()
+    if shard:
+        i, n = shard
+        config.hook.pytest_deselected(items=[t for j, t in enumerate(items) if j % n != i])
+        items[:] = [t for j, t in enumerate(items) if j % n == i]
     if FP8:
         return
     skip = pytest.mark.skip(reason="documented limitation: fp8 KV caches are not "

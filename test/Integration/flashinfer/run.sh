@@ -25,13 +25,17 @@ rm -rf "$W" && mkdir -p "$W" && cp -r "$C/flashinfer/tests" "$W/tests" || exit 1
 python3 test/Integration/flashinfer/make_shim.py "$W" || exit 1
 rc=0
 # FILES picks some of the three (a device call has 10 minutes: split the
-# run over calls, e.g. FILES=test_batch_prefill_kernels, and pass pytest
-# arguments such as -k to shard a file further).
+# run over calls, e.g. FILES=test_batch_prefill_kernels), and
+# CASCADE_FI_SHARD=i/n runs every n-th test of each file from the i-th (the
+# prefill file's 13,104 tests over n calls); outputs then end in .shard<i>of<n>.
+# Pytest arguments (e.g. -k) pass through.
+suffix=""
+[ -n "${CASCADE_FI_SHARD:-}" ] && suffix=".shard${CASCADE_FI_SHARD%/*}of${CASCADE_FI_SHARD#*/}"
 for f in ${FILES:-test_shared_prefix_kernels test_batch_decode_kernels test_batch_prefill_kernels}; do
-  echo "== $f"
+  echo "== $f$suffix"
   ( cd "$W" && PYTHONPATH=$W/shim:$W:$SITE python3 -m pytest -p no:cacheprovider -q -rfs \
-      --junitxml="$O/$f.xml" "tests/attention/$f.py" "$@" ) > "$O/$f.log" 2>&1 || rc=1
-  tail -1 "$O/$f.log"
+      --junitxml="$O/$f$suffix.xml" "tests/attention/$f.py" "$@" ) > "$O/$f$suffix.log" 2>&1 || rc=1
+  tail -1 "$O/$f$suffix.log"
 done
 python3 test/Integration/flashinfer/summary.py "$O" | tee "$O/summary.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1

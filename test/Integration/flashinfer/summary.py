@@ -4,13 +4,21 @@ per FlashInfer test file from pytest's JUnit XML, and the skip reasons with
 their counts (ours name a documented limitation; the rest are the test
 files' own skips). Exit status 1 if a test failed or errored.
 
-    python3 summary.py DIR    # DIR holds <file>.xml
+    python3 summary.py DIR    # DIR holds <file>.xml (or <file>.shard<i>of<n>.xml)
+
+With more than one XML file (files, or the shards of run.sh's calls copied
+into one DIR) a last row gives the totals.
 """
 import collections
 import glob
 import os
 import sys
 import xml.etree.ElementTree as ET
+
+
+def row(name: str, counts: collections.Counter) -> None:
+    print(f"{name:36} {counts['tests']:6} {counts['passed']:6} {counts['failed']:6} "
+          f"{counts['errors']:6} {counts['skipped']:7}")
 
 
 def main(folder: str) -> int:
@@ -22,6 +30,7 @@ def main(folder: str) -> int:
     if not files:
         print(f"no JUnit XML in {folder}")
         return 1
+    total: collections.Counter = collections.Counter()
     for path in files:
         counts = collections.Counter()
         for case in ET.parse(path).getroot().iter("testcase"):
@@ -38,9 +47,10 @@ def main(folder: str) -> int:
             else:
                 counts["passed"] += 1
         bad += counts["failed"] + counts["errors"]
-        name = os.path.basename(path)[:-4]
-        print(f"{name:36} {counts['tests']:6} {counts['passed']:6} {counts['failed']:6} "
-              f"{counts['errors']:6} {counts['skipped']:7}")
+        total += counts
+        row(os.path.basename(path)[:-4], counts)
+    if len(files) > 1:
+        row("total", total)
     print("\nskip reasons:")
     for msg, n in reasons.most_common():
         print(f"{n:6}  {msg}")
