@@ -51,7 +51,9 @@ def test_a_real_failure():
 '''
 
 
-def test_shim_conftest_and_summary(tmp_path):
+def _shim_with_synthetic_file(tmp_path):
+    """make_shim.py's shim and conftest in tmp_path with the synthetic test
+    file beside them; the environment that imports them."""
     r = subprocess.run([sys.executable, os.path.join(RUNNER, "make_shim.py"), str(tmp_path)],
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
@@ -59,6 +61,11 @@ def test_shim_conftest_and_summary(tmp_path):
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shim"), str(tmp_path),
                                          os.path.dirname(os.path.dirname(cm.__file__))])
+    return env
+
+
+def test_shim_conftest_and_summary(tmp_path):
+    env = _shim_with_synthetic_file(tmp_path)
     xml = tmp_path / "out" / "test_synthetic.xml"
     r = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
                         f"--junitxml={xml}", "test_synthetic.py"], cwd=tmp_path, env=env,
@@ -75,13 +82,7 @@ def test_shim_conftest_and_summary(tmp_path):
 
 
 def test_shards_are_disjoint_and_cover_the_file(tmp_path):
-    r = subprocess.run([sys.executable, os.path.join(RUNNER, "make_shim.py"), str(tmp_path)],
-                       capture_output=True, text=True)
-    assert r.returncode == 0, r.stderr
-    (tmp_path / "test_synthetic.py").write_text(SYNTHETIC)
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path / "shim"), str(tmp_path),
-                                         os.path.dirname(os.path.dirname(cm.__file__))])
+    env = _shim_with_synthetic_file(tmp_path)
 
     def run(shard):
         xml = tmp_path / "out" / f"test_synthetic.shard{shard.replace('/', 'of')}.xml"
