@@ -13,7 +13,9 @@
 //   fence the async proxy after their wait. Where the producer works on a
 //   landed tile (RoPE rotates K in shared memory) it publishes tile j
 //   itself instead, after issuing tile j + 1 and waiting for tile j's
-//   cp.async group;
+//   cp.async group. Over an fp8 KV cache the copies land in a staging ring
+//   of fp8 tiles, and the producer converts tile j into the panel stage the
+//   same way (its own chunks, then a proxy fence and its arrival);
 // - the consumer warpgroups (registers taken with setmaxnreg), each owning
 //   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
 //   through descriptors), the score transform (a hook), the online softmax
@@ -85,11 +87,22 @@ constexpr bool fitsEntryPool(WgmmaRegisterSplit s) {
 }
 inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
 inline constexpr WgmmaRegisterSplit kWgmmaRopeRegisters{72, 216};
+/// A producer that converts fp8 tiles holds a 16-byte chunk and its 16
+/// converted elements besides the gather's addresses: 56 (the pool's rest
+/// at 224 a consumer thread).
+inline constexpr WgmmaRegisterSplit kWgmmaFp8Registers{56, 224};
+/// Both: the conversion and the rotation.
+inline constexpr WgmmaRegisterSplit kWgmmaRopeFp8Registers{88, 208};
 static_assert(fitsEntryPool(kWgmmaRegisters) &&
-                  fitsEntryPool(kWgmmaRopeRegisters),
+                  fitsEntryPool(kWgmmaRopeRegisters) &&
+                  fitsEntryPool(kWgmmaFp8Registers) &&
+                  fitsEntryPool(kWgmmaRopeFp8Registers),
               "a register split beyond the block's pool deadlocks setmaxnreg");
-inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer) {
-  return ropeInProducer ? kWgmmaRopeRegisters : kWgmmaRegisters;
+inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
+                                             bool fp8InProducer = false) {
+  if (ropeInProducer)
+    return fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters;
+  return fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters;
 }
 
 /// Which tiles of a KV tile a producer's gather copies.
@@ -114,18 +127,36 @@ struct WgmmaProducerHooks {
 /// register budget while several page lookups are in flight). Rows past
 /// the key range are zero-filled; one cp.async group per call (K and V of
 /// the tile, or one of them).
+///
+/// Over an fp8 cache (`stagingK`, `stagingV`: fp8 rings [stages][kv_tile]
+/// [D], row-major) a 16-byte chunk holds 16 elements: thread t copies
+/// chunk t % (D / 16) of rows t / (D / 16) + p * 128 / (D / 16) into the
+/// staging stage, and convertStaged turns exactly the chunks this thread
+/// copied into q's dtype in the panel stage, so that after its own
+/// cp.async wait no other producer thread has to be waited for.
 class WgmmaKVGather {
 public:
   WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                 const KVSource &src, Value smem, const MmaSyncTiles &tiles,
-                Value tid);
+                Value tid, Value stagingK = {}, Value stagingV = {});
   void issue(Value i, Value stage, WgmmaKVPart part) const;
+  /// fp8: converts this thread's chunks of staging stage `stage` into the
+  /// K and V panel tiles of the ring's stage `stage` (type `to`).
+  void convertStaged(Value stage, Type to) const;
 
 private:
+  bool fp8() const { return static_cast<bool>(stagingK); }
+  /// 16-byte chunks of a row, rows a pass, passes a tile and passes per
+  /// loop iteration.
+  int64_t chunksPerRow() const;
+  int64_t rowsPerPass() const;
+  int64_t passes() const;
+  int64_t unroll() const;
+
   KernelBuilder &k;
   PagedKVLayout layout;
   KVSource src;
-  Value smem, tid;
+  Value smem, tid, stagingK, stagingV;
   const MmaSyncTiles &tiles;
 };
 
