@@ -475,8 +475,13 @@ void MmaAttentionKernel::runWgmma() {
   bool split = c.config.hasSplitKVBarriers();
   bool fp8 = isFp8KVType(c.kvType);
   assert(!(fp8 && split) && "fp8 KV on wgmma: a joint ring (KernelSpec)");
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(), split,
-                         /*copiesArrive=*/!split && !variant.rope() && !fp8);
+  using Publish = WgmmaMainloop::Publish;
+  Publish publish = split            ? Publish::SplitKV
+                    : fp8            ? Publish::Staged
+                    : variant.rope() ? Publish::AfterNext
+                                     : Publish::CopiesArrive;
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
+                         publish);
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));

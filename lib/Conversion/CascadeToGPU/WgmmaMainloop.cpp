@@ -179,12 +179,12 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
 
 WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                              const MmaSyncThread &thread, Value smem,
-                             Type elementType, double expScale, bool splitKV,
-                             bool copiesArrive)
+                             Type elementType, double expScale, Publish publish)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
-      expScale(expScale), splitKV(splitKV), copiesArrive(copiesArrive) {
+      expScale(expScale), splitKV(publish == Publish::SplitKV),
+      copiesArrive(publish == Publish::CopiesArrive),
+      staged(publish == Publish::Staged) {
   assert(tiles.wgmma && "a wgmma kernel's geometry");
-  assert(!(splitKV && copiesArrive) && "split rings publish their parts");
 }
 
 Value WgmmaMainloop::address(Value offset) {
@@ -321,10 +321,57 @@ void WgmmaMainloop::produceArriving(Value numTiles,
   NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, 0);
 }
 
+void WgmmaMainloop::produceStaged(Value numTiles, Value t0,
+                                  const WgmmaProducerHooks &hooks) {
+  // Tile i's copies go to staging slot i % stages at once: that slot's
+  // previous tile, i - stages, was converted in iteration i - 1 (by this
+  // thread, the only one that reads its chunks). Tile j = i - lookahead is
+  // then published: its copies waited for (the `lookahead` newer groups
+  // stay in flight), its ring stage acquired (the consumers released tile
+  // j - stages, which needs only tiles up to j - stages + 1 published),
+  // converted by the prepare hook, fenced, arrived on.
+  assert(hooks.prepare && "a staging ring is converted by the prepare hook");
+  int64_t lookahead = tiles.stages - 1;
+  auto publish = [&](Value j, int64_t pendingGroups) {
+    NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pendingGroups);
+    Value stage = acquireStage(empty, j);
+    hooks.prepare(stage, k.add(t0, k.mul(j, k.idx(tiles.kvTile))));
+    fenceProxyAsyncShared(k);
+    mbarrierArrive(k, full, stage);
+  };
+  auto ifThen = [&](Value cond, function_ref<void()> body) {
+    auto ifOp = scf::IfOp::create(k.b, k.loc, cond, /*withElse=*/false);
+    OpBuilder::InsertionGuard g(k.b);
+    k.b.setInsertionPointToStart(ifOp.thenBlock());
+    body();
+  };
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), numTiles, k.idx(1), ValueRange{},
+      [&](OpBuilder &lb, Location, Value i, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        hooks.issue(i, k.rem(i, k.idx(tiles.stages)), WgmmaKVPart::KV);
+        ifThen(k.cmp(arith::CmpIPredicate::uge, i, k.idx(lookahead)),
+               [&] { publish(k.sub(i, k.idx(lookahead)), lookahead); });
+        scf::YieldOp::create(k.b, k.loc);
+      });
+  // The last min(lookahead, n) tiles, oldest first: tile n - lookahead + r
+  // (where n + r >= lookahead) with lookahead - 1 - r newer groups.
+  for (int64_t r = 0; r < lookahead; ++r)
+    ifThen(k.cmp(arith::CmpIPredicate::uge, k.add(numTiles, k.idx(r)),
+                 k.idx(lookahead)),
+           [&] {
+             publish(k.sub(k.add(numTiles, k.idx(r)), k.idx(lookahead)),
+                     lookahead - 1 - r);
+           });
+}
+
 void WgmmaMainloop::produce(Value numTiles, Value t0,
                             const WgmmaProducerHooks &hooks) {
   if (splitKV)
     return produceSplit(numTiles, t0, hooks);
+  if (staged)
+    return produceStaged(numTiles, t0, hooks);
   if (copiesArrive) {
     assert(!hooks.prepare && "a prepare hook needs the landed tile");
     return produceArriving(numTiles, hooks);

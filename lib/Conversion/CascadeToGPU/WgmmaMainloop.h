@@ -14,8 +14,10 @@
 //   landed tile (RoPE rotates K in shared memory) it publishes tile j
 //   itself instead, after issuing tile j + 1 and waiting for tile j's
 //   cp.async group. Over an fp8 KV cache the copies land in a staging ring
-//   of fp8 tiles, and the producer converts tile j into the panel stage the
-//   same way (its own chunks, then a proxy fence and its arrival);
+//   of fp8 tiles (`stages` slots, no wait to issue), and the producer
+//   publishes tile j after issuing tile j + stages - 1: it waits for tile
+//   j's group, acquires its ring stage, converts its own chunks into it,
+//   fences the async proxy and arrives;
 // - the consumer warpgroups (registers taken with setmaxnreg), each owning
 //   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
 //   through descriptors), the score transform (a hook), the online softmax
@@ -162,13 +164,22 @@ private:
 
 class WgmmaMainloop {
 public:
-  /// `splitKV`: K and V under barrier rings of their own. `copiesArrive`
-  /// (one ring, no prepare hook): a tile is published by its copies
-  /// themselves (produce).
+  /// How the producer publishes a tile (one ring unless noted):
+  enum class Publish {
+    /// after the next tile's copies were issued (prepare hook: RoPE);
+    AfterNext,
+    /// by the copies themselves (no prepare hook);
+    CopiesArrive,
+    /// K and V parts apart, on split barrier rings;
+    SplitKV,
+    /// the copies land in a staging ring of `stages` slots (an fp8 cache)
+    /// and the prepare hook converts each into its ring stage: tile j is
+    /// published after tile j + stages - 1 was issued.
+    Staged,
+  };
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale, bool splitKV = false,
-                bool copiesArrive = false);
+                double expScale, Publish publish = Publish::AfterNext);
 
   /// Creates and initializes the `full` and `empty` mbarrier rings (and
   /// `fullV`, `emptyV` with split barriers); every thread of the block
@@ -191,6 +202,8 @@ private:
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The producer's loop where the copies publish their tile.
   void produceArriving(Value numTiles, const WgmmaProducerHooks &hooks);
+  /// The producer's loop over a staging ring (Publish::Staged).
+  void produceStaged(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The consumers: wait until tile `i`'s copies are in stage `stage`
   /// (phase `parity` of `full`).
   void waitFull(Value stage, Value parity);
@@ -236,6 +249,7 @@ private:
   double expScale;
   bool splitKV;
   bool copiesArrive;
+  bool staged;
   /// One ring: K and V of a stage; split barriers: K's (and fullV, emptyV
   /// V's).
   Value full, empty, fullV, emptyV;

@@ -8,7 +8,8 @@
 // An fp8 KV cache (e4m3, e5m2) on the wgmma family (sm_90a): prefill,
 // append and shared-prefix levels. The producer warpgroup gathers each fp8
 // K/V tile with 16-byte cp.async (16 elements a chunk) into staging rings
-// after the panel ring, waits for its own copies, converts the chunks it
+// after the panel ring, `stages` - 1 tiles ahead; to publish a tile it
+// waits for its own copies and the tile's ring stage, converts the chunks it
 // copied (cvt.rn.f16x2.{e4m3x2,e5m2x2}; bf16 through f32) into the
 // 128-byte-swizzled panel stage, fences the async proxy and arrives on
 // `full`; the consumers scale the raw scores by k_scale and the output by
@@ -35,18 +36,21 @@
 // KERNELS: memref.view {{.*}} to memref<81920xf16, #gpu.address_space<workgroup>>
 // KERNELS: %[[SK:.*]] = memref.view {{.*}}[%c163840{{.*}} to memref<32768xf8E4M3FN, #gpu.address_space<workgroup>>
 // KERNELS: %[[SV:.*]] = memref.view {{.*}}[%c196608{{.*}} to memref<32768xf8E4M3FN, #gpu.address_space<workgroup>>
-// The producer: 56 registers; its copies land in the staging rings, 16
-// bytes each, and do not arrive on `full` themselves.
+// The producer: 56 registers. Its copies land in the staging rings, 16
+// bytes each, without waiting for anything (no mbarrier wait before them)
+// and without arriving on `full` themselves.
 // KERNELS: nvvm.setmaxregister decrease 56
-// KERNELS: nvgpu.mbarrier.try_wait.parity
+// KERNELS-NOT: nvgpu.mbarrier.try_wait.parity
 // KERNELS: nvgpu.device_async_copy %arg1[{{.*}}], %[[SK]][{{.*}}], 16, {{.*}} {bypassL1}
 // KERNELS-NEXT: arith.addi
 // KERNELS-NEXT: nvgpu.device_async_copy %arg1[{{.*}}], %[[SV]][{{.*}}], 16, {{.*}} {bypassL1}
 // KERNELS-NOT: nvvm.cp.async.mbarrier.arrive
 // KERNELS: nvvm.cp.async.commit.group
-// Tile i - 1 is published after tile i was issued: its own copies waited
-// for, converted into the panel stage, fenced, arrived.
-// KERNELS: nvvm.cp.async.wait.group 1
+// Tile i - 3 is published after tile i was issued (3 tiles' copies in
+// flight): its own copies waited for, its ring stage released by the
+// consumers, its chunks converted into the panel stage, fenced, arrived.
+// KERNELS: nvvm.cp.async.wait.group 3
+// KERNELS: nvgpu.mbarrier.try_wait.parity
 // KERNELS: vector.load %[[SK]][{{.*}}] {alignment = 16 : i64} : {{.*}}, vector<16xf8E4M3FN>
 // KERNELS: arith.select {{.*}} : vector<8xi8>
 // KERNELS: nvvm.convert.f8x2.to.f16x2 {{.*}} : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
@@ -55,8 +59,15 @@
 // KERNELS: vector.store {{.*}} : memref<81920xf16, #gpu.address_space<workgroup>>, vector<8xf16>
 // KERNELS: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
 // KERNELS-NEXT: nvgpu.mbarrier.arrive
+// The last three tiles, with 2, 1 and 0 newer groups in flight.
+// KERNELS: nvvm.cp.async.wait.group 2
+// KERNELS: nvvm.fence.proxy
+// KERNELS-NEXT: nvgpu.mbarrier.arrive
+// KERNELS: nvvm.cp.async.wait.group 1
+// KERNELS: nvvm.fence.proxy
+// KERNELS-NEXT: nvgpu.mbarrier.arrive
 // KERNELS: nvvm.cp.async.wait.group 0
-// KERNELS: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// KERNELS: nvvm.fence.proxy
 // KERNELS-NEXT: nvgpu.mbarrier.arrive
 // The consumers: 224 registers; the producer fenced, so no fence after
 // their wait on `full`; k_scale on the scores, v_scale on the output.
@@ -124,7 +135,7 @@ func.func @prefill_e4m3_d256(%q: memref<?x16x256xf16>, %cache: memref<?x2x16x4x2
 // CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4>
 // KERNELS-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w3x1_q128_kv64_s4(
 // KERNELS: nvvm.setmaxregister decrease 88
-// KERNELS: nvvm.cp.async.wait.group 1
+// KERNELS: nvvm.cp.async.wait.group 3
 // KERNELS: nvvm.convert.f8x2.to.f16x2
 // KERNELS: nvvm.barrier id = %c1_i32{{.*}} number_of_threads = %c128_i32
 // KERNELS: nvvm.fence.proxy
