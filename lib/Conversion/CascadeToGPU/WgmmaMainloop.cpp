@@ -119,10 +119,11 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
   Value row0 = k.div(tid, k.idx(chunks));
   Value stagingBase = k.mul(stage, k.idx(t.kvTile * t.dp));
   // fp8 chunk c becomes the 8-element chunks 2c and 2c + 1 of the panel row.
-  // The 8 threads of a store phase share a row: those in odd panels store
-  // their odd chunk first, so that each store instruction of the phase
-  // covers all eight 16-byte bank groups (else the chunks of two panels
-  // collide pairwise).
+  // At head_dim >= 128 the 8 threads of a store phase share a row: those in
+  // odd panels store their odd chunk first, so that each store instruction
+  // of the phase covers all eight 16-byte bank groups (else the chunks of
+  // two panels collide pairwise). At 64 a phase spans two rows, whose
+  // swizzles already keep their even chunks apart.
   Value oddPanel =
       k.cmp(arith::CmpIPredicate::ne,
             arith::AndIOp::create(k.b, k.loc, k.div(chunk, k.idx(4)), k.idx(1)),
@@ -152,10 +153,10 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
               vector::LoadOp::create(k.b, k.loc, VectorType::get({16}, fp8Type),
                                      staging, ValueRange{from},
                                      /*nontemporal=*/false, llvm::Align(16)));
-          auto halfOf = [&](int64_t first) -> Value {
+          auto halfOf = [&](int64_t at) -> Value {
             return vector::ShuffleOp::create(
                 k.b, k.loc, v16, v16,
-                llvm::to_vector(llvm::seq<int64_t>(first, first + 8)));
+                llvm::to_vector(llvm::seq<int64_t>(at, at + 8)));
           };
           Value lo = halfOf(0), hi = halfOf(8);
           Value base = ring.stage(k, stage);
