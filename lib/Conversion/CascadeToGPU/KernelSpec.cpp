@@ -511,11 +511,21 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
                  Twine(kMaxSharedBytesPerBlock));
     break;
   case KernelFamily::Wgmma:
-    if (c.qType != c.kvType)
-      return bad("tensor cores need q and KV of one dtype");
+    if (c.qType != c.kvType && !isFp8KVType(c.kvType))
+      return bad("tensor cores need q and KV of one dtype (or an fp8 KV "
+                 "cache, converted to q's)");
     if (!wgmmaFamilySupportsHeadDim(c.headDim))
       return bad("the wgmma family needs head_dim 64, 128 or 256 (whole "
                  "128-byte swizzle panels; use mma_sync)");
+    if (isFp8KVType(c.kvType) && config.hasSplitKVBarriers())
+      return bad("an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = "
+                 "joint): its producer converts and publishes whole tiles");
+    if (isFp8KVType(c.kvType) &&
+        !wgmmaFp8GatherFits(config.getKvTile(), c.headDim))
+      return bad("an fp8 KV cache on wgmma needs kv_tile a multiple of " +
+                 Twine(2048 / c.headDim) +
+                 " (the producer's 128 threads copy 2048 / head_dim keys a "
+                 "pass in 16-byte chunks)");
     if (c.decode)
       return bad("the wgmma family runs prefill and append, not decode (a "
                  "decode request fills too few of its 64-row warpgroup "

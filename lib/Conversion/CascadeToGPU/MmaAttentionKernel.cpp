@@ -47,7 +47,10 @@
 // starts a tile's iteration also ends the reads of the previous tile's, and
 // the shared memory goes to the staging stages (the bytes in flight).
 // k_scale multiplies the raw scores, v_scale the output accumulators
-// before the epilogue.
+// before the epilogue. On wgmma the producer warpgroup gathers the fp8
+// tiles into staging rings after the panel ring and converts each into its
+// panel stage before publishing it (WgmmaKVGather); the consumers apply the
+// scales as mma_sync does.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +97,12 @@ private:
   void epilogue(MmaSyncState state, function_ref<void()> barrier = nullptr);
   PackedRow row(int64_t r);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
+  /// transformScores after k_scale (an fp8 cache's; docs/semantics.md):
+  /// the mainloops' score hook.
+  SmallVector<Value> dequantizedScores(ArrayRef<Value> s, Value tileStart);
+  /// v_scale (an fp8 cache's) on the output accumulators, before the
+  /// epilogue normalises them.
+  void applyVScale(MmaSyncState &state);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
                                      bool masked);
   /// Custom mask: the bits of accumulator row `r` for this warp's keys from
@@ -408,13 +417,7 @@ void MmaAttentionKernel::run() {
     gpu::BarrierOp::create(k.b, k.loc);
   };
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    if (!args.kScale)
-      return transformScores(s, tileStart);
-    // k_scale multiplies every logit (docs/semantics.md).
-    SmallVector<Value> sk;
-    for (Value x : s)
-      sk.push_back(scaled(x, args.kScale));
-    return transformScores(sk, tileStart);
+    return dequantizedScores(s, tileStart);
   };
   hooks.carriedInit = carriedInit;
   hooks.produce = produce;
@@ -423,11 +426,26 @@ void MmaAttentionKernel::run() {
   hooks.transform = transform;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
-  if (args.vScale)
-    for (Value &o : state.o)
-      o = scaled(o, args.vScale);
-
+  applyVScale(state);
   epilogue(std::move(state));
+}
+
+SmallVector<Value> MmaAttentionKernel::dequantizedScores(ArrayRef<Value> s,
+                                                         Value tileStart) {
+  if (!args.kScale)
+    return transformScores(s, tileStart);
+  // k_scale multiplies every logit (docs/semantics.md).
+  SmallVector<Value> sk;
+  for (Value x : s)
+    sk.push_back(scaled(x, args.kScale));
+  return transformScores(sk, tileStart);
+}
+
+void MmaAttentionKernel::applyVScale(MmaSyncState &state) {
+  if (!args.vScale)
+    return;
+  for (Value &o : state.o)
+    o = scaled(o, args.vScale);
 }
 
 void MmaAttentionKernel::epilogue(MmaSyncState state,
@@ -452,10 +470,18 @@ void MmaAttentionKernel::runWgmma() {
   // setmaxnreg needs the register count at entry, which ptxas knows from
   // the launch bounds: .maxntid (the known block size) with .minnctapersm.
   fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
-  // One ring without RoPE: the copies publish their tiles themselves.
+  // One ring without RoPE or an fp8 cache (whose producer works on the
+  // landed tiles): the copies publish their tiles themselves.
   bool split = c.config.hasSplitKVBarriers();
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(), split,
-                         /*copiesArrive=*/!split && !variant.rope());
+  bool fp8 = isFp8KVType(c.kvType);
+  assert(!(fp8 && split) && "fp8 KV on wgmma: a joint ring (KernelSpec)");
+  using Publish = WgmmaMainloop::Publish;
+  Publish publish = split            ? Publish::SplitKV
+                    : fp8            ? Publish::Staged
+                    : variant.rope() ? Publish::AfterNext
+                                     : Publish::CopiesArrive;
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
+                         publish);
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
@@ -472,18 +498,25 @@ void MmaAttentionKernel::runWgmma() {
 
   // The producer warpgroup: gathers the K/V tiles of the block's keys.
   k.b.setInsertionPointToStart(roles.thenBlock());
-  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope());
+  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope(), fp8);
   setMaxRegisters(k, regs.producer, /*increase=*/false);
   withWork();
   Value ptid = k.threadId(gpu::Dimension::x);
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
-  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid);
+  // fp8: the copies land in the staging rings (build()).
+  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid, stagingK, stagingV);
   auto issue = [&](Value i, Value stage, WgmmaKVPart part) {
     gather.issue(i, stage, part);
   };
   auto prepare = [&](Value stage, Value tileStart) {
-    // RoPE rotates pairs of chunks other producer threads copied.
+    // fp8: this thread's chunks, landed (its cp.async wait), into q's dtype.
+    if (fp8)
+      gather.convertStaged(stage, c.qType);
+    if (!variant.rope())
+      return;
+    // RoPE rotates pairs of chunks other producer threads copied (or
+    // converted).
     namedBarrier(k, kWgmmaProducerBarrier, kWgmmaProducerThreads);
     ropeSmemTile(k, smem, tiles.kRing().stage(k, stage), tiles.kvLayout,
                  tiles.kvTile, c.headDim, c.qType, kWgmmaProducerThreads, ptid,
@@ -491,7 +524,7 @@ void MmaAttentionKernel::runWgmma() {
   };
   WgmmaProducerHooks hooks;
   hooks.issue = issue;
-  if (variant.rope())
+  if (variant.rope() || fp8)
     hooks.prepare = prepare;
   mainloop.produce(numTiles, kv.t0, hooks);
 
@@ -517,9 +550,10 @@ void MmaAttentionKernel::runWgmma() {
   fenceProxyAsyncShared(k);
   consumers();
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    return transformScores(s, tileStart);
+    return dequantizedScores(s, tileStart);
   };
   MmaSyncState state = mainloop.consume(numTiles, kv.t0, transform);
+  applyVScale(state);
   epilogue(std::move(state), consumers);
 }
 
