@@ -46,8 +46,12 @@
 // Fp8Convert.h). Decode keeps one converted K and V tile: the barrier that
 // starts a tile's iteration also ends the reads of the previous tile's, and
 // the shared memory goes to the staging stages (the bytes in flight).
-// k_scale multiplies the raw scores, v_scale the output accumulators
-// before the epilogue.
+// Decode whose warps hold Q in registers (AttentionSpec::fp8DirectK) has
+// no K tile: K's staging rows land swizzled (fp8KStagingOffset) and the
+// scores read their B fragments from them with 32-bit loads and cvt, the
+// Q fragments built for a permuted head_dim (MmaSyncMainloop.cpp); only V
+// is converted. k_scale multiplies the raw scores, v_scale the output
+// accumulators before the epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -323,8 +327,12 @@ void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
     Value from =
         k.add(stagingBase, k.add(k.mul(row, k.idx(d)), k.mul(chunk, k.idx(8))));
     Value to = tiles.kvLayout.chunkOffset(k, row, chunk);
-    for (auto [staging, ring] : {std::pair(stagingK, tiles.kRing()),
-                                 std::pair(stagingV, tiles.vRing())}) {
+    // fp8DirectK: the scores read K's staging tile itself.
+    SmallVector<std::pair<Value, SmemRing>, 2> work;
+    if (!tiles.fp8DirectK)
+      work.emplace_back(stagingK, tiles.kRing());
+    work.emplace_back(stagingV, tiles.vRing());
+    for (auto [staging, ring] : work) {
       Value v8 = vector::LoadOp::create(
           k.b, k.loc, VectorType::get({8}, c.kvType), staging, ValueRange{from},
           /*nontemporal=*/false, llvm::Align(8));
@@ -353,6 +361,8 @@ void MmaAttentionKernel::run() {
                       /*elementBytes=*/1);
     convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
                                      tiles.numThreads, th.tid);
+    if (tiles.fp8DirectK)
+      fp8Gather->swizzleKRows();
   }
   auto lookupPages = [&](Value i) {
     return fp8 ? fp8Gather->lookupPages(k.b, i) : gather.lookupPages(i);
@@ -422,6 +432,8 @@ void MmaAttentionKernel::run() {
     hooks.prepare = prepare;
   hooks.transform = transform;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  if (tiles.fp8DirectK)
+    mainloop.setFp8KStaging(stagingK);
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
   if (args.vScale)
     for (Value &o : state.o)
