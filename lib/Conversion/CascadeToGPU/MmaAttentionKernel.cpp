@@ -347,15 +347,16 @@ void MmaAttentionKernel::run() {
   int64_t stages = tiles.stages;
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
-  PagedKVTileGather gather(k, kvLayout, src, smem, tiles.kvLayout,
-                           tiles.kRing(), tiles.vRing(), c.headDim,
-                           tiles.numThreads, th.tid);
-  // fp8 KV: rows of the tile into the staging rings (Fp8 gathers), then
-  // converted into the rings above.
+  // f16/bf16 KV: tiles straight into the rings. fp8 KV: rows of the tile
+  // into the staging rings (Fp8 gathers), then converted into the rings.
   bool fp8 = isFp8KVType(c.kvType);
+  std::optional<PagedKVTileGather> gather;
   std::optional<PagedKVRowGather> fp8Gather;
   TileCopyPlan convertPlan;
-  if (fp8) {
+  if (!fp8) {
+    gather.emplace(k, kvLayout, src, smem, tiles.kvLayout, tiles.kRing(),
+                   tiles.vRing(), c.headDim, tiles.numThreads, th.tid);
+  } else {
     fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
                       c.headDim, c.headDim / 8, tiles.numThreads, th.tid,
                       /*elementBytes=*/1);
@@ -365,13 +366,13 @@ void MmaAttentionKernel::run() {
       fp8Gather->swizzleKRows();
   }
   auto lookupPages = [&](Value i) {
-    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather.lookupPages(i);
+    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather->lookupPages(i);
   };
   auto issue = [&](Value i, Value stage, ArrayRef<Value> pages) {
     if (fp8)
       fp8Gather->issue(k.b, i, stage, pages);
     else
-      gather.issue(i, stage, pages);
+      gather->issue(i, stage, pages);
   };
   // Prologue: tiles 0 .. S-2 in flight, the page ids of tile S-1 looked up.
   for (int64_t s = 0; s + 1 < stages; ++s)
