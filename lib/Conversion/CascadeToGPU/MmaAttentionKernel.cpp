@@ -50,8 +50,10 @@
 // no K tile: K's staging rows land swizzled (fp8KStagingOffset) and the
 // scores read their B fragments from them with 32-bit loads and cvt, the
 // Q fragments built for a permuted head_dim (MmaSyncMainloop.cpp); only V
-// is converted. k_scale multiplies the raw scores, v_scale the output
-// accumulators before the epilogue.
+// is converted, and the barrier that publishes its tile waits until just
+// before P V (the scores need none: the barrier that starts the iteration
+// made K's staging rows visible). k_scale multiplies the raw scores,
+// v_scale the output accumulators before the epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -408,7 +410,10 @@ void MmaAttentionKernel::run() {
   auto prepare = [&](Value stage, Value tileStart) {
     if (fp8) {
       convertStagedTiles(convertPlan, stage);
-      gpu::BarrierOp::create(k.b, k.loc);
+      // fp8DirectK: the scores read only K's staging ring, so the barrier
+      // that publishes the converted V tile waits until P V (beforePV).
+      if (!tiles.fp8DirectK)
+        gpu::BarrierOp::create(k.b, k.loc);
     }
     if (!variant.rope())
       return;
@@ -432,6 +437,9 @@ void MmaAttentionKernel::run() {
   if (variant.rope() || fp8)
     hooks.prepare = prepare;
   hooks.transform = transform;
+  auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
+  if (tiles.fp8DirectK)
+    hooks.beforePV = publishV;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
   if (tiles.fp8DirectK)
     mainloop.setFp8KStaging(stagingK);

@@ -356,6 +356,8 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
   SmallVector<Value> s = hooks.transform(scores(stage, qFrags), tileStart);
   Softmax p = softmax(mma, s, state);
   rescale(mma, p, state.o);
+  if (hooks.beforePV)
+    hooks.beforePV();
   accumulatePV(mma, p.pA, stage, state.o);
 
   SmallVector<Value> yields(state.o);

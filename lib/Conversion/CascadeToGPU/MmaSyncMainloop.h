@@ -123,6 +123,10 @@ struct MmaSyncTileHooks {
   /// log2-unit logits with masked keys at -inf.
   function_ref<SmallVector<Value>(ArrayRef<Value> s, Value tileStart)>
       transform;
+  /// After the softmax of tile i, before O += P V: what the V tile needs
+  /// (a barrier after `prepare` wrote it while the scores read only the
+  /// K staging ring, fp8DirectK); may be null.
+  function_ref<void()> beforePV;
 };
 
 class MmaSyncMainloop {

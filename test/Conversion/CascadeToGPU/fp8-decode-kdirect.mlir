@@ -46,12 +46,14 @@
 // CHECK: %[[TOP:.*]] = vector.load %[[TILES]][%{{.*}}] {alignment = 8 : i64} : memref<6144xf16, #gpu.address_space<workgroup>>, vector<4xf16>
 // CHECK: %[[BOT:.*]] = vector.load %[[TILES]][%{{.*}}] {alignment = 8 : i64} : memref<6144xf16, #gpu.address_space<workgroup>>, vector<4xf16>
 // CHECK-NEXT: %[[QF:.*]] = vector.shuffle %[[TOP]], %[[BOT]] [0, 1, 4, 5, 2, 3, 6, 7] : vector<4xf16>, vector<4xf16>
+// The loop: tile i landed, the barrier, V alone converted (8-byte staging
+// loads), and the scores read K's staging ring with no barrier between:
+// the barrier that publishes the V tile comes before P V.
 // CHECK: scf.for
-// V alone is converted (8-byte staging loads, 16-byte stores), then the
-// barrier.
+// CHECK: nvgpu.device_async_wait
+// CHECK-NEXT: gpu.barrier
 // CHECK: vector.load %[[VST]][%{{.*}}] {alignment = 8 : i64} : {{.*}}, vector<8xf8E4M3FN>
-// CHECK-NOT: vector.load %[[KST]]
-// CHECK: gpu.barrier
+// CHECK-NOT: gpu.barrier
 // S = Q K^T: chunk 0 at the lane's offset, one 4-byte load, two cvt, the
 // B fragment [b0 b1] = dims [4c, 4c+1], [4c+2, 4c+3]; chunk kb at the same
 // offset xor 16 kb.
@@ -82,6 +84,8 @@
 // CHECK-NEXT: %[[KS:.*]] = vector.broadcast %[[KSCALE]] : f32 to vector<2x2xf32>
 // CHECK-NEXT: arith.mulf %{{.*}}, %[[KS]] : vector<2x2xf32>
 // CHECK-NEXT: arith.mulf %[[SLAST]], %[[KS]] : vector<2x2xf32>
+// CHECK: nvvm.vote.sync any
+// CHECK: gpu.barrier
 // CHECK: nvgpu.ldmatrix %[[TILES]][%{{.*}}] {numTiles = 4 : i32, transpose = true}
 
 // head_dim 64, bf16 q: 64-byte rows, the chunk swizzled by (row / 2) % 4;
