@@ -34,12 +34,21 @@ using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 /// whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// The same for a KV cache of element type `kvType` in a `decode` or
-/// prefill kernel: an fp8 cache adds the staging rings its tiles land in
-/// before their conversion (K and V, every stage, head_dim bytes a key);
-/// mma_sync's fp8 decode converts every stage into one K and one V tile;
-/// wgmma keeps its f16/bf16 panel ring and adds the staging rings.
+/// prefill kernel (`rope`: RoPE rotates the K tiles): an fp8 cache adds the
+/// staging rings its tiles land in before their conversion (K and V, every
+/// stage, head_dim bytes a key); mma_sync's fp8 decode converts every stage
+/// into one K and one V tile, or only into a V tile where K's scores read
+/// the staging ring (mmaSyncFp8DirectK); wgmma keeps its f16/bf16 panel
+/// ring and adds the staging rings.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
-                                Type kvType, bool decode);
+                                Type kvType, bool decode, bool rope);
+/// Whether an mma_sync attention kernel reads the B operand of S = Q K^T
+/// straight from the fp8 K staging tile (32-bit loads and cvt, no f16 K
+/// tile, Q's fragments built with a permuted head_dim): fp8 decode without
+/// RoPE whose warps keep their Q fragments in registers (one warp along the
+/// query rows, one m16 tile) at head_dim 16, 32, 64 or 128.
+bool mmaSyncFp8DirectK(KernelConfigAttr config, int64_t headDim, Type kvType,
+                       bool decode, bool rope);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
 /// not know the chip. Selection checks the chip's own limit

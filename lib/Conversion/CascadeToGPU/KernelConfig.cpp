@@ -114,8 +114,16 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   return std::max(tiles, partialStateBytes(c, headDim));
 }
 
+bool cascade::mmaSyncFp8DirectK(KernelConfigAttr c, int64_t headDim,
+                                Type kvType, bool decode, bool rope) {
+  return c.getFamily() == KernelFamily::MmaSync && isFp8KVType(kvType) &&
+         decode && !rope && c.getWarpsQ() == 1 && c.getMmaTilesPerWarp() == 1 &&
+         headDim >= 16 && headDim <= 128 &&
+         llvm::isPowerOf2_64(static_cast<uint64_t>(headDim));
+}
+
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                         Type kvType, bool decode) {
+                                         Type kvType, bool decode, bool rope) {
   if (!isFp8KVType(kvType))
     return mmaAttentionSharedBytes(c, headDim);
   // wgmma: the panel ring of q's dtype, then the fp8 staging rings (K and
@@ -124,12 +132,14 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
     return mmaAttentionSharedBytes(c, headDim) +
            2 * c.getStages() * c.getKvTile() * headDim;
   // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
-  // each stage converted into them just before its scores), then the fp8
-  // staging rings; the partial states of the warps along KV reuse the
-  // memory from 0.
+  // each stage converted into them just before its scores; no K tile where
+  // the scores read K's staging ring), then the fp8 staging rings; the
+  // partial states of the warps along KV reuse the memory from 0.
   int64_t stride = mmaRowStride(headDim);
   int64_t ring = decode ? 1 : c.getStages();
-  int64_t tiles = (c.getQTile() + 2 * ring * c.getKvTile()) * stride * 2;
+  int64_t kRing =
+      mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) ? 0 : ring;
+  int64_t tiles = (c.getQTile() + (kRing + ring) * c.getKvTile()) * stride * 2;
   int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
@@ -152,7 +162,8 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   return mmaAttentionSharedBytes(
       config, headDim,
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType(),
-      attention.isDecode());
+      attention.isDecode(),
+      attention.getPosEncoding() == PosEncoding::RopeLlama);
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,

@@ -214,7 +214,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
-         pos == o.pos && baseE == o.baseE && config == o.config;
+         pos == o.pos && baseE == o.baseE && config == o.config &&
+         fp8DirectK == o.fp8DirectK;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -260,6 +261,8 @@ std::string AttentionSpec::name() const {
   os << "_kv" << config.getKvTile() << "_s" << config.getStages();
   if (config.hasSplitKVBarriers())
     os << "_kvsplit";
+  if (fp8DirectK)
+    os << "_kdirect";
   return s;
 }
 
@@ -403,7 +406,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 int64_t AttentionSpec::dynamicSharedBytes() const {
   if (!tensorCore())
     return 0;
-  return mmaAttentionSharedBytes(config, headDim, kvType, decode);
+  return mmaAttentionSharedBytes(config, headDim, kvType, decode,
+                                 pos == PosEncoding::RopeLlama);
 }
 
 MergeSpec AttentionSpec::splitMerge() const {
@@ -459,6 +463,8 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   c.ropeScale = op.getRopeScale().convertToFloat();
   c.ropeTheta = op.getRopeTheta().convertToFloat();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
+  c.fp8DirectK = mmaSyncFp8DirectK(config, c.headDim, c.kvType, c.decode,
+                                   c.pos == PosEncoding::RopeLlama);
 
   auto bad = [&](const Twine &why) {
     op.emitError("kernel_config ")

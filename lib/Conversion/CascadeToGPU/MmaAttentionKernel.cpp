@@ -46,11 +46,14 @@
 // Fp8Convert.h). Decode keeps one converted K and V tile: the barrier that
 // starts a tile's iteration also ends the reads of the previous tile's, and
 // the shared memory goes to the staging stages (the bytes in flight).
-// k_scale multiplies the raw scores, v_scale the output accumulators
-// before the epilogue. On wgmma the producer warpgroup gathers the fp8
-// tiles into staging rings after the panel ring and converts each into its
-// panel stage before publishing it (WgmmaKVGather); the consumers apply the
-// scales as mma_sync does.
+// Decode whose warps hold Q in registers (AttentionSpec::fp8DirectK) has
+// no K tile: K's staging rows land swizzled (fp8KStagingOffset) and the
+// scores read their B fragments from them with 32-bit loads and cvt, the
+// Q fragments built for a permuted head_dim (MmaSyncMainloop.cpp); only V
+// is converted, and the barrier that publishes its tile waits until just
+// before P V (the scores need none: the barrier that starts the iteration
+// made K's staging rows visible). k_scale multiplies the raw scores,
+// v_scale the output accumulators before the epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -332,8 +335,12 @@ void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
     Value from =
         k.add(stagingBase, k.add(k.mul(row, k.idx(d)), k.mul(chunk, k.idx(8))));
     Value to = tiles.kvLayout.chunkOffset(k, row, chunk);
-    for (auto [staging, ring] : {std::pair(stagingK, tiles.kRing()),
-                                 std::pair(stagingV, tiles.vRing())}) {
+    // fp8DirectK: the scores read K's staging tile itself.
+    SmallVector<std::pair<Value, SmemRing>, 2> work;
+    if (!tiles.fp8DirectK)
+      work.emplace_back(stagingK, tiles.kRing());
+    work.emplace_back(stagingV, tiles.vRing());
+    for (auto [staging, ring] : work) {
       Value v8 = vector::LoadOp::create(
           k.b, k.loc, VectorType::get({8}, c.kvType), staging, ValueRange{from},
           /*nontemporal=*/false, llvm::Align(8));
@@ -348,29 +355,32 @@ void MmaAttentionKernel::run() {
   int64_t stages = tiles.stages;
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
-  PagedKVTileGather gather(k, kvLayout, src, smem, tiles.kvLayout,
-                           tiles.kRing(), tiles.vRing(), c.headDim,
-                           tiles.numThreads, th.tid);
-  // fp8 KV: rows of the tile into the staging rings (Fp8 gathers), then
-  // converted into the rings above.
+  // f16/bf16 KV: tiles straight into the rings. fp8 KV: rows of the tile
+  // into the staging rings (Fp8 gathers), then converted into the rings.
   bool fp8 = isFp8KVType(c.kvType);
+  std::optional<PagedKVTileGather> gather;
   std::optional<PagedKVRowGather> fp8Gather;
   TileCopyPlan convertPlan;
-  if (fp8) {
+  if (!fp8) {
+    gather.emplace(k, kvLayout, src, smem, tiles.kvLayout, tiles.kRing(),
+                   tiles.vRing(), c.headDim, tiles.numThreads, th.tid);
+  } else {
     fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
                       c.headDim, c.headDim / 8, tiles.numThreads, th.tid,
                       /*elementBytes=*/1);
     convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
                                      tiles.numThreads, th.tid);
+    if (tiles.fp8DirectK)
+      fp8Gather->swizzleKRows();
   }
   auto lookupPages = [&](Value i) {
-    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather.lookupPages(i);
+    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather->lookupPages(i);
   };
   auto issue = [&](Value i, Value stage, ArrayRef<Value> pages) {
     if (fp8)
       fp8Gather->issue(k.b, i, stage, pages);
     else
-      gather.issue(i, stage, pages);
+      gather->issue(i, stage, pages);
   };
   // Prologue: tiles 0 .. S-2 in flight, the page ids of tile S-1 looked up.
   for (int64_t s = 0; s + 1 < stages; ++s)
@@ -406,7 +416,10 @@ void MmaAttentionKernel::run() {
   auto prepare = [&](Value stage, Value tileStart) {
     if (fp8) {
       convertStagedTiles(convertPlan, stage);
-      gpu::BarrierOp::create(k.b, k.loc);
+      // fp8DirectK: the scores read only K's staging ring, so the barrier
+      // that publishes the converted V tile waits until P V (beforePV).
+      if (!tiles.fp8DirectK)
+        gpu::BarrierOp::create(k.b, k.loc);
     }
     if (!variant.rope())
       return;
@@ -424,7 +437,12 @@ void MmaAttentionKernel::run() {
   if (variant.rope() || fp8)
     hooks.prepare = prepare;
   hooks.transform = transform;
+  auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
+  if (tiles.fp8DirectK)
+    hooks.beforePV = publishV;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  if (tiles.fp8DirectK)
+    mainloop.setFp8KStaging(stagingK);
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
   applyVScale(state);
   epilogue(std::move(state));
