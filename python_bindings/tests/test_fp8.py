@@ -4,6 +4,7 @@ before any launch (docs/semantics.md, "fp8 KV cache")."""
 
 import json
 import os
+import re
 
 import numpy as np
 import pytest
@@ -68,6 +69,30 @@ def test_fp8_bundle_has_scale_params(tmp_path, kv_heads, group, family, kv):
         assert names == ["k_scale", "v_scale"]
     with open(os.path.join(out, "kernels.ptx")) as f:
         assert f"cvt.rn.f16x2.{kv[2:]}x2" in f.read()
+
+
+@pytest.mark.parametrize("q", ["f16", "bf16"])
+def test_fp8_prefill_on_sm90a_runs_on_wgmma(tmp_path, q):
+    """On sm_90a the shared-prefix level over an fp8 cache (a prefill)
+    runs on wgmma, whose producer converts the fp8 tiles; its unsplit and
+    split kernels take k_scale / v_scale and need the panel ring plus the
+    fp8 staging ring (D=128: 64-key tiles, 4 stages, 224 KiB)."""
+    cfg = AttentionConfig(32, 8, 128, 16, q_dtype=q, kv_dtype="f8e4m3")
+    out = cm.kernels.build_bundle(attention_key(cfg, Group(decode=False)), str(tmp_path),
+                                  chip="sm_90a", cubin=False)
+    with open(os.path.join(out, "manifest.json")) as f:
+        kernels = json.load(f)["kernels"]
+    attention = [k for k in kernels if not k["op"].startswith("merge")]
+    assert len(attention) == 2
+    for k in attention:
+        assert k["static"]["kernel_family"] == "wgmma" and k["static"]["kv_dtype"] == "f8e4m3"
+        assert f"_wgmma_{q}_f8e4m3_d128_" in k["name"] and k["name"].endswith("_kv64_s4")
+        assert k["dynamic_shared_bytes"] == 229376
+        assert [p["name"] for p in k["params"] if p["kind"] == "f32"] == ["k_scale", "v_scale"]
+    with open(os.path.join(out, "kernels.ptx")) as f:
+        ptx = f.read()
+    assert "cvt.rn.f16x2.e4m3x2" in ptx
+    assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+56;", ptx)
 
 
 def test_fp8_on_sm80_is_refused_when_compiling(tmp_path):

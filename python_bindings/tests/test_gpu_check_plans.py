@@ -44,15 +44,16 @@ def numpy_cupy():
 
 
 def bench_decode_configs():
-    """(family, kv_tile, stages) of the decode benchmark's kernels in
-    fp8_kernels.mlir: selection's and gen_fp8_kernels.py's FORCED_DECODE."""
+    """The distinct (family, kv_tile, stages) of the decode benchmark's
+    kernels in fp8_kernels.mlir: selection's and gen_fp8_kernels.py's
+    FORCED_DECODE (a configuration listed twice is one kernel)."""
     gen = importlib.import_module("gen_fp8_kernels")
     out = [("mma_sync", 64, 4)]
     for config in gen.FORCED_DECODE.values():
         fields = dict(f.split(" = ") for f in config.split(", ") if " = " in f
                       and not f.startswith("threads"))
         out.append((config.split(",")[0], int(fields["kv_tile"]), int(fields["stages"])))
-    return out
+    return list(dict.fromkeys(out))
 
 
 class RecordingBundle:

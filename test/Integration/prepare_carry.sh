@@ -7,6 +7,10 @@
 #               an sm_90 cubin so that the driver does not JIT 5 MB of PTX
 #   fp8-bundle/ the fp8 KV kernels of the check (gpu/fp8_kernels.mlir) and
 #               the fp8 decode benchmark, with its sm_90 cubin
+#   fp8-bundle-sm90a/ the same fp8 ops lowered for sm_90a (prefill and the
+#               shared-prefix levels on the wgmma family) and the fp8
+#               cascade's prefix-level variants (gpu/wgmma_fp8_tune.mlir),
+#               with its sm_90a cubin (run_h200.sh fp8-hopper)
 #   bundle-sm90a/ the same ops lowered for sm_90a, where prefill runs on the
 #               wgmma family (the Hopper GPU check and benchmarks)
 #   bundle-sm90a-kvsplit/ the check's ops (kernels.mlir + mma_kernels.mlir)
@@ -27,7 +31,7 @@ BUILD=${1:-$ROOT/build}
 OUT=${2:-$ROOT/.carry}
 OPT=$BUILD/bin/cascade-opt
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
-rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/bundle-sm90a" "$OUT/bundle-sm90a-kvsplit" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
+rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/fp8-bundle-sm90a" "$OUT/bundle-sm90a" "$OUT/bundle-sm90a-kvsplit" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
 mkdir -p "$OUT"
 cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
   "$OPT" --cascade-to-ptx="bundle-dir=$OUT/bundle" -o /dev/null
@@ -35,6 +39,9 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
 "$OPT" "$ROOT/test/Integration/gpu/fp8_kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/fp8-bundle" -o /dev/null
 "$PTXAS" -arch=sm_90 "$OUT/fp8-bundle/kernels.ptx" -o "$OUT/fp8-bundle/kernels.sm_90.cubin"
+cat "$ROOT/test/Integration/gpu/fp8_kernels.mlir" "$ROOT/test/Integration/gpu/wgmma_fp8_tune.mlir" |
+  "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/fp8-bundle-sm90a" -o /dev/null
+"$PTXAS" -arch=sm_90a "$OUT/fp8-bundle-sm90a/kernels.ptx" -o "$OUT/fp8-bundle-sm90a/kernels.sm_90a.cubin"
 cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" \
   "$ROOT/test/Integration/gpu/wgmma_tune.mlir" |
   "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a" -o /dev/null

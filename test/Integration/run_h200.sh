@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|fp8|hopper|kvsplit|mgpu|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|fp8-hopper|hopper|kvsplit|mgpu|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -30,6 +30,14 @@
 #   caches, then the check's memcheck / racecheck in the time left (about 8
 #   minutes in all; needs .carry/bundle, .carry/fp8-bundle and .carry/deps).
 #   `all` includes the check, `bench` the rows, when fp8-bundle was carried.
+# fp8-hopper: the fp8 KV cache on sm_90a, where prefill and shared-prefix
+#   levels run on the wgmma family: check.py --fp8 on fp8-bundle-sm90a
+#   (float64, e4m3 and e5m2), the two-level decode cascade over f16
+#   (bundle-sm90a) and fp8 (fp8-bundle-sm90a, the fastest of its prefix
+#   kernels: wgmma defaults, wgmma_fp8_tune.mlir's variants and mma_sync),
+#   then compute-sanitizer on the check's small fp8 cases in the time left
+#   (logs under $OUT/fp8-sm90a; about 8 minutes; needs .carry/bundle-sm90a,
+#   .carry/fp8-bundle-sm90a and .carry/deps).
 # hopper: the float64 GPU check and compute-sanitizer on bundle-sm90a (the
 #   same ops lowered for sm_90a: prefill on the wgmma family), then the
 #   attention benchmark on it (logs under $OUT/sm90a).
@@ -169,6 +177,35 @@ if [[ $WHAT == fp8 ]]; then
     echo "== fp8 KV: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
   fi
   echo "fp8 total $((SECONDS - t0)) s"
+fi
+if [[ $WHAT == fp8-hopper ]]; then
+  F=$C/fp8-bundle-sm90a
+  [[ -d $F && -d $C/bundle-sm90a ]] ||
+    { echo "no $F or $C/bundle-sm90a (test/Integration/prepare_carry.sh)"; exit 1; }
+  t0=$SECONDS
+  mkdir -p "$O/fp8-sm90a"
+  echo "== fp8 KV on sm_90a (wgmma prefill): float64 GPU check (check.py --fp8)"
+  OUT=$O/fp8-sm90a bash test/Integration/gpu/run_all.sh "$F" fp8-check > /dev/null
+  grep -E "^FAIL|HANG|cases passed" "$O/fp8-sm90a/fp8-check.log" || rc=1
+  grep -q "cases passed" "$O/fp8-sm90a/fp8-check.log" && ! grep -q "^FAIL" "$O/fp8-sm90a/fp8-check.log" || rc=1
+  echo "fp8-hopper step check $((SECONDS - t0)) s"
+  echo "== two-level decode cascade, f16 (bundle-sm90a) and fp8 (fp8-bundle-sm90a) caches"
+  t1=$SECONDS
+  python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows cascade --fp8-bundle "$F" \
+    > "$O/fp8-sm90a/attention.log" 2>&1 || rc=1
+  grep -E "^\| cascade 2|^FlashInfer cascade|HANG|Error" "$O/fp8-sm90a/attention.log" | cut -c1-260
+  echo "fp8-hopper step cascade benchmark $((SECONDS - t1)) s"
+  left=$((${FP8_BUDGET_S:-480} - (SECONDS - t0)))
+  if (( left > 60 )); then
+    echo "== fp8 KV on sm_90a: compute-sanitizer (check.py --fp8 --small, ${left} s)"
+    OUT=$O/fp8-sm90a SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$F" \
+      fp8-sanitize | grep "^=="
+    grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sm90a/fp8-sanitizer-memcheck.log" || rc=1
+    grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sm90a/fp8-sanitizer-racecheck.log" || rc=1
+  else
+    echo "== fp8 KV on sm_90a: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
+  fi
+  echo "fp8-hopper total $((SECONDS - t0)) s"
 fi
 if [[ $WHAT == all || $WHAT == hopper ]]; then
   echo "== float64 GPU check, sm_90a bundle (wgmma prefill)"

@@ -34,11 +34,21 @@ using KernelConfigOptions = CascadeSelectKernelConfigOptions;
 /// whichever is larger.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// The same for a KV cache of element type `kvType` in a `decode` or
-/// prefill kernel: an fp8 cache adds the staging rings its tiles land in
-/// before their conversion (K and V, every stage, head_dim bytes a key);
-/// fp8 decode converts every stage into one K and one V tile.
+/// prefill kernel (`rope`: RoPE rotates the K tiles): an fp8 cache adds the
+/// staging rings its tiles land in before their conversion (K and V, every
+/// stage, head_dim bytes a key); mma_sync's fp8 decode converts every stage
+/// into one K and one V tile, or only into a V tile where K's scores read
+/// the staging ring (mmaSyncFp8DirectK); wgmma keeps its f16/bf16 panel
+/// ring and adds the staging rings.
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
-                                Type kvType, bool decode);
+                                Type kvType, bool decode, bool rope);
+/// Whether an mma_sync attention kernel reads the B operand of S = Q K^T
+/// straight from the fp8 K staging tile (32-bit loads and cvt, no f16 K
+/// tile, Q's fragments built with a permuted head_dim): fp8 decode without
+/// RoPE whose warps keep their Q fragments in registers (one warp along the
+/// query rows, one m16 tile) at head_dim 16, 32, 64 or 128.
+bool mmaSyncFp8DirectK(KernelConfigAttr config, int64_t headDim, Type kvType,
+                       bool decode, bool rope);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
 /// not know the chip. Selection checks the chip's own limit
@@ -52,16 +62,23 @@ bool rowsFamilySupportsHeadDim(int64_t headDim);
 /// Whether kernel family `family` reads a KV cache of element type `kvType`
 /// with queries of `qType` on `target`: the one place that says which family
 /// takes which KV dtype (selection skips a family that does not). rows: f16
-/// and bf16 KV with either query type; mma_sync: KV of q's type; both: fp8
-/// KV (f8E4M3FN, f8E5M2) on chips with the fp8 conversion instructions
-/// (sm_89 and up), converted to q's type (rows: in registers; mma_sync: K/V
-/// tiles in shared memory before the mma); merge: no KV.
+/// and bf16 KV with either query type; mma_sync and wgmma (sm_90a): KV of
+/// q's type; all three: fp8 KV (f8E4M3FN, f8E5M2) on chips with the fp8
+/// conversion instructions (sm_89 and up), converted to q's type (rows: in
+/// registers; mma_sync: K/V tiles in shared memory before the mma; wgmma:
+/// by the producer warpgroup, from a staging ring into the panels the
+/// consumers' descriptors read); merge: no KV.
 bool kernelFamilySupportsKVType(KernelFamily family, Type qType, Type kvType,
                                 const TargetInfo &target);
 
 /// Whether the wgmma family can run an attention op of this head_dim: whole
 /// 128-byte swizzle panels of 16-bit elements (64, 128 or 256).
 bool wgmmaFamilySupportsHeadDim(int64_t headDim);
+
+/// Whether the wgmma producer's gather of an fp8 cache tiles a KV tile of
+/// `kvTile` keys: its 128 threads copy 16-byte chunks (16 fp8 elements),
+/// 2048 / head_dim whole rows a pass.
+bool wgmmaFp8GatherFits(int64_t kvTile, int64_t headDim);
 
 /// Whether a block of `op`'s kernel with `config` fits the shared memory of
 /// `target`. Fails with a diagnostic on `op` (naming the bytes needed and the

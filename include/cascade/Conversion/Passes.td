@@ -27,9 +27,11 @@ def CascadeSelectKernelConfig
     (prefill/append, shared-prefix levels, large groups, other head dims)
     on `mma_sync`, within the shared memory of the
     target chip; on sm_90a, prefill/append and shared-prefix levels with q
-    and KV of one dtype and head_dim 64, 128 or 256 on `wgmma` instead
-    (`wgmma=false` keeps them on `mma_sync`; head_dim 96 and 192, which are
-    not whole 128-byte swizzle panels, and decode stay on `mma_sync`).
+    and KV of one dtype, or an fp8 KV cache, and head_dim 64, 128 or 256 on
+    `wgmma` instead (`wgmma=false` keeps them on `mma_sync`; head_dim 96
+    and 192, which are not whole 128-byte swizzle panels, and decode stay
+    on `mma_sync`; so do fp8 ops with `wgmma-split-kv-barriers`, which the
+    fp8 producer does not take).
     `wgmma-split-kv-barriers` gives the wgmma configurations K and V
     barrier rings of their own (`kv_barriers = split`, FlashAttention-3's
     separate K and V pipelines; off by default).

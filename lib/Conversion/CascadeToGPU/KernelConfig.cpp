@@ -18,9 +18,10 @@
 //   fits the chip's shared memory; fp8 KV tiles are converted to q's dtype.
 // - wgmma (before mma_sync, where TargetInfo::hasWgmma: sm_90a): prefill,
 //   append and shared-prefix levels of one dtype at head_dim 64, 128 or 256,
-//   warp-specialized on Hopper's warpgroup MMA; the one place that decides
-//   where wgmma does not pay (decode, head_dim 96 / 192, mixed dtypes, fp8
-//   KV) and leaves those ops to mma_sync.
+//   warp-specialized on Hopper's warpgroup MMA, also over an fp8 KV cache
+//   (the producer converts its tiles); the one place that decides where
+//   wgmma does not pay (decode, head_dim 96 / 192, mixed f16/bf16 dtypes)
+//   and leaves those ops to mma_sync.
 // Which family reads which KV dtype is kernelFamilySupportsKVType.
 //
 //===----------------------------------------------------------------------===//
@@ -68,9 +69,12 @@ bool cascade::kernelFamilySupportsKVType(KernelFamily family, Type qType,
            (isFp8KVType(kvType) &&
             fp8KVConvertSupported(target.computeCapability));
   case KernelFamily::Wgmma:
-    // The producer's copies land straight in the tiles wgmma reads: KV of
-    // q's type only (fp8 KV runs on mma_sync).
-    return f16OrBf16 && kvType == qType && target.hasWgmma;
+    // KV of q's type lands straight in the tiles wgmma reads; an fp8 cache
+    // lands in a staging ring that the producer converts into them.
+    return target.hasWgmma &&
+           ((f16OrBf16 && kvType == qType) ||
+            (isFp8KVType(kvType) &&
+             fp8KVConvertSupported(target.computeCapability)));
   }
   return false;
 }
@@ -85,6 +89,11 @@ static int64_t mmaRowStride(int64_t headDim) {
 
 bool cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
   return headDim == 64 || headDim == 128 || headDim == 256;
+}
+
+bool cascade::wgmmaFp8GatherFits(int64_t kvTile, int64_t headDim) {
+  int64_t rowsPerPass = 128 / (headDim / 16);
+  return rowsPerPass > 0 && kvTile % rowsPerPass == 0;
 }
 
 /// mma_sync: the partial states of the warps along KV that the epilogue
@@ -105,17 +114,32 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim) {
   return std::max(tiles, partialStateBytes(c, headDim));
 }
 
+bool cascade::mmaSyncFp8DirectK(KernelConfigAttr c, int64_t headDim,
+                                Type kvType, bool decode, bool rope) {
+  return c.getFamily() == KernelFamily::MmaSync && isFp8KVType(kvType) &&
+         decode && !rope && c.getWarpsQ() == 1 && c.getMmaTilesPerWarp() == 1 &&
+         headDim >= 16 && headDim <= 128 &&
+         llvm::isPowerOf2_64(static_cast<uint64_t>(headDim));
+}
+
 int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                         Type kvType, bool decode) {
+                                         Type kvType, bool decode, bool rope) {
   if (!isFp8KVType(kvType))
     return mmaAttentionSharedBytes(c, headDim);
+  // wgmma: the panel ring of q's dtype, then the fp8 staging rings (K and
+  // V, `stages` deep).
+  if (c.getFamily() == KernelFamily::Wgmma)
+    return mmaAttentionSharedBytes(c, headDim) +
+           2 * c.getStages() * c.getKvTile() * headDim;
   // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
-  // each stage converted into them just before its scores), then the fp8
-  // staging rings; the partial states of the warps along KV reuse the
-  // memory from 0.
+  // each stage converted into them just before its scores; no K tile where
+  // the scores read K's staging ring), then the fp8 staging rings; the
+  // partial states of the warps along KV reuse the memory from 0.
   int64_t stride = mmaRowStride(headDim);
   int64_t ring = decode ? 1 : c.getStages();
-  int64_t tiles = (c.getQTile() + 2 * ring * c.getKvTile()) * stride * 2;
+  int64_t kRing =
+      mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) ? 0 : ring;
+  int64_t tiles = (c.getQTile() + (kRing + ring) * c.getKvTile()) * stride * 2;
   int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
@@ -138,7 +162,8 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   return mmaAttentionSharedBytes(
       config, headDim,
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType(),
-      attention.isDecode());
+      attention.isDecode(),
+      attention.getPosEncoding() == PosEncoding::RopeLlama);
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,
@@ -389,10 +414,18 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
 /// 256), q and KV of one dtype.
 static bool wgmmaApplies(const SelectionInput &in) {
   const OpShape &s = in.shape;
+  // An fp8 cache's producer converts each tile after its copies landed and
+  // publishes it whole: one joint ring of three or more stages (no split
+  // K/V barriers), else mma_sync.
+  bool fp8Fits = !isFp8KVType(s.kvType) ||
+                 (!in.opts.wgmmaSplitKVBarriers &&
+                  (!in.opts.wgmmaStages || in.opts.wgmmaStages >= 3) &&
+                  (!in.opts.wgmmaKVTile ||
+                   wgmmaFp8GatherFits(in.opts.wgmmaKVTile, s.headDim)));
   return in.opts.wgmma && !s.merge && !s.decode &&
          kernelFamilySupportsKVType(KernelFamily::Wgmma, s.qType, s.kvType,
                                     in.target) &&
-         wgmmaFamilySupportsHeadDim(s.headDim);
+         wgmmaFamilySupportsHeadDim(s.headDim) && fp8Fits;
 }
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
@@ -408,7 +441,9 @@ static bool wgmmaApplies(const SelectionInput &in) {
 /// wgmma-split-kv-barriers, K and V get barrier rings of their own (the
 /// same `stages` deep each: the shared memory is that of the joint ring);
 /// where only two stages fit (head_dim 256), they do too, since a joint
-/// ring needs three (the attribute's verifier says why).
+/// ring needs three (the attribute's verifier says why). Over an fp8 cache
+/// the staging rings (fp8 bytes of K and V per stage) come on top, and the
+/// ring stays joint: the KV tile shrinks until three stages fit.
 static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const KernelConfigOptions &o = in.opts;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
@@ -417,7 +452,13 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   bool wide =
       in.shape.headDim <= 128 && !in.shape.heavyOptions && !in.shape.customMask;
   int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
-  int64_t stages = o.wgmmaStages ? o.wgmmaStages : 2;
+  // An fp8 cache needs a joint ring (three stages or more) and adds its
+  // staging rings, so its KV tiles shrink until three stages fit: 64
+  // tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
+  bool fp8 = isFp8KVType(in.shape.kvType);
+  int64_t minStages = fp8 ? 3 : 2;
+  int64_t minKVTile = fp8 ? std::max<int64_t>(16, 2048 / in.shape.headDim) : 16;
+  int64_t stages = o.wgmmaStages ? o.wgmmaStages : minStages;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
     return KernelConfigAttr::getChecked(
@@ -429,7 +470,8 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   KernelConfigAttr c = make();
   if (!c)
     return failure();
-  while (!fitsTarget(in.op, c, in.target) && !o.wgmmaKVTile && kvTile > 16) {
+  while (!fitsTarget(in.op, c, in.target) && !o.wgmmaKVTile &&
+         kvTile > minKVTile) {
     kvTile /= 2;
     c = make();
   }

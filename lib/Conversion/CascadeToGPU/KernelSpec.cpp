@@ -214,7 +214,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
-         pos == o.pos && baseE == o.baseE && config == o.config;
+         pos == o.pos && baseE == o.baseE && config == o.config &&
+         fp8DirectK == o.fp8DirectK;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -260,6 +261,8 @@ std::string AttentionSpec::name() const {
   os << "_kv" << config.getKvTile() << "_s" << config.getStages();
   if (config.hasSplitKVBarriers())
     os << "_kvsplit";
+  if (fp8DirectK)
+    os << "_kdirect";
   return s;
 }
 
@@ -403,7 +406,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 int64_t AttentionSpec::dynamicSharedBytes() const {
   if (!tensorCore())
     return 0;
-  return mmaAttentionSharedBytes(config, headDim, kvType, decode);
+  return mmaAttentionSharedBytes(config, headDim, kvType, decode,
+                                 pos == PosEncoding::RopeLlama);
 }
 
 MergeSpec AttentionSpec::splitMerge() const {
@@ -459,6 +463,8 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   c.ropeScale = op.getRopeScale().convertToFloat();
   c.ropeTheta = op.getRopeTheta().convertToFloat();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
+  c.fp8DirectK = mmaSyncFp8DirectK(config, c.headDim, c.kvType, c.decode,
+                                   c.pos == PosEncoding::RopeLlama);
 
   auto bad = [&](const Twine &why) {
     op.emitError("kernel_config ")
@@ -511,11 +517,21 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
                  Twine(kMaxSharedBytesPerBlock));
     break;
   case KernelFamily::Wgmma:
-    if (c.qType != c.kvType)
-      return bad("tensor cores need q and KV of one dtype");
+    if (c.qType != c.kvType && !isFp8KVType(c.kvType))
+      return bad("tensor cores need q and KV of one dtype (or an fp8 KV "
+                 "cache, converted to q's)");
     if (!wgmmaFamilySupportsHeadDim(c.headDim))
       return bad("the wgmma family needs head_dim 64, 128 or 256 (whole "
                  "128-byte swizzle panels; use mma_sync)");
+    if (isFp8KVType(c.kvType) && config.hasSplitKVBarriers())
+      return bad("an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = "
+                 "joint): its producer converts and publishes whole tiles");
+    if (isFp8KVType(c.kvType) &&
+        !wgmmaFp8GatherFits(config.getKvTile(), c.headDim))
+      return bad("an fp8 KV cache on wgmma needs kv_tile a multiple of " +
+                 Twine(2048 / c.headDim) +
+                 " (the producer's 128 threads copy 2048 / head_dim keys a "
+                 "pass in 16-byte chunks)");
     if (c.decode)
       return bad("the wgmma family runs prefill and append, not decode (a "
                  "decode request fills too few of its 64-row warpgroup "

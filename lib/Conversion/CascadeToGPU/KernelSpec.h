@@ -85,6 +85,10 @@ struct AttentionSpec {
   PosEncoding pos = PosEncoding::None;
   bool baseE = false;
   KernelConfigAttr config;
+  /// mma_sync over an fp8 cache: S = Q K^T reads K straight from its fp8
+  /// staging tile (mmaSyncFp8DirectK; decided by analyseAttention from the
+  /// fields above, spelled `_kdirect` in the kernel name).
+  bool fp8DirectK = false;
 
   bool operator==(const AttentionSpec &o) const;
   KernelFamily family() const { return config.getFamily(); }

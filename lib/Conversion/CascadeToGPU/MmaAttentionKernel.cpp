@@ -46,8 +46,14 @@
 // Fp8Convert.h). Decode keeps one converted K and V tile: the barrier that
 // starts a tile's iteration also ends the reads of the previous tile's, and
 // the shared memory goes to the staging stages (the bytes in flight).
-// k_scale multiplies the raw scores, v_scale the output accumulators
-// before the epilogue.
+// Decode whose warps hold Q in registers (AttentionSpec::fp8DirectK) has
+// no K tile: K's staging rows land swizzled (fp8KStagingOffset) and the
+// scores read their B fragments from them with 32-bit loads and cvt, the
+// Q fragments built for a permuted head_dim (MmaSyncMainloop.cpp); only V
+// is converted, and the barrier that publishes its tile waits until just
+// before P V (the scores need none: the barrier that starts the iteration
+// made K's staging rows visible). k_scale multiplies the raw scores,
+// v_scale the output accumulators before the epilogue.
 //
 //===----------------------------------------------------------------------===//
 
@@ -94,6 +100,12 @@ private:
   void epilogue(MmaSyncState state, function_ref<void()> barrier = nullptr);
   PackedRow row(int64_t r);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
+  /// transformScores after k_scale (an fp8 cache's; docs/semantics.md):
+  /// the mainloops' score hook.
+  SmallVector<Value> dequantizedScores(ArrayRef<Value> s, Value tileStart);
+  /// v_scale (an fp8 cache's) on the output accumulators, before the
+  /// epilogue normalises them.
+  void applyVScale(MmaSyncState &state);
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
                                      bool masked);
   /// Custom mask: the bits of accumulator row `r` for this warp's keys from
@@ -323,8 +335,12 @@ void MmaAttentionKernel::convertStagedTiles(const TileCopyPlan &plan,
     Value from =
         k.add(stagingBase, k.add(k.mul(row, k.idx(d)), k.mul(chunk, k.idx(8))));
     Value to = tiles.kvLayout.chunkOffset(k, row, chunk);
-    for (auto [staging, ring] : {std::pair(stagingK, tiles.kRing()),
-                                 std::pair(stagingV, tiles.vRing())}) {
+    // fp8DirectK: the scores read K's staging tile itself.
+    SmallVector<std::pair<Value, SmemRing>, 2> work;
+    if (!tiles.fp8DirectK)
+      work.emplace_back(stagingK, tiles.kRing());
+    work.emplace_back(stagingV, tiles.vRing());
+    for (auto [staging, ring] : work) {
       Value v8 = vector::LoadOp::create(
           k.b, k.loc, VectorType::get({8}, c.kvType), staging, ValueRange{from},
           /*nontemporal=*/false, llvm::Align(8));
@@ -339,29 +355,32 @@ void MmaAttentionKernel::run() {
   int64_t stages = tiles.stages;
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
-  PagedKVTileGather gather(k, kvLayout, src, smem, tiles.kvLayout,
-                           tiles.kRing(), tiles.vRing(), c.headDim,
-                           tiles.numThreads, th.tid);
-  // fp8 KV: rows of the tile into the staging rings (Fp8 gathers), then
-  // converted into the rings above.
+  // f16/bf16 KV: tiles straight into the rings. fp8 KV: rows of the tile
+  // into the staging rings (Fp8 gathers), then converted into the rings.
   bool fp8 = isFp8KVType(c.kvType);
+  std::optional<PagedKVTileGather> gather;
   std::optional<PagedKVRowGather> fp8Gather;
   TileCopyPlan convertPlan;
-  if (fp8) {
+  if (!fp8) {
+    gather.emplace(k, kvLayout, src, smem, tiles.kvLayout, tiles.kRing(),
+                   tiles.vRing(), c.headDim, tiles.numThreads, th.tid);
+  } else {
     fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
                       c.headDim, c.headDim / 8, tiles.numThreads, th.tid,
                       /*elementBytes=*/1);
     convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
                                      tiles.numThreads, th.tid);
+    if (tiles.fp8DirectK)
+      fp8Gather->swizzleKRows();
   }
   auto lookupPages = [&](Value i) {
-    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather.lookupPages(i);
+    return fp8 ? fp8Gather->lookupPages(k.b, i) : gather->lookupPages(i);
   };
   auto issue = [&](Value i, Value stage, ArrayRef<Value> pages) {
     if (fp8)
       fp8Gather->issue(k.b, i, stage, pages);
     else
-      gather.issue(i, stage, pages);
+      gather->issue(i, stage, pages);
   };
   // Prologue: tiles 0 .. S-2 in flight, the page ids of tile S-1 looked up.
   for (int64_t s = 0; s + 1 < stages; ++s)
@@ -397,7 +416,10 @@ void MmaAttentionKernel::run() {
   auto prepare = [&](Value stage, Value tileStart) {
     if (fp8) {
       convertStagedTiles(convertPlan, stage);
-      gpu::BarrierOp::create(k.b, k.loc);
+      // fp8DirectK: the scores read only K's staging ring, so the barrier
+      // that publishes the converted V tile waits until P V (beforePV).
+      if (!tiles.fp8DirectK)
+        gpu::BarrierOp::create(k.b, k.loc);
     }
     if (!variant.rope())
       return;
@@ -408,26 +430,40 @@ void MmaAttentionKernel::run() {
     gpu::BarrierOp::create(k.b, k.loc);
   };
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    if (!args.kScale)
-      return transformScores(s, tileStart);
-    // k_scale multiplies every logit (docs/semantics.md).
-    SmallVector<Value> sk;
-    for (Value x : s)
-      sk.push_back(scaled(x, args.kScale));
-    return transformScores(sk, tileStart);
+    return dequantizedScores(s, tileStart);
   };
   hooks.carriedInit = carriedInit;
   hooks.produce = produce;
   if (variant.rope() || fp8)
     hooks.prepare = prepare;
   hooks.transform = transform;
+  auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
+  if (tiles.fp8DirectK)
+    hooks.beforePV = publishV;
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  if (tiles.fp8DirectK)
+    mainloop.setFp8KStaging(stagingK);
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
-  if (args.vScale)
-    for (Value &o : state.o)
-      o = scaled(o, args.vScale);
-
+  applyVScale(state);
   epilogue(std::move(state));
+}
+
+SmallVector<Value> MmaAttentionKernel::dequantizedScores(ArrayRef<Value> s,
+                                                         Value tileStart) {
+  if (!args.kScale)
+    return transformScores(s, tileStart);
+  // k_scale multiplies every logit (docs/semantics.md).
+  SmallVector<Value> sk;
+  for (Value x : s)
+    sk.push_back(scaled(x, args.kScale));
+  return transformScores(sk, tileStart);
+}
+
+void MmaAttentionKernel::applyVScale(MmaSyncState &state) {
+  if (!args.vScale)
+    return;
+  for (Value &o : state.o)
+    o = scaled(o, args.vScale);
 }
 
 void MmaAttentionKernel::epilogue(MmaSyncState state,
@@ -452,10 +488,18 @@ void MmaAttentionKernel::runWgmma() {
   // setmaxnreg needs the register count at entry, which ptxas knows from
   // the launch bounds: .maxntid (the known block size) with .minnctapersm.
   fn->setAttr("nvvm.minctasm", k.b.getI32IntegerAttr(1));
-  // One ring without RoPE: the copies publish their tiles themselves.
+  // One ring without RoPE or an fp8 cache (whose producer works on the
+  // landed tiles): the copies publish their tiles themselves.
   bool split = c.config.hasSplitKVBarriers();
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(), split,
-                         /*copiesArrive=*/!split && !variant.rope());
+  bool fp8 = isFp8KVType(c.kvType);
+  assert(!(fp8 && split) && "fp8 KV on wgmma: a joint ring (KernelSpec)");
+  using Publish = WgmmaMainloop::Publish;
+  Publish publish = split            ? Publish::SplitKV
+                    : fp8            ? Publish::Staged
+                    : variant.rope() ? Publish::AfterNext
+                                     : Publish::CopiesArrive;
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
+                         publish);
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
@@ -472,18 +516,25 @@ void MmaAttentionKernel::runWgmma() {
 
   // The producer warpgroup: gathers the K/V tiles of the block's keys.
   k.b.setInsertionPointToStart(roles.thenBlock());
-  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope());
+  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope(), fp8);
   setMaxRegisters(k, regs.producer, /*increase=*/false);
   withWork();
   Value ptid = k.threadId(gpu::Dimension::x);
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
-  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid);
+  // fp8: the copies land in the staging rings (build()).
+  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid, stagingK, stagingV);
   auto issue = [&](Value i, Value stage, WgmmaKVPart part) {
     gather.issue(i, stage, part);
   };
   auto prepare = [&](Value stage, Value tileStart) {
-    // RoPE rotates pairs of chunks other producer threads copied.
+    // fp8: this thread's chunks, landed (its cp.async wait), into q's dtype.
+    if (fp8)
+      gather.convertStaged(stage, c.qType);
+    if (!variant.rope())
+      return;
+    // RoPE rotates pairs of chunks other producer threads copied (or
+    // converted).
     namedBarrier(k, kWgmmaProducerBarrier, kWgmmaProducerThreads);
     ropeSmemTile(k, smem, tiles.kRing().stage(k, stage), tiles.kvLayout,
                  tiles.kvTile, c.headDim, c.qType, kWgmmaProducerThreads, ptid,
@@ -491,7 +542,7 @@ void MmaAttentionKernel::runWgmma() {
   };
   WgmmaProducerHooks hooks;
   hooks.issue = issue;
-  if (variant.rope())
+  if (variant.rope() || fp8)
     hooks.prepare = prepare;
   mainloop.produce(numTiles, kv.t0, hooks);
 
@@ -517,9 +568,10 @@ void MmaAttentionKernel::runWgmma() {
   fenceProxyAsyncShared(k);
   consumers();
   auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    return transformScores(s, tileStart);
+    return dequantizedScores(s, tileStart);
   };
   MmaSyncState state = mainloop.consume(numTiles, kv.t0, transform);
+  applyVScale(state);
   epilogue(std::move(state), consumers);
 }
 

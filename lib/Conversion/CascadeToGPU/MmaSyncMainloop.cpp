@@ -34,7 +34,7 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
     numThreads = 32 * warpsQ;
     qLayout = SmemTileLayout::getPanels(qTile, dp);
     kvLayout = SmemTileLayout::getPanels(kvTile, dp);
-    kvRingStages = stages;
+    kvRingStages = kRingStages = stages;
     return;
   }
   warpsQ = cfg.getWarpsQ();
@@ -56,6 +56,9 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   bool fp8Decode = isFp8KVType(spec.kvType) && spec.decode;
   kvRingStages = fp8Decode ? 1 : stages;
   qInRegisters = fp8Decode && warpsQ == 1 && mTiles == 1 && dp <= 128;
+  fp8DirectK = spec.fp8DirectK;
+  assert((!fp8DirectK || qInRegisters) && "fp8DirectK keeps Q in registers");
+  kRingStages = fp8DirectK ? 0 : kvRingStages;
 }
 
 MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
@@ -101,10 +104,103 @@ SmallVector<Value> MmaSyncMainloop::loadQFragments(MmaBuilder &mma) {
   return a;
 }
 
+// fp8DirectK. The dot products of S = Q K^T do not change when the same
+// permutation of head_dim is applied to Q and to K. Inside each block of 16
+// columns (k step kb, dims 16 kb ..), mma.m16n8k16 fragment position (the k
+// index of the A and B operands, MmaLayout.h) p takes dim pi(p):
+//   pi(2c + e) = 4c + e,  pi(2c + 8 + e) = 4c + 2 + e   (c < 4, e < 2),
+// a bijection of [0, 16). Lane l (g = l / 4, c = l % 4) then holds
+// - B (K^T): b0 = {B[2c][g], B[2c+1][g]} = K[key g][16 kb + 4c + {0, 1}],
+//   b1 = {B[2c+8][g], B[2c+9][g]} = K[key g][16 kb + 4c + {2, 3}]: the four
+//   consecutive fp8 bytes 16 kb + 4c .. + 3 of key g's row, one 32-bit
+//   shared load and two cvt.rn.f16x2.{e4m3x2,e5m2x2};
+// - A (Q): a0 = {A[g][2c], A[g][2c+1]} = Q[g][16 kb + 4c + {0, 1}],
+//   a1 = the same of row g + 8, a2 = {A[g][2c+8], A[g][2c+9]} =
+//   Q[g][16 kb + 4c + {2, 3}], a3 = the same of row g + 8: four
+//   consecutive f16/bf16 of rows g and g + 8, one 8-byte load each.
+// The accumulator layout is untouched (it indexes rows and keys only).
+
+/// The fragment of type `t` (vector<R x 2 x T>) whose pair r is elements
+/// 2 r, 2 r + 1 of the 1-D vector `flat`.
+static Value pairsToFragment(KernelBuilder &k, Value flat, VectorType t) {
+  Value frag = arith::ConstantOp::create(
+      k.b, k.loc, t,
+      DenseElementsAttr::get(t, k.b.getZeroAttr(t.getElementType())));
+  for (int64_t r = 0; r < t.getDimSize(0); ++r) {
+    Value pair = vector::ShuffleOp::create(k.b, k.loc, flat, flat,
+                                           ArrayRef<int64_t>{2 * r, 2 * r + 1});
+    frag = vector::InsertOp::create(k.b, k.loc, pair, frag, r);
+  }
+  return frag;
+}
+
+SmallVector<Value> MmaSyncMainloop::loadPermutedQFragments(MmaBuilder &mma) {
+  const MmaSyncTiles &t = tiles;
+  assert(t.mTiles == 1 && t.dp == t.d && "one m16 tile, head_dim % 16 == 0");
+  Value g = k.div(thread.lane, k.idx(4)), c = k.rem(thread.lane, k.idx(4));
+  // Dims 16 kb + 4c .. + 3 are elements 4 (c % 2) .. of chunk 2 kb + c / 2.
+  Value chunkInBlock = k.div(c, k.idx(2));
+  Value inChunk = k.mul(k.rem(c, k.idx(2)), k.idx(4));
+  Value row0 = k.add(thread.localRow(k, 0, 0), g);
+  Value row1 = k.add(thread.localRow(k, 0, 1), g);
+  auto v4 = VectorType::get({4}, elementType);
+  SmallVector<Value> a;
+  for (int64_t kb = 0; kb < t.dp / 16; ++kb) {
+    Value chunk = k.add(k.idx(2 * kb), chunkInBlock);
+    auto load = [&](Value row) {
+      Value off = k.add(t.qLayout.chunkOffset(k, row, chunk), inChunk);
+      return vector::LoadOp::create(k.b, k.loc, v4, smem, ValueRange{off},
+                                    /*nontemporal=*/false, llvm::Align(8))
+          .getResult();
+    };
+    Value top = load(row0), bottom = load(row1);
+    // a0 = top[0:2], a1 = bottom[0:2], a2 = top[2:4], a3 = bottom[2:4].
+    Value flat = vector::ShuffleOp::create(
+        k.b, k.loc, top, bottom, ArrayRef<int64_t>{0, 1, 4, 5, 2, 3, 6, 7});
+    a.push_back(pairsToFragment(k, flat, mma.aType()));
+  }
+  return a;
+}
+
+SmallVector<Value> MmaSyncMainloop::scoresFromFp8K(MmaBuilder &mma, Value stage,
+                                                   ArrayRef<Value> qFrags) {
+  const MmaSyncTiles &t = tiles;
+  SmallVector<Value> acc(t.sTiles, mma.zeroAccumulator());
+  Type fp8 = cast<MemRefType>(fp8KStaging.getType()).getElementType();
+  // The lane's byte in the rows r0 + g of an n8 tile, chunk 0; chunk kb is
+  // this offset xor 16 kb (fp8KStagingOffset).
+  Value g = k.div(thread.lane, k.idx(4)), c = k.rem(thread.lane, k.idx(4));
+  Value lane = k.toI32(fp8KStagingOffset(k, g, k.mul(c, k.idx(4)), t.d));
+  Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
+  Value tileBase = k.toI32(
+      k.add(k.mul(stage, k.idx(t.kvTile * t.d)), k.mul(key0, k.idx(t.d))));
+  auto v4 = VectorType::get({4}, fp8);
+  for (int64_t n = 0; n < t.sTiles; ++n) {
+    Value rowBase = k.add(k.add(tileBase, k.i32(n * 8 * t.d)), lane);
+    for (int64_t kb = 0; kb < t.dp / 16; ++kb) {
+      Value off = rowBase;
+      if (kb)
+        off = arith::XOrIOp::create(k.b, k.loc, off, k.i32(16 * kb));
+      Value bytes =
+          vector::LoadOp::create(k.b, k.loc, v4, fp8KStaging,
+                                 ValueRange{arith::IndexCastUIOp::create(
+                                     k.b, k.loc, k.b.getIndexType(), off)},
+                                 /*nontemporal=*/false, llvm::Align(4));
+      // b0 = dims 4c, 4c + 1; b1 = dims 4c + 2, 4c + 3.
+      Value b =
+          pairsToFragment(k, fp8Convert(k, bytes, elementType), mma.bType());
+      acc[n] = mma.mma(qFrags[kb], b, acc[n]);
+    }
+  }
+  return acc;
+}
+
 SmallVector<Value> MmaSyncMainloop::scores(Value stage,
                                            ArrayRef<Value> qFrags) {
   const MmaSyncTiles &t = tiles;
   MmaBuilder mma(k, elementType, thread.lane);
+  if (t.fp8DirectK)
+    return scoresFromFp8K(mma, stage, qFrags);
   SmallVector<Value> acc(t.mTiles * t.sTiles, mma.zeroAccumulator());
   Value kb = t.kRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
@@ -260,6 +356,8 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
   SmallVector<Value> s = hooks.transform(scores(stage, qFrags), tileStart);
   Softmax p = softmax(mma, s, state);
   rescale(mma, p, state.o);
+  if (hooks.beforePV)
+    hooks.beforePV();
   accumulatePV(mma, p.pA, stage, state.o);
 
   SmallVector<Value> yields(state.o);
@@ -288,7 +386,7 @@ MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
     // (the tiles of the prologue may still be in flight).
     waitGroups(k, qGroup, t.stages - 1);
     gpu::BarrierOp::create(b, k.loc);
-    qFrags = loadQFragments(mma);
+    qFrags = t.fp8DirectK ? loadPermutedQFragments(mma) : loadQFragments(mma);
   }
 
   auto loop = scf::ForOp::create(

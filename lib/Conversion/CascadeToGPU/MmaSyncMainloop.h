@@ -44,23 +44,33 @@ struct MmaSyncTiles {
   /// Tiles of the K ring and of the V ring: `stages`, or 1 in fp8 decode
   /// (the converted tile of the stage being computed).
   int64_t kvRingStages;
+  /// Tiles of the K ring: kvRingStages, or 0 with fp8DirectK.
+  int64_t kRingStages;
   /// The warps' Q fragments are loaded once, before the KV loop, instead of
   /// from the Q tile at every KV tile: fp8 decode with one m16 tile of rows
   /// (q_tile 16) at head_dim <= 128, where the Q tile's ldmatrix would be
   /// a third of the loop's ldmatrix.
   bool qInRegisters = false;
+  /// fp8 decode (AttentionSpec::fp8DirectK, implies qInRegisters): the B
+  /// fragments of S = Q K^T come from the fp8 K staging ring (one 32-bit
+  /// load and two cvt per fragment pair, fp8KStagingOffset's swizzle) and
+  /// the Q fragments from a head_dim permutation (loadPermutedQFragments);
+  /// there is no f16/bf16 K tile.
+  bool fp8DirectK = false;
   SmemTileLayout qLayout, kvLayout;
   bool wgmma = false;
 
   explicit MmaSyncTiles(const AttentionSpec &spec);
   int64_t sharedElements() const {
-    return qLayout.numElements() + 2 * kvRingStages * kvLayout.numElements();
+    return qLayout.numElements() +
+           (kRingStages + kvRingStages) * kvLayout.numElements();
   }
   SmemRing kRing() const {
+    assert(kRingStages > 0 && "no K ring: scores read the fp8 staging ring");
     return {qLayout.numElements(), kvLayout.numElements()};
   }
   SmemRing vRing() const {
-    return {qLayout.numElements() + kvRingStages * kvLayout.numElements(),
+    return {qLayout.numElements() + kRingStages * kvLayout.numElements(),
             kvLayout.numElements()};
   }
   /// The K / V ring tile that pipeline stage `stage` is computed from.
@@ -113,6 +123,10 @@ struct MmaSyncTileHooks {
   /// log2-unit logits with masked keys at -inf.
   function_ref<SmallVector<Value>(ArrayRef<Value> s, Value tileStart)>
       transform;
+  /// After the softmax of tile i, before O += P V: what the V tile needs
+  /// (a barrier after `prepare` wrote it while the scores read only the
+  /// K staging ring, fp8DirectK); may be null.
+  function_ref<void()> beforePV;
 };
 
 class MmaSyncMainloop {
@@ -133,6 +147,11 @@ public:
   /// the warp's Q fragments [kk * mTiles + mt] when held in registers
   /// (MmaSyncTiles::qInRegisters), else empty (read from the Q tile).
   SmallVector<Value> scores(Value stage, ArrayRef<Value> qFrags = {});
+
+  /// fp8DirectK: the fp8 K staging ring ([stages][kv_tile][head_dim]
+  /// bytes, fp8KStagingOffset's swizzle) that scores() reads. Set before
+  /// run().
+  void setFp8KStaging(Value staging) { fp8KStaging = staging; }
 
   // The online softmax, also run by the wgmma mainloop on its accumulator
   // fragments (the same per-warp layout).
@@ -155,6 +174,12 @@ private:
                     SmallVector<Value> &o);
   /// The warp's Q fragments [kk * mTiles + mt] from the Q tile.
   SmallVector<Value> loadQFragments(MmaBuilder &mma);
+  /// fp8DirectK: the same with head_dim permuted inside each 16-column
+  /// block (see the definition), by 8-byte shared loads.
+  SmallVector<Value> loadPermutedQFragments(MmaBuilder &mma);
+  /// fp8DirectK: S = Q K^T from the fp8 K staging tile of `stage`.
+  SmallVector<Value> scoresFromFp8K(MmaBuilder &mma, Value stage,
+                                    ArrayRef<Value> qFrags);
   /// The loop body of tile i.
   SmallVector<Value> step(MmaBuilder &mma, Value i, ValueRange carried,
                           Value t0, Value qGroup, const MmaSyncTileHooks &hooks,
@@ -166,6 +191,7 @@ private:
   Value smem;
   Type elementType;
   double expScale;
+  Value fp8KStaging;
 };
 
 } // namespace cascade

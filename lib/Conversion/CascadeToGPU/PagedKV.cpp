@@ -4,6 +4,8 @@
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
+#include "llvm/Support/MathExtras.h"
+
 using namespace mlir;
 using namespace mlir::cascade;
 
@@ -125,13 +127,19 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
     Value slot = k.select(valid, k.rem(t, k.idx(layout.pageSize)), k.idx(0));
     Value off = layout.chunkOffset(k, page, slot, src.kvHead, p, chunkElems);
     Value n = k.select(valid, k.idx(chunkElems), k.idx(0));
-    Value dst =
-        k.add(k.mul(k.add(k.mul(stage, k.idx(tile)), j), k.idx(headDim)),
-              k.mul(p, k.idx(chunkElems)));
+    Value stageBase = k.mul(stage, k.idx(tile * headDim));
+    Value dst = k.add(stageBase, k.add(k.mul(j, k.idx(headDim)),
+                                       k.mul(p, k.idx(chunkElems))));
+    // An 8-byte chunk stays inside its 16-byte chunk under the swizzle.
+    Value dstK =
+        swizzleK
+            ? k.add(stageBase, fp8KStagingOffset(
+                                   k, j, k.mul(p, k.idx(chunkElems)), headDim))
+            : dst;
     // cp.async.cg (bypassing L1) copies 16 bytes only.
     auto bypassL1 = chunkBytes == 16 ? b.getUnitAttr() : UnitAttr();
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, smemK, ValueRange{dst}, src.kCache, ValueRange{off},
+        b, loc, smemK, ValueRange{dstK}, src.kCache, ValueRange{off},
         b.getIndexAttr(chunkElems), n, bypassL1));
     Value voff = layout.vFromK(k, off);
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
@@ -139,6 +147,24 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
         b.getIndexAttr(chunkElems), n, bypassL1));
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, toks).getResult();
+}
+
+Value cascade::fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
+                                 int64_t headDim) {
+  assert(headDim >= 16 && headDim <= 128 &&
+         llvm::isPowerOf2_64(static_cast<uint64_t>(headDim)) &&
+         "fp8 K staging rows of 16 to 128 bytes");
+  int64_t chunks = headDim / 16;
+  int64_t rowsPerLine = std::max<int64_t>(1, 8 / chunks);
+  int64_t mask = std::min<int64_t>(chunks, 8) - 1;
+  Value chunk = k.div(byteCol, k.idx(16));
+  if (mask) {
+    Value s = arith::AndIOp::create(k.b, k.loc, k.div(row, k.idx(rowsPerLine)),
+                                    k.idx(mask));
+    chunk = arith::XOrIOp::create(k.b, k.loc, chunk, s);
+  }
+  return k.add(k.mul(row, k.idx(headDim)),
+               k.add(k.mul(chunk, k.idx(16)), k.rem(byteCol, k.idx(16))));
 }
 
 //===----------------------------------------------------------------------===//

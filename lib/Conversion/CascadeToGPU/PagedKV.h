@@ -81,16 +81,38 @@ public:
   /// The copies of tile `i` into stage `stage` (zero-fill past t1), as one
   /// cp.async group; returns its token.
   Value issue(OpBuilder &b, Value i, Value stage, ValueRange pages) const;
+  /// K rows land swizzled (fp8KStagingOffset; one-byte elements only), V
+  /// rows stay plain.
+  void swizzleKRows() {
+    assert(chunkBytes == chunkElems && "the swizzle is of fp8 rows");
+    swizzleK = true;
+  }
 
 private:
   PagedKVLayout layout;
   KVSource src;
   Value smemK, smemV, tid;
   int64_t tile, headDim, lanes, numThreads, chunksPerThread;
+  bool swizzleK = false;
   /// Elements of one cp.async chunk and its size in bytes.
   int64_t chunkElems = 8, chunkBytes = 16;
   Location loc;
 };
+
+/// The fp8 K staging tile that mma_sync decode reads its scores from
+/// (AttentionSpec::fp8DirectK): rows of `headDim` bytes (a power of two,
+/// 16 to 128), the 16-byte chunk j of row r stored at chunk j ^ s(r), s(r)
+/// = (r / max(1, 8 / R)) % min(R, 8) for R = headDim / 16 chunks a row.
+/// The byte offset of (row, byteCol). A warp's fragment loads read byte
+/// 16 kb + 4 c of rows r0 + g (g, c = lane / 4, lane % 4; r0 a multiple of
+/// 8): every 128-byte line of the rows then holds its 8 rows' chunk kb at
+/// 8 different 16-byte positions, so the 32 lanes hit 32 different banks.
+/// Since s(r0 + g) = s(g) sits in bits 4-6 of the offset and r0 * headDim
+/// is a multiple of 128, offset(r0 + g, 16 kb + x) = (r0 * headDim +
+/// offset(g, x)) ^ (16 kb) for x < 16: one xor per chunk after the lane's
+/// offset.
+Value fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
+                        int64_t headDim);
 
 /// A ring of tiles in shared memory: stage s starts at element base + s *
 /// stageElements.

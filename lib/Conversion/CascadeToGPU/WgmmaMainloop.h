@@ -13,7 +13,11 @@
 //   fence the async proxy after their wait. Where the producer works on a
 //   landed tile (RoPE rotates K in shared memory) it publishes tile j
 //   itself instead, after issuing tile j + 1 and waiting for tile j's
-//   cp.async group;
+//   cp.async group. Over an fp8 KV cache the copies land in a staging ring
+//   of fp8 tiles (`stages` slots, no wait to issue), and the producer
+//   publishes tile j after issuing tile j + stages - 1: it waits for tile
+//   j's group, acquires its ring stage, converts its own chunks into it,
+//   fences the async proxy and arrives;
 // - the consumer warpgroups (registers taken with setmaxnreg), each owning
 //   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
 //   through descriptors), the score transform (a hook), the online softmax
@@ -85,11 +89,22 @@ constexpr bool fitsEntryPool(WgmmaRegisterSplit s) {
 }
 inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
 inline constexpr WgmmaRegisterSplit kWgmmaRopeRegisters{72, 216};
+/// A producer that converts fp8 tiles holds a 16-byte chunk and its 16
+/// converted elements besides the gather's addresses: 56 (the pool's rest
+/// at 224 a consumer thread).
+inline constexpr WgmmaRegisterSplit kWgmmaFp8Registers{56, 224};
+/// Both: the conversion and the rotation.
+inline constexpr WgmmaRegisterSplit kWgmmaRopeFp8Registers{88, 208};
 static_assert(fitsEntryPool(kWgmmaRegisters) &&
-                  fitsEntryPool(kWgmmaRopeRegisters),
+                  fitsEntryPool(kWgmmaRopeRegisters) &&
+                  fitsEntryPool(kWgmmaFp8Registers) &&
+                  fitsEntryPool(kWgmmaRopeFp8Registers),
               "a register split beyond the block's pool deadlocks setmaxnreg");
-inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer) {
-  return ropeInProducer ? kWgmmaRopeRegisters : kWgmmaRegisters;
+inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
+                                             bool fp8InProducer = false) {
+  if (ropeInProducer)
+    return fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters;
+  return fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters;
 }
 
 /// Which tiles of a KV tile a producer's gather copies.
@@ -114,30 +129,57 @@ struct WgmmaProducerHooks {
 /// register budget while several page lookups are in flight). Rows past
 /// the key range are zero-filled; one cp.async group per call (K and V of
 /// the tile, or one of them).
+///
+/// Over an fp8 cache (`stagingK`, `stagingV`: fp8 rings [stages][kv_tile]
+/// [D], row-major) a 16-byte chunk holds 16 elements: thread t copies
+/// chunk t % (D / 16) of rows t / (D / 16) + p * 128 / (D / 16) into the
+/// staging stage, and convertStaged turns exactly the chunks this thread
+/// copied into q's dtype in the panel stage, so that after its own
+/// cp.async wait no other producer thread has to be waited for.
 class WgmmaKVGather {
 public:
   WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                 const KVSource &src, Value smem, const MmaSyncTiles &tiles,
-                Value tid);
+                Value tid, Value stagingK = {}, Value stagingV = {});
   void issue(Value i, Value stage, WgmmaKVPart part) const;
+  /// fp8: converts this thread's chunks of staging stage `stage` into the
+  /// K and V panel tiles of the ring's stage `stage` (type `to`).
+  void convertStaged(Value stage, Type to) const;
 
 private:
+  bool fp8() const { return static_cast<bool>(stagingK); }
+  /// 16-byte chunks of a row, rows a pass, passes a tile and passes per
+  /// loop iteration.
+  int64_t chunksPerRow() const;
+  int64_t rowsPerPass() const;
+  int64_t passes() const;
+  int64_t unroll() const;
+
   KernelBuilder &k;
   PagedKVLayout layout;
   KVSource src;
-  Value smem, tid;
+  Value smem, tid, stagingK, stagingV;
   const MmaSyncTiles &tiles;
 };
 
 class WgmmaMainloop {
 public:
-  /// `splitKV`: K and V under barrier rings of their own. `copiesArrive`
-  /// (one ring, no prepare hook): a tile is published by its copies
-  /// themselves (produce).
+  /// How the producer publishes a tile (one ring unless noted):
+  enum class Publish {
+    /// after the next tile's copies were issued (prepare hook: RoPE);
+    AfterNext,
+    /// by the copies themselves (no prepare hook);
+    CopiesArrive,
+    /// K and V parts apart, on split barrier rings;
+    SplitKV,
+    /// the copies land in a staging ring of `stages` slots (an fp8 cache)
+    /// and the prepare hook converts each into its ring stage: tile j is
+    /// published after tile j + stages - 1 was issued.
+    Staged,
+  };
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale, bool splitKV = false,
-                bool copiesArrive = false);
+                double expScale, Publish publish = Publish::AfterNext);
 
   /// Creates and initializes the `full` and `empty` mbarrier rings (and
   /// `fullV`, `emptyV` with split barriers); every thread of the block
@@ -160,6 +202,8 @@ private:
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The producer's loop where the copies publish their tile.
   void produceArriving(Value numTiles, const WgmmaProducerHooks &hooks);
+  /// The producer's loop over a staging ring (Publish::Staged).
+  void produceStaged(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The consumers: wait until tile `i`'s copies are in stage `stage`
   /// (phase `parity` of `full`).
   void waitFull(Value stage, Value parity);
@@ -205,6 +249,7 @@ private:
   double expScale;
   bool splitKV;
   bool copiesArrive;
+  bool staged;
   /// One ring: K and V of a stage; split barriers: K's (and fullV, emptyV
   /// V's).
   Value full, empty, fullV, emptyV;

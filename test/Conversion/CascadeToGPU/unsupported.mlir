@@ -122,3 +122,35 @@ func.func @custom_mask_mixed_types(%q: memref<?x32x128xf16>, %cache: memref<?x2x
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
   return
 }
+
+// -----
+
+// An fp8 cache on wgmma: the producer converts whole tiles and publishes
+// each on one ring; split K/V barriers are refused.
+func.func @wgmma_fp8_split_barriers(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf8E4M3FN>, %qo: memref<?xi32>,
+                                    %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                                    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{cannot run this attention: an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = joint): its producer converts and publishes whole tiles}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf8E4M3FN>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64,
+       cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>}
+  return
+}
+
+// -----
+
+// An fp8 cache on wgmma at head_dim 64: the producer's 128 threads copy 32
+// rows of 4 chunks a pass, so a 16-key tile is refused.
+func.func @wgmma_fp8_short_kv_tile(%q: memref<?x32x64xf16>, %cache: memref<?x2x16x8x64xf8E5M2>, %qo: memref<?xi32>,
+                                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                                   %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{cannot run this attention: an fp8 KV cache on wgmma needs kv_tile a multiple of 32 (the producer's 128 threads copy 2048 / head_dim keys a pass in 16-byte chunks)}}
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%cache : memref<?x2x16x8x64xf8E5M2>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64,
+       cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 16, stages = 4>}
+  return
+}

@@ -708,7 +708,8 @@ def mma_cases(b, rng, small=False):
 
 def fp8_mma_cases(b, rng, sc):
     """The tensor-core kernels of fp8_kernels.mlir: the fp8 tiles converted
-    to q's dtype in shared memory before the mma."""
+    to q's dtype in shared memory before the mma (mma_sync; on an sm_90a
+    bundle the prefill cases run on wgmma, whose producer converts them)."""
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     s = lambda D: 1.0 / math.sqrt(D)
     common = dict(ps=16, layout="nhd", form="pool", static=none)

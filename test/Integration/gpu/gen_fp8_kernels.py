@@ -33,6 +33,11 @@ MMA = ("mma_f16_d128_g4_p16_nhd_pool_causal", "mma_f16_d128_g4_p16_nhd_pool",
 # first H200 run, three blocks an SM now that fp8 keeps one converted K/V
 # tile) and 3; 2 warps along 32-key tiles in 4 and 6 stages (4 and 3 blocks
 # an SM); 8 warps along 128-key tiles (16 keys a warp, one block an SM).
+# (Block counts of the converted K tile.) Every mma_sync configuration here
+# reads K from its fp8 staging ring (`_kdirect`), which drops the K tile
+# (32-key tiles in 4 stages: 44 KiB, 5 blocks an SM) and leaves room for
+# more stages: 32-key tiles in 5 and 8 stages (52 and 76 KiB, 4 and 2
+# blocks an SM) and 64-key tiles over 4 warps in 4 (84 KiB, 2 blocks).
 FORCED_SOURCES = ("dec_f16_d128_g4_p16_nhd_pool", "split_f16_d128_g4_p16_nhd_pool")
 FORCED_DECODE = {
     "rows": "rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4",
@@ -40,7 +45,10 @@ FORCED_DECODE = {
     "kv64s3": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 3",
     "kv32s4": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4",
     "kv32s6": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 6",
-    "kv128w8": "mma_sync, threads = [32, 1, 8], q_tile = 16, kv_tile = 128, stages = 2"}
+    "kv128w8": "mma_sync, threads = [32, 1, 8], q_tile = 16, kv_tile = 128, stages = 2",
+    "kv32s5": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 5",
+    "kv32s8": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 8",
+    "kv64s4": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 4"}
 # A KV buffer: a 5-D pool or a 4-D (k, v) page tensor of f16/bf16.
 KV_TYPE = re.compile(r"memref<(\?(?:x\d+){3,4})x(?:f16|bf16)>")
 
