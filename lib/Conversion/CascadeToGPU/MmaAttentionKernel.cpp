@@ -516,7 +516,8 @@ void MmaAttentionKernel::runWgmma() {
 
   // The producer warpgroup: gathers the K/V tiles of the block's keys.
   k.b.setInsertionPointToStart(roles.thenBlock());
-  WgmmaRegisterSplit regs = wgmmaRegisterSplit(variant.rope(), fp8);
+  WgmmaRegisterSplit regs =
+      wgmmaRegisterSplit(variant.rope(), fp8, c.config.getConsumerWarpgroups());
   setMaxRegisters(k, regs.producer, /*increase=*/false);
   withWork();
   Value ptid = k.threadId(gpu::Dimension::x);

@@ -76,17 +76,24 @@ inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
 struct WgmmaRegisterSplit {
   int64_t producer, consumer;
 };
-/// Registers a thread at entry: ptxas's count for .maxntid 128x3 with
-/// .minnctapersm 1, the 64K register file over 384 threads rounded down to
-/// the allocation granule of 8.
-inline constexpr int64_t kWgmmaEntryRegisters = 65536 / 384 / 8 * 8;
-constexpr bool fitsEntryPool(WgmmaRegisterSplit s) {
+/// Registers a thread at entry for a block of `warpgroups` warpgroups:
+/// ptxas's count for .maxntid 128 x warpgroups with .minnctapersm 1, the
+/// 64K register file over the block's threads rounded down to the
+/// allocation granule of 8 (and under the 255 a thread can address): 168
+/// for a producer and two consumers, 128 for three consumers.
+constexpr int64_t wgmmaEntryRegisters(int64_t warpgroups) {
+  int64_t r = 65536 / (kWgmmaProducerThreads * warpgroups) / 8 * 8;
+  return r > 248 ? 248 : r;
+}
+constexpr bool fitsEntryPool(WgmmaRegisterSplit s, int64_t consumers = 2) {
   return s.producer % 8 == 0 && s.consumer % 8 == 0 && s.producer >= 24 &&
          s.consumer <= 256 &&
          kWgmmaProducerThreads * s.producer +
-                 2 * kWgmmaProducerThreads * s.consumer <=
-             3 * kWgmmaProducerThreads * kWgmmaEntryRegisters;
+                 consumers * kWgmmaProducerThreads * s.consumer <=
+             (consumers + 1) * kWgmmaProducerThreads *
+                 wgmmaEntryRegisters(consumers + 1);
 }
+/// The splits of a producer and two consumers.
 inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
 inline constexpr WgmmaRegisterSplit kWgmmaRopeRegisters{72, 216};
 /// A producer that converts fp8 tiles holds a 16-byte chunk and its 16
@@ -100,12 +107,36 @@ static_assert(fitsEntryPool(kWgmmaRegisters) &&
                   fitsEntryPool(kWgmmaFp8Registers) &&
                   fitsEntryPool(kWgmmaRopeFp8Registers),
               "a register split beyond the block's pool deadlocks setmaxnreg");
-inline WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
-                                             bool fp8InProducer = false) {
-  if (ropeInProducer)
-    return fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters;
-  return fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters;
+/// The split for `consumers` consumer warpgroups: the producer's share of
+/// the two-consumer split, the consumers the rest of the entry pool (in
+/// granules of 8), never more than with two. With three consumers the pool
+/// is 512 x 128 registers, so they get 152 a thread (144 with RoPE, 136
+/// with RoPE and fp8); the two-consumer numbers would ask 94,208 registers
+/// of those 65,536 and block setmaxnreg.inc forever.
+constexpr WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
+                                                bool fp8InProducer = false,
+                                                int64_t consumers = 2) {
+  WgmmaRegisterSplit s =
+      ropeInProducer
+          ? (fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters)
+          : (fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters);
+  int64_t pool = (consumers + 1) * kWgmmaProducerThreads *
+                 wgmmaEntryRegisters(consumers + 1);
+  int64_t rest = (pool - kWgmmaProducerThreads * s.producer) /
+                 (consumers * kWgmmaProducerThreads) / 8 * 8;
+  if (rest < s.consumer)
+    s.consumer = rest;
+  return s;
 }
+static_assert(wgmmaRegisterSplit(false, false, 2).consumer == 232 &&
+                  wgmmaRegisterSplit(true, true, 2).consumer == 208 &&
+                  wgmmaRegisterSplit(false, false, 1).consumer == 232,
+              "two consumers (and one) keep their splits");
+static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 3), 3) &&
+                  fitsEntryPool(wgmmaRegisterSplit(true, false, 3), 3) &&
+                  fitsEntryPool(wgmmaRegisterSplit(false, true, 3), 3) &&
+                  fitsEntryPool(wgmmaRegisterSplit(true, true, 3), 3),
+              "three consumers fit the pool of 512 x 128");
 
 /// Which tiles of a KV tile a producer's gather copies.
 enum class WgmmaKVPart { KV, K, V };
