@@ -9,6 +9,10 @@
 // of the same tile and depth: the A/B of FlashAttention-3's separate K and
 // V pipelines. The default, kv128 s3, comes from mma_kernels.mlir; kv64 s4
 // was the default before the producer's copies published their own tiles.
+// The `w4x1_q192` variants have three consumer warpgroups (192 query rows a
+// block, 152 registers a consumer thread): the causal prefill in f16 and
+// bf16 and the cascade's shared-prefix level (a split prefill), with 64-key
+// tiles in 3 stages (128-key tiles spill at 152 registers).
 // Last, the decode cascade's unique level (an accumulating decode, 32/8
 // heads): `bench.py --rows cascade` times each of them as that level.
 
@@ -125,6 +129,31 @@ func.func @wgmma_tune_bf16_d64_kv64_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 4>}
+  return
+}
+
+func.func @wgmma_tune_f16_w4_kv64_s3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 3>}
+  return
+}
+
+func.func @wgmma_tune_bf16_w4_kv64_s3(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 3>}
+  return
+}
+
+func.func @f16_prefix_g4_wgmma_w4_kv64_s3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>, %qt: memref<?xi32>, %mi: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts, %qt, %mi : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 3>}
   return
 }
 
