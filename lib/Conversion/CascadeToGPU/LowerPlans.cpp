@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "WgmmaMainloop.h"
 #include "cascade/Conversion/KernelConfig.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
@@ -80,18 +81,42 @@ struct PlanKernel {
   int64_t sharedQoTile = 0;
 };
 
+/// The tensor-core families: a block owns a tile of q_tile packed query
+/// rows, which the plan's work items count.
+bool isTiledFamily(KernelConfigAttr config) {
+  return config.getFamily() == KernelFamily::MmaSync ||
+         config.getFamily() == KernelFamily::Wgmma;
+}
+
+/// What the occupancy of a level's kernel depends on besides its
+/// configuration.
+struct LevelKernel {
+  int64_t headDim;
+  Type kvType;
+  bool decode, rope;
+};
+
 /// Resident blocks per SM of a kernel with `config` on `target`: threads,
-/// registers (the mma_sync kernels use up to the 255 a thread may have, the
-/// rows kernels well under 128) and shared memory.
-int64_t estimateOccupancy(KernelConfigAttr config, int64_t headDim,
+/// registers (mma_sync kernels use up to the 255 a thread may have, wgmma
+/// kernels are launched with the register file over their warpgroups, the
+/// rows kernels stay well under 128) and shared memory (the tensor-core
+/// tiles, with an fp8 cache's staging rings).
+int64_t estimateOccupancy(KernelConfigAttr config, const LevelKernel &level,
                           const TargetInfo &target) {
-  bool mma = config.getFamily() == KernelFamily::MmaSync;
   int64_t threads = std::max<int64_t>(1, config.getNumThreads());
-  int64_t regs = mma ? target.registersPerThread : 128;
+  int64_t regs = 128;
+  if (config.getFamily() == KernelFamily::MmaSync)
+    regs = target.registersPerThread;
+  else if (config.getFamily() == KernelFamily::Wgmma)
+    regs = wgmmaEntryRegisters(config.getThreads()[1]);
   int64_t occ = std::min(target.maxThreadsPerSM / threads,
                          target.registersPerSM / (threads * regs));
-  if (int64_t smem = mma ? mmaAttentionSharedBytes(config, headDim) : 0)
-    occ = std::min(occ, target.sharedBytesPerSM / (smem + 1024));
+  if (isTiledFamily(config))
+    occ = std::min(
+        occ, target.sharedBytesPerSM /
+                 (mmaAttentionSharedBytes(config, level.headDim, level.kvType,
+                                          level.decode, level.rope) +
+                  1024));
   return std::max<int64_t>(occ, 1);
 }
 
@@ -154,12 +179,17 @@ public:
             target);
         if (succeeded(shared)) {
           KernelConfigAttr sc = helper.getAttr(*shared);
-          if (sc.getFamily() == KernelFamily::MmaSync)
+          if (isTiledFamily(sc))
             sharedQoTile = sc.getQTile();
           shared->erase();
         }
       }
-      users.push_back({plan[0], config, sharedQoTile});
+      auto type = cast<PlanType>(plan[0].getType());
+      LevelKernel level{
+          type.getHeadDim(),
+          cast<ShapedType>(op.getKv()[0].getType()).getElementType(),
+          op.isDecode(), op.getPosEncoding() == PosEncoding::RopeLlama};
+      users.push_back({plan[0], config, sharedQoTile, level});
     });
   }
 
@@ -168,14 +198,17 @@ public:
   FailureOr<PlanKernel> find(PlanOp op) const {
     Value plan = op.getPlan();
     auto type = cast<PlanType>(plan.getType());
-    SmallVector<KernelConfigAttr> configs;
+    SmallVector<const User *> runs;
     for (const User &u : users)
       if (u.plan == plan)
-        configs.push_back(u.config);
-    if (configs.empty())
+        runs.push_back(&u);
+    if (runs.empty())
       for (const User &u : users)
         if (u.plan.getType() == type)
-          configs.push_back(u.config);
+          runs.push_back(&u);
+    SmallVector<KernelConfigAttr> configs;
+    for (const User *u : runs)
+      configs.push_back(u->config);
     PlanKernel k;
     if (configs.empty()) {
       k.occupancy = op.getOccupancy().value_or(1);
@@ -188,10 +221,11 @@ public:
                               "with different query tiles (")
                << c.getQTile() << " and " << other.getQTile()
                << "); give each its own plan";
-    bool mma = c.getFamily() == KernelFamily::MmaSync;
-    k.qoTile = type.getPrefill() && mma ? c.getQTile() : 0;
+    // The kernel's own query tile: the plan counts its work items in it
+    // (0 lets the runtime choose, for the rows family).
+    k.qoTile = type.getPrefill() && isTiledFamily(c) ? c.getQTile() : 0;
     k.occupancy = op.getOccupancy().value_or(
-        estimateOccupancy(c, type.getHeadDim(), target));
+        estimateOccupancy(c, runs.front()->level, target));
     for (const User &u : users)
       if (u.plan == plan || u.plan.getType() == type)
         k.sharedQoTile = std::max(k.sharedQoTile, u.sharedQoTile);
@@ -203,6 +237,7 @@ private:
     Value plan;
     KernelConfigAttr config;
     int64_t sharedQoTile;
+    LevelKernel level;
   };
   SmallVector<User> users;
   const TargetInfo &target;
@@ -325,9 +360,7 @@ void emitPlannedLevel(ConversionPatternRewriter &rewriter, PagedAttentionOp op,
                     ->getKernelConfigAttrHelper()
                     .getAttr(op);
   int64_t qoTile =
-      !op.isDecode() && config && config.getFamily() == KernelFamily::MmaSync
-          ? config.getQTile()
-          : 0;
+      !op.isDecode() && config && isTiledFamily(config) ? config.getQTile() : 0;
   func::FuncOp splitFn = declare(
       module, kSplitFn, FunctionType::get(ctx, {ptr, i64Type}, {i32}), false);
   Value split =

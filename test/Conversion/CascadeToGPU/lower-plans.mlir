@@ -147,3 +147,30 @@ func.func @auto(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
       {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>}
   return
 }
+
+// -----
+
+// A wgmma level (sm_90a): the plan counts work items in the kernel's own
+// query tile (128 rows), and one block an SM fits (384 threads launched
+// with 168 registers each, 192 KiB of tiles).
+
+!wg = !cascade.plan<prefill, heads = 32 / 8, head_dim = 128, page_size = 16>
+
+// CHECK-LABEL: func.func @wgmma_prefill(
+// CHECK-DAG: %[[ONE:.*]] = arith.constant 1 : i64
+// CHECK-DAG: %[[TILE:.*]] = arith.constant 128 : i64
+// CHECK: call @cascade_mgpu_plan(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[ONE]], %[[TILE]], %{{.*}}, %{{.*}})
+// CHECK: call @cascade_mgpu_plan_split_kv(%{{.*}}, %[[TILE]])
+func.func @wgmma_prefill(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
+    %qo: memref<?xi32>, %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+    %hqo: memref<?xi32>, %hkp: memref<?xi32>, %hkl: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  %p = cascade.plan qo_indptr(%hqo : memref<?xi32>) kv_indptr(%hkp : memref<?xi32>)
+      kv_last_page_len(%hkl : memref<?xi32>) : !wg
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%c : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kp : memref<?xi32>) kv_indices(%ki : memref<?xi32>)
+      kv_last_page_len(%kl : memref<?xi32>) plan(%p : !wg)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>}
+  return
+}
