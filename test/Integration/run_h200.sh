@@ -145,13 +145,32 @@ if [[ -d $C/fp8-bundle && ( $WHAT == all || $WHAT == checks ) ]]; then
   grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sanitizer-memcheck.log" || rc=1
   grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sanitizer-racecheck.log" || rc=1
 fi
+# The fp8 float64 check of bundle $1, its log under $2 (fp8-check.log).
+fp8_check() {
+  OUT=$2 bash test/Integration/gpu/run_all.sh "$1" fp8-check > /dev/null
+  grep -E "^FAIL|HANG|cases passed" "$2/fp8-check.log" || rc=1
+  grep -q "cases passed" "$2/fp8-check.log" && ! grep -q "^FAIL" "$2/fp8-check.log" || rc=1
+}
+# compute-sanitizer on bundle $1's small fp8 cases (logs under $2) in what
+# is left of ~8 minutes (FP8_BUDGET_S) since $SECONDS was $3; $4 names the
+# run in the messages.
+fp8_sanitize() {
+  local left=$((${FP8_BUDGET_S:-480} - (SECONDS - $3)))
+  if (( left > 60 )); then
+    echo "== $4: compute-sanitizer (check.py --fp8 --small, ${left} s)"
+    OUT=$2 SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$1" \
+      fp8-sanitize | grep "^=="
+    grep -q "ERROR SUMMARY: 0 errors" "$2/fp8-sanitizer-memcheck.log" || rc=1
+    grep -q "RACECHECK SUMMARY: 0 hazards" "$2/fp8-sanitizer-racecheck.log" || rc=1
+  else
+    echo "== $4: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
+  fi
+}
 if [[ $WHAT == fp8 ]]; then
   [[ -d $C/fp8-bundle ]] || { echo "no $C/fp8-bundle (test/Integration/prepare_carry.sh)"; exit 1; }
   t0=$SECONDS
   echo "== fp8 KV: float64 GPU check (check.py --fp8)"
-  bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" fp8-check > /dev/null
-  grep -E "^FAIL|cases passed" "$O/fp8-check.log" || rc=1
-  grep -q "cases passed" "$O/fp8-check.log" && ! grep -q "^FAIL" "$O/fp8-check.log" || rc=1
+  fp8_check "$C/fp8-bundle" "$O"
   echo "fp8 step check $((SECONDS - t0)) s"
   echo "== fp8 decode benchmark"
   t1=$SECONDS
@@ -166,16 +185,7 @@ if [[ $WHAT == fp8 ]]; then
   grep -E "^\| cascade 2|^FlashInfer cascade|Error" "$O/attention-fp8.log" | cut -c1-260
   echo "fp8 step cascade benchmark $((SECONDS - t1)) s"
   # The sanitizers on the check's small cases in what is left of ~8 minutes.
-  left=$((${FP8_BUDGET_S:-480} - (SECONDS - t0)))
-  if (( left > 60 )); then
-    echo "== fp8 KV: compute-sanitizer (check.py --fp8 --small, ${left} s)"
-    SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$C/fp8-bundle" \
-      fp8-sanitize | grep "^=="
-    grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sanitizer-memcheck.log" || rc=1
-    grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sanitizer-racecheck.log" || rc=1
-  else
-    echo "== fp8 KV: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
-  fi
+  fp8_sanitize "$C/fp8-bundle" "$O" "$t0" "fp8 KV"
   echo "fp8 total $((SECONDS - t0)) s"
 fi
 if [[ $WHAT == fp8-hopper ]]; then
@@ -185,9 +195,7 @@ if [[ $WHAT == fp8-hopper ]]; then
   t0=$SECONDS
   mkdir -p "$O/fp8-sm90a"
   echo "== fp8 KV on sm_90a (wgmma prefill): float64 GPU check (check.py --fp8)"
-  OUT=$O/fp8-sm90a bash test/Integration/gpu/run_all.sh "$F" fp8-check > /dev/null
-  grep -E "^FAIL|HANG|cases passed" "$O/fp8-sm90a/fp8-check.log" || rc=1
-  grep -q "cases passed" "$O/fp8-sm90a/fp8-check.log" && ! grep -q "^FAIL" "$O/fp8-sm90a/fp8-check.log" || rc=1
+  fp8_check "$F" "$O/fp8-sm90a"
   echo "fp8-hopper step check $((SECONDS - t0)) s"
   echo "== two-level decode cascade, f16 (bundle-sm90a) and fp8 (fp8-bundle-sm90a) caches"
   t1=$SECONDS
@@ -195,16 +203,7 @@ if [[ $WHAT == fp8-hopper ]]; then
     > "$O/fp8-sm90a/attention.log" 2>&1 || rc=1
   grep -E "^\| cascade 2|^FlashInfer cascade|HANG|Error" "$O/fp8-sm90a/attention.log" | cut -c1-260
   echo "fp8-hopper step cascade benchmark $((SECONDS - t1)) s"
-  left=$((${FP8_BUDGET_S:-480} - (SECONDS - t0)))
-  if (( left > 60 )); then
-    echo "== fp8 KV on sm_90a: compute-sanitizer (check.py --fp8 --small, ${left} s)"
-    OUT=$O/fp8-sm90a SANITIZE_TIMEOUT=$((left / 2)) bash test/Integration/gpu/run_all.sh "$F" \
-      fp8-sanitize | grep "^=="
-    grep -q "ERROR SUMMARY: 0 errors" "$O/fp8-sm90a/fp8-sanitizer-memcheck.log" || rc=1
-    grep -q "RACECHECK SUMMARY: 0 hazards" "$O/fp8-sm90a/fp8-sanitizer-racecheck.log" || rc=1
-  else
-    echo "== fp8 KV on sm_90a: compute-sanitizer skipped (${left} s left of the run's ~8 minutes)"
-  fi
+  fp8_sanitize "$F" "$O/fp8-sm90a" "$t0" "fp8 KV on sm_90a"
   echo "fp8-hopper total $((SECONDS - t0)) s"
 fi
 if [[ $WHAT == all || $WHAT == hopper ]]; then
