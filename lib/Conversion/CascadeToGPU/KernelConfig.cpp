@@ -449,8 +449,11 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
   // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
   // values live next to the pipelined S and P tiles: 64-token tiles there.
-  bool wide =
-      in.shape.headDim <= 128 && !in.shape.heavyOptions && !in.shape.customMask;
+  // So do more than two consumers, whose share of the register file (152 a
+  // thread with three) spills a 128-token S tile (1.5 KB a thread at
+  // head_dim 128 by ptxas).
+  bool wide = in.shape.headDim <= 128 && !in.shape.heavyOptions &&
+              !in.shape.customMask && consumers <= 2;
   int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
   // An fp8 cache needs a joint ring (three stages or more) and adds its
   // staging rings, so its KV tiles shrink until three stages fit: 64

@@ -1,6 +1,7 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a | FileCheck %s
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma=false" | FileCheck %s --check-prefix=NOWGMMA
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-kv-tile=64 wgmma-stages=3 wgmma-consumers=1" | FileCheck %s --check-prefix=TUNED
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-consumers=3" | FileCheck %s --check-prefix=THREE
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90 | FileCheck %s --check-prefix=SM90
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNELS
 
@@ -19,6 +20,10 @@
 // NOWGMMA: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 32, stages = 3>
 // TUNED-LABEL: func.func @prefill_d128
 // TUNED: #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 64, kv_tile = 64, stages = 3>
+// Three consumers get 152 registers a thread: 64-token tiles (a 128-token S
+// tile spills), as many stages as fit.
+// THREE-LABEL: func.func @prefill_d128
+// THREE: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>
 // SM90-LABEL: func.func @prefill_d128
 // SM90: #cascade.kernel_config<mma_sync,
 // KERNELS: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3(
