@@ -152,8 +152,7 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
 /// (0 for the families whose shared memory is static: rows, merge).
 static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   auto attention = dyn_cast<PagedAttentionOp>(op);
-  if (!attention || (config.getFamily() != KernelFamily::MmaSync &&
-                     config.getFamily() != KernelFamily::Wgmma))
+  if (!attention || !config.isTensorCore())
     return 0;
   int64_t headDim =
       cast<ShapedType>(attention.getQ().getType()).getShape().back();

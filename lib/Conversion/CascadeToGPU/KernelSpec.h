@@ -94,9 +94,7 @@ struct AttentionSpec {
   KernelFamily family() const { return config.getFamily(); }
   /// A tensor-core family (mma_sync or wgmma): query tiles of packed rows,
   /// self-scheduled prefill grids and dynamic shared memory.
-  bool tensorCore() const {
-    return family() == KernelFamily::MmaSync || family() == KernelFamily::Wgmma;
-  }
+  bool tensorCore() const { return config.isTensorCore(); }
   /// Scores need no transformation besides the scale (no soft cap, no
   /// ALiBi): the scale then folds into the exponent.
   bool plainScores() const {

@@ -81,13 +81,6 @@ struct PlanKernel {
   int64_t sharedQoTile = 0;
 };
 
-/// The tensor-core families: a block owns a tile of q_tile packed query
-/// rows, which the plan's work items count.
-bool isTiledFamily(KernelConfigAttr config) {
-  return config.getFamily() == KernelFamily::MmaSync ||
-         config.getFamily() == KernelFamily::Wgmma;
-}
-
 /// What the occupancy of a level's kernel depends on besides its
 /// configuration.
 struct LevelKernel {
@@ -111,7 +104,7 @@ int64_t estimateOccupancy(KernelConfigAttr config, const LevelKernel &level,
     regs = wgmmaEntryRegisters(config.getThreads()[1]);
   int64_t occ = std::min(target.maxThreadsPerSM / threads,
                          target.registersPerSM / (threads * regs));
-  if (isTiledFamily(config))
+  if (config.isTensorCore())
     occ = std::min(
         occ, target.sharedBytesPerSM /
                  (mmaAttentionSharedBytes(config, level.headDim, level.kvType,
@@ -179,7 +172,7 @@ public:
             target);
         if (succeeded(shared)) {
           KernelConfigAttr sc = helper.getAttr(*shared);
-          if (isTiledFamily(sc))
+          if (sc.isTensorCore())
             sharedQoTile = sc.getQTile();
           shared->erase();
         }
@@ -223,7 +216,7 @@ public:
                << "); give each its own plan";
     // The kernel's own query tile: the plan counts its work items in it
     // (0 lets the runtime choose, for the rows family).
-    k.qoTile = type.getPrefill() && isTiledFamily(c) ? c.getQTile() : 0;
+    k.qoTile = type.getPrefill() && c.isTensorCore() ? c.getQTile() : 0;
     k.occupancy = op.getOccupancy().value_or(
         estimateOccupancy(c, runs.front()->level, target));
     for (const User &u : users)
@@ -360,7 +353,7 @@ void emitPlannedLevel(ConversionPatternRewriter &rewriter, PagedAttentionOp op,
                     ->getKernelConfigAttrHelper()
                     .getAttr(op);
   int64_t qoTile =
-      !op.isDecode() && config && isTiledFamily(config) ? config.getQTile() : 0;
+      !op.isDecode() && config && config.isTensorCore() ? config.getQTile() : 0;
   func::FuncOp splitFn = declare(
       module, kSplitFn, FunctionType::get(ctx, {ptr, i64Type}, {i32}), false);
   Value split =

@@ -177,6 +177,12 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
   let extraClassDeclaration = [{
     /// Threads per block.
     int64_t getNumThreads() const;
+    /// A tensor-core family (mma_sync or wgmma): a block owns a tile of
+    /// q_tile packed query rows in dynamic shared memory.
+    bool isTensorCore() const {
+      return getFamily() == KernelFamily::MmaSync ||
+             getFamily() == KernelFamily::Wgmma;
+    }
     /// mma_sync: warps along the query rows / along the KV tile, and m16
     /// tiles per warp.
     int64_t getWarpsQ() const { return getThreads()[1]; }
