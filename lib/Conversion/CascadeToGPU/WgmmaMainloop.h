@@ -85,13 +85,18 @@ constexpr int64_t wgmmaEntryRegisters(int64_t warpgroups) {
   int64_t r = 65536 / (kWgmmaProducerThreads * warpgroups) / 8 * 8;
   return r > 248 ? 248 : r;
 }
+/// The registers a block of a producer and `consumers` consumer warpgroups
+/// starts with, which setmaxnreg redistributes.
+constexpr int64_t wgmmaRegisterPool(int64_t consumers) {
+  return (consumers + 1) * kWgmmaProducerThreads *
+         wgmmaEntryRegisters(consumers + 1);
+}
 constexpr bool fitsEntryPool(WgmmaRegisterSplit s, int64_t consumers = 2) {
   return s.producer % 8 == 0 && s.consumer % 8 == 0 && s.producer >= 24 &&
          s.consumer <= 256 &&
          kWgmmaProducerThreads * s.producer +
                  consumers * kWgmmaProducerThreads * s.consumer <=
-             (consumers + 1) * kWgmmaProducerThreads *
-                 wgmmaEntryRegisters(consumers + 1);
+             wgmmaRegisterPool(consumers);
 }
 /// The splits of a producer and two consumers.
 inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
@@ -120,10 +125,9 @@ constexpr WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
       ropeInProducer
           ? (fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters)
           : (fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters);
-  int64_t pool = (consumers + 1) * kWgmmaProducerThreads *
-                 wgmmaEntryRegisters(consumers + 1);
-  int64_t rest = (pool - kWgmmaProducerThreads * s.producer) /
-                 (consumers * kWgmmaProducerThreads) / 8 * 8;
+  int64_t rest =
+      (wgmmaRegisterPool(consumers) - kWgmmaProducerThreads * s.producer) /
+      (consumers * kWgmmaProducerThreads) / 8 * 8;
   if (rest < s.consumer)
     s.consumer = rest;
   return s;
