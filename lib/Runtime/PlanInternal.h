@@ -25,11 +25,16 @@ namespace cascade::runtime::detail {
 
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 /// The most entries a plan's per-item or per-row host array may have
-/// (padded_batch_size, row_capacity): checked before anything is allocated,
-/// so that a small batch description cannot make the planner allocate
-/// gigabytes. 2^26 work items is far beyond any real batch (a million query
-/// rows of GQA group 8 in 16-row tiles are 2^19 tiles).
-constexpr int64_t kMaxPlanEntries = int64_t(1) << 26;
+/// (padded_batch_size, row_capacity), as a power of two: checked before
+/// anything is allocated, so that a small batch description cannot make the
+/// planner allocate and fill (and its JSON form print) hundreds of megabytes.
+/// 2^22 is 8x beyond a million-row prefill (a million query rows of GQA
+/// group 8 in 16-row tiles are 2^19 tiles); at the bound a plan's host arrays
+/// take ~100 MB and planning it well under a second. (It was 2^26: a
+/// one-request description of 60M query rows then took 2 GB and more than
+/// the fuzzer's 10 s under ASan.)
+constexpr int kMaxPlanEntriesLog2 = 22;
+constexpr int64_t kMaxPlanEntries = int64_t(1) << kMaxPlanEntriesLog2;
 
 inline int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 inline int64_t alignUp(int64_t v, int64_t a) { return (v + a - 1) / a * a; }

@@ -186,8 +186,8 @@ Status countWorkItems(const PlanInputs &in, Plan &p,
   if (items > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
                      "the plan has %lld work items, more than its bound of "
-                     "2^26",
-                     ll(items));
+                     "2^%d",
+                     ll(items), detail::kMaxPlanEntriesLog2);
   int64_t padded = items;
   if (in.cuda_graph) {
     if (decode) {
@@ -209,8 +209,8 @@ Status countWorkItems(const PlanInputs &in, Plan &p,
   }
   if (padded > kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
-                     "padded_batch_size %lld exceeds the plan's bound of 2^26",
-                     ll(padded));
+                     "padded_batch_size %lld exceeds the plan's bound of 2^%d",
+                     ll(padded), detail::kMaxPlanEntriesLog2);
   p.num_work_items = items;
   p.padded_batch_size = padded;
   return Status::success();

@@ -254,13 +254,13 @@ Status detail::validateAfterPageIds(const PlanInputs &in) {
                      ll(in.max_num_rows), in.qo_indptr[b]);
   if (in.max_num_rows > detail::kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
-                     "max_num_rows %lld exceeds the plan's bound of 2^26 rows",
-                     ll(in.max_num_rows));
+                     "max_num_rows %lld exceeds the plan's bound of 2^%d rows",
+                     ll(in.max_num_rows), detail::kMaxPlanEntriesLog2);
   if (in.mode == PlanMode::Prefill && in.qo_indptr[b] > detail::kMaxPlanEntries)
     return makeError(ErrorCode::Overflow,
                      "the batch has %d query rows, more than the plan's bound "
-                     "of 2^26",
-                     in.qo_indptr[b]);
+                     "of 2^%d",
+                     in.qo_indptr[b], detail::kMaxPlanEntriesLog2);
   return Status::success();
 }
 

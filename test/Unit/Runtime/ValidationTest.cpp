@@ -167,10 +167,13 @@ TEST(Validation, MaxNumRows) {
   Batch b = good();
   b.in.max_num_rows = int64_t(1) << 33;
   expectError(b, true, ErrorCode::Overflow,
-              "max_num_rows 8589934592 exceeds the plan's bound of 2^26 rows");
+              "max_num_rows 8589934592 exceeds the plan's bound of 2^22 rows");
   // The bound itself is accepted (nothing is allocated for it here: the
   // batch is not in graph mode).
-  b.in.max_num_rows = int64_t(1) << 26;
+  b.in.max_num_rows = int64_t(1) << 22;
   Plan p;
   EXPECT_TRUE(makePlan(b.inputs(true), p).ok());
+  b.in.max_num_rows = (int64_t(1) << 22) + 1;
+  expectError(b, true, ErrorCode::Overflow,
+              "max_num_rows 4194305 exceeds the plan's bound of 2^22 rows");
 }
