@@ -19,8 +19,9 @@ planned configuration (the output dtype), so plan() before tracing.
 Ops (namespace `cascade_mlir`):
   run(handle, q, paged_kv_cache, v_cache?) -> (out, lse)
       any planned wrapper (MultiLevelCascadeAttentionWrapper, batch decode,
-      batch prefill); paged_kv_cache is the 5-D pool, or the k pool with
-      v_cache the v pool. lse is base-2, float32 [rows, num_qo_heads].
+      batch prefill, ragged prefill); paged_kv_cache is the 5-D pool, or the
+      k pool with v_cache the v pool (the ragged wrapper: its contiguous k
+      and v, v_cache required). lse is base-2, float32 [rows, num_qo_heads].
   run_out(handle, q, paged_kv_cache, v_cache?, out, lse?) -> ()
       the same into caller-owned out / lse (mutated).
   shared_prefix_forward(handle, q, k_shared, v_shared, unique_kv_cache,
@@ -41,6 +42,7 @@ from torch import Tensor
 from . import cascade as _cascade
 from .decode import BatchDecodeWithPagedKVCacheWrapper
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
+from .ragged import BatchPrefillWithRaggedKVCacheWrapper
 
 __all__ = ["register", "wrapper_of", "run", "run_out", "shared_prefix_forward",
            "merge_state", "merge_state_in_place", "merge_states"]
@@ -167,9 +169,22 @@ def _op(name: str, kernel: Any, fake: Any, mutates: bool = False) -> Any:
 
 # --- wrappers' run ----------------------------------------------------------------
 
+def _ragged_kv(w: Any, paged_kv_cache: Tensor, v_cache: Optional[Tensor]) -> Any:
+    """(k, v) of a ragged wrapper's run(q, k, v); None for other wrappers."""
+    if not isinstance(w, BatchPrefillWithRaggedKVCacheWrapper):
+        return None
+    if v_cache is None:
+        raise ValueError("a BatchPrefillWithRaggedKVCacheWrapper runs on contiguous k and "
+                         "v: pass k as paged_kv_cache and v as v_cache")
+    return paged_kv_cache, v_cache
+
+
 def _run(handle: int, q: Tensor, paged_kv_cache: Tensor,
          v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     w = wrapper_of(handle)
+    ragged = _ragged_kv(w, paged_kv_cache, v_cache)
+    if ragged is not None:
+        return w.run(q, *ragged, return_lse=True)
     kv = _kv(paged_kv_cache, v_cache)
     # Batch decode / prefill planned on a GPU: the checked one-call run()
     # their run() takes when given no options (as here), without its frame.
@@ -188,7 +203,12 @@ def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
 
 def _run_out(handle: int, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
              out: Tensor, lse: Optional[Tensor] = None) -> None:
-    wrapper_of(handle).run(q, _kv(paged_kv_cache, v_cache), out=out, lse=lse)
+    w = wrapper_of(handle)
+    ragged = _ragged_kv(w, paged_kv_cache, v_cache)
+    if ragged is not None:
+        w.run(q, *ragged, out=out, lse=lse)
+    else:
+        w.run(q, _kv(paged_kv_cache, v_cache), out=out, lse=lse)
     _bump_versions((out,) if lse is None else (out, lse))
 
 

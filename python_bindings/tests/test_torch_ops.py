@@ -95,6 +95,28 @@ def test_opcheck_single_level_wrappers():
                           (torch_ops.register(p), torch.randn(5, H, D).half(), cache, None))
 
 
+def test_opcheck_ragged_wrapper():
+    """The ragged wrapper's run(q, k, v) through the op: k as paged_kv_cache,
+    v as v_cache (required)."""
+    i32 = torch.int32
+    r = cm.BatchPrefillWithRaggedKVCacheWrapper(None)
+    qo, kv = torch.tensor([0, 2, 5], dtype=i32), torch.tensor([0, 7, 13], dtype=i32)
+    r.plan(qo, kv, H, HKV, D, causal=True)
+    h = torch_ops.register(r)
+    q, k, v = torch.randn(5, H, D).half(), torch.randn(13, HKV, D).half(), \
+        torch.randn(13, HKV, D).half()
+    torch.library.opcheck(torch.ops.cascade_mlir.run, (h, q, k, v))
+    o, lse = torch.ops.cascade_mlir.run(h, q, k, v)
+    want_o, want_lse = r.run(q, k, v, return_lse=True)
+    assert torch.equal(o, want_o) and torch.equal(lse, want_lse)
+    out, l2 = torch.empty_like(q), torch.empty(5, H)
+    torch.library.opcheck(torch.ops.cascade_mlir.run_out, (h, q, k, v, out, l2))
+    torch.ops.cascade_mlir.run_out(h, q, k, v, out, l2)
+    assert torch.equal(out, want_o) and torch.equal(l2, want_lse)
+    with pytest.raises(ValueError, match="pass k as paged_kv_cache and v as v_cache"):
+        torch.ops.cascade_mlir.run(h, q, k, None)
+
+
 def test_unplanned_or_dead_wrapper_is_a_clear_error():
     w = cm.MultiLevelCascadeAttentionWrapper(2, None, "NHD")
     h = torch_ops.register(w)
