@@ -12,9 +12,11 @@ __all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
 
 class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
     """Batch prefill/append attention over a paged KV cache: plan() once per
-    step, run() per layer. Custom masks run on the CPU reference only (the
-    kernels do not take them yet); `backend` and the
-    JIT arguments are accepted and ignored (the compiler picks the kernel)."""
+    step, run() per layer. Custom masks (`custom_mask` / `packed_custom_mask`,
+    FlashInfer's layout) replace the causal mask and run on the tensor-core
+    prefill kernels (not in CUDA-graph mode, nor with auto_cascade:
+    UnsupportedFeatureError); `backend` and the JIT arguments are accepted
+    and ignored (the compiler picks the kernel)."""
 
     _decode = False
 

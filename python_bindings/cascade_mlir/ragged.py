@@ -56,8 +56,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         qo_indptr[i+1] - 1 and keys kv_indptr[i] .. kv_indptr[i+1] - 1 of
         the K/V given to run(); `causal` aligns each request's queries with
         its last keys. `custom_mask` / `packed_custom_mask` (FlashInfer's
-        layout) run on the CPU reference only; multi-item scoring is not
-        supported (both: UnsupportedFeatureError)."""
+        layout) replace the causal mask (not in CUDA-graph mode, nor with
+        auto_cascade); multi-item scoring is not supported (both:
+        UnsupportedFeatureError)."""
         reject_multi_item_scoring(prefix_len_ptr, token_pos_in_items_ptr,
                                   token_pos_in_items_len, max_item_len_ptr)
         if head_dim_vo is not None and head_dim_vo != head_dim_qk:
