@@ -169,29 +169,27 @@ def _op(name: str, kernel: Any, fake: Any, mutates: bool = False) -> Any:
 
 # --- wrappers' run ----------------------------------------------------------------
 
-def _ragged_kv(w: Any, paged_kv_cache: Tensor, v_cache: Optional[Tensor]) -> Any:
-    """(k, v) of a ragged wrapper's run(q, k, v); None for other wrappers."""
+def _wrapper_run(w: Any, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
+                 **kwargs: Any) -> Any:
+    """w.run in the wrapper's own signature: run(q, k, v, ...) for the ragged
+    wrapper (v_cache required), run(q, kv, ...) for the others."""
     if not isinstance(w, BatchPrefillWithRaggedKVCacheWrapper):
-        return None
+        return w.run(q, _kv(paged_kv_cache, v_cache), **kwargs)
     if v_cache is None:
         raise ValueError("a BatchPrefillWithRaggedKVCacheWrapper runs on contiguous k and "
                          "v: pass k as paged_kv_cache and v as v_cache")
-    return paged_kv_cache, v_cache
+    return w.run(q, paged_kv_cache, v_cache, **kwargs)
 
 
 def _run(handle: int, q: Tensor, paged_kv_cache: Tensor,
          v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
     w = wrapper_of(handle)
-    ragged = _ragged_kv(w, paged_kv_cache, v_cache)
-    if ragged is not None:
-        return w.run(q, *ragged, return_lse=True)
-    kv = _kv(paged_kv_cache, v_cache)
     # Batch decode / prefill planned on a GPU: the checked one-call run()
     # their run() takes when given no options (as here), without its frame.
     fast = w.__dict__.get("_fast_run") if type(w) in _FAST_RUN else None
-    o, lse = fast(q, kv, None, None, True) if fast is not None else \
-        w.run(q, kv, return_lse=True)
-    return o, lse
+    if fast is not None:
+        return fast(q, _kv(paged_kv_cache, v_cache), None, None, True)
+    return _wrapper_run(w, q, paged_kv_cache, v_cache, return_lse=True)
 
 
 def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
@@ -203,12 +201,7 @@ def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
 
 def _run_out(handle: int, q: Tensor, paged_kv_cache: Tensor, v_cache: Optional[Tensor],
              out: Tensor, lse: Optional[Tensor] = None) -> None:
-    w = wrapper_of(handle)
-    ragged = _ragged_kv(w, paged_kv_cache, v_cache)
-    if ragged is not None:
-        w.run(q, *ragged, out=out, lse=lse)
-    else:
-        w.run(q, _kv(paged_kv_cache, v_cache), out=out, lse=lse)
+    _wrapper_run(wrapper_of(handle), q, paged_kv_cache, v_cache, out=out, lse=lse)
     _bump_versions((out,) if lse is None else (out, lse))
 
 
