@@ -15,6 +15,9 @@
 #               wgmma family (the Hopper GPU check and benchmarks)
 #   bundle-sm90a-kvsplit/ the check's ops (kernels.mlir + mma_kernels.mlir)
 #               for sm_90a with wgmma-split-kv-barriers (run_h200.sh kvsplit)
+#   bundle-sm90a-c3/ the same ops for sm_90a with wgmma-consumers=3 (every
+#               wgmma kernel with three consumer warpgroups; run_h200.sh
+#               consumers3)
 #   rt-bundle/  kernels of the launcher check (test/Integration/runtime)
 #   mgpu/host.o host code of the mgpu integration test
 #   mgpu/python/ the Python package's bundles of the key cascade (32/8 and
@@ -31,7 +34,7 @@ BUILD=${1:-$ROOT/build}
 OUT=${2:-$ROOT/.carry}
 OPT=$BUILD/bin/cascade-opt
 PTXAS=${PTXAS:-$(command -v ptxas || echo /usr/local/cuda/bin/ptxas)}
-rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/fp8-bundle-sm90a" "$OUT/bundle-sm90a" "$OUT/bundle-sm90a-kvsplit" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
+rm -rf "$OUT/bundle" "$OUT/fp8-bundle" "$OUT/fp8-bundle-sm90a" "$OUT/bundle-sm90a" "$OUT/bundle-sm90a-kvsplit" "$OUT/bundle-sm90a-c3" "$OUT/rt-bundle" "$OUT/mgpu" "$OUT/deps"
 mkdir -p "$OUT"
 cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
   "$OPT" --cascade-to-ptx="bundle-dir=$OUT/bundle" -o /dev/null
@@ -52,6 +55,11 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
   "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a-kvsplit" -o /dev/null
 "$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a-kvsplit/kernels.ptx" \
   -o "$OUT/bundle-sm90a-kvsplit/kernels.sm_90a.cubin"
+cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
+  "$OPT" --cascade-select-kernel-config="chip=sm_90a wgmma-consumers=3" |
+  "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a-c3" -o /dev/null
+"$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a-c3/kernels.ptx" \
+  -o "$OUT/bundle-sm90a-c3/kernels.sm_90a.cubin"
 "$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/rt-bundle" -o /dev/null
 work=$(mktemp -d)

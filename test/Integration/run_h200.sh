@@ -2,7 +2,7 @@
 # Every GPU check and benchmark, on the GPU machine (no LLVM/MLIR there),
 # from the repository root, with the folder test/Integration/prepare_carry.sh
 # made here carried to .carry:
-#   bash test/Integration/run_h200.sh [checks|bench|fp8|fp8-hopper|hopper|kvsplit|mgpu|all]
+#   bash test/Integration/run_h200.sh [checks|bench|fp8|fp8-hopper|hopper|kvsplit|consumers3|mgpu|all]
 # First, the runtime's Python module (cascade_mlir, runtime-only, no kernels:
 # the check and the benchmarks plan through it) is installed into SITE
 # (default /tmp/cascade-site-runtime) by python_bindings/tests/gpu/run_h200.sh
@@ -47,6 +47,12 @@
 #   quick causal prefill rows of bundle-sm90a, whose tuning variants
 #   (wgmma_tune.mlir) hold joint and split kernels side by side (the A/B;
 #   logs under $OUT/kvsplit).
+# consumers3: the wgmma kernels with three consumer warpgroups (192 query
+#   rows a block, wgmma-consumers=3): the tensor-core float64 check and
+#   compute-sanitizer on bundle-sm90a-c3, then the causal prefill A/B of
+#   bundle-sm90a's default (kv128 s3) against its three-consumer tuning
+#   variants (q192 kv64 s3) and the two-level decode cascade with every
+#   shared-prefix kernel of bundle-sm90a (logs under $OUT/c3).
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -235,6 +241,28 @@ if [[ $WHAT == kvsplit ]]; then
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows prefill --quick \
     > "$O/kvsplit/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|torch|FlashInfer)" "$O/kvsplit/attention.log" | cut -c1-220
+fi
+if [[ $WHAT == consumers3 ]]; then
+  echo "== wgmma, three consumer warpgroups: float64 check (bundle-sm90a-c3), A/B (bundle-sm90a)"
+  mkdir -p "$O/c3"
+  K=$C/bundle-sm90a-c3
+  python3 test/Integration/gpu/check.py "$K" --tensor-core > "$O/c3/check.log" 2>&1 || rc=1
+  grep -E "^FAIL|HANG|cases passed" "$O/c3/check.log" || rc=1
+  grep -q "cases passed" "$O/c3/check.log" && ! grep -q "^FAIL" "$O/c3/check.log" || rc=1
+  python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows prefill --quick --family wgmma \
+    --kernels '(kv128_s3|q192_kv64_s3)$' > "$O/c3/prefill.log" 2>&1 || rc=1
+  grep -E "^\| (prefill|torch|FlashInfer)" "$O/c3/prefill.log" | cut -c1-220
+  python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows cascade \
+    > "$O/c3/cascade.log" 2>&1 || rc=1
+  grep -E "^\| cascade 2|^FlashInfer cascade|HANG|Error" "$O/c3/cascade.log" | cut -c1-260
+  for tool in memcheck racecheck; do
+    CASCADE_HANG_TIMEOUT_S=600 timeout "${C3_SANITIZE_S:-120}" compute-sanitizer --tool $tool \
+      python3 test/Integration/gpu/check.py "$K" --tensor-core --small \
+      > "$O/c3/sanitizer-$tool.log" 2>&1
+    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/c3/sanitizer-$tool.log" | tail -1)"
+  done
+  grep -q "ERROR SUMMARY: 0 errors" "$O/c3/sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/c3/sanitizer-racecheck.log" || rc=1
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"

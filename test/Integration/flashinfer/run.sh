@@ -28,14 +28,32 @@ rc=0
 # run over calls, e.g. FILES=test_batch_prefill_kernels), and
 # CASCADE_FI_SHARD=i/n runs every n-th test of each file from the i-th (the
 # prefill file's 13,104 tests over n calls); outputs then end in .shard<i>of<n>.
-# Pytest arguments (e.g. -k) pass through.
-suffix=""
-[ -n "${CASCADE_FI_SHARD:-}" ] && suffix=".shard${CASCADE_FI_SHARD%/*}of${CASCADE_FI_SHARD#*/}"
+# CASCADE_FI_JOBS=n instead runs all n shards of each file at once, one
+# pytest process each, on the one GPU (the tests are small: a process is
+# bound by its host time, not by the GPU), so that the prefill file fits in
+# one call. Pytest arguments (e.g. -k) pass through.
+run_file() { # FILE SHARD (i/n or empty)
+  local suffix=""
+  [ -n "$2" ] && suffix=".shard${2%/*}of${2#*/}"
+  ( cd "$W" && CASCADE_FI_SHARD=$2 PYTHONPATH=$W/shim:$W:$SITE python3 -m pytest \
+      -p no:cacheprovider -q -rfs --junitxml="$O/$1$suffix.xml" "tests/attention/$1.py" \
+      "${@:3}" ) > "$O/$1$suffix.log" 2>&1
+  local r=$?
+  echo "== $1$suffix: $(tail -1 "$O/$1$suffix.log")"
+  return $r
+}
+jobs=${CASCADE_FI_JOBS:-1}
 for f in ${FILES:-test_shared_prefix_kernels test_batch_decode_kernels test_batch_prefill_kernels}; do
-  echo "== $f$suffix"
-  ( cd "$W" && PYTHONPATH=$W/shim:$W:$SITE python3 -m pytest -p no:cacheprovider -q -rfs \
-      --junitxml="$O/$f$suffix.xml" "tests/attention/$f.py" "$@" ) > "$O/$f$suffix.log" 2>&1 || rc=1
-  tail -1 "$O/$f$suffix.log"
+  if (( jobs > 1 )); then
+    pids=()
+    for ((i = 0; i < jobs; i++)); do
+      run_file "$f" "$i/$jobs" "$@" &
+      pids+=($!)
+    done
+    for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  else
+    run_file "$f" "${CASCADE_FI_SHARD:-}" "$@" || rc=1
+  fi
 done
 python3 test/Integration/flashinfer/summary.py "$O" | tee "$O/summary.txt"
 [ "${PIPESTATUS[0]}" = 0 ] || rc=1
