@@ -75,6 +75,15 @@ bool kernelFamilySupportsKVType(KernelFamily family, Type qType, Type kvType,
 /// 128-byte swizzle panels of 16-bit elements (64, 128 or 256).
 bool wgmmaFamilySupportsHeadDim(int64_t headDim);
 
+/// Whether a wgmma block of `consumers` consumer warpgroups can hold the
+/// P.V accumulator of `headDim`: ptxas compiles the kernel within the
+/// registers a thread has at entry (the 64K register file over the block,
+/// 168 with two consumers, 128 with three; setmaxnreg only moves them at run
+/// time), and one wgmma needs its whole f32 output tile (head_dim / 2
+/// registers a thread) live with its operands' ~30. Head_dim 256 with three
+/// consumers needs 158 of 128: ptxas stops with "insufficient registers".
+bool wgmmaConsumersHoldHeadDim(int64_t consumers, int64_t headDim);
+
 /// Whether the wgmma producer's gather of an fp8 cache tiles a KV tile of
 /// `kvTile` keys: its 128 threads copy 16-byte chunks (16 fp8 elements),
 /// 2048 / head_dim whole rows a pass.

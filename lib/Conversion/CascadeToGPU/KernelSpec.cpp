@@ -523,6 +523,13 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
     if (!wgmmaFamilySupportsHeadDim(c.headDim))
       return bad("the wgmma family needs head_dim 64, 128 or 256 (whole "
                  "128-byte swizzle panels; use mma_sync)");
+    if (!wgmmaConsumersHoldHeadDim(config.getConsumerWarpgroups(), c.headDim))
+      return bad("its " + Twine(config.getConsumerWarpgroups()) +
+                 " consumer warpgroups leave a thread too few registers for "
+                 "head_dim " +
+                 Twine(c.headDim) + "'s f32 output tile (" +
+                 Twine(c.headDim / 2) +
+                 " a thread, all live in one wgmma); use two consumers");
     if (isFp8KVType(c.kvType) && config.hasSplitKVBarriers())
       return bad("an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = "
                  "joint): its producer converts and publishes whole tiles");

@@ -6,7 +6,7 @@
 // tile first; the consumers release a stage after its P.V): the option is
 // refused unless K and V have rings of their own.
 // CHECK-LABEL: func.func @prefill_two_stages
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2, kv_barriers = split>
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 2, kv_barriers = split>
 func.func @prefill_two_stages(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>,
                               %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                               %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {

@@ -78,7 +78,7 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
 // PTX-NEXT: shr.u64 %rd{{[0-9]+}}, [[PAIR]], [[SH]];
 // PTX: wgmma.mma_async
-// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w3x1_q128_kv128_s3(
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q192_kv64_s4(
 // PTX-NOT: ld.global.b32 %rd
 // PTX-NOT: shr.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, %r{{[0-9]+}};
 // PTX: ret;

@@ -154,3 +154,20 @@ func.func @wgmma_fp8_short_kv_tile(%q: memref<?x32x64xf16>, %cache: memref<?x2x1
        cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 16, stages = 4>}
   return
 }
+
+// -----
+
+// Three consumer warpgroups at head_dim 256: ptxas compiles the kernel within
+// the 128 registers a thread of a four-warpgroup block has at entry, and the
+// P.V wgmma needs its 128-register output tile and operands live at once.
+func.func @wgmma_three_consumers_d256(%q: memref<?x16x256xf16>, %cache: memref<?x2x16x4x256xf16>, %qo: memref<?xi32>,
+                                      %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                                      %o: memref<?x16x256xf16>, %lse: memref<?x16xf32>) {
+  // expected-error@+1 {{cannot run this attention: its 3 consumer warpgroups leave a thread too few registers for head_dim 256's f32 output tile (128 a thread, all live in one wgmma); use two consumers}}
+  cascade.paged_attention q(%q : memref<?x16x256xf16>) kv(%cache : memref<?x2x16x4x256xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x16x256xf16>, memref<?x16xf32>)
+      {page_size = 16 : i64,
+       cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 2, kv_barriers = split>}
+  return
+}

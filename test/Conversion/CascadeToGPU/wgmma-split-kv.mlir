@@ -1,12 +1,13 @@
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true" | FileCheck %s --check-prefix=SELECT
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true wgmma-consumers=2" | FileCheck %s --check-prefix=SELECT
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a | FileCheck %s --check-prefix=JOINT
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true" --convert-cascade-to-gpu | FileCheck %s
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true wgmma-consumers=2" --convert-cascade-to-gpu | FileCheck %s
 
 // wgmma-split-kv-barriers: the wgmma kernels keep K and V under barrier
 // rings of their own (kv_barriers = split, a kernel name of its own; off by
-// default). The producer issues K one tile ahead of V, each part its own
-// cp.async group, and publishes the part issued before once only the newest
-// group is in flight (cp.async.wait_group 1); the consumers release K_i
+// default; two consumers here, which the RUN lines pin). The producer
+// issues K one tile ahead of V, each part its own cp.async group, and
+// publishes the part issued before once only the newest group is in flight
+// (cp.async.wait_group 1); the consumers release K_i
 // right after the wgmma wait that covers S_i = Q K_i^T, and V_{i-1} after
 // the one that covers P_{i-1} V_{i-1}. RoPE rotates the K tiles only.
 
@@ -18,7 +19,7 @@
 // SELECT: #cascade.kernel_config<rows,
 // SELECT-NOT: kv_barriers
 // JOINT-LABEL: func.func @prefill_causal
-// JOINT: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>
+// JOINT: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>
 // JOINT-NOT: kv_barriers
 
 // CHECK-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w3x1_q128_kv128_s3_kvsplit(
