@@ -93,7 +93,8 @@ bool cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
 }
 
 bool cascade::wgmmaConsumersHoldHeadDim(int64_t consumers, int64_t headDim) {
-  return headDim / 2 + 30 <= wgmmaEntryRegisters(1 + consumers);
+  return headDim / 2 + kWgmmaOperandRegisters <=
+         wgmmaEntryRegisters(1 + consumers);
 }
 
 bool cascade::wgmmaFp8GatherFits(int64_t kvTile, int64_t headDim) {
@@ -474,15 +475,15 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   // So do more than two consumers, whose share of the register file (152 a
   // thread with three) spills a 128-token S tile (1.5 KB a thread at
   // head_dim 128 by ptxas).
-  bool wide = in.shape.headDim <= 128 && !in.shape.heavyOptions &&
-              !in.shape.customMask && consumers <= 2;
+  bool wide =
+      s.headDim <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
   int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
   // An fp8 cache needs a joint ring (three stages or more) and adds its
   // staging rings, so its KV tiles shrink until three stages fit: 64
   // tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
-  bool fp8 = isFp8KVType(in.shape.kvType);
+  bool fp8 = isFp8KVType(s.kvType);
   int64_t minStages = fp8 ? 3 : 2;
-  int64_t minKVTile = fp8 ? std::max<int64_t>(16, 2048 / in.shape.headDim) : 16;
+  int64_t minKVTile = fp8 ? std::max<int64_t>(16, 2048 / s.headDim) : 16;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : minStages;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);

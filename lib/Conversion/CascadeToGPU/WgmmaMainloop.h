@@ -85,6 +85,10 @@ constexpr int64_t wgmmaEntryRegisters(int64_t warpgroups) {
   int64_t r = 65536 / (kWgmmaProducerThreads * warpgroups) / 8 * 8;
   return r > 248 ? 248 : r;
 }
+/// Registers a consumer thread needs besides a wgmma's f32 accumulator to
+/// issue it (operand fragments, descriptors, addresses): ptxas asked for
+/// 158 at head_dim 256 (a 128-register output tile) where 128 were left.
+inline constexpr int64_t kWgmmaOperandRegisters = 30;
 /// The registers a block of a producer and `consumers` consumer warpgroups
 /// starts with, which setmaxnreg redistributes.
 constexpr int64_t wgmmaRegisterPool(int64_t consumers) {
