@@ -50,9 +50,10 @@
 # consumers3: the wgmma kernels with three consumer warpgroups (192 query
 #   rows a block, wgmma-consumers=3): the tensor-core float64 check and
 #   compute-sanitizer on bundle-sm90a-c3, then the causal prefill A/B of
-#   bundle-sm90a's default (kv128 s3) against its three-consumer tuning
-#   variants (q192 kv64 s3) and the two-level decode cascade with every
-#   shared-prefix kernel of bundle-sm90a (logs under $OUT/c3).
+#   bundle-sm90a's default (three consumers, q192 kv64 s4) against its tuning
+#   variants (two consumers kv128 s3, the default before; three with kv64
+#   s3) and the two-level decode cascade with every shared-prefix kernel of
+#   bundle-sm90a (logs under $OUT/c3).
 # Logs go to $OUT (or ./out). Exit status: non-zero if any check failed.
 set -uo pipefail
 WHAT=${1:-all}
@@ -224,20 +225,26 @@ if [[ $WHAT == all || $WHAT == hopper ]]; then
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" > "$O/sm90a/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|cascade|torch|FlashInfer)" "$O/sm90a/attention.log" | cut -c1-220
 fi
+# The float64 check of bundle $1's tensor-core ops (logs under $2), then
+# compute-sanitizer memcheck and racecheck on its small cases, each within
+# $3 seconds; rc=1 unless all pass.
+tc_check_and_sanitize() {
+  python3 test/Integration/gpu/check.py "$1" --tensor-core > "$2/check.log" 2>&1 || rc=1
+  grep -E "^FAIL|HANG|cases passed" "$2/check.log" || rc=1
+  grep -q "cases passed" "$2/check.log" && ! grep -q "^FAIL" "$2/check.log" || rc=1
+  local tool
+  for tool in memcheck racecheck; do
+    CASCADE_HANG_TIMEOUT_S=600 timeout "$3" compute-sanitizer --tool $tool python3 \
+      test/Integration/gpu/check.py "$1" --tensor-core --small > "$2/sanitizer-$tool.log" 2>&1
+    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$2/sanitizer-$tool.log" | tail -1)"
+  done
+  grep -q "ERROR SUMMARY: 0 errors" "$2/sanitizer-memcheck.log" || rc=1
+  grep -q "RACECHECK SUMMARY: 0 hazards" "$2/sanitizer-racecheck.log" || rc=1
+}
 if [[ $WHAT == kvsplit ]]; then
   echo "== wgmma split K/V barriers: float64 check (bundle-sm90a-kvsplit), A/B prefill (bundle-sm90a)"
   mkdir -p "$O/kvsplit"
-  K=$C/bundle-sm90a-kvsplit
-  python3 test/Integration/gpu/check.py "$K" --tensor-core > "$O/kvsplit/check.log" 2>&1 || rc=1
-  grep -E "^FAIL|cases passed" "$O/kvsplit/check.log" || rc=1
-  grep -q "cases passed" "$O/kvsplit/check.log" && ! grep -q "^FAIL" "$O/kvsplit/check.log" || rc=1
-  for tool in memcheck racecheck; do
-    CASCADE_HANG_TIMEOUT_S=600 timeout 240 compute-sanitizer --tool $tool python3 test/Integration/gpu/check.py "$K" \
-      --tensor-core --small > "$O/kvsplit/sanitizer-$tool.log" 2>&1
-    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/kvsplit/sanitizer-$tool.log" | tail -1)"
-  done
-  grep -q "ERROR SUMMARY: 0 errors" "$O/kvsplit/sanitizer-memcheck.log" || rc=1
-  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/kvsplit/sanitizer-racecheck.log" || rc=1
+  tc_check_and_sanitize "$C/bundle-sm90a-kvsplit" "$O/kvsplit" 240
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows prefill --quick \
     > "$O/kvsplit/attention.log" 2>&1 || rc=1
   grep -E "^\| (prefill|torch|FlashInfer)" "$O/kvsplit/attention.log" | cut -c1-220
@@ -245,24 +252,13 @@ fi
 if [[ $WHAT == consumers3 ]]; then
   echo "== wgmma, three consumer warpgroups: float64 check (bundle-sm90a-c3), A/B (bundle-sm90a)"
   mkdir -p "$O/c3"
-  K=$C/bundle-sm90a-c3
-  python3 test/Integration/gpu/check.py "$K" --tensor-core > "$O/c3/check.log" 2>&1 || rc=1
-  grep -E "^FAIL|HANG|cases passed" "$O/c3/check.log" || rc=1
-  grep -q "cases passed" "$O/c3/check.log" && ! grep -q "^FAIL" "$O/c3/check.log" || rc=1
+  tc_check_and_sanitize "$C/bundle-sm90a-c3" "$O/c3" "${C3_SANITIZE_S:-120}"
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows prefill --quick --family wgmma \
-    --kernels '(kv128_s3|q192_kv64_s3)$' > "$O/c3/prefill.log" 2>&1 || rc=1
+    --kernels '(q128_kv128_s3|q192_kv64_s[34])$' > "$O/c3/prefill.log" 2>&1 || rc=1
   grep -E "^\| (prefill|torch|FlashInfer)" "$O/c3/prefill.log" | cut -c1-220
   python3 -m benchmarks.attention.bench "$C/bundle-sm90a" --rows cascade \
     > "$O/c3/cascade.log" 2>&1 || rc=1
   grep -E "^\| cascade 2|^FlashInfer cascade|HANG|Error" "$O/c3/cascade.log" | cut -c1-260
-  for tool in memcheck racecheck; do
-    CASCADE_HANG_TIMEOUT_S=600 timeout "${C3_SANITIZE_S:-120}" compute-sanitizer --tool $tool \
-      python3 test/Integration/gpu/check.py "$K" --tensor-core --small \
-      > "$O/c3/sanitizer-$tool.log" 2>&1
-    echo "== $tool: $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/c3/sanitizer-$tool.log" | tail -1)"
-  done
-  grep -q "ERROR SUMMARY: 0 errors" "$O/c3/sanitizer-memcheck.log" || rc=1
-  grep -q "RACECHECK SUMMARY: 0 hazards" "$O/c3/sanitizer-racecheck.log" || rc=1
 fi
 if [[ $WHAT == all || $WHAT == bench ]]; then
   echo "== benchmarks"

@@ -7,12 +7,14 @@
 // `_kvsplit` variants (kv_barriers = split, what wgmma-split-kv-barriers
 // selects) give K and V barrier rings of their own, next to the joint ring
 // of the same tile and depth: the A/B of FlashAttention-3's separate K and
-// V pipelines. The default, kv128 s3, comes from mma_kernels.mlir; kv64 s4
-// was the default before the producer's copies published their own tiles.
-// The `w4x1_q192` variants have three consumer warpgroups (192 query rows a
-// block, 152 registers a consumer thread): the causal prefill in f16 and
-// bf16 and the cascade's shared-prefix level (a split prefill), with 64-key
-// tiles in 3 stages (128-key tiles spill at 152 registers).
+// V pipelines. The default, three consumer warpgroups (192 query rows a
+// block, 152 registers a consumer thread) with 64-key tiles in 4 stages,
+// comes from mma_kernels.mlir; two consumers with kv128 s3, the default
+// before, and kv64 s4, the one before the producer's copies published their
+// own tiles, are here. The other `w4x1_q192` variants have three consumers
+// with 3 stages: the causal prefill in f16 and bf16 and the cascade's
+// shared-prefix level (a split prefill, which keeps two by default; 128-key
+// tiles spill at 152 registers).
 // Last, the decode cascade's unique level (an accumulating decode, 32/8
 // heads): `bench.py --rows cascade` times each of them as that level.
 
@@ -157,15 +159,40 @@ func.func @f16_prefix_g4_wgmma_w4_kv64_s3(%q: memref<?x32x128xf16>, %kv: memref<
   return
 }
 
-// Three consumers on the benchmark's other prefill shapes and with the
-// deeper ring wgmma-consumers=3 selects (kv64 s4): causal D128, non-causal
-// D128 and causal D64, f16 and bf16.
+// The two-consumer configurations that were the defaults before three
+// consumers (causal D128 kv128 s3, causal D64 kv128 s4; non-causal D128
+// kv128 s3 is above), and three consumers in 3 stages on non-causal D128:
+// the A/B partners of the defaults.
 
-func.func @wgmma_tune_causal_f16_d128_w4_kv64_s4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+func.func @wgmma_tune_causal_f16_d128_w3_kv128_s3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>}
+  return
+}
+
+func.func @wgmma_tune_causal_f16_d64_w3_kv128_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4>}
+  return
+}
+
+func.func @wgmma_tune_causal_bf16_d128_w3_kv128_s3(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>}
+  return
+}
+
+func.func @wgmma_tune_causal_bf16_d64_w3_kv128_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4>}
   return
 }
 
@@ -177,51 +204,11 @@ func.func @wgmma_tune_full_f16_d128_w4_kv64_s3(%q: memref<?x32x128xf16>, %kv: me
   return
 }
 
-func.func @wgmma_tune_full_f16_d128_w4_kv64_s4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
-      qo_indptr(%qo : memref<?xi32>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
-  return
-}
-
-func.func @wgmma_tune_causal_f16_d64_w4_kv64_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
-      qo_indptr(%qo : memref<?xi32>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
-  return
-}
-
-func.func @wgmma_tune_causal_bf16_d128_w4_kv64_s4(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
-      qo_indptr(%qo : memref<?xi32>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
-  return
-}
-
 func.func @wgmma_tune_full_bf16_d128_w4_kv64_s3(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 3>}
-  return
-}
-
-func.func @wgmma_tune_full_bf16_d128_w4_kv64_s4(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
-      qo_indptr(%qo : memref<?xi32>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
-  return
-}
-
-func.func @wgmma_tune_causal_bf16_d64_w4_kv64_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
-  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
-      qo_indptr(%qo : memref<?xi32>)
-      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
   return
 }
 
