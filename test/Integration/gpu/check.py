@@ -10,7 +10,10 @@ Every case draws fresh random inputs, poisons the outputs (NaN), launches the
 kernel(s) and compares with a float64 reference. Error metric:
 max|out - ref| / max|ref| for v/o, and max|lse - ref| / max(1, max|ref|) over
 finite entries (the -inf entries must match exactly). Thresholds: f16/f32
-1e-3, bf16 1e-2; NaN never passes. Exit code 1 if any case fails.
+1e-3, bf16 1e-2; a fused cascade of L levels, whose state is rounded to o's
+dtype after every level, adds L - 1 units of that rounding (2^-11 for f16,
+2^-8 for bf16) to the v/o bound (docs/semantics.md, "Fused cascades round
+their state"); NaN never passes. Exit code 1 if any case fails.
 Every plan (split-KV work items, partial-state layout, grid slack) is the
 runtime's (cascade_mlir._runtime.plan; see plans.py); kernels are launched by
 benchmarks.common.bundle, which binds parameters by name from the manifest.
@@ -36,7 +39,11 @@ def thr(dtype):
     return 1e-2 if dtype == "bf16" else 1e-3
 
 
-def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note=""):
+# The relative rounding of one store to a state dtype.
+UNIT_ROUNDOFF = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8, "f32": 2.0 ** -24}
+
+
+def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note="", state_roundings=1):
     o = np.asarray(o, np.float64)
     s = np.asarray(s, np.float64)
     nan = bool(np.isnan(o).any() or np.isnan(s).any())
@@ -50,7 +57,8 @@ def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note=""):
                    max(1.0, np.abs(s_ref[fin]).max()))
     else:
         es = 0.0
-    ok = (not nan) and inf_ok and eo <= thr(dtype) and es <= thr(dtype) and extra_ok
+    thr_o = thr(dtype) + (state_roundings - 1) * UNIT_ROUNDOFF[dtype]
+    ok = (not nan) and inf_ok and eo <= thr_o and es <= thr(dtype) and extra_ok
     results.append((name, dtype, eo, es, nan, inf_ok and extra_ok, ok, note))
     print(f"{'PASS' if ok else 'FAIL'} {name:58s} {dtype:5s} v/o {eo:.2e} lse {es:.2e}"
           f" nan={nan} exact/-inf={inf_ok and extra_ok} {note}", flush=True)
@@ -608,7 +616,7 @@ def check_cascade_fused(b, rng, *, levels, B, prefix, D=128, Hqo=32, Hkv=8, ps=1
     record(f"cascade {levels} levels fused prefix={prefix} B={B} Hqo/Hkv={Hqo}/{Hkv} D={D} "
            f"split={split_prefix}/{split_last}", dtype,
            from_storage(cp.asnumpy(o), dtype), o_ref, cp.asnumpy(lse), lse_ref, True,
-           f"launches={launches}")
+           f"launches={launches}", state_roundings=levels)
 
 
 def mma_cases(b, rng, small=False):
