@@ -49,17 +49,16 @@ cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_ke
   "$ROOT/test/Integration/gpu/wgmma_tune.mlir" |
   "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a" -o /dev/null
 "$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a/kernels.ptx" -o "$OUT/bundle-sm90a/kernels.sm_90a.cubin"
-# Selection first with the option; cascade-to-ptx keeps those configurations.
-cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
-  "$OPT" --cascade-select-kernel-config="chip=sm_90a wgmma-split-kv-barriers=true" |
-  "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a-kvsplit" -o /dev/null
-"$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a-kvsplit/kernels.ptx" \
-  -o "$OUT/bundle-sm90a-kvsplit/kernels.sm_90a.cubin"
-cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
-  "$OPT" --cascade-select-kernel-config="chip=sm_90a wgmma-consumers=3" |
-  "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/bundle-sm90a-c3" -o /dev/null
-"$PTXAS" -arch=sm_90a "$OUT/bundle-sm90a-c3/kernels.ptx" \
-  -o "$OUT/bundle-sm90a-c3/kernels.sm_90a.cubin"
+# The check's ops for sm_90a with selection options $2 (selection first;
+# cascade-to-ptx keeps those configurations), into $OUT/$1.
+selected_sm90a_bundle() {
+  cat "$ROOT/test/Integration/gpu/kernels.mlir" "$ROOT/test/Integration/gpu/mma_kernels.mlir" |
+    "$OPT" --cascade-select-kernel-config="chip=sm_90a $2" |
+    "$OPT" --cascade-to-ptx="chip=sm_90a bundle-dir=$OUT/$1" -o /dev/null
+  "$PTXAS" -arch=sm_90a "$OUT/$1/kernels.ptx" -o "$OUT/$1/kernels.sm_90a.cubin"
+}
+selected_sm90a_bundle bundle-sm90a-kvsplit wgmma-split-kv-barriers=true
+selected_sm90a_bundle bundle-sm90a-c3 wgmma-consumers=3
 "$OPT" "$ROOT/test/Integration/runtime/kernels.mlir" \
   --cascade-to-ptx="bundle-dir=$OUT/rt-bundle" -o /dev/null
 work=$(mktemp -d)
