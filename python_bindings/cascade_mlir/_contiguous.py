@@ -4,10 +4,11 @@ page of a page-size-1 (k, v) pair pool, whose page table is the identity.
 A contiguous K of [tokens, num_kv_heads, head_dim] (NHD) reshaped to
 [tokens, 1, num_kv_heads, head_dim] is, without a copy, a pair-form pool of
 one-token pages; request i's pages are kv_indptr[i] .. kv_indptr[i+1] - 1.
-The kernels look up the page of every key row they load whatever the page
-size (lib/Conversion/CascadeToGPU/PagedKV.cpp), so a page size of 1 costs
-one int32 load per key row more than nothing (measured by
-benchmarks/python/bench.py's ragged row). HND input ([num_kv_heads, tokens,
+The ragged wrapper runs the kernels' ragged form (kv_form "ragged": no
+kv_indices, so a key's page is kv_indptr[i] + its position, computed, not
+loaded); the single-request functions and automatic cascades over ragged
+K/V pass the identity table below to the paged (pair) kernels, which look
+up the page of every key row they load. HND input ([num_kv_heads, tokens,
 head_dim]) is copied to NHD first.
 """
 

@@ -171,6 +171,11 @@ class Engine:
         self.program: Any = None
         self.cfg: Optional[AttentionConfig] = None
         self.levels: List[Level] = []
+        #: The kernels' form for a (k, v) pair given to run() at slot 0:
+        #: "pair" (looked up in the plan's page table), or "ragged" (the
+        #: ragged wrapper's contiguous K/V, whose page table is the identity:
+        #: the kernels compute the address instead of loading a page id).
+        self.pair_form = "pair"
 
     def reset_workspace_buffer(self, float_workspace_buffer: Any,
                                int_workspace_buffer: Any = None) -> None:
@@ -187,6 +192,8 @@ class Engine:
 
     def _keys(self, form_slot0: str) -> List[str]:
         assert self.cfg is not None
+        if form_slot0 == "pair":
+            form_slot0 = self.pair_form
         keys = []
         for lv in self.levels:
             form = "pair" if lv.kv_slot == 1 else form_slot0
@@ -195,8 +202,9 @@ class Engine:
 
     def _plan_form(self) -> str:
         """The KV form whose kernels the plan is computed with: the pool,
-        unless only pair bundles exist and nothing can be compiled."""
-        for form in ("pool", "pair"):
+        unless only pair bundles exist and nothing can be compiled (ragged
+        K/V: the ragged kernels, the only ones it runs)."""
+        for form in ("pair",) if self.pair_form == "ragged" else ("pool", "pair"):
             if all(kernels.find_bundle(k, self.dev.chip) for k in self._keys(form)):
                 return form
         return "pool"

@@ -78,6 +78,10 @@ def auto_cascade_options(auto_cascade: Union[bool, None, Dict[str, float]]
 
 class SingleLevelWrapper:
     _decode = True
+    #: run() takes contiguous (k, v) whose page table is the identity (the
+    #: ragged wrapper): a plain plan runs the ragged kernels, which compute
+    #: a key's address instead of loading its page id.
+    _contiguous_kv = False
     #: FlashInfer's run(), defined by each wrapper.
     run: Callable[..., Any]
 
@@ -191,6 +195,9 @@ class SingleLevelWrapper:
                                  custom_mask=custom_mask, **split)]
             buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
+            # An automatic cascade's levels index the tokens through tables.
+            self._engine.pair_form = "ragged" if self._contiguous_kv and auto is None \
+                else "pair"
             self._engine.plan(cfg, levels, buffers)
             self._fast_run = self._engine.program.run
             self.__dict__.pop("run", None)

@@ -37,7 +37,9 @@ _DTYPE_NAMES: Dict[str, str] = {
 #: The fp8 KV dtypes (KV only: q and outputs stay f16/bf16/f32).
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
 KV_LAYOUTS = ("nhd", "hnd")
-KV_FORMS = ("pool", "pair")
+#: A page pool, a (k, v) pair of pools, or ragged K/V (a pair without a page
+#: table: request i's pages are kv_indptr[i] onwards).
+KV_FORMS = ("pool", "pair", "ragged")
 POS_ENCODINGS = ("none", "rope_llama", "alibi")
 #: How KV is scaled: not at all, or one scale per tensor. fp8 KV kernels
 #: always take run()'s k_scale / v_scale (1 when not given), whatever this

@@ -206,6 +206,12 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(32, 8, 128), (32, 8, 64)], page_size=1, form="pair",
                            groups=masked)
     keys += _attention_set([(32, 8, 128), (32, 8, 64)], groups=masked)
+    # The ragged wrapper: the same page-1 pairs without a page table.
+    keys += _attention_set([(32, 8, 128)], page_size=1, form="ragged",
+                           groups=prefill_groups + masked)
+    keys += _attention_set([(32, 8, 64)], page_size=1, form="ragged", groups=masked)
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="ragged",
+                           groups=prefill_groups, pos_encoding="rope_llama")
     return keys
 
 

@@ -1,9 +1,9 @@
 """`flashinfer.prefill`'s ragged-KV prefill wrapper over Cascade-MLIR:
 ragged queries over contiguous ragged K/V (the prompt before it is paged).
 
-K/V of [kv_indptr[-1], num_kv_heads, head_dim] run on the paged prefill
-kernels as a page-size-1 pair pool with the identity page table (no copy;
-_contiguous.py says why that is the kernel-level choice)."""
+K/V of [kv_indptr[-1], num_kv_heads, head_dim] run on the ragged form of
+the prefill kernels: a page-size-1 pair pool without a page table (no copy;
+the kernels compute a key's address from kv_indptr; _contiguous.py)."""
 
 from typing import Any, Dict, Optional, Union
 
@@ -25,6 +25,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
     kv_indptr_buf are the fixed index buffers (batch size fixed by them)."""
 
     _decode = False
+    _contiguous_kv = True
 
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, qo_indptr_buf: Any = None,

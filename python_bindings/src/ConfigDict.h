@@ -80,7 +80,7 @@ inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
   if (has(key::kKvLayout) && !parseKvLayout(text(key::kKvLayout), c.layout))
     throw bad(key::kKvLayout, "'nhd' or 'hnd'");
   if (has(key::kKvForm) && !parseKvForm(text(key::kKvForm), c.form))
-    throw bad(key::kKvForm, "'pool' or 'pair'");
+    throw bad(key::kKvForm, "'pool', 'pair' or 'ragged'");
   if (has(key::kPosEncoding) &&
       !parsePosEncoding(text(key::kPosEncoding), c.pos))
     throw bad(key::kPosEncoding, "none, rope_llama or alibi");

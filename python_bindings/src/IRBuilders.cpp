@@ -90,10 +90,11 @@ Options options(Builder &b, const AttentionConfig &c, bool causal) {
   return o;
 }
 
-/// KV cache types: one 5-D pool or a (k, v) pair of 4-D pools.
+/// KV cache types: one 5-D pool or a (k, v) pair of 4-D pools (ragged K/V
+/// too: [tokens / page_size, page_size, Hkv, D] views).
 SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem,
                           const Shaper &shaped) {
-  const bool pair = c.form == contract::KvForm::Pair;
+  const bool pair = c.form != contract::KvForm::Pool;
   SmallVector<int64_t> page =
       c.layout == contract::KvLayout::HND
           ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, c.headDim}
@@ -135,9 +136,12 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   SmallVector<Type> kvT = kvTypes(c, kvElem, shaped);
   SmallVector<Type> inputs = {qT};
   inputs.append(kvT);
+  // Ragged K/V has no page table: no kv_indices.
+  const bool table = c.form != contract::KvForm::Ragged;
   if (!call.decode)
     inputs.push_back(idxT); // qo_indptr
-  inputs.append({idxT, idxT, idxT});
+  inputs.append(table ? SmallVector<Type>{idxT, idxT, idxT}
+                      : SmallVector<Type>{idxT, idxT});
   if (call.customMask) {
     if (call.decode)
       throw std::invalid_argument("a custom mask needs a prefill level");
@@ -174,7 +178,9 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   for (size_t k = 0; k < kvT.size(); ++k)
     kv.push_back(args[i++]);
   Value qo = call.decode ? Value() : args[i++];
-  Value kvIndptr = args[i++], kvIndices = args[i++], last = args[i++];
+  Value kvIndptr = args[i++];
+  Value kvIndices = table ? args[i++] : Value();
+  Value last = args[i++];
   Value mask, maskIndptr;
   if (call.customMask) {
     mask = args[i++];

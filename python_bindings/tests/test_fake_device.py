@@ -21,6 +21,8 @@ KEYS = [K.attention_key(K.AttentionConfig(hq, hkv, 128, 16, kv_form=form), g)
     [K.attention_key(K.AttentionConfig(32, 8, 128, 1, kv_form="pair"), g)
      for g in (K.Group(decode=True), K.Group(decode=False, causal=True),
                K.Group(decode=False, custom_mask=True))] + \
+    [K.attention_key(K.AttentionConfig(32, 8, 128, 1, kv_form="ragged"), g)
+     for g in (K.Group(decode=False, causal=True), K.Group(decode=False, custom_mask=True))] + \
     ["merge.f16.d128"]
 
 

@@ -120,10 +120,11 @@ def check(monkeypatch):
     monkeypatch.setattr(mod, "cascade_ref", no_reference)
     monkeypatch.setattr(mod, "dev", lambda a: a)
 
-    def make_paged(rng, lens, ps, Hkv, D, dtype):
+    def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False):
         pages, last, indptr = mod.paged_layout(lens, ps)
         P = sum(pages) + 3
-        perm = rng.permutation(P)[:sum(pages)].astype(np.int32)
+        perm = np.arange(sum(pages), dtype=np.int32) if identity else \
+            rng.permutation(P)[:sum(pages)].astype(np.int32)
         pool = np.broadcast_to(np.float16(0), (P, ps, Hkv, D))
         return pages, last, perm, indptr, pool, pool, pool, pool
     monkeypatch.setattr(mod, "make_paged", make_paged)
@@ -190,9 +191,15 @@ def check_split_launch(check, static, bufs):
 @pytest.mark.parametrize("small", [True, False])
 def test_every_case_plans_through_the_runtime(check, monkeypatch, small):
     launches, results = run_check(check, monkeypatch, *(["--small"] if small else []))
-    assert len(results) == (9 if small else 62)
+    assert len(results) == (12 if small else 65)
     split = [(k, b) for k, b in launches if k["op"].endswith("_split")]
-    assert len(split) == (3 if small else 14)
+    assert len(split) == (4 if small else 15)
+    # Ragged K/V (kernels without a page table), one launch of each kind;
+    # the reference reads the pages the kernels compute: the identity.
+    ragged = [(k, b) for k, b in launches if k["static"].get("kv_form") == "ragged"]
+    assert sorted(k["op"] for k, _ in ragged) == ["decode", "prefill", "prefill_split"]
+    for _, b in ragged:
+        assert np.array_equal(b["kv_indices"], np.arange(len(b["kv_indices"])))
     for k, b in split:
         check_split_launch(check, k["static"], b)
     prefill = [(k, b) for k, b in launches if k["op"] == "prefill"]

@@ -28,8 +28,10 @@
 namespace cascade::contract {
 
 enum class KvLayout { NHD, HND };
-/// A 5-D page pool [pages, 2, ...] or a (k, v) pair of 4-D pools.
-enum class KvForm { Pool, Pair };
+/// A 5-D page pool [pages, 2, ...], a (k, v) pair of 4-D pools, or ragged
+/// K/V: a (k, v) pair without a page table (request i's pages are
+/// kv_indptr[i] onwards; at page size 1, contiguous [tokens, Hkv, D] K and V).
+enum class KvForm { Pool, Pair, Ragged };
 enum class PosEncoding { None, RopeLlama, ALiBi };
 enum class LseBase { Base2, BaseE };
 /// How KV values are scaled: not at all (f16/bf16 KV), or by one scale per
@@ -41,7 +43,7 @@ constexpr const char *kvLayoutName(KvLayout l) {
   return l == KvLayout::HND ? "hnd" : "nhd";
 }
 constexpr const char *kvFormName(KvForm f) {
-  return f == KvForm::Pair ? "pair" : "pool";
+  return f == KvForm::Pair ? "pair" : f == KvForm::Ragged ? "ragged" : "pool";
 }
 constexpr const char *posEncodingName(PosEncoding p) {
   return p == PosEncoding::RopeLlama ? "rope_llama"
@@ -67,6 +69,8 @@ constexpr bool parseKvForm(std::string_view s, KvForm &out) {
     return out = KvForm::Pool, true;
   if (s == "pair")
     return out = KvForm::Pair, true;
+  if (s == "ragged")
+    return out = KvForm::Ragged, true;
   return false;
 }
 constexpr bool parsePosEncoding(std::string_view s, PosEncoding &out) {

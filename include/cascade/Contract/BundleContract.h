@@ -91,7 +91,7 @@ inline constexpr char kGqaGroupSize[] = "gqa_group_size";
 inline constexpr char kPageSize[] = "page_size";
 inline constexpr char kKvLayout[] = "kv_layout"; ///< "nhd" / "hnd"
 inline constexpr char kLayout[] = "layout";      ///< "NHD" / "HND"
-inline constexpr char kKvForm[] = "kv_form";     ///< "pool" / "pair"
+inline constexpr char kKvForm[] = "kv_form";     ///< "pool" / "pair" / "ragged"
 inline constexpr char kQDType[] = "q_dtype";
 inline constexpr char kKvDType[] = "kv_dtype";
 inline constexpr char kODType[] = "o_dtype";
@@ -114,6 +114,9 @@ inline constexpr char kMask[] = "mask";     ///< "none" or the mask dtype
 inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
 /// true on prefill kernels that take a custom mask (absent otherwise).
 inline constexpr char kCustomMask[] = "custom_mask";
+/// false on kernels without a page table (no kv_indices parameter: request
+/// i's pages are kv_indptr[i] onwards); absent otherwise.
+inline constexpr char kPageTable[] = "page_table";
 } // namespace key
 
 /// Values of the "kernel_family" static.

@@ -44,7 +44,7 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   }
   r.qoIndptr = a.lookup(cplan::kQoIndptr);
   r.kvIndptr = a.get(cplan::kKvIndptr);
-  r.kvIndices = a.get(cplan::kKvIndices);
+  r.kvIndices = a.lookup(cplan::kKvIndices); // absent: identity pages
   r.kvLastPageLen = a.get(cplan::kKvLastPageLen);
   r.customMask = a.lookup(cparam::kCustomMask);
   r.maskIndptr = a.lookup(cparam::kMaskIndptr);

@@ -209,9 +209,9 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
          pool == o.pool && decode == o.decode && causal == o.causal &&
          split == o.split && accumulate == o.accumulate &&
-         customMask == o.customMask && qType == o.qType && kvType == o.kvType &&
-         oType == o.oType && bits(smScale) == bits(o.smScale) &&
-         bits(softCap) == bits(o.softCap) &&
+         customMask == o.customMask && pageTable == o.pageTable &&
+         qType == o.qType && kvType == o.kvType && oType == o.oType &&
+         bits(smScale) == bits(o.smScale) && bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
          pos == o.pos && baseE == o.baseE && config == o.config &&
@@ -235,7 +235,7 @@ std::string AttentionSpec::name() const {
      << (accumulate ? "_acc" : "") << familyTag << "_" << dtypeName(qType)
      << "_" << dtypeName(kvType) << "_d" << headDim << "_g" << groupSize << "_h"
      << numKvHeads << "_p" << pageSize << (hnd ? "_hnd" : "_nhd")
-     << (pool ? "_pool" : "_pair");
+     << (pool ? "_pool" : "_pair") << (pageTable ? "" : "_ragged");
   // Options that differ from their defaults, spelled out (floats as their
   // IEEE bits, so that the name is exact and stable).
   if (bits(smScale) != bits(float(1.0 / std::sqrt(double(headDim)))))
@@ -315,7 +315,8 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   if (!decode)
     p.push_back(mem(cplan::kQoIndptr, i32));
   p.push_back(mem(cplan::kKvIndptr, i32));
-  p.push_back(mem(cplan::kKvIndices, i32));
+  if (pageTable)
+    p.push_back(mem(cplan::kKvIndices, i32));
   p.push_back(mem(cplan::kKvLastPageLen, i32));
   if (customMask) {
     p.push_back(mem(cparam::kCustomMask, b.getI8Type()));
@@ -378,7 +379,9 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
       b.getNamedAttr(ckey::kLayout, b.getStringAttr(hnd ? "HND" : "NHD")),
       b.getNamedAttr(ckey::kODType, b.getStringAttr(dtypeName(oType))),
       b.getNamedAttr(ckey::kCausal, b.getBoolAttr(causal)),
-      b.getNamedAttr(ckey::kKvForm, b.getStringAttr(pool ? "pool" : "pair")),
+      b.getNamedAttr(ckey::kKvForm, b.getStringAttr(pool        ? "pool"
+                                                    : pageTable ? "pair"
+                                                                : "ragged")),
       b.getNamedAttr(ckey::kQDType, b.getStringAttr(dtypeName(qType))),
       b.getNamedAttr(ckey::kKvDType, b.getStringAttr(dtypeName(kvType))),
       b.getNamedAttr(ckey::kSmScale, b.getF32FloatAttr(smScale)),
@@ -396,6 +399,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
   };
   if (customMask)
     s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
+  if (!pageTable)
+    s.push_back(b.getNamedAttr(ckey::kPageTable, b.getBoolAttr(false)));
   // The runtime plans a prefill level with the kernel's query tile.
   if (mma && !decode)
     s.push_back(b.getNamedAttr(ckey::kQoTileSize,
@@ -455,6 +460,7 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   c.split = !op.getPlan().empty();
   c.causal = !c.decode && op.getCausal();
   c.customMask = op.hasCustomMask();
+  c.pageTable = !op.hasIdentityPages();
   c.accumulate = op.getAccumulate();
   c.smScale = op.getEffectiveSmScale();
   c.softCap = op.getLogitsSoftCap().convertToFloat();

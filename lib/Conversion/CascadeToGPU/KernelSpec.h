@@ -77,6 +77,9 @@ struct AttentionSpec {
        accumulate = false;
   /// Prefill with a custom mask (custom_mask / mask_indptr parameters).
   bool customMask = false;
+  /// Pages looked up in kv_indices; without (the op has no kv_indices),
+  /// request i's pages are kv_indptr[i] onwards: ragged K/V at page size 1.
+  bool pageTable = true;
   /// Element types of q, KV and the output (o is q's type today; the
   /// verifier requires it).
   Type qType, kvType, oType;

@@ -49,8 +49,11 @@ PagedKVLayout::PagedKVLayout(const AttentionSpec &spec)
 
 Value PagedKVLayout::page(KernelBuilder &k, Value kvIndices, Value pageStart,
                           Value token) const {
-  return k.toIndex(
-      k.loadScalar(kvIndices, k.add(pageStart, k.div(token, k.idx(pageSize)))));
+  Value entry = k.add(pageStart, k.div(token, k.idx(pageSize)));
+  // Without a page table the entry is the page (ragged K/V): no load.
+  if (!kvIndices)
+    return entry;
+  return k.toIndex(k.loadScalar(kvIndices, entry));
 }
 
 Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,

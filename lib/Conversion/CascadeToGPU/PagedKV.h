@@ -42,7 +42,8 @@ struct PagedKVLayout {
   explicit PagedKVLayout(const AttentionSpec &spec);
 
   /// The page holding `token` of a request whose pages start at `pageStart`
-  /// of kv_indices (index).
+  /// of kv_indices (index); without kv_indices (a null value), entry
+  /// `pageStart + token / page_size` is the page itself.
   Value page(KernelBuilder &k, Value kvIndices, Value pageStart,
              Value token) const;
   /// K offset of (page, token % page_size, head).

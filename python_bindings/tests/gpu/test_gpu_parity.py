@@ -76,8 +76,9 @@ def test_ragged_prefill_matches_reference_and_paged_wrapper(gpu, causal, batch):
     o, lse = w.run(q, k, v, return_lse=True)
     eo, el = token_ref(q, k, v, qo_indptr, kv_indptr, causal=causal)
     assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
-    # The same tokens as a page-size-1 pool through the paged wrapper: the
-    # same kernels, so the same bits.
+    # The same tokens as a page-size-1 pool through the paged wrapper: its
+    # pair kernels load the identity page ids the ragged kernels compute, in
+    # the same tiles, so the same bits.
     p = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu))
     p.plan(qo_indptr, kv_indptr, torch.arange(t, dtype=torch.int32),
            torch.ones(batch, dtype=torch.int32), 32, 8, 128, 1, causal=causal)

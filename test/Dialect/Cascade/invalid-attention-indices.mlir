@@ -98,3 +98,16 @@ func.func @decode_rows(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>,
       -> tensor<4x32x128xf16>, tensor<4x32xf32>
   return
 }
+
+// -----
+
+// Without kv_indices (the identity page table) the other arrays are checked
+// as before.
+func.func @ragged_last_page_len_count(%q: tensor<?x32x128xf16>, %k: tensor<?x1x8x128xf16>, %v: tensor<?x1x8x128xf16>, %qo: tensor<5xi32>, %kvp: tensor<5xi32>, %last: tensor<3xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'kv_last_page_len' has 3 entries but 'kv_indptr' has 5; expected [B] and [B+1]}}
+  %r:2 = cascade.paged_attention q(%q : tensor<?x32x128xf16>) kv(%k, %v : tensor<?x1x8x128xf16>, tensor<?x1x8x128xf16>)
+      qo_indptr(%qo : tensor<5xi32>) kv_indptr(%kvp : tensor<5xi32>) kv_last_page_len(%last : tensor<3xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 1 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}

@@ -84,7 +84,7 @@ def keys_of(test: str, p: Dict[str, Any]) -> List[str]:
     out: List[Tuple[AttentionConfig, Group]] = []
     if "custom_mask" in test:  # the masked plan, then the causal one
         hq, hkv = p["num_qo_heads"], p["num_kv_heads"]
-        page, form = (1, "pair") if "ragged" in test else (p["page_size"], "pool")
+        page, form = (1, "ragged") if "ragged" in test else (p["page_size"], "pool")
         out += [(_cfg(p, hq, hkv, page, form), Group(decode=False, custom_mask=True)),
                 (_cfg(p, hq, hkv, page, form), Group(decode=False, causal=True))]
         return [kernels.attention_key(c, g) for c, g in out]
@@ -102,10 +102,12 @@ def keys_of(test: str, p: Dict[str, Any]) -> List[str]:
                 (_cfg(p, hq, hkv, 1, "pair"), decode)]  # single_decode reference
     elif "batch_prefill" in test:
         hq, hkv = p["num_qo_heads"], p["num_kv_heads"]
-        if "ragged" not in test:
+        if "ragged" in test:
+            out.append((_cfg(p, hq, hkv, 1, "ragged"), prefill))
+        else:
             form = "pair" if "tuple" in test else "pool"
             out.append((_cfg(p, hq, hkv, p["page_size"], form), prefill))
-        out.append((_cfg(p, hq, hkv, 1, "pair"), prefill))  # ragged; the reference
+        out.append((_cfg(p, hq, hkv, 1, "pair"), prefill))  # the reference
     return [kernels.attention_key(c, g) for c, g in out]
 
 

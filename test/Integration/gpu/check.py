@@ -334,11 +334,14 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
            (note + f" empty->(0,-inf)={ex}").strip())
 
 
-def make_paged(rng, lens, ps, Hkv, D, dtype):
+def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False):
+    """identity: request i's pages are pool pages indptr[i] onwards (the
+    ragged form, whose kernels take no page table)."""
     pages, last, indptr = paged_layout(lens, ps)
     total = sum(pages)
     P = total + 3
-    perm = rng.permutation(P)[:total].astype(np.int32)
+    perm = np.arange(total, dtype=np.int32) if identity else \
+        rng.permutation(P)[:total].astype(np.int32)
     Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
     Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
     return pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp
@@ -477,7 +480,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     T = b.kernels[name]["static"].get("qo_tile_size", 0)
     qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode)
     qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
-    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype)
+    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype, identity=form == "ragged")
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = int(qo_indptr[-1])
     q_s, q64 = to_storage(q_scale * rng.standard_normal((rows, Hqo, D)), dtype)
@@ -633,7 +636,9 @@ def mma_cases(b, rng, small=False):
                   B=3, max_qo=1, max_len=90, opts=dict(sm_scale=sc(128)), static=none,
                   decode=True)
         check_cascade_fused(b, rng, levels=2, B=5, prefix=200, split_prefix=4)
+        ragged_cases(b, rng, sc, none, small=True)
         return
+    ragged_cases(b, rng, sc, none)
     for dtype in ("f16", "bf16"):
         for B in (12, 17):
             check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
@@ -712,6 +717,21 @@ def mma_cases(b, rng, small=False):
     check_prefill(b, rng, dtype="f16", kv_dtype="bf16", D=128, Hqo=32, Hkv=8, ps=16,
                   layout="nhd", form="pool", B=7, max_qo=40, max_len=300,
                   opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
+
+
+def ragged_cases(b, rng, sc, none, small=False):
+    """Ragged K/V (no page table: request i's one-token pages are
+    kv_indptr[i] onwards): causal prefill, split prefill, tensor-core decode."""
+    n = 3 if small else 1
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=1, layout="nhd", form="ragged",
+              B=9 // n, max_qo=300 // n, max_len=700 // n,
+              opts=dict(sm_scale=sc(128), causal=True), static=none, label="causal")
+    check_mma(b, rng, dtype="bf16", D=128, Hqo=32, Hkv=8, ps=1, layout="nhd", form="ragged",
+              B=12 // n, max_qo=100 // n, max_len=900 // n, opts=dict(sm_scale=sc(128)),
+              static=none, split=97, pad=2)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=1, layout="nhd", form="ragged",
+              B=13 // n, max_qo=1, max_len=600 // n, opts=dict(sm_scale=sc(128)), static=none,
+              decode=True)
 
 
 def fp8_mma_cases(b, rng, sc):

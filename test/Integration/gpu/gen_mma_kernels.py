@@ -34,7 +34,9 @@ def attention(name, *, dtype="f16", kv_dtype=None, D=128, Hqo=32, Hkv=8, ps=16, 
     i32 = "memref<?xi32>"
     if prefill:
         args.append(f"%qo: {i32}")
-    args += [f"%kvp: {i32}", f"%kvi: {i32}", f"%last: {i32}"]
+    # Ragged K/V: a (k, v) pair without a page table (no kv_indices).
+    table = form != "ragged"
+    args += [f"%kvp: {i32}"] + ([f"%kvi: {i32}"] if table else []) + [f"%last: {i32}"]
     plan = []
     if split:
         plan = [("%ri", i32), ("%kt", i32), ("%oi", i32), ("%mask", "memref<?xi8>"),
@@ -58,8 +60,8 @@ def attention(name, *, dtype="f16", kv_dtype=None, D=128, Hqo=32, Hkv=8, ps=16, 
              f"  cascade.paged_attention q(%q : {q}) kv({', '.join(kvs)} : {', '.join(kvt)})"]
     if prefill:
         lines.append(f"      qo_indptr(%qo : {i32})")
-    lines.append(f"      kv_indptr(%kvp : {i32}) kv_indices(%kvi : {i32}) "
-                 f"kv_last_page_len(%last : {i32})")
+    indices = f"kv_indices(%kvi : {i32}) " if table else ""
+    lines.append(f"      kv_indptr(%kvp : {i32}) {indices}kv_last_page_len(%last : {i32})")
     if split:
         lines.append(f"      plan({', '.join(n for n, _ in plan)} : "
                      f"{', '.join(t for _, t in plan)})")
@@ -135,6 +137,14 @@ def main():
     out.append(attention("mma_f16_d128_g4_p16_nhd_pool_alibi",
                          opts={"pos_encoding": "#cascade.pos_encoding<alibi>",
                                "sm_scale": "0.1 : f32"}))
+    # Ragged K/V (no page table, one token a page): the default kernels and
+    # a split one.
+    out.append(attention("mma_f16_d128_g4_p1_nhd_ragged_causal", ps=1, form="ragged",
+                         causal=True))
+    out.append(attention("mma_split_bf16_d128_g4_p1_nhd_ragged", dtype="bf16", ps=1,
+                         form="ragged", split=True))
+    out.append(attention("mmadec_f16_d128_g16_p1_ragged", Hqo=32, Hkv=2, ps=1,
+                         form="ragged", prefill=False))
     # Split-KV prefill (plan operands) and accumulating levels.
     out.append(attention("mma_split_f16_d128_g4_p16_nhd_pool_causal", split=True, causal=True))
     out.append(attention("mma_split_bf16_d64_g8_p1_hnd_pair", dtype="bf16", D=64, Hqo=32,

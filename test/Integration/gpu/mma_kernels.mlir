@@ -82,6 +82,30 @@ func.func @mma_f16_d128_g4_p16_nhd_pool_alibi(%q: memref<?x32x128xf16>, %kv: mem
   return
 }
 
+func.func @mma_f16_d128_g4_p1_nhd_ragged_causal(%q: memref<?x32x128xf16>, %k: memref<?x1x8x128xf16>, %v: memref<?x1x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%k, %v : memref<?x1x8x128xf16>, memref<?x1x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 1 : i64, kv_layout = #cascade.kv_layout<nhd>, causal}
+  return
+}
+
+func.func @mma_split_bf16_d128_g4_p1_nhd_ragged(%q: memref<?x32x128xbf16>, %k: memref<?x1x8x128xbf16>, %v: memref<?x1x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>, %qt: memref<?xi32>, %mi: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%k, %v : memref<?x1x8x128xbf16>, memref<?x1x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts, %qt, %mi : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>, memref<?xi32>, memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 1 : i64, kv_layout = #cascade.kv_layout<nhd>}
+  return
+}
+
+func.func @mmadec_f16_d128_g16_p1_ragged(%q: memref<?x32x128xf16>, %k: memref<?x1x2x128xf16>, %v: memref<?x1x2x128xf16>, %kvp: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%k, %v : memref<?x1x2x128xf16>, memref<?x1x2x128xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 1 : i64, kv_layout = #cascade.kv_layout<nhd>}
+  return
+}
+
 func.func @mma_split_f16_d128_g4_p16_nhd_pool_causal(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>, %qt: memref<?xi32>, %mi: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
       qo_indptr(%qo : memref<?xi32>)

@@ -142,7 +142,8 @@ LogicalResult verifyIndexArray(Operation *op, Value v, StringRef name) {
   return success();
 }
 
-/// Checks the index arrays of one level: `[B+1]`, `[B+1]`, `[nnz]`, `[B]`.
+/// Checks the index arrays of one level: `[B+1]`, `[B+1]`, `[nnz]`, `[B]`
+/// (qo_indptr and kv_indices may be absent).
 LogicalResult verifyLevelIndices(Operation *op, Value qoIndptr, Value kvIndptr,
                                  Value kvIndices, Value kvLastPageLen,
                                  const Twine &where) {
@@ -150,7 +151,8 @@ LogicalResult verifyLevelIndices(Operation *op, Value qoIndptr, Value kvIndptr,
   if (qoIndptr && failed(verifyIndexArray(op, qoIndptr, "qo_indptr" + suffix)))
     return failure();
   if (failed(verifyIndexArray(op, kvIndptr, "kv_indptr" + suffix)) ||
-      failed(verifyIndexArray(op, kvIndices, "kv_indices" + suffix)) ||
+      (kvIndices &&
+       failed(verifyIndexArray(op, kvIndices, "kv_indices" + suffix))) ||
       failed(verifyIndexArray(op, kvLastPageLen, "kv_last_page_len" + suffix)))
     return failure();
   int64_t kvp = cast<ShapedType>(kvIndptr.getType()).getDimSize(0);

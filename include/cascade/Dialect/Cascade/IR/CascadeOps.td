@@ -181,10 +181,15 @@ def Cascade_PagedAttentionOp
       soft cap, ALiBi bias and softmax (`s = sm_scale * k_scale * q.k`),
       `v_scale` the attention output (`o = v_scale * sum p v`, so the LSE
       is unchanged by it).
-    - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`,
-      `kv_last_page_len [B]`: i32 CSR index arrays. Without `qo_indptr` the op
-      is a *decode*: one query per request (`rows = B`), and it lowers to a
-      decode kernel.
+    - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`
+      (optional), `kv_last_page_len [B]`: i32 CSR index arrays. Without
+      `qo_indptr` the op is a *decode*: one query per request (`rows = B`),
+      and it lowers to a decode kernel. Without `kv_indices` the page table
+      is the identity: request i's pages are the consecutive pool pages
+      `kv_indptr[i] .. kv_indptr[i+1] - 1`, and the kernels compute a key's
+      address instead of loading its page id. With `page_size = 1` and a
+      `(k, v)` pair of `[tokens, 1, Hkv, D]` views that is FlashInfer's ragged
+      (contiguous) K/V: `kv_indptr` holds token offsets.
     - `custom_mask(mask, mask_indptr)` (optional, prefill only):
       FlashInfer's custom mask. `mask` (1-D i8) holds, for request i from
       byte `mask_indptr[i]` (1-D i32 `[B+1]`), the `[qo_len_i, kv_len_i]`
@@ -228,13 +233,25 @@ def Cascade_PagedAttentionOp
         outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
         {page_size = 16 : i64} -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
+
+    Ragged (contiguous) K/V, causal prefill: no page table, one token a page.
+
+    ```mlir
+    %o, %lse = cascade.paged_attention
+        q(%q : tensor<?x32x128xf16>)
+        kv(%k, %v : tensor<?x1x8x128xf16>, tensor<?x1x8x128xf16>)
+        qo_indptr(%qop : tensor<?xi32>) kv_indptr(%kvp : tensor<?xi32>)
+        kv_last_page_len(%ones : tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {page_size = 1 : i64, causal} -> tensor<?x32x128xf16>, tensor<?x32xf32>
+    ```
   }];
   let arguments = !con((ins
       Cascade_TensorOrMemRef:$q,
       Variadic<Cascade_TensorOrMemRef>:$kv,
       Optional<Cascade_TensorOrMemRef>:$qo_indptr,
       Cascade_TensorOrMemRef:$kv_indptr,
-      Cascade_TensorOrMemRef:$kv_indices,
+      Optional<Cascade_TensorOrMemRef>:$kv_indices,
       Cascade_TensorOrMemRef:$kv_last_page_len,
       Optional<F32>:$k_scale,
       Optional<F32>:$v_scale,
@@ -248,7 +265,7 @@ def Cascade_PagedAttentionOp
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     (`qo_indptr` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
-    `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
+    (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
     (`custom_mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,`
@@ -260,6 +277,10 @@ def Cascade_PagedAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// True when the op has no `qo_indptr`: one query per request.
     bool isDecode() { return !getQoIndptr(); }
+    /// True when the op has no `kv_indices`: request i's pages are the
+    /// pool pages kv_indptr[i] .. kv_indptr[i+1] - 1 (ragged K/V at page
+    /// size 1).
+    bool hasIdentityPages() { return !getKvIndices(); }
     /// True when a custom mask decides which keys each query sees (the
     /// tensor-core families apply it per key; the rows family, which mixed
     /// q/KV dtypes select, refuses it with a diagnostic).
@@ -350,7 +371,7 @@ def Cascade_MultiLevelAttentionOp
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
-    `kv_indices` `(` $kv_indices `:` type($kv_indices) `)`
+    (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
     (`plans` `(` $plans^ `:` type($plans) `)`)?
