@@ -458,15 +458,17 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   const OpShape &s = in.shape;
   // Three consumers (192 query rows a block) by default for a plain
   // prefill (not planned, not accumulating, f16/bf16 KV, no per-score
-  // options or masks) up to head_dim 128: on the H200 at B8 L4096 32/8 they
-  // ran causal D128 at 473-489 TFLOP/s against 454-469 with two, non-causal
-  // D128 at 502-518 against 493-504, causal D64 at 363-373 against 337-348.
+  // options; a custom mask allowed) up to head_dim 128: on the H200 at B8
+  // L4096 32/8 they ran causal D128 at 473-489 TFLOP/s against 454-469 with
+  // two, non-causal D128 at 502-518 against 493-504, causal D64 at 363-373
+  // against 337-348. A custom mask keeps the 64-key tiles it has with two
+  // (its words a row fit: ptxas, no spills) and takes the same three.
   // A planned level keeps two: the cascade's shared-prefix level (512 rows
   // a KV head) took 153 us in 192-row tiles against 131 in 128-row ones.
   // wgmma-consumers overrides, where the consumers' registers hold the head
   // dim's output tile (not head_dim 256 with three).
-  bool plain = !s.planned && !s.accumulate && !isFp8KVType(s.kvType) &&
-               !s.heavyOptions && !s.customMask;
+  bool plain =
+      !s.planned && !s.accumulate && !isFp8KVType(s.kvType) && !s.heavyOptions;
   int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : plain ? 3 : 2;
   if (!wgmmaConsumersHoldHeadDim(consumers, s.headDim))
     consumers = 2;

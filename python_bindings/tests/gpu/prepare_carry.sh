@@ -19,10 +19,13 @@ OUT=${2:-$ROOT/.carry/python}
 PYTHON=${PYTHON:-/usr/bin/python3}
 JOBS=${JOBS:-2}
 mkdir -p "$OUT"
-work=$BUILD/python-gpu-kernels
-# Bundles already present (e.g. from an earlier run) are kept: the keys name
-# everything a bundle depends on except the compiler build, so start afresh
-# after rebuilding the compiler (rm -rf BUILD_DIR/python-gpu-kernels).
+# Bundles already present from an earlier run of the same compiler build are
+# kept: the keys name everything a bundle depends on except the compiler,
+# whose build id (cascade_mlir.kernels.compiler_id(), as the package's own
+# kernel cache) names the folder, so a rebuilt compiler starts afresh.
+id=$(PYTHONPATH=$BUILD/python_packages "$PYTHON" -c \
+  'from cascade_mlir import kernels; print(kernels.compiler_id())')
+work=$BUILD/python-gpu-kernels/$id
 PYTHONPATH=$BUILD/python_packages "$PYTHON" -m cascade_mlir.aot --set gpu-tests \
   --chip sm_90,sm_90a --out "$work/kernels" --jobs "$JOBS" | grep "bundle(s) built"
 tar -C "$work" -cJf "$OUT/kernels.tar.xz" kernels

@@ -56,10 +56,11 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // CHECK: arith.shrui %{{.*}}, %{{.*}} : i64
 // CHECK: arith.trunci %{{.*}} : i64 to i32
 
-// sm_90a: the wgmma family (64-key tiles: 3 words a row, the word of the
+// sm_90a: the wgmma family (three consumer warpgroups, as a plain prefill
+// takes; 64-key tiles: 3 words a row, the word of the
 // request's last bit computed once), the mask words as 32-bit global loads
 // and a 64-bit funnel shift by a register.
-// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w3x1_q128_kv64_s4(
+// PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q192_kv64_s4(
 // PTX: shr.u64 [[LAST:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
 // PTX: shr.u64 [[W0:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
 // PTX-NEXT: min.u64 [[C0:%rd[0-9]+]], [[W0]], [[LAST]];

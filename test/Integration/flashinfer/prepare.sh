@@ -29,7 +29,11 @@ done
 mkdir -p "$OUT/tests/test_helpers"
 for f in $(git -C "$SRC" ls-tree --name-only "$TAG" tests/test_helpers/); do show "$f"; done
 git -C "$SRC" show "$TAG:LICENSE" > "$OUT/tests/LICENSE"
-work=$BUILD/flashinfer-conformance-kernels
+# Bundles of an earlier run are kept per compiler build (its id names the
+# folder, as in the package's own kernel cache).
+id=$(PYTHONPATH=$BUILD/python_packages "$PYTHON" -c \
+  'from cascade_mlir import kernels; print(kernels.compiler_id())')
+work=$BUILD/flashinfer-conformance-kernels/$id
 PYTHONPATH=$BUILD/python_packages "$PYTHON" "$ROOT/test/Integration/flashinfer/keys.py" \
   "$OUT/tests/attention" --build "$work/kernels" --jobs "${JOBS:-2}" | tail -1
 tar -C "$work" -cJf "$OUT/kernels.tar.xz" kernels
