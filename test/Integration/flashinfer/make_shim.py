@@ -15,7 +15,11 @@ against cascade_mlir:
   configurations do not take fp8 (the fp8 issue), and with
   CASCADE_FI_SHARD=i/n runs shard i (0 <= i < n) of the collected tests,
   every n-th test from the i-th (a file too long for one device call runs
-  over n calls; the shards are disjoint and cover the file).
+  over n calls; the shards are disjoint and cover the file). Sharded, it
+  returns torch's cached GPU memory after every test: shards run as
+  processes side by side on one GPU (run.sh's CASCADE_FI_JOBS), and the
+  decode file's largest tests left twelve caches of ~29 GiB each, which
+  exhausted the 140 GiB of an H200 (out-of-memory failures, not results).
 
 Made at run time (test/Integration/flashinfer/run.sh), never committed as a
 `flashinfer` package, so that nothing else imports it by accident.
@@ -82,6 +86,7 @@ def __getattr__(name):
 
 CONFTEST = '''"""The conformance runner's conftest (test/Integration/flashinfer/make_shim.py)."""
 import os
+import sys
 
 import pytest
 
@@ -127,6 +132,13 @@ def pytest_collection_modifyitems(config, items):
         spec = getattr(item, "callspec", None)
         if spec and any("float8" in str(v) for v in spec.params.values()):
             item.add_marker(skip)
+
+
+def pytest_runtest_teardown(item, nextitem):
+    # Shards share the GPU: give back what torch's allocator keeps cached.
+    torch = sys.modules.get("torch")  # none to free if no test imported it
+    if _shard() and torch is not None and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
 
 
 @pytest.hookimpl(hookwrapper=True)
