@@ -33,19 +33,22 @@ def multi_level_attention(cfg: AttentionConfig, num_levels: int,
                           name: str = "cascade_attention",
                           shared_prefix_levels: Optional[List[int]] = None,
                           decode_levels: Optional[List[bool]] = None,
-                          causal: bool = False) -> str:
+                          causal: bool = False,
+                          ragged_levels: Optional[List[int]] = None) -> str:
     """A module with one function computing a `num_levels` cascade.
 
     Levels listed in `shared_prefix_levels` get a static `qo_indptr` of two
     entries (one group of all queries): the shared-prefix form the compiler
-    recognises. One level is plain (non-cascade) paged attention. `causal`
-    masks the last level.
+    recognises. Levels listed in `ragged_levels` take no `kv_indices`: their
+    requests read the pages from `kv_indptr[i]` on, in order. One level is
+    plain (non-cascade) paged attention. `causal` masks the last level.
     """
     if num_levels < 1:
         raise ValueError("num_levels must be >= 1")
     return str(_compiler().multi_level_ir(cfg.as_dict(), num_levels,
                                           list(shared_prefix_levels or []),
-                                          list(decode_levels or []), bool(causal), name))
+                                          list(decode_levels or []), bool(causal), name,
+                                          list(ragged_levels or [])))
 
 
 def decode(cfg: AttentionConfig, name: str = "batch_decode") -> str:

@@ -144,13 +144,14 @@ std::string attentionIr(const py::dict &config, bool decode, bool causal,
 std::string multiLevelIr(const py::dict &config, int64_t numLevels,
                          const std::vector<int64_t> &sharedLevels,
                          const std::vector<bool> &decodeLevels, bool causal,
-                         const std::string &name) {
+                         const std::string &name,
+                         const std::vector<int64_t> &raggedLevels) {
   return translateErrors([&] {
     Session s;
     auto module = cascade::python::newModule(s.context);
     cascade::python::addMultiLevelFunc(
         *module, name, attentionConfigFromDict(config), numLevels, sharedLevels,
-        decodeLevels, causal);
+        decodeLevels, causal, raggedLevels);
     verifyOrThrow(s, *module, "the cascade module");
     return print(*module);
   });
@@ -241,8 +242,10 @@ PYBIND11_MODULE(_compiler, m) {
         py::arg("num_levels"), py::arg("shared_levels"),
         py::arg("decode_levels"), py::arg("causal") = false,
         py::arg("name") = "cascade_attention",
+        py::arg("ragged_levels") = std::vector<int64_t>{},
         "A module with one tensor-form cascade.multi_level_attention (a "
-        "paged_attention for one level).");
+        "paged_attention for one level); levels in ragged_levels have no "
+        "kv_indices.");
   m.def("compile_attention_bundle", &compileAttentionBundle, py::arg("config"),
         py::arg("groups"), py::arg("dir"), py::arg("chip") = "sm_90",
         py::arg("features") = "+ptx80",

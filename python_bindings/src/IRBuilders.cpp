@@ -203,7 +203,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
 void addMultiLevelFunc(ModuleOp module, const std::string &name,
                        const AttentionConfig &c, int64_t numLevels,
                        const std::vector<int64_t> &sharedLevels,
-                       const std::vector<bool> &decodeLevels, bool causal) {
+                       const std::vector<bool> &decodeLevels, bool causal,
+                       const std::vector<int64_t> &raggedLevels) {
   checkConfig(c);
   if (numLevels < 1)
     throw std::invalid_argument("num_levels must be >= 1");
@@ -228,12 +229,25 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     return std::find(sharedLevels.begin(), sharedLevels.end(), l) !=
            sharedLevels.end();
   };
-  // Per level: qo_indptr, kv_indptr, kv_indices, kv_last_page_len.
+  for (int64_t l : raggedLevels)
+    if (l < 0 || l >= numLevels)
+      throw std::invalid_argument("ragged_levels names level " +
+                                  std::to_string(l) + " of " +
+                                  std::to_string(numLevels));
+  auto isRagged = [&](int64_t l) {
+    return std::find(raggedLevels.begin(), raggedLevels.end(), l) !=
+           raggedLevels.end();
+  };
+  // Per level: qo_indptr, kv_indptr, kv_indices (not for a ragged level),
+  // kv_last_page_len.
   SmallVector<Type> inputs = {qT, poolT};
   for (int64_t l = 0; l < numLevels; ++l) {
     Type dyn = shaped({kDyn}, i32);
     Type two = isShared(l) ? shaped({2}, i32) : dyn;
-    inputs.append({two, two, dyn, isShared(l) ? shaped({1}, i32) : dyn});
+    inputs.append({two, two});
+    if (!isRagged(l))
+      inputs.push_back(dyn);
+    inputs.push_back(isShared(l) ? shaped({1}, i32) : dyn);
   }
   inputs.append({oT, lseT});
   b.setInsertionPointToEnd(module.getBody());
@@ -243,11 +257,14 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   b.setInsertionPointToStart(entry);
   auto args = entry->getArguments();
   SmallVector<Value> qo, kvp, kvi, kvl;
-  for (int64_t l = 0; l < numLevels; ++l) {
-    qo.push_back(args[2 + 4 * l]);
-    kvp.push_back(args[3 + 4 * l]);
-    kvi.push_back(args[4 + 4 * l]);
-    kvl.push_back(args[5 + 4 * l]);
+  SmallVector<bool> ragged;
+  for (int64_t l = 0, a = 2; l < numLevels; ++l) {
+    qo.push_back(args[a++]);
+    kvp.push_back(args[a++]);
+    ragged.push_back(isRagged(l));
+    if (!ragged.back())
+      kvi.push_back(args[a++]);
+    kvl.push_back(args[a++]);
   }
   Value q = args[0], pool = args[1];
   Value o = args[args.size() - 2], lse = args[args.size() - 1];
@@ -257,8 +274,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Operation *op;
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
-        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0], kvi[0],
-        kvl[0], /*k_scale=*/Value(), /*v_scale=*/Value(),
+        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0],
+        kvi.empty() ? Value() : kvi[0], kvl[0], /*k_scale=*/Value(),
+        /*v_scale=*/Value(),
         /*custom_mask=*/Value(),
         /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
         opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
@@ -274,6 +292,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*plans=*/ValueRange{}, o,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
         opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels,
+        raggedLevels.empty() ? DenseBoolArrayAttr()
+                             : b.getDenseBoolArrayAttr(ragged),
         /*grid=*/FlatSymbolRefAttr(), /*grid_axes=*/DenseI16ArrayAttr(),
         /*sharded_levels=*/DenseBoolArrayAttr());
   }

@@ -41,11 +41,13 @@ void addAttentionFunc(mlir::ModuleOp module, const std::string &name,
 /// A tensor-form cascade.multi_level_attention over one page pool (one
 /// level: paged_attention with qo_indptr). Levels in `sharedLevels` get static
 /// 2-entry qo/kv indptr types; `decodeLevels` (if not empty) becomes the
-/// decode_levels attribute.
+/// decode_levels attribute; levels in `raggedLevels` have no kv_indices
+/// argument (the ragged_levels attribute).
 void addMultiLevelFunc(mlir::ModuleOp module, const std::string &name,
                        const AttentionConfig &c, int64_t numLevels,
                        const std::vector<int64_t> &sharedLevels,
-                       const std::vector<bool> &decodeLevels, bool causal);
+                       const std::vector<bool> &decodeLevels, bool causal,
+                       const std::vector<int64_t> &raggedLevels = {});
 
 /// Buffer-form merge_state, merge_state_in_place (without and with an i8
 /// mask) and merge_states of `vType` states with `headDim`.

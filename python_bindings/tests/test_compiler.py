@@ -60,6 +60,23 @@ def test_multi_level_ir_marks_decode_levels_and_causal():
         ir.multi_level_attention(cfg, 2, decode_levels=[True])
 
 
+def test_multi_level_ir_ragged_levels_have_no_page_table():
+    cfg = ir.AttentionConfig(8, 2, 64, 16)
+    text = ir.multi_level_attention(cfg, 2, shared_prefix_levels=[0],
+                                    decode_levels=[False, True], ragged_levels=[0])
+    assert "ragged_levels = array<i1: true, false>" in text
+    # One kv_indices (the unique level's): the prefix reads its pages in order.
+    assert text.count("kv_indices(") == 1
+    assert cm.compiler.verify(text) == cm.compiler.verify(cm.compiler.verify(text))
+    # Decomposed, the prefix is a paged_attention without a page table.
+    out = cm.compiler.run_pipeline(text, "builtin.module(cascade-decompose-levels)")
+    levels = [line for line in out.splitlines() if "cascade.paged_attention" in line]
+    assert len(levels) == 2
+    assert "kv_indices(" not in levels[0] and "kv_indices(" in levels[1]
+    with pytest.raises(ValueError, match="ragged_levels names level 2 of 2"):
+        ir.multi_level_attention(cfg, 2, ragged_levels=[2])
+
+
 def test_buffer_form_split_attention_has_plan_operands():
     cfg = ir.AttentionConfig(32, 8, 128, 16).as_dict()
     text = cm.compiler.attention_ir(cfg, decode=False, split=True, tensors=False)

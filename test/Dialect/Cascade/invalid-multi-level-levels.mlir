@@ -15,7 +15,7 @@ func.func @no_levels(%q: tensor<?x32x128xf16>, %c: tensor<?x2x16x8x128xf16>,
 // -----
 
 func.func @kv_indptr_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
-  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 2, 1, 2 and 2}}
+  // expected-error@+1 {{expects one qo_indptr, kv_indptr and kv_last_page_len per level, got 2, 1 and 2}}
   %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0 : tensor<2xi32>)
       kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
@@ -27,7 +27,7 @@ func.func @kv_indptr_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf
 // -----
 
 func.func @kv_indices_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %ki2: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
-  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 2, 2, 3 and 2}}
+  // expected-error@+1 {{expects one kv_indices per level that is not ragged (ragged_levels): 2 of 2 levels, got 3}}
   %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
       kv_indices(%ki0, %ki1, %ki2 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
@@ -39,7 +39,7 @@ func.func @kv_indices_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128x
 // -----
 
 func.func @kv_last_page_len_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<?xi32>, %kp0: tensor<?xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
-  // expected-error@+1 {{expects one qo_indptr, kv_indptr, kv_indices and kv_last_page_len per level, got 1, 1, 1 and 2}}
+  // expected-error@+1 {{expects one qo_indptr, kv_indptr and kv_last_page_len per level, got 1, 1 and 2}}
   %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       qo_indptr(%qo0 : tensor<?xi32>) kv_indptr(%kp0 : tensor<?xi32>)
       kv_indices(%ki0 : tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
@@ -141,6 +141,44 @@ func.func @three_levels_third_bad(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x
       qo_indptr(%qo0, %qo1, %qo2 : tensor<2xi32>, tensor<?xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1, %kp2 : tensor<2xi32>, tensor<?xi32>, tensor<0xi32>)
       kv_indices(%ki0, %ki1, %ki2 : tensor<?xi32>, tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1, %kl2 : tensor<1xi32>, tensor<?xi32>, tensor<?xi32>)
       outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// A ragged level has no page table: kv_indices lists the other levels'.
+func.func @ragged_level_with_table(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki0: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects one kv_indices per level that is not ragged (ragged_levels): 1 of 2 levels, got 2}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki0, %ki1 : tensor<?xi32>, tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, ragged_levels = array<i1: true, false>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+func.func @ragged_levels_count(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %qo1: tensor<?xi32>, %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki1: tensor<?xi32>, %kl0: tensor<1xi32>, %kl1: tensor<?xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{'ragged_levels' has 3 entries but the cascade has 2 levels}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>) kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki1 : tensor<?xi32>) kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, ragged_levels = array<i1: true, false, false>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return
+}
+
+// -----
+
+// Every level ragged: no kv_indices at all, and a table is one too many.
+func.func @all_ragged_with_table(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo0: tensor<2xi32>, %kp0: tensor<2xi32>, %ki0: tensor<?xi32>, %kl0: tensor<1xi32>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
+  // expected-error@+1 {{expects one kv_indices per level that is not ragged (ragged_levels): 0 of 1 levels, got 1}}
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0 : tensor<2xi32>) kv_indptr(%kp0 : tensor<2xi32>)
+      kv_indices(%ki0 : tensor<?xi32>) kv_last_page_len(%kl0 : tensor<1xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>) {page_size = 16 : i64, ragged_levels = array<i1: true>}
       -> tensor<?x32x128xf16>, tensor<?x32xf32>
   return
 }

@@ -37,3 +37,48 @@ func.func @contiguous_pool_decode(%q: memref<?x32x128xbf16>, %cache: memref<?x2x
       outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64}
   return
 }
+
+// A cascade whose shared prefix is ragged (its pages contiguous from
+// kv_indptr[0][0]) and whose unique level has a page table: kv_indices
+// lists the unique level's table only.
+// CHECK-LABEL: func @ragged_prefix_level
+// CHECK: cascade.multi_level_attention {{.*}} kv_indptr(%{{.*}}, %{{.*}} : tensor<2xi32>, tensor<?xi32>) kv_indices(%[[KI1:.*]] : tensor<?xi32>) kv_last_page_len(
+// CHECK-SAME: decode_levels = array<i1: false, true>
+// CHECK-SAME: ragged_levels = array<i1: true, false>
+// BUF-LABEL: func @ragged_prefix_level
+// BUF: cascade.multi_level_attention {{.*}} kv_indices(%{{.*}} : memref<?xi32, strided<[?], offset: ?>>) kv_last_page_len(
+func.func @ragged_prefix_level(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
+                               %qo0: tensor<2xi32>, %qo1: tensor<?xi32>,
+                               %kp0: tensor<2xi32>, %kp1: tensor<?xi32>, %ki1: tensor<?xi32>,
+                               %kl0: tensor<1xi32>, %kl1: tensor<?xi32>,
+                               %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>)
+    -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indices(%ki1 : tensor<?xi32>)
+      kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {page_size = 16 : i64, decode_levels = array<i1: false, true>, ragged_levels = array<i1: true, false>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}
+
+// Every level ragged: no kv_indices.
+// CHECK-LABEL: func @all_levels_ragged
+// CHECK: kv_indptr(%{{.*}}, %{{.*}} : tensor<2xi32>, tensor<?xi32>) kv_last_page_len(
+func.func @all_levels_ragged(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x128xf16>,
+                             %qo0: tensor<2xi32>, %qo1: tensor<?xi32>,
+                             %kp0: tensor<2xi32>, %kp1: tensor<?xi32>,
+                             %kl0: tensor<1xi32>, %kl1: tensor<?xi32>,
+                             %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>)
+    -> (tensor<?x32x128xf16>, tensor<?x32xf32>) {
+  %r:2 = cascade.multi_level_attention q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+      qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>)
+      kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+      kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+      outs(%o, %lse : tensor<?x32x128xf16>, tensor<?x32xf32>)
+      {page_size = 16 : i64, ragged_levels = array<i1: true, true>}
+      -> tensor<?x32x128xf16>, tensor<?x32xf32>
+  return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
+}

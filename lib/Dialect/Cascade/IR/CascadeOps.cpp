@@ -605,6 +605,15 @@ float MultiLevelAttentionOp::getEffectiveSmScale() {
   return effectiveSmScale(*this);
 }
 
+Value MultiLevelAttentionOp::getLevelKvIndices(unsigned l) {
+  if (isRaggedLevel(l))
+    return Value();
+  unsigned tables = 0;
+  for (unsigned i = 0; i < l; ++i)
+    tables += !isRaggedLevel(i);
+  return getKvIndices()[tables];
+}
+
 LogicalResult MultiLevelAttentionOp::verify() {
   if (failed(verifyDpsForm(*this, getOperands())) ||
       failed(verifyAttention(*this, viewOf(*this))))
@@ -612,21 +621,29 @@ LogicalResult MultiLevelAttentionOp::verify() {
   size_t n = getQoIndptr().size();
   if (n == 0)
     return emitOpError("expects at least one level");
-  if (getKvIndptr().size() != n || getKvIndices().size() != n ||
-      getKvLastPageLen().size() != n)
-    return emitOpError("expects one qo_indptr, kv_indptr, kv_indices and "
+  if (getKvIndptr().size() != n || getKvLastPageLen().size() != n)
+    return emitOpError("expects one qo_indptr, kv_indptr and "
                        "kv_last_page_len per level, got ")
-           << n << ", " << getKvIndptr().size() << ", " << getKvIndices().size()
-           << " and " << getKvLastPageLen().size();
+           << n << ", " << getKvIndptr().size() << " and "
+           << getKvLastPageLen().size();
+  for (auto [name, levels] : {std::pair("decode_levels", getDecodeLevels()),
+                              std::pair("ragged_levels", getRaggedLevels())})
+    if (levels && levels->size() != n)
+      return emitOpError("'")
+             << name << "' has " << levels->size()
+             << " entries but the cascade has " << n << " levels";
+  size_t tables = 0;
+  for (size_t l = 0; l < n; ++l)
+    tables += !isRaggedLevel(l);
+  if (getKvIndices().size() != tables)
+    return emitOpError("expects one kv_indices per level that is not "
+                       "ragged (ragged_levels): ")
+           << tables << " of " << n << " levels, got " << getKvIndices().size();
   for (size_t l = 0; l < n; ++l)
     if (failed(verifyLevelIndices(*this, getQoIndptr()[l], getKvIndptr()[l],
-                                  getKvIndices()[l], getKvLastPageLen()[l],
+                                  getLevelKvIndices(l), getKvLastPageLen()[l],
                                   "[" + Twine(l) + "]")))
       return failure();
-  if (auto levels = getDecodeLevels(); levels && levels->size() != n)
-    return emitOpError("'decode_levels' has ")
-           << levels->size() << " entries but the cascade has " << n
-           << " levels";
   if (failed(verifySharding()))
     return failure();
   return verifyPlans();

@@ -75,8 +75,9 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           op.getPlans().empty() ? ValueRange{} : op.getPlans().slice(l, 1);
       return PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
-          op.getKvIndptr()[l], op.getKvIndices()[l], op.getKvLastPageLen()[l],
-          op.getKScale(), op.getVScale(), /*custom_mask=*/Value(),
+          op.getKvIndptr()[l], op.getLevelKvIndices(l),
+          op.getKvLastPageLen()[l], op.getKScale(), op.getVScale(),
+          /*custom_mask=*/Value(),
           /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
           op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),

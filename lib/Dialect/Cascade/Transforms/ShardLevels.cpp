@@ -82,19 +82,23 @@ struct ShardMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
     auto cascadeOf = [&](ArrayRef<unsigned> levels, Value o, Value lse,
                          bool causal) {
       SmallVector<Value> qo, kp, ki, kl, plans;
-      SmallVector<bool> decode;
+      SmallVector<bool> decode, ragged;
       for (unsigned l : levels) {
         qo.push_back(op.getQoIndptr()[l]);
         kp.push_back(op.getKvIndptr()[l]);
-        ki.push_back(op.getKvIndices()[l]);
+        if (Value table = op.getLevelKvIndices(l))
+          ki.push_back(table);
         kl.push_back(op.getKvLastPageLen()[l]);
         if (!op.getPlans().empty())
           plans.push_back(op.getPlans()[l]);
         decode.push_back(op.isDecodeLevel(l));
+        ragged.push_back(op.isRaggedLevel(l));
       }
-      DenseBoolArrayAttr decodeAttr;
+      DenseBoolArrayAttr decodeAttr, raggedAttr;
       if (op.getDecodeLevels())
         decodeAttr = rewriter.getDenseBoolArrayAttr(decode);
+      if (op.getRaggedLevels())
+        raggedAttr = rewriter.getDenseBoolArrayAttr(ragged);
       return MultiLevelAttentionOp::create(
           rewriter, loc, TypeRange{o.getType(), lse.getType()}, op.getQ(),
           op.getKv(), qo, kp, ki, kl, op.getKScale(), op.getVScale(), plans, o,
@@ -102,7 +106,7 @@ struct ShardMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
           op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),
           op.getPosEncodingAttr(), op.getRopeScaleAttr(), op.getRopeThetaAttr(),
-          op.getLseBaseAttr(), decodeAttr,
+          op.getLseBaseAttr(), decodeAttr, raggedAttr,
           /*grid=*/FlatSymbolRefAttr(), /*grid_axes=*/DenseI16ArrayAttr(),
           /*sharded_levels=*/DenseBoolArrayAttr());
     };

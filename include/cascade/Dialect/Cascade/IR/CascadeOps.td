@@ -312,6 +312,13 @@ def Cascade_MultiLevelAttentionOp
     multi-query (tensor-core) prefill. Marking a level whose requests have
     several queries gives wrong results.
 
+    `ragged_levels` (optional, one boolean per level) marks the levels that
+    have no page table: request i of a ragged level reads the pages from
+    `kv_indptr[l][i]` on, in order (a `cascade.paged_attention` without
+    `kv_indices`; at page size 1 over a `(k, v)` pair, contiguous ragged
+    K/V). `kv_indices` then lists one table per level that is not ragged,
+    in level order, and is left out when every level is ragged.
+
     `plans` (optional): one `!cascade.plan` per level (`cascade.plan`), a
     decode plan for each decode level and a prefill plan for the others,
     with the op's heads, `head_dim` and page size, all in CUDA-graph mode or
@@ -337,7 +344,9 @@ def Cascade_MultiLevelAttentionOp
     to an unsharded last level (the mask is positional).
     `cascade-shard-levels` rewrites it into that per-process form.
 
-    Example (a shared prefix and per-request suffixes):
+    Example (a shared prefix and per-request suffixes; below it the same
+    cascade with a ragged prefix, whose pages are contiguous from
+    `%kp0[0]`):
 
     ```mlir
     %o, %lse = cascade.multi_level_attention
@@ -348,6 +357,17 @@ def Cascade_MultiLevelAttentionOp
         kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
         outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
         {page_size = 16 : i64, decode_levels = array<i1: false, true>}
+        -> tensor<?x32x128xf16>, tensor<?x32xf32>
+
+    %o2, %lse2 = cascade.multi_level_attention
+        q(%q : tensor<?x32x128xf16>) kv(%cache : tensor<?x2x16x8x128xf16>)
+        qo_indptr(%qo0, %qo1 : tensor<2xi32>, tensor<?xi32>)
+        kv_indptr(%kp0, %kp1 : tensor<2xi32>, tensor<?xi32>)
+        kv_indices(%ki1 : tensor<?xi32>)
+        kv_last_page_len(%kl0, %kl1 : tensor<1xi32>, tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
+        {page_size = 16 : i64, decode_levels = array<i1: false, true>,
+         ragged_levels = array<i1: true, false>}
         -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
   }];
@@ -364,6 +384,7 @@ def Cascade_MultiLevelAttentionOp
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels,
+           OptionalAttr<DenseBoolArrayAttr>:$ragged_levels,
            OptionalAttr<FlatSymbolRefAttr>:$grid,
            OptionalAttr<DenseI16ArrayAttr>:$grid_axes,
            OptionalAttr<DenseBoolArrayAttr>:$sharded_levels));
@@ -386,6 +407,14 @@ def Cascade_MultiLevelAttentionOp
       auto levels = getDecodeLevels();
       return levels && l < levels->size() && (*levels)[l];
     }
+    /// Whether level `l` has no page table (ragged_levels).
+    bool isRaggedLevel(unsigned l) {
+      auto levels = getRaggedLevels();
+      return levels && l < levels->size() && (*levels)[l];
+    }
+    /// Level `l`'s page table: its entry of `kv_indices`, or a null value
+    /// for a ragged level.
+    ::mlir::Value getLevelKvIndices(unsigned l);
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
     /// Checks the optional per-level plans (CascadeOps.cpp).
