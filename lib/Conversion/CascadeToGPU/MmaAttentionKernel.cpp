@@ -99,18 +99,40 @@ private:
   /// The end of the block: normalise and write the rows of `state`.
   void epilogue(MmaSyncState state, function_ref<void()> barrier = nullptr);
   PackedRow row(int64_t r);
-  SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart);
+  /// `maskWords`: the custom mask's words of the tile (customMaskWords of
+  /// every accumulator row in turn), where a mainloop loaded them ahead;
+  /// else they are loaded here.
+  SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
+                                     ValueRange maskWords = {});
   /// transformScores after k_scale (an fp8 cache's; docs/semantics.md):
   /// the mainloops' score hook.
-  SmallVector<Value> dequantizedScores(ArrayRef<Value> s, Value tileStart);
+  SmallVector<Value> dequantizedScores(ArrayRef<Value> s, Value tileStart,
+                                       ValueRange maskWords = {});
   /// v_scale (an fp8 cache's) on the output accumulators, before the
   /// epilogue normalises them.
   void applyVScale(MmaSyncState &state);
+  /// The custom mask's chunks of each accumulator row (mTiles x 2 rows).
+  using MaskRows = SmallVector<SmallVector<Value>>;
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
-                                     bool masked);
-  /// Custom mask: the bits of accumulator row `r` for this warp's keys from
-  /// `key0`, shifted by this lane's first column `quad`.
-  SmallVector<Value> customMaskRow(int64_t r, Value key0, Value quad);
+                                     bool masked, const MaskRows &maskRows);
+  /// Custom mask: the bits of accumulator row `r` for this warp's keys of
+  /// the tile from `tileStart`, shifted by this lane's first column `quad`,
+  /// made of the row's `words` (customMaskRowWords; loaded here if empty).
+  SmallVector<Value> customMaskRow(int64_t r, Value tileStart, Value quad,
+                                   ValueRange words = {});
+  /// The words customMaskRow reads for row `r` of the tile from tileStart.
+  SmallVector<Value> customMaskRowWords(int64_t r, Value tileStart);
+  /// The words of every accumulator row of a tile (wgmma loads them a tile
+  /// ahead: WgmmaMainloop::ScorePrefetch).
+  SmallVector<Value> customMaskTileWords(Value tileStart);
+  /// Custom mask: each accumulator row's first bit for this warp's keys of
+  /// the first tile, once before the KV loop (customMaskRow adds the
+  /// tile's offset).
+  void prepareCustomMask();
+  /// The first key of this warp's share of the tile from `tileStart`, and
+  /// this lane's first column in each 8-key group.
+  Value warpKey0(Value tileStart);
+  Value laneQuad();
   /// fp8 KV: converts the staging tiles of `stage` into the K and V tiles
   /// of the stage (q's dtype).
   void convertStagedTiles(const TileCopyPlan &plan, Value stage);
@@ -136,6 +158,7 @@ private:
   Value tileRow0, firstQuery, lastQuery, posBase, numTiles;
   /// Custom mask: the bit of the request's (query 0, key 0) and its last.
   Value maskBase, maskLastBit;
+  SmallVector<Value> maskRowBits;
   /// The Q tile's cp.async group. Waits name it: with their group counts
   /// they wait for every older group, the Q tile's included.
   Value qGroup;
@@ -247,31 +270,66 @@ PackedRow MmaAttentionKernel::row(int64_t r) {
   return info;
 }
 
-SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value key0,
-                                                     Value quad) {
-  // Rows past the request read its last row (their results are dropped).
-  Value query = k.minU(row(r).query, k.sub(queries.len, k.idx(1)));
-  Value first = k.add(maskBase, k.add(k.mul(query, kv.kvLen), key0));
-  return variant.customMaskChunks(k, args.customMask, first, maskLastBit,
-                                  tiles.kvPerWarp, quad);
+void MmaAttentionKernel::prepareCustomMask() {
+  if (!variant.customMask())
+    return;
+  Value key0 = warpKey0(kv.t0);
+  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
+    // Rows past the request read its last row (their results are dropped).
+    Value query = k.minU(row(r).query, k.sub(queries.len, k.idx(1)));
+    maskRowBits.push_back(k.add(maskBase, k.add(k.mul(query, kv.kvLen), key0)));
+  }
+}
+
+SmallVector<Value> MmaAttentionKernel::customMaskRowWords(int64_t r,
+                                                          Value tileStart) {
+  Value first = k.add(maskRowBits[r], k.sub(tileStart, kv.t0));
+  return variant.customMaskWords(k, args.customMask, first, maskLastBit,
+                                 tiles.kvPerWarp);
+}
+
+SmallVector<Value> MmaAttentionKernel::customMaskTileWords(Value tileStart) {
+  SmallVector<Value> words;
+  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
+    llvm::append_range(words, customMaskRowWords(r, tileStart));
+  return words;
+}
+
+SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value tileStart,
+                                                     Value quad,
+                                                     ValueRange words) {
+  SmallVector<Value> own;
+  if (words.empty()) {
+    own = customMaskRowWords(r, tileStart);
+    words = own;
+  }
+  Value first = k.add(maskRowBits[r], k.sub(tileStart, kv.t0));
+  return ScoreVariant::customMaskFromWords(k, words, first, quad);
+}
+
+Value MmaAttentionKernel::warpKey0(Value tileStart) {
+  return k.add(tileStart, k.mul(th.warpKV, k.idx(tiles.kvPerWarp)));
+}
+
+Value MmaAttentionKernel::laneQuad() {
+  return k.mul(k.rem(th.lane, k.idx(4)), k.idx(2));
 }
 
 /// The variant on the raw scores (ScoreVariant::scale and logits); with
 /// `masked`, keys past t1, after the causal diagonal or before the window
-/// (or hidden by the custom mask) become -inf.
-SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
-                                                       Value tileStart,
-                                                       bool masked) {
+/// (or hidden by the custom mask's `maskRows`) become -inf.
+SmallVector<Value>
+MmaAttentionKernel::transformScores(ArrayRef<Value> s, Value tileStart,
+                                    bool masked, const MaskRows &maskRows) {
   SmallVector<Value> out;
-  Value key0 = k.add(tileStart, k.mul(th.warpKV, k.idx(tiles.kvPerWarp)));
-  Value quad = k.mul(k.rem(th.lane, k.idx(4)), k.idx(2));
+  Value key0 = warpKey0(tileStart);
+  Value quad = laneQuad();
   bool needRow = masked || variant.alibi();
+  // The custom mask's chunks with the keys from t1 on cleared.
+  MaskRows keep(maskRows);
+  for (SmallVector<Value> &chunks : keep)
+    ScoreVariant::customMaskKeep(k, chunks, k.sub(kv.t1, k.add(key0, quad)));
   for (int64_t mt = 0; mt < tiles.mTiles; ++mt) {
-    // The custom mask's bits of this m-tile's two rows.
-    SmallVector<SmallVector<Value>> maskRows;
-    if (masked && variant.customMask())
-      for (int64_t pair = 0; pair < 2; ++pair)
-        maskRows.push_back(customMaskRow(mt * 2 + pair, key0, quad));
     for (int64_t n = 0; n < tiles.sTiles; ++n) {
       Value colBase = k.add(key0, k.add(k.idx(n * 8), quad));
       out.push_back(mapAccumulator(
@@ -288,8 +346,8 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
             if (!masked)
               return x;
             Value hidden;
-            if (!maskRows.empty())
-              hidden = ScoreVariant::customMaskHidden(k, maskRows[pair],
+            if (!keep.empty())
+              hidden = ScoreVariant::customMaskHidden(k, keep[mt * 2 + pair],
                                                       n * 8 + half);
             return variant.maskKey(k, x, t, ri.pos, kv.t1, hidden);
           }));
@@ -298,21 +356,51 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
   return out;
 }
 
-/// Masks only on the tiles that need them.
+/// Masks only on the tiles that need them. With a custom mask, a tile
+/// whose keys the mask shows to every row of the warp (a request's history
+/// under a tree of drafts, say) takes the unmasked path too: the warp
+/// votes, so the branch stays uniform.
 SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
-                                                       Value tileStart) {
+                                                       Value tileStart,
+                                                       ValueRange maskWords) {
   SmallVector<Type> sTypes(s.size(), s.front().getType());
   Value need = variant.tileNeedsMask(
       k, tileStart, tiles.kvTile, kv.t1,
       [&] { return k.add(k.sub(kv.kvLen, queries.len), firstQuery); },
       [&] { return k.add(k.sub(kv.kvLen, queries.len), lastQuery); });
+  MaskRows maskRows;
+  if (variant.customMask()) {
+    Value quad = laneQuad();
+    // Bits (n * 8 + half) of the chunks that this lane's scores test (a
+    // tile past t1 takes the masked path anyway: `need`).
+    SmallVector<uint32_t> used((tiles.kvPerWarp + 31) / 32, 0);
+    for (int64_t n = 0; n < tiles.sTiles; ++n)
+      used[n * 8 / 32] |= 3u << (n * 8 % 32);
+    Value shows;
+    int64_t perRow = (tiles.kvPerWarp + 31) / 32 + 1;
+    for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
+      maskRows.push_back(customMaskRow(
+          r, tileStart, quad,
+          maskWords.empty() ? ValueRange{}
+                            : maskWords.slice(r * perRow, perRow)));
+      Value rowShows = ScoreVariant::customMaskShows(k, maskRows.back(), used);
+      shows =
+          shows ? arith::AndIOp::create(k.b, k.loc, shows, rowShows) : rowShows;
+    }
+    Value hides = arith::XOrIOp::create(
+        k.b, k.loc, shows,
+        arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1));
+    need = arith::OrIOp::create(k.b, k.loc, need, warpAny(k, hides));
+  }
   auto ifMask = scf::IfOp::create(k.b, k.loc, sTypes, need,
                                   /*withElse=*/true);
   OpBuilder::InsertionGuard ig(k.b);
   k.b.setInsertionPointToStart(ifMask.thenBlock());
-  scf::YieldOp::create(k.b, k.loc, transformScores(s, tileStart, true));
+  scf::YieldOp::create(k.b, k.loc,
+                       transformScores(s, tileStart, true, maskRows));
   k.b.setInsertionPointToStart(ifMask.elseBlock());
-  scf::YieldOp::create(k.b, k.loc, transformScores(s, tileStart, false));
+  scf::YieldOp::create(k.b, k.loc,
+                       transformScores(s, tileStart, false, MaskRows()));
   return SmallVector<Value>(ifMask.getResults());
 }
 
@@ -443,20 +531,22 @@ void MmaAttentionKernel::run() {
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
   if (tiles.fp8DirectK)
     mainloop.setFp8KStaging(stagingK);
+  prepareCustomMask();
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
   applyVScale(state);
   epilogue(std::move(state));
 }
 
 SmallVector<Value> MmaAttentionKernel::dequantizedScores(ArrayRef<Value> s,
-                                                         Value tileStart) {
+                                                         Value tileStart,
+                                                         ValueRange maskWords) {
   if (!args.kScale)
-    return transformScores(s, tileStart);
+    return transformScores(s, tileStart, maskWords);
   // k_scale multiplies every logit (docs/semantics.md).
   SmallVector<Value> sk;
   for (Value x : s)
     sk.push_back(scaled(x, args.kScale));
-  return transformScores(sk, tileStart);
+  return transformScores(sk, tileStart, maskWords);
 }
 
 void MmaAttentionKernel::applyVScale(MmaSyncState &state) {
@@ -568,10 +658,24 @@ void MmaAttentionKernel::runWgmma() {
   }
   fenceProxyAsyncShared(k);
   consumers();
-  auto transform = [&](ArrayRef<Value> s, Value tileStart) {
-    return dequantizedScores(s, tileStart);
+  auto transform = [&](ArrayRef<Value> s, Value tileStart, ValueRange pre) {
+    return dequantizedScores(s, tileStart, pre);
   };
-  MmaSyncState state = mainloop.consume(numTiles, kv.t0, transform);
+  prepareCustomMask();
+  // The custom mask's words a tile ahead: their loads are in flight while
+  // the previous tile is computed.
+  WgmmaMainloop::ScorePrefetch maskPrefetch;
+  auto loadWords = [&](Value tileStart) {
+    return customMaskTileWords(tileStart);
+  };
+  if (variant.customMask()) {
+    int64_t words = 2 * tiles.mTiles * ((tiles.kvPerWarp + 31) / 32 + 1);
+    maskPrefetch.types.assign(words, k.b.getI32Type());
+    maskPrefetch.load = loadWords;
+  }
+  MmaSyncState state =
+      mainloop.consume(numTiles, kv.t0, transform,
+                       variant.customMask() ? &maskPrefetch : nullptr);
   applyVScale(state);
   epilogue(std::move(state), consumers);
 }

@@ -83,9 +83,8 @@ Value ScoreVariant::logits(KernelBuilder &k, Value x,
 
 Value ScoreVariant::maskKey(KernelBuilder &k, Value x, Value t, Value pos,
                             Value t1, Value hidden) const {
-  Value off = k.cmp(arith::CmpIPredicate::sge, t, t1);
-  if (hidden)
-    off = arith::OrIOp::create(k.b, k.loc, off, hidden);
+  // A custom mask's chunks already hide the keys past t1.
+  Value off = hidden ? hidden : k.cmp(arith::CmpIPredicate::sge, t, t1);
   if (isCausal)
     off = arith::OrIOp::create(k.b, k.loc, off,
                                k.cmp(arith::CmpIPredicate::sgt, t, pos));
@@ -96,41 +95,110 @@ Value ScoreVariant::maskKey(KernelBuilder &k, Value x, Value t, Value pos,
   return k.select(off, k.negInf(), x);
 }
 
-SmallVector<Value> ScoreVariant::customMaskChunks(KernelBuilder &k, Value mask,
-                                                  Value firstBit, Value lastBit,
-                                                  int64_t numBits,
-                                                  Value shift) const {
+SmallVector<Value> ScoreVariant::customMaskWords(KernelBuilder &k, Value mask,
+                                                 Value firstBit, Value lastBit,
+                                                 int64_t numBits) const {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   Type i32 = b.getI32Type(), i64 = b.getI64Type();
-  Value w0 = k.div(firstBit, k.idx(32));
-  Value lastWord = k.div(lastBit, k.idx(32));
-  int64_t chunks = (numBits + 31) / 32;
+  // Word indices in 32 bits: mask_indptr counts bytes in int32, so a
+  // word index stays below 2^29 (and the clamps cost one instruction).
+  auto word = [&](Value bit) {
+    return arith::TruncIOp::create(
+               b, loc, i32,
+               arith::IndexCastUIOp::create(b, loc, i64, k.div(bit, k.idx(32))))
+        .getResult();
+  };
+  Value w0 = word(firstBit);
+  Value lastWord = word(lastBit);
   SmallVector<Value> words;
-  for (int64_t c = 0; c <= chunks; ++c) {
-    Value w = k.minU(k.add(w0, k.idx(c)), lastWord);
-    Value v =
-        vector::LoadOp::create(b, loc, VectorType::get({4}, b.getI8Type()),
-                               mask, ValueRange{k.mul(w, k.idx(4))},
-                               /*nontemporal=*/false, llvm::Align(4));
+  for (int64_t c = 0; c <= (numBits + 31) / 32; ++c) {
+    Value w = arith::MinUIOp::create(
+        b, loc, arith::AddIOp::create(b, loc, w0, k.i32(c)), lastWord);
+    Value byte = arith::IndexCastUIOp::create(
+        b, loc, b.getIndexType(), arith::MulIOp::create(b, loc, w, k.i32(4)));
+    Value v = vector::LoadOp::create(
+        b, loc, VectorType::get({4}, b.getI8Type()), mask, ValueRange{byte},
+        /*nontemporal=*/false, llvm::Align(4));
     v = vector::BitCastOp::create(b, loc, VectorType::get({1}, i32), v);
-    words.push_back(arith::ExtUIOp::create(
-        b, loc, i64, vector::ExtractOp::create(b, loc, v, 0)));
+    words.push_back(vector::ExtractOp::create(b, loc, v, 0));
   }
+  return words;
+}
+
+SmallVector<Value> ScoreVariant::customMaskFromWords(KernelBuilder &k,
+                                                     ValueRange words,
+                                                     Value firstBit,
+                                                     Value shift) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
   // Bits of the 64-bit pair (word c, word c + 1) from firstBit % 32 + shift
   // (< 39; the bits a caller tests stay below 64).
   Value sh = arith::IndexCastUIOp::create(
       b, loc, i64, k.add(k.rem(firstBit, k.idx(32)), shift));
+  auto wide = [&](Value w) {
+    return arith::ExtUIOp::create(b, loc, i64, w).getResult();
+  };
   SmallVector<Value> out;
-  for (int64_t c = 0; c < chunks; ++c) {
+  for (size_t c = 0; c + 1 < words.size(); ++c) {
     Value pair = arith::OrIOp::create(
-        b, loc, words[c],
-        arith::ShLIOp::create(b, loc, words[c + 1],
+        b, loc, wide(words[c]),
+        arith::ShLIOp::create(b, loc, wide(words[c + 1]),
                               arith::ConstantIntOp::create(b, loc, i64, 32)));
     out.push_back(arith::TruncIOp::create(
         b, loc, i32, arith::ShRUIOp::create(b, loc, pair, sh)));
   }
   return out;
+}
+
+SmallVector<Value> ScoreVariant::customMaskChunks(KernelBuilder &k, Value mask,
+                                                  Value firstBit, Value lastBit,
+                                                  int64_t numBits,
+                                                  Value shift) const {
+  return customMaskFromWords(
+      k, customMaskWords(k, mask, firstBit, lastBit, numBits), firstBit, shift);
+}
+
+void ScoreVariant::customMaskKeep(KernelBuilder &k,
+                                  MutableArrayRef<Value> chunks,
+                                  Value validBits) {
+  OpBuilder &b = k.b;
+  Location loc = k.loc;
+  Type i32 = b.getI32Type(), i64 = b.getI64Type();
+  // Key positions fit in 32 bits (kv_indptr is int32).
+  Value valid = arith::TruncIOp::create(
+      b, loc, i32, arith::IndexCastOp::create(b, loc, i64, validBits));
+  for (auto [c, chunk] : llvm::enumerate(chunks)) {
+    // Keep the chunk's first clamp(validBits - 32 c, 0, 32) bits:
+    // (1 << n) - 1 in 64 bits, where n = 32 keeps them all.
+    Value n = arith::MinSIOp::create(
+        b, loc,
+        arith::MaxSIOp::create(
+            b, loc, arith::SubIOp::create(b, loc, valid, k.i32(32 * c)),
+            k.i32(0)),
+        k.i32(32));
+    Value keep = arith::SubIOp::create(
+        b, loc,
+        arith::ShLIOp::create(b, loc,
+                              arith::ConstantIntOp::create(b, loc, i64, 1),
+                              arith::ExtUIOp::create(b, loc, i64, n)),
+        arith::ConstantIntOp::create(b, loc, i64, 1));
+    chunk = arith::AndIOp::create(b, loc, chunk,
+                                  arith::TruncIOp::create(b, loc, i32, keep));
+  }
+}
+
+Value ScoreVariant::customMaskShows(KernelBuilder &k, ArrayRef<Value> chunks,
+                                    ArrayRef<uint32_t> used) {
+  Value all;
+  for (auto [chunk, bits] : llvm::zip_equal(chunks, used)) {
+    Value want = k.i32(int64_t(bits));
+    Value shows = k.cmp(arith::CmpIPredicate::eq,
+                        arith::AndIOp::create(k.b, k.loc, chunk, want), want);
+    all = all ? arith::AndIOp::create(k.b, k.loc, all, shows) : shows;
+  }
+  return all;
 }
 
 Value ScoreVariant::customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
@@ -161,8 +229,6 @@ Value ScoreVariant::tileNeedsMask(KernelBuilder &k, Value tileStart,
                                   int64_t tileKeys, Value t1,
                                   function_ref<Value()> firstPosFn,
                                   function_ref<Value()> lastPosFn) const {
-  if (hasCustomMask) // any key of any tile may be hidden
-    return arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1);
   Value end = k.add(tileStart, k.idx(tileKeys));
   Value need = k.cmp(arith::CmpIPredicate::sgt, end, t1);
   Value firstPos = firstPosFn();

@@ -48,8 +48,9 @@ public:
   Value logits(KernelBuilder &k, Value x, function_ref<Value()> slope,
                function_ref<Value()> distance) const;
   /// `x`, or -inf for key `t` that the query at position `pos` does not
-  /// see: past `t1`, after the causal diagonal, before the window, or
-  /// `hidden` (i1, a custom mask's verdict) where given.
+  /// see: after the causal diagonal, before the window, and past `t1` or,
+  /// where given, `hidden` (i1, a custom mask's verdict, which covers t1:
+  /// customMaskKeep).
   Value maskKey(KernelBuilder &k, Value x, Value t, Value pos, Value t1,
                 Value hidden = Value()) const;
   /// Custom mask: the bits [firstBit, firstBit + numBits) of the packed
@@ -62,9 +63,28 @@ public:
   SmallVector<Value> customMaskChunks(KernelBuilder &k, Value mask,
                                       Value firstBit, Value lastBit,
                                       int64_t numBits, Value shift) const;
+  /// customMaskChunks in two steps: the aligned words it reads (i32, one
+  /// per chunk and one more), and the chunks made of them; a kernel can
+  /// issue the loads a tile ahead.
+  SmallVector<Value> customMaskWords(KernelBuilder &k, Value mask,
+                                     Value firstBit, Value lastBit,
+                                     int64_t numBits) const;
+  static SmallVector<Value> customMaskFromWords(KernelBuilder &k,
+                                                ValueRange words,
+                                                Value firstBit, Value shift);
+  /// Clears the bits of customMaskChunks' `chunks` from bit `validBits`
+  /// (index) of the whole on: the keys past the block's range are hidden
+  /// with the rest, so that a masked score needs one bit test and one
+  /// select.
+  static void customMaskKeep(KernelBuilder &k, MutableArrayRef<Value> chunks,
+                             Value validBits);
   /// i1: bit `bit` of customMaskChunks' result is 0 (the key is hidden).
   static Value customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
                                 int64_t bit);
+  /// i1: every bit of `used[c]` is set in chunk c (the keys a thread
+  /// scores are all shown).
+  static Value customMaskShows(KernelBuilder &k, ArrayRef<Value> chunks,
+                               ArrayRef<uint32_t> used);
   /// Narrows the key range [t0, t1) to the keys some query at positions
   /// [firstPos, lastPos] sees: causal ends it after lastPos, the window
   /// starts it at firstPos - window_left. The positions are built where
@@ -75,7 +95,8 @@ public:
   /// Whether the keys [tileStart, tileStart + tileKeys) of a tile need
   /// maskKey for the queries at positions [firstPos, lastPos]: the tile runs
   /// past t1, crosses the first query's diagonal or starts before the last
-  /// query's window.
+  /// query's window (a custom mask's own verdict is the caller's:
+  /// customMaskShows).
   Value tileNeedsMask(KernelBuilder &k, Value tileStart, int64_t tileKeys,
                       Value t1, function_ref<Value()> firstPos,
                       function_ref<Value()> lastPos) const;

@@ -523,7 +523,9 @@ SmallVector<Value> WgmmaMainloop::fragmentsOf(Value acc, int64_t n) {
 
 MmaSyncState WgmmaMainloop::consume(
     Value numTiles, Value t0,
-    function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform) {
+    function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>
+        transform,
+    const ScorePrefetch *prefetch) {
   const MmaSyncTiles &t = tiles;
   OpBuilder &b = k.b;
   MmaBuilder mma(k, elementType, thread.lane);
@@ -534,9 +536,14 @@ MmaSyncState WgmmaMainloop::consume(
     return k.add(t0, k.mul(i, k.idx(t.kvTile)));
   };
   // Scores of tile i, landed and transformed.
-  auto scoresOf = [&](Value i, Value acc) {
-    return transform(fragmentsOf(acc, t.kvTile), tileStart(i));
+  auto scoresOf = [&](Value i, Value acc, ValueRange pre) {
+    return transform(fragmentsOf(acc, t.kvTile), tileStart(i), pre);
   };
+  // The prefetched values of tile i (none without a prefetch).
+  auto prefetchOf = [&](Value i) {
+    return prefetch ? prefetch->load(tileStart(i)) : SmallVector<Value>();
+  };
+  int64_t nPre = prefetch ? int64_t(prefetch->types.size()) : 0;
 
   // Prologue: the softmax of tile 0 (O is still zero: nothing to rescale).
   MmaSyncState state;
@@ -548,6 +555,8 @@ MmaSyncState WgmmaMainloop::consume(
   SmallVector<Type> mlTypes(2 * nM, k.b.getF32Type());
   SmallVector<Type> headTypes(mlTypes);
   llvm::append_range(headTypes, pTypes);
+  if (prefetch)
+    llvm::append_range(headTypes, prefetch->types);
   auto ifAny = scf::IfOp::create(
       b, k.loc, headTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
       true);
@@ -555,6 +564,8 @@ MmaSyncState WgmmaMainloop::consume(
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
     auto [stage, parity] = stageAndParity(k.idx(0));
+    // Tile 0's loads before its wait, tile 1's after its scores.
+    SmallVector<Value> pre0 = prefetchOf(k.idx(0));
     waitFull(stage, parity);
     giveFirstTurn();
     waitTurn();
@@ -565,10 +576,11 @@ MmaSyncState WgmmaMainloop::consume(
       mbarrierArrive(k, empty, stage); // K_0 is read
     MmaSyncState st = state;
     MmaSyncMainloop::Softmax p =
-        softmaxOf.softmax(mma, scoresOf(k.idx(0), s), st);
+        softmaxOf.softmax(mma, scoresOf(k.idx(0), s, pre0), st);
     SmallVector<Value> yields(st.m);
     llvm::append_range(yields, st.l);
     llvm::append_range(yields, p.pA);
+    llvm::append_range(yields, prefetchOf(k.idx(1)));
     scf::YieldOp::create(b, k.loc, yields);
     b.setInsertionPointToStart(ifAny.elseBlock());
     SmallVector<Value> none(state.m);
@@ -578,6 +590,9 @@ MmaSyncState WgmmaMainloop::consume(
           b, k.loc, mma.aType(),
           DenseElementsAttr::get(mma.aType(),
                                  b.getFloatAttr(elementType, 0.0))));
+    for (int64_t i = 0; i < nPre; ++i)
+      none.push_back(arith::ConstantOp::create(
+          b, k.loc, cast<TypedAttr>(b.getZeroAttr(prefetch->types[i]))));
     scf::YieldOp::create(b, k.loc, none);
   }
   ValueRange head = ifAny.getResults();
@@ -594,7 +609,11 @@ MmaSyncState WgmmaMainloop::consume(
         st.o.assign(it.begin(), it.begin() + nO);
         st.m.assign(it.begin() + nO, it.begin() + nO + nM);
         st.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
-        SmallVector<Value> pPrev(it.begin() + nO + 2 * nM, it.end());
+        SmallVector<Value> pPrev(it.begin() + nO + 2 * nM,
+                                 it.begin() + nO + 2 * nM + nP);
+        ValueRange pre = it.take_back(nPre);
+        // Tile i + 1's loads, in flight through this tile.
+        SmallVector<Value> preNext = prefetchOf(k.add(i, k.idx(1)));
         auto [stage, parity] = stageAndParity(i);
         Value prevStage;
         if (splitKV) {
@@ -615,7 +634,8 @@ MmaSyncState WgmmaMainloop::consume(
         // Split barriers: S_i completed (the older group), K_i is read.
         if (splitKV)
           mbarrierArrive(k, empty, stage);
-        MmaSyncMainloop::Softmax p = softmaxOf.softmax(mma, scoresOf(i, s), st);
+        MmaSyncMainloop::Softmax p =
+            softmaxOf.softmax(mma, scoresOf(i, s, pre), st);
         wgmmaWaitGroup(k, 0);
         st.o = fragmentsOf(o, t.dp);
         mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
@@ -624,6 +644,7 @@ MmaSyncState WgmmaMainloop::consume(
         llvm::append_range(yields, st.m);
         llvm::append_range(yields, st.l);
         llvm::append_range(yields, p.pA);
+        llvm::append_range(yields, preNext);
         scf::YieldOp::create(b, k.loc, yields);
       });
 
@@ -633,7 +654,8 @@ MmaSyncState WgmmaMainloop::consume(
   out.o.assign(res.begin(), res.begin() + nO);
   out.m.assign(res.begin() + nO, res.begin() + nO + nM);
   out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
-  SmallVector<Value> pLast(res.begin() + nO + 2 * nM, res.end());
+  SmallVector<Value> pLast(res.begin() + nO + 2 * nM,
+                           res.begin() + nO + 2 * nM + nP);
   SmallVector<Type> oTypes(nO, mma.accType());
   auto ifLast = scf::IfOp::create(
       b, k.loc, oTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),

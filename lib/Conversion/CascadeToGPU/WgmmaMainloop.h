@@ -229,12 +229,24 @@ public:
   /// kv_tile).
   void produce(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
 
+  /// What a consumer loads from global memory for a tile's scores, one
+  /// tile ahead: `load(tileStart)` issues the loads (they must stay in
+  /// bounds for tileStart = t0 + numTiles * kv_tile too) and returns the
+  /// values, of `types`; the consumer loop carries them to the tile's
+  /// `transform`, so their latency hides behind the previous tile.
+  struct ScorePrefetch {
+    SmallVector<Type> types;
+    function_ref<SmallVector<Value>(Value)> load;
+  };
   /// The consumers' loop: returns the final state of this thread's rows.
-  /// `transform` turns raw scores into log2-unit logits with masked keys at
-  /// -inf (MmaSyncTileHooks::transform).
+  /// `transform(scores, tileStart, prefetched)` turns raw scores into
+  /// log2-unit logits with masked keys at -inf (MmaSyncTileHooks::transform);
+  /// `prefetched` holds `prefetch`'s values for the tile (empty without).
   MmaSyncState
   consume(Value numTiles, Value t0,
-          function_ref<SmallVector<Value>(ArrayRef<Value>, Value)> transform);
+          function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>
+              transform,
+          const ScorePrefetch *prefetch = nullptr);
 
 private:
   /// The producer's loop with split K/V barriers.

@@ -57,27 +57,44 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // CHECK: arith.trunci %{{.*}} : i64 to i32
 
 // sm_90a: the wgmma family (three consumer warpgroups, as a plain prefill
-// takes; 64-key tiles: 3 words a row, the word of the
-// request's last bit computed once), the mask words as 32-bit global loads
-// and a 64-bit funnel shift by a register.
+// takes; 64-key tiles: 3 words a row, the word of the request's last bit
+// computed once), each tile's words loaded (for both rows a thread holds)
+// one tile ahead of its scores. The word indices are 32-bit (mask_indptr counts bytes in
+// int32), the words 32-bit global loads, joined and funnel-shifted by a
+// register; the bits from the block's key end t1 on are cleared in the
+// chunk ((1 << n) - 1, n clamped to [0, 32]), so a masked score is one bit
+// test and one select. A warp whose lanes' keys are all shown (bits
+// 0x03030303 of each chunk: keys n * 8 + {0, 1}) votes for the unmasked
+// path.
 // PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q192_kv64_s4(
 // PTX: shr.u64 [[LAST:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
 // PTX: shr.u64 [[W0:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
-// PTX-NEXT: min.u64 [[C0:%rd[0-9]+]], [[W0]], [[LAST]];
-// PTX-NEXT: shl.b64 [[B0:%rd[0-9]+]], [[C0]], 2;
-// PTX-NEXT: add.s64 [[A0:%rd[0-9]+]], [[BASE:%rd[0-9]+]], [[B0]];
+// PTX-NEXT: cvt.u32.u64 [[W0I:%r[0-9]+]], [[W0]];
+// PTX-NEXT: cvt.u32.u64 [[LASTI:%r[0-9]+]], [[LAST]];
+// PTX-NEXT: min.u32 [[C0:%r[0-9]+]], [[W0I]], [[LASTI]];
+// PTX-NEXT: shl.b32 [[B0:%r[0-9]+]], [[C0]], 2;
+// PTX-NEXT: cvt.u64.u32 [[O0:%rd[0-9]+]], [[B0]];
+// PTX-NEXT: add.s64 [[A0:%rd[0-9]+]], [[BASE:%rd[0-9]+]], [[O0]];
 // PTX-NEXT: ld.global.b32 [[X0:%rd[0-9]+]], {{\[}}[[A0]]{{\]}};
-// PTX-NEXT: add.s64 [[W1:%rd[0-9]+]], [[W0]], 1;
-// PTX-NEXT: min.u64 [[C1:%rd[0-9]+]], [[W1]], [[LAST]];
-// PTX-NEXT: shl.b64 [[B1:%rd[0-9]+]], [[C1]], 2;
-// PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[B1]];
+// PTX-NEXT: add.s32 [[W1:%r[0-9]+]], [[W0I]], 1;
+// PTX-NEXT: min.u32 [[C1:%r[0-9]+]], [[W1]], [[LASTI]];
+// PTX-NEXT: shl.b32 [[B1:%r[0-9]+]], [[C1]], 2;
+// PTX-NEXT: cvt.u64.u32 [[O1:%rd[0-9]+]], [[B1]];
+// PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[O1]];
 // PTX-NEXT: ld.global.b32 [[X1:%rd[0-9]+]], {{\[}}[[A1]]{{\]}};
-// PTX-COUNT-1: ld.global.b32 %rd
+// PTX-COUNT-4: ld.global.b32 %rd
 // PTX-NOT: ld.global
 // PTX: shl.b64 [[HI:%rd[0-9]+]], [[X1]], 32;
 // PTX-NEXT: or.b64 [[PAIR:%rd[0-9]+]], [[HI]], [[X0]];
 // PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
 // PTX-NEXT: shr.u64 %rd{{[0-9]+}}, [[PAIR]], [[SH]];
+// PTX: max.s32 [[N:%r[0-9]+]], %r{{[0-9]+}}, 0;
+// PTX-NEXT: min.s32 [[N32:%r[0-9]+]], [[N]], 32;
+// PTX-NEXT: mov.b64 [[ONES:%rd[0-9]+]], -1;
+// PTX-NEXT: shl.b64 %rd{{[0-9]+}}, [[ONES]], [[N32]];
+// PTX: and.b32 [[USED:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
+// PTX-NEXT: setp.ne.b32 [[HIDES:%p[0-9]+]], [[USED]], 50529027;
+// PTX-NEXT: vote.sync.any.pred %p{{[0-9]+}}, [[HIDES]], -1;
 // PTX: wgmma.mma_async
 // PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q192_kv64_s4(
 // PTX-NOT: ld.global.b32 %rd
