@@ -656,7 +656,15 @@ MmaSyncState WgmmaMainloop::consume(
   out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
   SmallVector<Value> pLast(res.begin() + nO + 2 * nM,
                            res.begin() + nO + 2 * nM + nP);
-  SmallVector<Type> oTypes(nO, mma.accType());
+  out.o = lastPV(numTiles, pLast, out.o, mma.accType());
+  return out;
+}
+
+SmallVector<Value> WgmmaMainloop::lastPV(Value numTiles, ArrayRef<Value> pLast,
+                                         ArrayRef<Value> o0, Type accType) {
+  const MmaSyncTiles &t = tiles;
+  OpBuilder &b = k.b;
+  SmallVector<Type> oTypes(o0.size(), accType);
   auto ifLast = scf::IfOp::create(
       b, k.loc, oTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
       true);
@@ -672,14 +680,13 @@ MmaSyncState WgmmaMainloop::consume(
     } else {
       lastStage = k.rem(last, k.idx(t.stages));
     }
-    Value o = issuePV(pLast, lastStage, out.o);
+    Value o = issuePV(pLast, lastStage, o0);
     wgmmaWaitGroup(k, 0);
     SmallVector<Value> frags = fragmentsOf(o, t.dp);
     mbarrierArrive(k, splitKV ? emptyV : empty, lastStage);
     scf::YieldOp::create(b, k.loc, frags);
     b.setInsertionPointToStart(ifLast.elseBlock());
-    scf::YieldOp::create(b, k.loc, out.o);
+    scf::YieldOp::create(b, k.loc, o0);
   }
-  out.o.assign(ifLast.getResults().begin(), ifLast.getResults().end());
-  return out;
+  return SmallVector<Value>(ifLast.getResults());
 }

@@ -249,6 +249,10 @@ public:
           const ScorePrefetch *prefetch = nullptr);
 
 private:
+  /// After the consumers' loop: P V of the last tile (P `pLast`) into the
+  /// accumulators `o0` (of `accType`), when there were tiles.
+  SmallVector<Value> lastPV(Value numTiles, ArrayRef<Value> pLast,
+                            ArrayRef<Value> o0, Type accType);
   /// The producer's loop with split K/V barriers.
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The producer's loop where the copies publish their tile.
