@@ -120,8 +120,11 @@ private:
   /// made of the row's `words` (customMaskRowWords; loaded here if empty).
   SmallVector<Value> customMaskRow(int64_t r, Value tileStart, Value quad,
                                    ValueRange words = {});
-  /// The words customMaskRow reads for row `r` of the tile from tileStart.
+  /// The words customMaskRow reads for row `r` of the tile from tileStart
+  /// (maskWordsPerRow of them), and the row's first bit there.
   SmallVector<Value> customMaskRowWords(int64_t r, Value tileStart);
+  Value customMaskRowBit(int64_t r, Value tileStart);
+  int64_t maskWordsPerRow() const { return (tiles.kvPerWarp + 31) / 32 + 1; }
   /// The words of every accumulator row of a tile (wgmma loads them a tile
   /// ahead: WgmmaMainloop::ScorePrefetch).
   SmallVector<Value> customMaskTileWords(Value tileStart);
@@ -281,10 +284,14 @@ void MmaAttentionKernel::prepareCustomMask() {
   }
 }
 
+Value MmaAttentionKernel::customMaskRowBit(int64_t r, Value tileStart) {
+  return k.add(maskRowBits[r], k.sub(tileStart, kv.t0));
+}
+
 SmallVector<Value> MmaAttentionKernel::customMaskRowWords(int64_t r,
                                                           Value tileStart) {
-  Value first = k.add(maskRowBits[r], k.sub(tileStart, kv.t0));
-  return variant.customMaskWords(k, args.customMask, first, maskLastBit,
+  return variant.customMaskWords(k, args.customMask,
+                                 customMaskRowBit(r, tileStart), maskLastBit,
                                  tiles.kvPerWarp);
 }
 
@@ -303,8 +310,8 @@ SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value tileStart,
     own = customMaskRowWords(r, tileStart);
     words = own;
   }
-  Value first = k.add(maskRowBits[r], k.sub(tileStart, kv.t0));
-  return ScoreVariant::customMaskFromWords(k, words, first, quad);
+  return ScoreVariant::customMaskFromWords(
+      k, words, customMaskRowBit(r, tileStart), quad);
 }
 
 Value MmaAttentionKernel::warpKey0(Value tileStart) {
@@ -377,7 +384,7 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
     for (int64_t n = 0; n < tiles.sTiles; ++n)
       used[n * 8 / 32] |= 3u << (n * 8 % 32);
     Value shows;
-    int64_t perRow = (tiles.kvPerWarp + 31) / 32 + 1;
+    int64_t perRow = maskWordsPerRow();
     for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
       maskRows.push_back(customMaskRow(
           r, tileStart, quad,
@@ -669,7 +676,7 @@ void MmaAttentionKernel::runWgmma() {
     return customMaskTileWords(tileStart);
   };
   if (variant.customMask()) {
-    int64_t words = 2 * tiles.mTiles * ((tiles.kvPerWarp + 31) / 32 + 1);
+    int64_t words = 2 * tiles.mTiles * maskWordsPerRow();
     maskPrefetch.types.assign(words, k.b.getI32Type());
     maskPrefetch.load = loadWords;
   }

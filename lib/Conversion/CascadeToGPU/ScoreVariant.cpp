@@ -152,14 +152,6 @@ SmallVector<Value> ScoreVariant::customMaskFromWords(KernelBuilder &k,
   return out;
 }
 
-SmallVector<Value> ScoreVariant::customMaskChunks(KernelBuilder &k, Value mask,
-                                                  Value firstBit, Value lastBit,
-                                                  int64_t numBits,
-                                                  Value shift) const {
-  return customMaskFromWords(
-      k, customMaskWords(k, mask, firstBit, lastBit, numBits), firstBit, shift);
-}
-
 void ScoreVariant::customMaskKeep(KernelBuilder &k,
                                   MutableArrayRef<Value> chunks,
                                   Value validBits) {

@@ -53,32 +53,28 @@ public:
   /// customMaskKeep).
   Value maskKey(KernelBuilder &k, Value x, Value t, Value pos, Value t1,
                 Value hidden = Value()) const;
-  /// Custom mask: the bits [firstBit, firstBit + numBits) of the packed
-  /// `mask` (i8 memref, bit j % 8 of byte j / 8 is element j), shifted
-  /// right by `shift` (< 8) more bits, as i32 chunks of 32 bits each. Read
-  /// as aligned 32-bit words (the buffer's base 4-byte aligned), one per
-  /// chunk and one more, funnel-shifted into place; words past the one
-  /// holding `lastBit` (the request's last bit) are not read. Bit b of
-  /// chunk c is bit firstBit + shift + 32 c + b for b < 32 - shift.
-  SmallVector<Value> customMaskChunks(KernelBuilder &k, Value mask,
-                                      Value firstBit, Value lastBit,
-                                      int64_t numBits, Value shift) const;
-  /// customMaskChunks in two steps: the aligned words it reads (i32, one
-  /// per chunk and one more), and the chunks made of them; a kernel can
-  /// issue the loads a tile ahead.
+  /// Custom mask, in two steps so that a kernel can issue the loads a tile
+  /// ahead. customMaskWords reads the bits [firstBit, firstBit + numBits)
+  /// of the packed `mask` (i8 memref, bit j % 8 of byte j / 8 is element j)
+  /// as aligned 32-bit words (i32; the buffer's base 4-byte aligned), one
+  /// per 32 bits and one more; words past the one holding `lastBit` (the
+  /// request's last bit) are not read. customMaskFromWords funnel-shifts
+  /// them into chunks of 32 bits (i32), shifted right by `shift` (< 8)
+  /// more bits: bit b of chunk c is bit firstBit + shift + 32 c + b for
+  /// b < 32 - shift.
   SmallVector<Value> customMaskWords(KernelBuilder &k, Value mask,
                                      Value firstBit, Value lastBit,
                                      int64_t numBits) const;
   static SmallVector<Value> customMaskFromWords(KernelBuilder &k,
                                                 ValueRange words,
                                                 Value firstBit, Value shift);
-  /// Clears the bits of customMaskChunks' `chunks` from bit `validBits`
+  /// Clears the bits of customMaskFromWords' `chunks` from bit `validBits`
   /// (index) of the whole on: the keys past the block's range are hidden
   /// with the rest, so that a masked score needs one bit test and one
   /// select.
   static void customMaskKeep(KernelBuilder &k, MutableArrayRef<Value> chunks,
                              Value validBits);
-  /// i1: bit `bit` of customMaskChunks' result is 0 (the key is hidden).
+  /// i1: bit `bit` of customMaskFromWords' result is 0 (the key is hidden).
   static Value customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
                                 int64_t bit);
   /// i1: every bit of `used[c]` is set in chunk c (the keys a thread
