@@ -113,8 +113,14 @@ private:
   void applyVScale(MmaSyncState &state);
   /// The custom mask's chunks of each accumulator row (mTiles x 2 rows).
   using MaskRows = SmallVector<SmallVector<Value>>;
+  /// `keptRows`: the mask rows after keptMaskRows.
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
-                                     bool masked, const MaskRows &maskRows);
+                                     bool masked, const MaskRows &keptRows);
+  /// The chunks of `rows` with the keys from t1 on cleared.
+  MaskRows keptMaskRows(const MaskRows &rows, Value tileStart);
+  /// Whether the `kept` chunks hide every key this warp scores from every
+  /// row of the warp (the warp votes: an i1 uniform over it).
+  Value warpHides(const MaskRows &kept);
   /// Custom mask: the bits of accumulator row `r` for this warp's keys of
   /// the tile from `tileStart`, shifted by this lane's first column `quad`,
   /// made of the row's `words` (customMaskRowWords; loaded here if empty).
@@ -128,6 +134,13 @@ private:
   /// The words of every accumulator row of a tile (wgmma loads them a tile
   /// ahead: WgmmaMainloop::ScorePrefetch).
   SmallVector<Value> customMaskTileWords(Value tileStart);
+  /// The bits of customMaskRow's chunks that this lane's scores test.
+  SmallVector<uint32_t> customMaskUsedBits() const;
+  /// Custom mask: whether it (with the keys from t1 on) hides every key of
+  /// this warp's share of the tile from every row of the warp, an i1 that
+  /// the warp votes on (the mma.sync mainloop then skips the tile); null
+  /// without a custom mask.
+  Value warpTileHidden(Value tileStart);
   /// Custom mask: each accumulator row's first bit for this warp's keys of
   /// the first tile, once before the KV loop (customMaskRow adds the
   /// tile's offset).
@@ -314,6 +327,44 @@ SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value tileStart,
       k, words, customMaskRowBit(r, tileStart), quad);
 }
 
+SmallVector<uint32_t> MmaAttentionKernel::customMaskUsedBits() const {
+  // Bits n * 8 + half of the chunks.
+  SmallVector<uint32_t> used((tiles.kvPerWarp + 31) / 32, 0);
+  for (int64_t n = 0; n < tiles.sTiles; ++n)
+    used[n * 8 / 32] |= 3u << (n * 8 % 32);
+  return used;
+}
+
+MmaAttentionKernel::MaskRows
+MmaAttentionKernel::keptMaskRows(const MaskRows &rows, Value tileStart) {
+  MaskRows kept(rows);
+  Value validBits = k.sub(kv.t1, k.add(warpKey0(tileStart), laneQuad()));
+  for (SmallVector<Value> &chunks : kept)
+    ScoreVariant::customMaskKeep(k, chunks, validBits);
+  return kept;
+}
+
+Value MmaAttentionKernel::warpHides(const MaskRows &kept) {
+  SmallVector<uint32_t> used = customMaskUsedBits();
+  Value sees;
+  for (const SmallVector<Value> &chunks : kept) {
+    Value rowSees = ScoreVariant::customMaskShowsAny(k, chunks, used);
+    sees = sees ? arith::OrIOp::create(k.b, k.loc, sees, rowSees) : rowSees;
+  }
+  return arith::XOrIOp::create(
+      k.b, k.loc, warpAny(k, sees),
+      arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1));
+}
+
+Value MmaAttentionKernel::warpTileHidden(Value tileStart) {
+  if (!variant.customMask())
+    return {};
+  MaskRows rows;
+  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
+    rows.push_back(customMaskRow(r, tileStart, laneQuad()));
+  return warpHides(keptMaskRows(rows, tileStart));
+}
+
 Value MmaAttentionKernel::warpKey0(Value tileStart) {
   return k.add(tileStart, k.mul(th.warpKV, k.idx(tiles.kvPerWarp)));
 }
@@ -324,18 +375,15 @@ Value MmaAttentionKernel::laneQuad() {
 
 /// The variant on the raw scores (ScoreVariant::scale and logits); with
 /// `masked`, keys past t1, after the causal diagonal or before the window
-/// (or hidden by the custom mask's `maskRows`) become -inf.
-SmallVector<Value>
-MmaAttentionKernel::transformScores(ArrayRef<Value> s, Value tileStart,
-                                    bool masked, const MaskRows &maskRows) {
+/// (or hidden by the custom mask's `keep` rows) become -inf.
+SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
+                                                       Value tileStart,
+                                                       bool masked,
+                                                       const MaskRows &keep) {
   SmallVector<Value> out;
   Value key0 = warpKey0(tileStart);
   Value quad = laneQuad();
   bool needRow = masked || variant.alibi();
-  // The custom mask's chunks with the keys from t1 on cleared.
-  MaskRows keep(maskRows);
-  for (SmallVector<Value> &chunks : keep)
-    ScoreVariant::customMaskKeep(k, chunks, k.sub(kv.t1, k.add(key0, quad)));
   for (int64_t mt = 0; mt < tiles.mTiles; ++mt) {
     for (int64_t n = 0; n < tiles.sTiles; ++n) {
       Value colBase = k.add(key0, k.add(k.idx(n * 8), quad));
@@ -378,11 +426,8 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
   MaskRows maskRows;
   if (variant.customMask()) {
     Value quad = laneQuad();
-    // Bits (n * 8 + half) of the chunks that this lane's scores test (a
-    // tile past t1 takes the masked path anyway: `need`).
-    SmallVector<uint32_t> used((tiles.kvPerWarp + 31) / 32, 0);
-    for (int64_t n = 0; n < tiles.sTiles; ++n)
-      used[n * 8 / 32] |= 3u << (n * 8 % 32);
+    // (A tile past t1 takes the masked path anyway: `need`.)
+    SmallVector<uint32_t> used = customMaskUsedBits();
     Value shows;
     int64_t perRow = maskWordsPerRow();
     for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
@@ -403,8 +448,10 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
                                   /*withElse=*/true);
   OpBuilder::InsertionGuard ig(k.b);
   k.b.setInsertionPointToStart(ifMask.thenBlock());
-  scf::YieldOp::create(k.b, k.loc,
-                       transformScores(s, tileStart, true, maskRows));
+  MaskRows kept;
+  if (variant.customMask())
+    kept = keptMaskRows(maskRows, tileStart);
+  scf::YieldOp::create(k.b, k.loc, transformScores(s, tileStart, true, kept));
   k.b.setInsertionPointToStart(ifMask.elseBlock());
   scf::YieldOp::create(k.b, k.loc,
                        transformScores(s, tileStart, false, MaskRows()));
@@ -532,6 +579,9 @@ void MmaAttentionKernel::run() {
   if (variant.rope() || fp8)
     hooks.prepare = prepare;
   hooks.transform = transform;
+  auto hidden = [&](Value tileStart) { return warpTileHidden(tileStart); };
+  if (variant.customMask())
+    hooks.hidden = hidden;
   auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
   if (tiles.fp8DirectK)
     hooks.beforePV = publishV;
@@ -680,6 +730,11 @@ void MmaAttentionKernel::runWgmma() {
     maskPrefetch.types.assign(words, k.b.getI32Type());
     maskPrefetch.load = loadWords;
   }
+  // (Tiles the mask hides from a whole warp are not skipped here, as the
+  // mma.sync mainloop does: with the softmax skipped, P zero on one path
+  // and computed on the other, ptxas 13.0 serialized the consumers' wgmma
+  // (C7513); with -inf logits on a path of their own, it spilled 150 bytes
+  // a thread.)
   MmaSyncState state =
       mainloop.consume(numTiles, kv.t0, transform,
                        variant.customMask() ? &maskPrefetch : nullptr);

@@ -290,6 +290,53 @@ MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
   return out;
 }
 
+MmaSyncMainloop::Softmax
+MmaSyncMainloop::softmaxUnlessHidden(MmaBuilder &mma, Value hidden,
+                                     function_ref<SmallVector<Value>()> logits,
+                                     MmaSyncState &state) {
+  if (!hidden)
+    return softmax(mma, logits(), state);
+  OpBuilder &b = k.b;
+  int64_t nM = 2 * tiles.mTiles, nP = tiles.mTiles * tiles.sTiles / 2;
+  // Results: m, l and the alphas (f32 each), P, whether to rescale.
+  SmallVector<Type> types(3 * nM, b.getF32Type());
+  types.append(nP, mma.aType());
+  types.push_back(b.getI1Type());
+  auto ifHidden = scf::IfOp::create(b, k.loc, types, hidden, true);
+  {
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifHidden.thenBlock());
+    SmallVector<Value> kept(state.m);
+    llvm::append_range(kept, state.l);
+    kept.append(nM, k.f32(1.0));
+    Value zeroP = arith::ConstantOp::create(
+        b, k.loc, mma.aType(),
+        DenseElementsAttr::get(mma.aType(), b.getFloatAttr(elementType, 0.0)));
+    kept.append(nP, zeroP);
+    kept.push_back(arith::ConstantIntOp::create(b, k.loc, false, 1));
+    scf::YieldOp::create(b, k.loc, kept);
+    b.setInsertionPointToStart(ifHidden.elseBlock());
+    MmaSyncState st = state;
+    Softmax p = softmax(mma, logits(), st);
+    SmallVector<Value> out(st.m);
+    llvm::append_range(out, st.l);
+    for (const RowPair &a : p.alphas)
+      out.append({a[0], a[1]});
+    llvm::append_range(out, p.pA);
+    out.push_back(p.rescale);
+    scf::YieldOp::create(b, k.loc, out);
+  }
+  ValueRange res = ifHidden.getResults();
+  state.m.assign(res.begin(), res.begin() + nM);
+  state.l.assign(res.begin() + nM, res.begin() + 2 * nM);
+  Softmax p;
+  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
+    p.alphas.push_back({res[2 * nM + 2 * mt], res[2 * nM + 2 * mt + 1]});
+  p.pA.assign(res.begin() + 3 * nM, res.begin() + 3 * nM + nP);
+  p.rescale = res.back();
+  return p;
+}
+
 void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
                               SmallVector<Value> &o) {
   // Rescale O only when some row of the warp has a new maximum (after the
@@ -353,12 +400,28 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
   Value tileStart = k.add(t0, k.mul(i, k.idx(t.kvTile)));
   if (hooks.prepare)
     hooks.prepare(stage, tileStart);
-  SmallVector<Value> s = hooks.transform(scores(stage, qFrags), tileStart);
-  Softmax p = softmax(mma, s, state);
+  // A tile the custom mask hides from the whole warp costs it no mma.
+  Value hidden = hooks.hidden ? hooks.hidden(tileStart) : Value();
+  Softmax p = softmaxUnlessHidden(
+      mma, hidden,
+      [&] { return hooks.transform(scores(stage, qFrags), tileStart); }, state);
   rescale(mma, p, state.o);
   if (hooks.beforePV)
-    hooks.beforePV();
-  accumulatePV(mma, p.pA, stage, state.o);
+    hooks.beforePV(); // a block barrier: outside the warp's branch
+  if (!hidden) {
+    accumulatePV(mma, p.pA, stage, state.o);
+  } else {
+    SmallVector<Type> oTypes(state.o.size(), mma.accType());
+    auto ifShown = scf::IfOp::create(k.b, k.loc, oTypes, hidden, true);
+    OpBuilder::InsertionGuard g(k.b);
+    k.b.setInsertionPointToStart(ifShown.thenBlock());
+    scf::YieldOp::create(k.b, k.loc, state.o);
+    k.b.setInsertionPointToStart(ifShown.elseBlock());
+    SmallVector<Value> o(state.o);
+    accumulatePV(mma, p.pA, stage, o);
+    scf::YieldOp::create(k.b, k.loc, o);
+    state.o.assign(ifShown.getResults().begin(), ifShown.getResults().end());
+  }
 
   SmallVector<Value> yields(state.o);
   llvm::append_range(yields, state.m);

@@ -123,6 +123,11 @@ struct MmaSyncTileHooks {
   /// log2-unit logits with masked keys at -inf.
   function_ref<SmallVector<Value>(ArrayRef<Value> s, Value tileStart)>
       transform;
+  /// Whether every key of the warp's share of the tile from `tileStart` is
+  /// hidden from every row of the warp (an i1, uniform over the warp: a
+  /// custom mask's vote); the warp then skips the tile's scores, softmax
+  /// and P V. May be null (no tile is skipped).
+  function_ref<Value(Value tileStart)> hidden;
   /// After the softmax of tile i, before O += P V: what the V tile needs
   /// (a barrier after `prepare` wrote it while the scores read only the
   /// K staging ring, fp8DirectK); may be null.
@@ -165,6 +170,13 @@ public:
     Value rescale;
   };
   Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state);
+  /// softmax() of the logits that `logits` builds, unless `hidden` (an i1,
+  /// uniform over the warp; null: never) says that the tile's keys are all
+  /// hidden from the warp's rows: then no logit is built, m and l stay, P
+  /// is zero and nothing is rescaled, which is what softmax() would give.
+  Softmax softmaxUnlessHidden(MmaBuilder &mma, Value hidden,
+                              function_ref<SmallVector<Value>()> logits,
+                              MmaSyncState &state);
   /// O *= alpha where some row of the warp has a new maximum.
   void rescale(MmaBuilder &mma, const Softmax &p, SmallVector<Value> &o);
 

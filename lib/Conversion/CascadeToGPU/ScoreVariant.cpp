@@ -193,6 +193,19 @@ Value ScoreVariant::customMaskShows(KernelBuilder &k, ArrayRef<Value> chunks,
   return all;
 }
 
+Value ScoreVariant::customMaskShowsAny(KernelBuilder &k, ArrayRef<Value> chunks,
+                                       ArrayRef<uint32_t> used) {
+  Value any;
+  for (auto [chunk, bits] : llvm::zip_equal(chunks, used)) {
+    Value shows =
+        k.cmp(arith::CmpIPredicate::ne,
+              arith::AndIOp::create(k.b, k.loc, chunk, k.i32(int64_t(bits))),
+              k.i32(0));
+    any = any ? arith::OrIOp::create(k.b, k.loc, any, shows) : shows;
+  }
+  return any;
+}
+
 Value ScoreVariant::customMaskHidden(KernelBuilder &k, ArrayRef<Value> chunks,
                                      int64_t bit) {
   Value c = chunks[bit / 32];

@@ -81,6 +81,10 @@ public:
   /// scores are all shown).
   static Value customMaskShows(KernelBuilder &k, ArrayRef<Value> chunks,
                                ArrayRef<uint32_t> used);
+  /// i1: some bit of `used[c]` is set in chunk c (the thread scores some
+  /// key the mask shows).
+  static Value customMaskShowsAny(KernelBuilder &k, ArrayRef<Value> chunks,
+                                  ArrayRef<uint32_t> used);
   /// Narrows the key range [t0, t1) to the keys some query at positions
   /// [firstPos, lastPos] sees: causal ends it after lastPos, the window
   /// starts it at firstPos - window_left. The positions are built where

@@ -2,6 +2,8 @@
 // RUN: rm -rf %t && cascade-opt %s --cascade-to-ptx="chip=sm_90a bundle-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=PTX < %t/kernels.ptx
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
+// RUN: rm -rf %t90 && cascade-opt %s --cascade-to-ptx="chip=sm_90 bundle-dir=%t90" -o /dev/null
+// RUN: FileCheck %s --check-prefix=PTX90 < %t90/kernels.ptx
 
 // A custom mask (FlashInfer's packed bits, custom_mask(mask, mask_indptr))
 // on the tensor-core prefill kernels: the kernel takes the bits (u8) and the
@@ -23,6 +25,38 @@ func.func @masked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
       qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
       kv_last_page_len(%last : memref<?xi32>) custom_mask(%m, %mi : memref<?xi8>, memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, window_left = 100 : i64}
+  return
+}
+
+// mma.sync (sm_90): before each tile's scores a warp votes on whether the
+// mask (with the keys from t1 on) hides all of its keys of the tile from all
+// of its rows (no bit of 0x03030303 set in any row's chunks) and then skips
+// the tile: no scores, softmax or P V (the first mma.sync follows the vote).
+// The wgmma kernels keep every tile (lowering.md says why).
+// PTX90-LABEL: .entry cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q128_kv32_s3(
+// PTX90: and.b32 [[SEEN:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
+// PTX90-NEXT: setp.ne.b32 [[SEES:%p[0-9]+]], [[SEEN]], 0;
+// PTX90-NEXT: vote.sync.any.pred [[ANY:%p[0-9]+]], [[SEES]], -1;
+// PTX90-NOT: mma.sync
+// PTX90: not.pred %p{{[0-9]+}}, [[ANY]];
+// PTX90: mma.sync.aligned.m16n8k16
+// PTX90-LABEL: .entry cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_cmask_w4x1_q128_kv32_s3(
+// PTX90: and.b32 {{%r[0-9]+}}, %r{{[0-9]+}}, 50529027;
+// PTX90-NEXT: setp.ne.b32
+// PTX90-NEXT: vote.sync.any.pred
+// PTX90-LABEL: .entry cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q128_kv32_s3(
+// PTX90-NOT: 50529027
+// PTX90: ret;
+// CHECK-LABEL: func.func @masked_no_window
+// CHECK: gpu.launch_func @cascade_kernels::@cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_cmask_w4x1_q128_kv32_s3
+func.func @masked_no_window(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
+                  %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                  %m: memref<?xi8>, %mi: memref<?xi32>,
+                  %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) custom_mask(%m, %mi : memref<?xi8>, memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64}
   return
 }
 
