@@ -364,12 +364,17 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
       // measured faster with 2 warps of 16 keys (32-key tiles) in 4 stages:
       // 0.73 / 0.77 / 0.67 against 0.65 / 0.66 / 0.58 for 64-key tiles over
       // 4 warps, in one H200 run (both checked against float64 there).
+      // With K read from its staging tile (kdirect), 3 stages (36 KiB, six
+      // blocks an SM) against 4 (44 KiB, five): 0.89 / 0.99 / 0.87 against
+      // 0.92 / 0.92 / 0.82, in one H200 run (2 stages: 0.90 / 1.00 / 0.87);
+      // a batch of short requests runs in waves of resident blocks, and
+      // more of them keep more bytes in flight.
       if (!o.mmaWarpsKV && warpsQ == 1)
         warpsKV = 2;
       kvTile = o.mmaKVTile   ? o.mmaKVTile
                : warpsQ == 1 ? 16 * warpsKV
                              : std::max<int64_t>(64, 16 * warpsKV);
-      stages = o.mmaStages ? o.mmaStages : 4;
+      stages = o.mmaStages ? o.mmaStages : warpsQ == 1 ? 3 : 4;
     } else {
       kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
       stages = o.mmaStages ? o.mmaStages : 3;

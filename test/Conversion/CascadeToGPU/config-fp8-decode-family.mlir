@@ -11,11 +11,11 @@
 // and f16 decode stay on rows, and the option moves the limit back.
 
 // CHECK-LABEL: func.func @fp8_g4
-// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
+// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>
 // ROWS-LABEL: func.func @fp8_g4
 // ROWS: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4>
 // SM89-LABEL: func.func @fp8_g4
-// SM89: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
+// SM89: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>
 func.func @fp8_g4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
                   %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                   %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
@@ -26,7 +26,7 @@ func.func @fp8_g4(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>,
 }
 
 // CHECK-LABEL: func.func @fp8_g2
-// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4>
+// CHECK: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>
 // ROWS-LABEL: func.func @fp8_g2
 // ROWS: #cascade.kernel_config<rows,
 func.func @fp8_g2(%q: memref<?x16x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>,

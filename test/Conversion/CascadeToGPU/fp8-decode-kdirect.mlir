@@ -19,13 +19,13 @@
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/b/manifest.json
 // RUN: %ptxas -arch=sm_90 -v %t/b/kernels.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// CHECK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// CHECK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // CHECK-SAME: %[[KSCALE:arg8]]: f32
 // The Q tile and the V tile (16 + 32 rows of 128 f16), then the staging
-// rings of 4 stages of 32 x 128 fp8: K at byte 12288, V at 28672.
+// rings of 3 stages of 32 x 128 fp8: K at byte 12288, V at 24576.
 // CHECK-DAG: %[[TILES:.*]] = memref.view %{{.*}}[%c0][] : {{.*}} to memref<6144xf16, #gpu.address_space<workgroup>>
-// CHECK-DAG: %[[KST:.*]] = memref.view %{{.*}}[%c12288][] : {{.*}} to memref<16384xf8E4M3FN, #gpu.address_space<workgroup>>
-// CHECK-DAG: %[[VST:.*]] = memref.view %{{.*}}[%c28672][] : {{.*}} to memref<16384xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[KST:.*]] = memref.view %{{.*}}[%c12288][] : {{.*}} to memref<12288xf8E4M3FN, #gpu.address_space<workgroup>>
+// CHECK-DAG: %[[VST:.*]] = memref.view %{{.*}}[%c24576][] : {{.*}} to memref<12288xf8E4M3FN, #gpu.address_space<workgroup>>
 // The first K / V chunk pair of the prologue: V's at row * 128 + column,
 // K's chunk swizzled by row % 8 (after the copy size, 16 bytes or 0).
 // CHECK: arith.select %{{.*}}, %c16, %c0 : index
@@ -59,7 +59,7 @@
 // offset xor 16 kb.
 // CHECK: %[[OFF:.*]] = arith.addi %{{.*}}, %{{.*}} : i32
 // CHECK-NEXT: %[[I0:.*]] = arith.index_castui %[[OFF]] : i32 to index
-// CHECK-NEXT: %[[W0:.*]] = vector.load %[[KST]][%[[I0]]] {alignment = 4 : i64} : memref<16384xf8E4M3FN, #gpu.address_space<workgroup>>, vector<4xf8E4M3FN>
+// CHECK-NEXT: %[[W0:.*]] = vector.load %[[KST]][%[[I0]]] {alignment = 4 : i64} : memref<12288xf8E4M3FN, #gpu.address_space<workgroup>>, vector<4xf8E4M3FN>
 // CHECK-NEXT: %[[B0:.*]] = arith.bitcast %[[W0]] : vector<4xf8E4M3FN> to vector<4xi8>
 // CHECK-NEXT: %[[LO:.*]] = vector.shuffle %[[B0]], %[[B0]] [0, 1] : vector<4xi8>, vector<4xi8>
 // CHECK-NEXT: %[[CLO:.*]] = nvvm.convert.f8x2.to.f16x2 %[[LO]] : vector<2xi8>(f8E4M3FN) -> vector<2xf16>
@@ -90,8 +90,8 @@
 
 // head_dim 64, bf16 q: 64-byte rows, the chunk swizzled by (row / 2) % 4;
 // K's bytes go through f16 and f32 to bf16 (exact).
-// CHECK-LABEL: gpu.func @cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s4_kdirect(
-// CHECK-DAG: %[[KST64:.*]] = memref.view %{{.*}}[%c6144][] : {{.*}} to memref<8192xf8E5M2, #gpu.address_space<workgroup>>
+// CHECK-LABEL: gpu.func @cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s3_kdirect(
+// CHECK-DAG: %[[KST64:.*]] = memref.view %{{.*}}[%c6144][] : {{.*}} to memref<6144xf8E5M2, #gpu.address_space<workgroup>>
 // CHECK: arith.select %{{.*}}, %c16, %c0 : index
 // CHECK-NEXT: %[[ROWOFF64:.*]] = arith.muli %[[ROW64:.*]], %c64 : index
 // CHECK-NEXT: arith.addi %[[ROWOFF64]], %{{.*}} : index
@@ -111,18 +111,18 @@
 // CHECK: nvvm.mma.sync
 
 // RoPE: K is rotated in its converted tile; no direct path.
-// CHECK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s4(
+// CHECK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s3(
 
 // No ldmatrix of K (without .trans) in the direct kernels; the RoPE kernel
 // keeps it.
-// LDK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// LDK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // LDK-NOT: transpose = false
-// LDK-LABEL: gpu.func @cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s4_kdirect(
+// LDK-LABEL: gpu.func @cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s3_kdirect(
 // LDK-NOT: transpose = false
-// LDK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s4(
+// LDK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s3(
 // LDK: transpose = false
 
-// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // PTX-DAG: cp.async.cg.shared.global [{{.*}}], [{{.*}}], 16, {{.*}};
 // PTX-DAG: ld.shared.v2.b16 {{.*}}+12288];
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
@@ -130,24 +130,25 @@
 // PTX-DAG: st.shared.v4.b32 [{{.*}}+4096]
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s4_kdirect(
+// PTX-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s3_kdirect(
 // PTX-DAG: cvt.rn.f16x2.e5m2x2
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
-// PTXLDK-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// PTXLDK-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // PTXLDK-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PTXLDK-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s4_kdirect(
+// PTXLDK-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s3_kdirect(
 // PTXLDK-NOT: ldmatrix.sync.aligned.m8n8.x4.shared.b16
-// PTXLDK-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s4(
+// PTXLDK-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s3(
 // PTXLDK: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 
-// Q 4 KiB + V tile 8 KiB + staging 32 KiB; head_dim 64: Q 2 KiB + V 4 KiB
-// + staging 16 KiB; RoPE: Q + K and V tiles 20 KiB + staging 32 KiB.
+// Three stages: Q 4 KiB + V tile 8 KiB + staging 24 KiB; head_dim 64: Q
+// 2 KiB + V 4 KiB + staging 12 KiB; RoPE: Q + K and V tiles 20 KiB +
+// staging 24 KiB.
+// MANIFEST: "dynamic_shared_bytes": 36864,
+// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect",
+// MANIFEST: "dynamic_shared_bytes": 18432,
+// MANIFEST: "name": "cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s3_kdirect",
 // MANIFEST: "dynamic_shared_bytes": 45056,
-// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect",
-// MANIFEST: "dynamic_shared_bytes": 22528,
-// MANIFEST: "name": "cascade_decode_mma_bf16_f8e5m2_d64_g8_h4_p16_nhd_pair_w1x2_q16_kv32_s4_kdirect",
-// MANIFEST: "dynamic_shared_bytes": 53248,
-// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s4",
+// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_rope3f800000x461c4000_w1x2_q16_kv32_s3",
 
 // PTXAS: Compiling entry function 'cascade_
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores

@@ -36,14 +36,14 @@
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
 // PTX-DAG: ldmatrix.sync.aligned.m8n8.x4.shared.b16
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
-// PTX-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d128_g16_h2_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// PTX-LABEL: .visible .entry cascade_decode_mma_bf16_f8e5m2_d128_g16_h2_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // PTX-DAG: cvt.rn.f16x2.e5m2x2
 // PTX-DAG: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
 // The decode benchmark's shape (G = 4) on mma_sync; each tile's fp8 V bytes
 // are converted into the one f16 V tile after the Q tile (16 rows of 256
 // bytes: V at byte 4096), K's are read from their staging ring after the V
 // tile (4096 + 32 * 256 = 12288) with 4-byte loads.
-// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect(
+// PTX-LABEL: .visible .entry cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect(
 // PTX-DAG: cvt.rn.f16x2.e4m3x2
 // PTX-DAG: st.shared.v4.b32 [{{.*}}+4096]
 // PTX-DAG: ld.shared.v2.b16 {{.*}}+12288]
@@ -58,11 +58,11 @@
 // MANIFEST: "dynamic_shared_bytes": 106496,
 // MANIFEST-NEXT: "grid"
 // MANIFEST: "name": "cascade_prefill_causal_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3",
-// Q 16 x 128 f16 (4 KiB), one V tile of 32 x 128 f16 (8 KiB), 4 stages of
-// 32 fp8 K and V rows (32 KiB).
-// MANIFEST: "dynamic_shared_bytes": 45056,
+// Q 16 x 128 f16 (4 KiB), one V tile of 32 x 128 f16 (8 KiB), 3 stages of
+// 32 fp8 K and V rows (24 KiB).
+// MANIFEST: "dynamic_shared_bytes": 36864,
 // MANIFEST-NEXT: "grid"
-// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect",
+// MANIFEST: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s3_kdirect",
 
 // HOST-LABEL: func.func @decode_e4m3
 // HOST: gpu.launch_func  @cascade_kernels::@cascade_decode_rows_f16_f8e4m3_d128_g1_h8_p16_nhd_pool_t16x8_kv32_s4

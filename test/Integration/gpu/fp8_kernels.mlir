@@ -292,6 +292,30 @@ func.func @dec_f16_d128_g4_p16_nhd_pool_kv64s4_e4m3(%q: memref<?x32x128xf16>, %k
   return
 }
 
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv32s3_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>}
+  return
+}
+
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv32s2_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2>}
+  return
+}
+
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv16s6_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6>}
+  return
+}
+
 func.func @split_f16_d128_g4_p16_nhd_pool_rows_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
     %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
@@ -361,6 +385,30 @@ func.func @split_f16_d128_g4_p16_nhd_pool_kv64s4_e4m3(%q: memref<?x32x128xf16>, 
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 4>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv32s3_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv32s2_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv16s6_e4m3(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E4M3FN>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6>}
   return
 }
 
@@ -653,6 +701,30 @@ func.func @dec_f16_d128_g4_p16_nhd_pool_kv64s4_e5m2(%q: memref<?x32x128xf16>, %k
   return
 }
 
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv32s3_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>}
+  return
+}
+
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv32s2_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2>}
+  return
+}
+
+func.func @dec_f16_d128_g4_p16_nhd_pool_kv16s6_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6>}
+  return
+}
+
 func.func @split_f16_d128_g4_p16_nhd_pool_rows_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
     %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
@@ -722,5 +794,29 @@ func.func @split_f16_d128_g4_p16_nhd_pool_kv64s4_e5m2(%q: memref<?x32x128xf16>, 
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 4>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv32s3_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv32s2_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2>}
+  return
+}
+
+func.func @split_f16_d128_g4_p16_nhd_pool_kv16s6_e5m2(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf8E5M2>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %ri: memref<?xi32>, %kt: memref<?xi32>, %oi: memref<?xi32>, %mask: memref<?xi8>, %chunk: memref<1xi32>, %tv: memref<?x32x128xf32>, %ts: memref<?x32xf32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>) plan(%ri, %kt, %oi, %mask, %chunk, %tv, %ts : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf32>, memref<?x32xf32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6>}
   return
 }
