@@ -119,12 +119,14 @@ def decode_variants(b, kv):
     return [v[:3] for v in out]
 
 
-def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", variant=None, compare=True):
+def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", variant=None, compare=True,
+                 forced_chunks=()):
     """kv: "f16", or "f8e4m3" (b then holds fp8_kernels.mlir's kernels; the
     cache is read with k_scale 0.5 and v_scale 2). variant: (label, decode
     kernel, split decode kernel or None) of decode_variants; default the
     rows kernels. compare: time torch / FlashInfer too (their results are
-    checked either way)."""
+    checked either way). forced_chunks: chunk sizes in pages that a split
+    plan is also timed at (fixed_split_pages), beside the planner's choice."""
     Hqo, Hkv, D, ps = 32, 8, 128, 16
     fp8 = kv != "f16"
     ks, vs = (0.5, 2.0) if fp8 else (1.0, 1.0)
@@ -201,11 +203,19 @@ def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", variant=None, compare
     rows.append((label, "no split", t, nbytes, others))
     # The runtime's decode plan for the split kernel's occupancy on this
     # device: split-KV only where B * Hkv blocks leave the device idle.
-    plan = _runtime.plan("decode", kv_indptr=cp.asnumpy(indptr),
-                         kv_last_page_len=cp.asnumpy(last), num_qo_heads=Hqo,
-                         num_kv_heads=Hkv, head_dim=D, page_size=ps, num_sms=sms,
-                         occupancy=occupancy(b, sname)) if split else None
-    if plan is not None and plan["split_kv"]:
+    def plan_of(**options):
+        return _runtime.plan("decode", kv_indptr=cp.asnumpy(indptr),
+                             kv_last_page_len=cp.asnumpy(last), num_qo_heads=Hqo,
+                             num_kv_heads=Hkv, head_dim=D, page_size=ps, num_sms=sms,
+                             occupancy=occupancy(b, sname), **options)
+    plans = [("split", plan_of())] if split else []
+    if plans and not plans[0][1]["split_kv"]:
+        # The batch fills the grid: split anyway at the chunks asked for.
+        plans += [("forced split", plan_of(fixed_split_pages=c)) for c in forced_chunks
+                  if c < L // ps]
+    for how, plan in plans:
+        if not plan["split_kv"]:
+            continue
         chunk = plan["kv_chunk_size"] // ps
         bufs.update(plan_buffers(plan))
         bufs.update(tmp_v=cp.empty((plan["num_partial_rows"], Hqo, D), cp.float32),
@@ -215,7 +225,7 @@ def bench_decode(b, rng, B, L, reps, split, sms, kv="f16", variant=None, compare
             b.launch(sname, bufs)
             b.launch(mname, bufs)
         t = timeit(run, reps)
-        rows.append((label, f"split: {chunk} pages/chunk, {plan['num_work_items']} items",
+        rows.append((label, f"{how}: {chunk} pages/chunk, {plan['num_work_items']} items",
                      t, nbytes, others))
     del pool
     return rows
@@ -297,6 +307,9 @@ def main():
     ap.add_argument("--fp8-families", default="rows,mma_sync",
                     help="kernel families of the fp8 decode rows (of those the fp8 "
                          "bundle holds for the shape): rows, mma_sync or both")
+    ap.add_argument("--split-pages", default="",
+                    help="comma-separated chunk sizes (pages) at which split-KV decode "
+                         "is also timed, beside the planner's choice (fixed_split_pages)")
     a = ap.parse_args()
     b = Bundle(a.bundle)
     b8 = Bundle(a.fp8_bundle) if a.fp8_bundle else None
@@ -308,15 +321,16 @@ def main():
     bw0 = copy_bw(a.reps)
     rows = []
     shapes = ((64, 4096), (16, 32768), (256, 1024))
+    forced = tuple(int(c) for c in a.split_pages.split(",") if c)
     fams = a.fp8_families.split(",")
     variants = [v for v in decode_variants(b8, "f8e4m3")
                 if v[0].split()[0] in fams] if b8 else []
     if a.only in ("all", "decode"):
         for B, L in shapes:
-            rows += bench_decode(b, rng, B, L, a.reps, True, sms)
+            rows += bench_decode(b, rng, B, L, a.reps, True, sms, forced_chunks=forced)
             for i, v in enumerate(variants):
                 rows += bench_decode(b8, rng, B, L, a.reps, True, sms, kv="f8e4m3",
-                                     variant=v, compare=i == 0)
+                                     variant=v, compare=i == 0, forced_chunks=forced)
     if a.only in ("all", "merge"):
         rows += bench_merge(b, a.reps)
     bw1 = copy_bw(a.reps)
