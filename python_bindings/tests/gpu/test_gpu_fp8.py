@@ -104,9 +104,12 @@ def test_fp8_errors_before_any_launch(gpu):
     with pytest.raises(ValueError, match="k_scale dequantizes an fp8 KV cache"):
         w.run(q, cache, k_scale=0.5, out=out)
     assert torch.isnan(out).all()
-    # An fp8 plan rejects an f16 cache (the kernels' dtype), and vice versa.
+    # An fp8 plan rejects an f16 cache (the kernels' dtype): a dtype error is
+    # a TypeError, as everywhere in the package (test_checks.py).
     w.plan(indptr, indices, last, HQ, HKV, D, PAGE, kv_data_type=torch.float8_e4m3fn)
-    with pytest.raises(ValueError):
-        w.run(q, cache)
+    with pytest.raises(TypeError,
+                       match="paged_kv_cache has dtype float16, expected float8_e4m3fn"):
+        w.run(q, cache, out=out)
+    assert torch.isnan(out).all()
     with pytest.raises(ValueError, match="k_scale must be finite"):
         w.run(q, cache.to(torch.float8_e4m3fn), k_scale=float("nan"))
