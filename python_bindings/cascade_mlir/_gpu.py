@@ -223,9 +223,15 @@ class Engine:
             cfg.as_dict(), shared_slot=any(lv.kv_slot == 1 for lv in levels),
             device_object=self.fw.device_object(self.ordinal),
             resolver=_weak_resolver(self), framework=self.fw)
+        dicts = [lv.as_dict() for lv in levels]
+        if self.pair_form == "ragged":
+            # The ragged kernels compute a key's address from kv_indptr: the
+            # identity page table (one int32 a token) is not uploaded.
+            for d, lv in zip(dicts, levels):
+                if lv.kv_slot == 0:
+                    d["kv_indices"] = None
         need_int, need_float = self.program.plan(
-            [lv.as_dict() for lv in levels], [r["split"] for r in roles],
-            self.use_cuda_graph, index_buffers)
+            dicts, [r["split"] for r in roles], self.use_cuda_graph, index_buffers)
         float_bytes = self.fw.nbytes(self.float_ws)
         if need_float > float_bytes:
             raise ValueError(f"float_workspace_buffer holds {float_bytes} bytes; this "

@@ -422,6 +422,11 @@ def scenario_parity():
           "the ragged kernel takes no page table")
     check(np.array_equal(read_i32(arg(rec[0], "kv_indptr")[0], 4), kv_indptr),
           "request token offsets are the page offsets")
+    # Nor is one uploaded: the int workspace's image (its first 64 KiB hold
+    # the plan's arrays) has no run 0, 1, .., 44 (the identity table).
+    image = read_i32(w._engine.int_ws.ptr, 16384)
+    runs = np.lib.stride_tricks.sliding_window_view(image, 45) == np.arange(45)
+    check(not runs.all(axis=1).any(), "the ragged plan uploads no page table")
     # Custom masks: the masked prefill kernel (causal dropped: the mask
     # replaces it) reads the packed bytes and their offsets from the int
     # workspace, as 32-bit words.
