@@ -118,9 +118,15 @@ private:
                                      bool masked, const MaskRows &keptRows);
   /// The chunks of `rows` with the keys from t1 on cleared.
   MaskRows keptMaskRows(const MaskRows &rows, Value tileStart);
+  /// Whether the `kept` chunks show some key this thread scores to one of
+  /// its rows (an i1 of this thread).
+  Value threadSeesAny(const MaskRows &kept);
   /// Whether the `kept` chunks hide every key this warp scores from every
   /// row of the warp (the warp votes: an i1 uniform over it).
   Value warpHides(const MaskRows &kept);
+  /// customMaskRow of every accumulator row of the tile from `tileStart`,
+  /// made of `words` (customMaskTileWords; loaded here if empty).
+  MaskRows maskRowsOf(Value tileStart, ValueRange words = {});
   /// Custom mask: the bits of accumulator row `r` for this warp's keys of
   /// the tile from `tileStart`, shifted by this lane's first column `quad`,
   /// made of the row's `words` (customMaskRowWords; loaded here if empty).
@@ -344,25 +350,38 @@ MmaAttentionKernel::keptMaskRows(const MaskRows &rows, Value tileStart) {
   return kept;
 }
 
-Value MmaAttentionKernel::warpHides(const MaskRows &kept) {
+Value MmaAttentionKernel::threadSeesAny(const MaskRows &kept) {
   SmallVector<uint32_t> used = customMaskUsedBits();
   Value sees;
   for (const SmallVector<Value> &chunks : kept) {
     Value rowSees = ScoreVariant::customMaskShowsAny(k, chunks, used);
     sees = sees ? arith::OrIOp::create(k.b, k.loc, sees, rowSees) : rowSees;
   }
+  return sees;
+}
+
+Value MmaAttentionKernel::warpHides(const MaskRows &kept) {
   return arith::XOrIOp::create(
-      k.b, k.loc, warpAny(k, sees),
+      k.b, k.loc, warpAny(k, threadSeesAny(kept)),
       arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1));
+}
+
+MmaAttentionKernel::MaskRows MmaAttentionKernel::maskRowsOf(Value tileStart,
+                                                            ValueRange words) {
+  MaskRows rows;
+  Value quad = laneQuad();
+  int64_t perRow = maskWordsPerRow();
+  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
+    rows.push_back(customMaskRow(
+        r, tileStart, quad,
+        words.empty() ? ValueRange{} : words.slice(r * perRow, perRow)));
+  return rows;
 }
 
 Value MmaAttentionKernel::warpTileHidden(Value tileStart) {
   if (!variant.customMask())
     return {};
-  MaskRows rows;
-  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
-    rows.push_back(customMaskRow(r, tileStart, laneQuad()));
-  return warpHides(keptMaskRows(rows, tileStart));
+  return warpHides(keptMaskRows(maskRowsOf(tileStart), tileStart));
 }
 
 Value MmaAttentionKernel::warpKey0(Value tileStart) {
@@ -425,17 +444,12 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
       [&] { return k.add(k.sub(kv.kvLen, queries.len), lastQuery); });
   MaskRows maskRows;
   if (variant.customMask()) {
-    Value quad = laneQuad();
     // (A tile past t1 takes the masked path anyway: `need`.)
     SmallVector<uint32_t> used = customMaskUsedBits();
     Value shows;
-    int64_t perRow = maskWordsPerRow();
-    for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
-      maskRows.push_back(customMaskRow(
-          r, tileStart, quad,
-          maskWords.empty() ? ValueRange{}
-                            : maskWords.slice(r * perRow, perRow)));
-      Value rowShows = ScoreVariant::customMaskShows(k, maskRows.back(), used);
+    maskRows = maskRowsOf(tileStart, maskWords);
+    for (const SmallVector<Value> &row : maskRows) {
+      Value rowShows = ScoreVariant::customMaskShows(k, row, used);
       shows =
           shows ? arith::AndIOp::create(k.b, k.loc, shows, rowShows) : rowShows;
     }
@@ -725,16 +739,17 @@ void MmaAttentionKernel::runWgmma() {
   auto loadWords = [&](Value tileStart) {
     return customMaskTileWords(tileStart);
   };
+  // Tiles the mask hides from all 64 rows of a warpgroup are skipped
+  // (ScorePrefetch::shown): a tree of drafts hides most keys past its rows.
+  auto shown = [&](Value tileStart, ValueRange words) {
+    return threadSeesAny(keptMaskRows(maskRowsOf(tileStart, words), tileStart));
+  };
   if (variant.customMask()) {
     int64_t words = 2 * tiles.mTiles * maskWordsPerRow();
     maskPrefetch.types.assign(words, k.b.getI32Type());
     maskPrefetch.load = loadWords;
+    maskPrefetch.shown = shown;
   }
-  // (Tiles the mask hides from a whole warp are not skipped here, as the
-  // mma.sync mainloop does: with the softmax skipped, P zero on one path
-  // and computed on the other, ptxas 13.0 serialized the consumers' wgmma
-  // (C7513); with -inf logits on a path of their own, it spilled 150 bytes
-  // a thread.)
   MmaSyncState state =
       mainloop.consume(numTiles, kv.t0, transform,
                        variant.customMask() ? &maskPrefetch : nullptr);

@@ -227,12 +227,12 @@ SmallVector<Value> MmaSyncMainloop::scores(Value stage,
 
 MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
                                                   ArrayRef<Value> s,
-                                                  MmaSyncState &state) {
+                                                  MmaSyncState &state,
+                                                  bool pack) {
   const MmaSyncTiles &t = tiles;
   SmallVector<Value> &m = state.m, &l = state.l;
   Softmax out;
   SmallVector<Value> p(s.size());
-  out.pA.resize(s.size() / 2);
   for (int64_t mt = 0; mt < t.mTiles; ++mt) {
     ArrayRef<Value> rowFrags = s.slice(mt * t.sTiles, t.sTiles);
     RowPair tileMax = rowReduce(k, rowFrags, /*max=*/true);
@@ -283,11 +283,27 @@ MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
     out.alphas.push_back(alpha);
     // P as A operands of P.V right away: half the registers of the f32
     // values, which would otherwise live through the rescale.
-    for (int64_t kk = 0; kk < t.sTiles / 2; ++kk)
-      out.pA[kk * t.mTiles + mt] = mma.accumulatorsToA(
-          p[mt * t.sTiles + 2 * kk], p[mt * t.sTiles + 2 * kk + 1]);
+    if (pack)
+      packRows(mma, p, mt, out.pA);
   }
+  if (!pack)
+    out.pF32 = std::move(p);
   return out;
+}
+
+void MmaSyncMainloop::packRows(MmaBuilder &mma, ArrayRef<Value> pF32,
+                               int64_t mt, SmallVectorImpl<Value> &pA) {
+  const MmaSyncTiles &t = tiles;
+  pA.resize(pF32.size() / 2);
+  for (int64_t kk = 0; kk < t.sTiles / 2; ++kk)
+    pA[kk * t.mTiles + mt] = mma.accumulatorsToA(
+        pF32[mt * t.sTiles + 2 * kk], pF32[mt * t.sTiles + 2 * kk + 1]);
+}
+
+void MmaSyncMainloop::packP(MmaBuilder &mma, Softmax &p) {
+  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
+    packRows(mma, p.pF32, mt, p.pA);
+  p.pF32.clear();
 }
 
 MmaSyncMainloop::Softmax

@@ -168,8 +168,20 @@ public:
     SmallVector<Value> pA;
     SmallVector<RowPair> alphas;
     Value rescale;
+    /// The f32 probabilities, where softmax() was asked not to pack them
+    /// (pA is empty then until packP).
+    SmallVector<Value> pF32;
   };
-  Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state);
+  /// With `pack` false, P stays in f32 (Softmax::pF32) for the caller to
+  /// pack later (packP).
+  Softmax softmax(MmaBuilder &mma, ArrayRef<Value> s, MmaSyncState &state,
+                  bool pack = true);
+  /// Packs `p.pF32` into the A operands `p.pA`.
+  void packP(MmaBuilder &mma, Softmax &p);
+  /// The A operands of m-tile `mt`'s rows of the f32 probabilities `pF32`
+  /// into `pA` (sized for all m-tiles).
+  void packRows(MmaBuilder &mma, ArrayRef<Value> pF32, int64_t mt,
+                SmallVectorImpl<Value> &pA);
   /// softmax() of the logits that `logits` builds, unless `hidden` (an i1,
   /// uniform over the warp; null: never) says that the tile's keys are all
   /// hidden from the warp's rows: then no logit is built, m and l stay, P

@@ -521,6 +521,13 @@ SmallVector<Value> WgmmaMainloop::fragmentsOf(Value acc, int64_t n) {
   return wgmmaAccumulatorToFragments(k, wgmmaFenceOperand(k, acc), n);
 }
 
+Value WgmmaMainloop::warpgroupAny(Value shown) {
+  Value any = namedBarrierAny(
+      k, k.add(consumerIndex(), k.i32(kWgmmaFirstVerdictBarrier)),
+      wgmma::kWarpgroupSize, shown);
+  return warpAny(k, any);
+}
+
 MmaSyncState WgmmaMainloop::consume(
     Value numTiles, Value t0,
     function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>
@@ -544,6 +551,33 @@ MmaSyncState WgmmaMainloop::consume(
     return prefetch ? prefetch->load(tileStart(i)) : SmallVector<Value>();
   };
   int64_t nPre = prefetch ? int64_t(prefetch->types.size()) : 0;
+  // Tiles hidden from the whole warpgroup are skipped: tile i's verdict,
+  // uniform over the warpgroup (null: every tile is computed).
+  bool skips = prefetch && prefetch->shown;
+  auto shownOf = [&](Value i, ValueRange pre) -> Value {
+    if (!skips)
+      return Value();
+    return warpgroupAny(prefetch->shown(tileStart(i), pre));
+  };
+  Type i1 = b.getI1Type();
+  auto flag = [&](bool v) {
+    return arith::ConstantIntOp::create(b, k.loc, i1, v).getResult();
+  };
+  // Builds an scf.if on `cond` (null: only `then`, inline) whose branches
+  // yield the values of `types` that `then` and `otherwise` return.
+  auto branch = [&](Value cond, TypeRange types,
+                    function_ref<SmallVector<Value>()> then,
+                    function_ref<SmallVector<Value>()> otherwise) {
+    if (!cond)
+      return then();
+    auto ifOp = scf::IfOp::create(b, k.loc, types, cond, /*withElse=*/true);
+    OpBuilder::InsertionGuard g(b);
+    b.setInsertionPointToStart(ifOp.thenBlock());
+    scf::YieldOp::create(b, k.loc, then());
+    b.setInsertionPointToStart(ifOp.elseBlock());
+    scf::YieldOp::create(b, k.loc, otherwise());
+    return SmallVector<Value>(ifOp.getResults());
+  };
 
   // Prologue: the softmax of tile 0 (O is still zero: nothing to rescale).
   MmaSyncState state;
@@ -557,6 +591,24 @@ MmaSyncState WgmmaMainloop::consume(
   llvm::append_range(headTypes, pTypes);
   if (prefetch)
     llvm::append_range(headTypes, prefetch->types);
+  if (skips)
+    headTypes.push_back(i1);
+  auto zeroPOf = [&] {
+    SmallVector<Value> z;
+    for (int64_t i = 0; i < nP; ++i)
+      z.push_back(arith::ConstantOp::create(
+          b, k.loc, mma.aType(),
+          DenseElementsAttr::get(mma.aType(),
+                                 b.getFloatAttr(elementType, 0.0))));
+    return z;
+  };
+  // m, l and a zero P: the state before any tile.
+  auto initialMLP = [&] {
+    SmallVector<Value> v(state.m);
+    llvm::append_range(v, state.l);
+    llvm::append_range(v, zeroPOf());
+    return v;
+  };
   auto ifAny = scf::IfOp::create(
       b, k.loc, headTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
       true);
@@ -566,6 +618,8 @@ MmaSyncState WgmmaMainloop::consume(
     auto [stage, parity] = stageAndParity(k.idx(0));
     // Tile 0's loads before its wait, tile 1's after its scores.
     SmallVector<Value> pre0 = prefetchOf(k.idx(0));
+    // (Tile 0 is computed without a verdict: its words are only just
+    // loaded, and the first keys are rarely hidden from a whole warpgroup.)
     waitFull(stage, parity);
     giveFirstTurn();
     waitTurn();
@@ -581,18 +635,16 @@ MmaSyncState WgmmaMainloop::consume(
     llvm::append_range(yields, st.l);
     llvm::append_range(yields, p.pA);
     llvm::append_range(yields, prefetchOf(k.idx(1)));
+    if (skips)
+      yields.push_back(flag(true));
     scf::YieldOp::create(b, k.loc, yields);
     b.setInsertionPointToStart(ifAny.elseBlock());
-    SmallVector<Value> none(state.m);
-    llvm::append_range(none, state.l);
-    for (int64_t i = 0; i < nP; ++i)
-      none.push_back(arith::ConstantOp::create(
-          b, k.loc, mma.aType(),
-          DenseElementsAttr::get(mma.aType(),
-                                 b.getFloatAttr(elementType, 0.0))));
+    SmallVector<Value> none = initialMLP();
     for (int64_t i = 0; i < nPre; ++i)
       none.push_back(arith::ConstantOp::create(
           b, k.loc, cast<TypedAttr>(b.getZeroAttr(prefetch->types[i]))));
+    if (skips)
+      none.push_back(flag(false));
     scf::YieldOp::create(b, k.loc, none);
   }
   ValueRange head = ifAny.getResults();
@@ -600,6 +652,10 @@ MmaSyncState WgmmaMainloop::consume(
   // Tiles 1 .. n-1: S_i and P_{i-1} V_{i-1} in flight together.
   SmallVector<Value> init(state.o);
   llvm::append_range(init, head);
+  SmallVector<Type> stateTypes;
+  for (Value v : init)
+    stateTypes.push_back(v.getType());
+  stateTypes.resize(nO + 2 * nM + nP);
   auto loop = scf::ForOp::create(
       b, k.loc, k.idx(1), numTiles, k.idx(1), init,
       [&](OpBuilder &lb, Location, Value i, ValueRange it) {
@@ -611,7 +667,11 @@ MmaSyncState WgmmaMainloop::consume(
         st.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
         SmallVector<Value> pPrev(it.begin() + nO + 2 * nM,
                                  it.begin() + nO + 2 * nM + nP);
-        ValueRange pre = it.take_back(nPre);
+        ValueRange pre = it.slice(nO + 2 * nM + nP, nPre);
+        // Whether P_{i-1} is still to be multiplied (skips only: false after
+        // a skipped tile, whose P is zero).
+        Value pending = skips ? it.back() : Value();
+        Value shown = shownOf(i, pre);
         // Tile i + 1's loads, in flight through this tile.
         SmallVector<Value> preNext = prefetchOf(k.add(i, k.idx(1)));
         auto [stage, parity] = stageAndParity(i);
@@ -626,25 +686,75 @@ MmaSyncState WgmmaMainloop::consume(
           prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
           waitFull(stage, parity);
         }
-        waitTurn();
-        Value s = issueScores(stage);
-        Value o = issuePV(pPrev, prevStage, st.o);
-        passTurn();
-        wgmmaWaitGroup(k, 1);
-        // Split barriers: S_i completed (the older group), K_i is read.
-        if (splitKV)
-          mbarrierArrive(k, empty, stage);
-        MmaSyncMainloop::Softmax p =
-            softmaxOf.softmax(mma, scoresOf(i, s, pre), st);
-        wgmmaWaitGroup(k, 0);
-        st.o = fragmentsOf(o, t.dp);
-        mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
-        softmaxOf.rescale(mma, p, st.o);
-        SmallVector<Value> yields(st.o);
-        llvm::append_range(yields, st.m);
-        llvm::append_range(yields, st.l);
-        llvm::append_range(yields, p.pA);
+        // Tile i shown to the warpgroup: S_i, with P_{i-1} V_{i-1} in flight
+        // (`withPV`), then the softmax.
+        // Tile i shown to the warpgroup: S_i, with P_{i-1} V_{i-1} in flight,
+        // then the softmax. (After a skipped tile P_{i-1} is zero: its
+        // P V adds nothing, one wasted P V a run of skipped tiles.)
+        auto computeTile = [&] {
+          waitTurn();
+          Value s = issueScores(stage);
+          Value o = issuePV(pPrev, prevStage, st.o);
+          passTurn();
+          wgmmaWaitGroup(k, 1);
+          // Split barriers: S_i completed (the older group), K_i is read.
+          if (splitKV)
+            mbarrierArrive(k, empty, stage);
+          MmaSyncState sti = st;
+          // With skips, P_i is packed after P_{i-1} V_{i-1} completed: P is
+          // a zero constant on the skipping path, and LLVM would otherwise
+          // build P_i in the registers P_{i-1} V_{i-1} still reads (ptxas
+          // then serializes the wgmma, C7513). The f32 values pass an empty
+          // asm after the wait, which keeps the packing there.
+          MmaSyncMainloop::Softmax p =
+              softmaxOf.softmax(mma, scoresOf(i, s, pre), sti, !skips);
+          wgmmaWaitGroup(k, 0);
+          sti.o = fragmentsOf(o, t.dp);
+          if (skips) {
+            p.pF32 =
+                fragmentsOf(wgmmaFragmentsToAccumulator(k, p.pF32), t.kvTile);
+            softmaxOf.packP(mma, p);
+          }
+          mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
+          softmaxOf.rescale(mma, p, sti.o);
+          SmallVector<Value> v(sti.o);
+          llvm::append_range(v, sti.m);
+          llvm::append_range(v, sti.l);
+          llvm::append_range(v, p.pA);
+          return v;
+        };
+        // Tile i hidden from the warpgroup's rows: P_{i-1} V_{i-1} alone,
+        // unless tile i - 1 was skipped too (`pending` false); m and l stay,
+        // P becomes zero once no wgmma reads it.
+        auto skipTile = [&] {
+          waitTurn();
+          SmallVector<Type> oTypes(nO, mma.accType());
+          SmallVector<Value> v = branch(
+              pending, oTypes,
+              [&] {
+                Value o = issuePV(pPrev, prevStage, st.o);
+                passTurn();
+                wgmmaWaitGroup(k, 0);
+                return fragmentsOf(o, t.dp);
+              },
+              [&] {
+                passTurn();
+                return SmallVector<Value>(st.o);
+              });
+          if (splitKV)
+            mbarrierArrive(k, empty, stage); // K_i is not read
+          mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
+          llvm::append_range(v, st.m);
+          llvm::append_range(v, st.l);
+          llvm::append_range(v, zeroPOf());
+          return v;
+        };
+        SmallVector<Value> yields =
+            skips ? branch(shown, stateTypes, computeTile, skipTile)
+                  : computeTile();
         llvm::append_range(yields, preNext);
+        if (skips)
+          yields.push_back(shown);
         scf::YieldOp::create(b, k.loc, yields);
       });
 
@@ -656,12 +766,14 @@ MmaSyncState WgmmaMainloop::consume(
   out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
   SmallVector<Value> pLast(res.begin() + nO + 2 * nM,
                            res.begin() + nO + 2 * nM + nP);
-  out.o = lastPV(numTiles, pLast, out.o, mma.accType());
+  out.o = lastPV(numTiles, pLast, out.o, mma.accType(),
+                 skips ? res.back() : Value());
   return out;
 }
 
 SmallVector<Value> WgmmaMainloop::lastPV(Value numTiles, ArrayRef<Value> pLast,
-                                         ArrayRef<Value> o0, Type accType) {
+                                         ArrayRef<Value> o0, Type accType,
+                                         Value pending) {
   const MmaSyncTiles &t = tiles;
   OpBuilder &b = k.b;
   SmallVector<Type> oTypes(o0.size(), accType);
@@ -680,9 +792,25 @@ SmallVector<Value> WgmmaMainloop::lastPV(Value numTiles, ArrayRef<Value> pLast,
     } else {
       lastStage = k.rem(last, k.idx(t.stages));
     }
-    Value o = issuePV(pLast, lastStage, o0);
-    wgmmaWaitGroup(k, 0);
-    SmallVector<Value> frags = fragmentsOf(o, t.dp);
+    SmallVector<Value> frags;
+    auto multiply = [&] {
+      Value o = issuePV(pLast, lastStage, o0);
+      wgmmaWaitGroup(k, 0);
+      return fragmentsOf(o, t.dp);
+    };
+    if (pending) {
+      auto ifPending = scf::IfOp::create(b, k.loc, oTypes, pending,
+                                         /*withElse=*/true);
+      OpBuilder::InsertionGuard gp(b);
+      b.setInsertionPointToStart(ifPending.thenBlock());
+      scf::YieldOp::create(b, k.loc, multiply());
+      b.setInsertionPointToStart(ifPending.elseBlock());
+      scf::YieldOp::create(b, k.loc, o0);
+      frags.assign(ifPending.getResults().begin(),
+                   ifPending.getResults().end());
+    } else {
+      frags = multiply();
+    }
     mbarrierArrive(k, splitKV ? emptyV : empty, lastStage);
     scf::YieldOp::create(b, k.loc, frags);
     b.setInsertionPointToStart(ifLast.elseBlock());

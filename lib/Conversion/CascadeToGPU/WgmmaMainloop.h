@@ -66,6 +66,10 @@ inline constexpr int64_t kWgmmaProducerThreads = 128;
 /// Named barriers kWgmmaFirstTurnBarrier + w: the turn of consumer
 /// warpgroup w (0-based) to issue its wgmma (ping-pong).
 inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
+/// Named barriers kWgmmaFirstVerdictBarrier + w: consumer warpgroup w
+/// agrees whether to skip a tile (ScorePrefetch::shown); after the turn
+/// barriers of up to three consumers.
+inline constexpr int64_t kWgmmaFirstVerdictBarrier = 6;
 
 /// The registers a thread of each role gets with setmaxnreg: the consumers'
 /// f32 tiles take most; a producer that also rotates K (RoPE) needs more.
@@ -237,6 +241,17 @@ public:
   struct ScorePrefetch {
     SmallVector<Type> types;
     function_ref<SmallVector<Value>(Value)> load;
+    /// Optional: `shown(tileStart, prefetched)`, an i1 per thread that is
+    /// false where every key of the tile is hidden from each of the
+    /// thread's rows (a custom mask). A tile hidden from all 64 rows of a
+    /// warpgroup is skipped by it (no S, no softmax; only the previous
+    /// tile's P V, if that tile was not skipped too): the warpgroup agrees
+    /// on the verdict (namedBarrierAny, then a warp vote, so that ptxas
+    /// sees a uniform branch) before it issues. P is zero after a skipped
+    /// tile, and packed only after the previous P V completed on the
+    /// computing path, so no register a wgmma in flight reads is written
+    /// (ptxas would serialize the pipeline, C7513).
+    function_ref<Value(Value, ValueRange)> shown;
   };
   /// The consumers' loop: returns the final state of this thread's rows.
   /// `transform(scores, tileStart, prefetched)` turns raw scores into
@@ -251,8 +266,13 @@ public:
 private:
   /// After the consumers' loop: P V of the last tile (P `pLast`) into the
   /// accumulators `o0` (of `accType`), when there were tiles.
+  /// `pending` (i1, or null: always) says whether pLast is still to be
+  /// multiplied.
   SmallVector<Value> lastPV(Value numTiles, ArrayRef<Value> pLast,
-                            ArrayRef<Value> o0, Type accType);
+                            ArrayRef<Value> o0, Type accType,
+                            Value pending = Value());
+  /// Whether `shown` (i1) holds in any thread of this consumer warpgroup.
+  Value warpgroupAny(Value shown);
   /// The producer's loop with split K/V barriers.
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The producer's loop where the copies publish their tile.

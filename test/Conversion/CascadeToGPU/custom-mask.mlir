@@ -32,7 +32,7 @@ func.func @masked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // mask (with the keys from t1 on) hides all of its keys of the tile from all
 // of its rows (no bit of 0x03030303 set in any row's chunks) and then skips
 // the tile: no scores, softmax or P V (the first mma.sync follows the vote).
-// The wgmma kernels keep every tile (lowering.md says why).
+// The wgmma kernels skip per warpgroup (below).
 // PTX90-LABEL: .entry cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q128_kv32_s3(
 // PTX90: and.b32 [[SEEN:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
 // PTX90-NEXT: setp.ne.b32 [[SEES:%p[0-9]+]], [[SEEN]], 0;
@@ -116,8 +116,6 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // PTX-NEXT: cvt.u64.u32 [[O1:%rd[0-9]+]], [[B1]];
 // PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[O1]];
 // PTX-NEXT: ld.global.b32 [[X1:%rd[0-9]+]], {{\[}}[[A1]]{{\]}};
-// PTX-COUNT-4: ld.global.b32 %rd
-// PTX-NOT: ld.global
 // PTX: shl.b64 [[HI:%rd[0-9]+]], [[X1]], 32;
 // PTX-NEXT: or.b64 [[PAIR:%rd[0-9]+]], [[HI]], [[X0]];
 // PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
@@ -126,10 +124,28 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // PTX-NEXT: min.s32 [[N32:%r[0-9]+]], [[N]], 32;
 // PTX-NEXT: mov.b64 [[ONES:%rd[0-9]+]], -1;
 // PTX-NEXT: shl.b64 %rd{{[0-9]+}}, [[ONES]], [[N32]];
+// Tile 0's scores (computed without a verdict); the warp votes for the
+// unmasked path.
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16
 // PTX: and.b32 [[USED:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
 // PTX-NEXT: setp.ne.b32 [[HIDES:%p[0-9]+]], [[USED]], 50529027;
 // PTX-NEXT: vote.sync.any.pred %p{{[0-9]+}}, [[HIDES]], -1;
-// PTX: wgmma.mma_async
+// Before each later tile's wgmma, its warpgroup's verdict: whether any used
+// bit of a thread's rows is set, OR-reduced over the warpgroup's 128
+// threads on a named barrier of its own (6 + the consumer's index) and
+// voted on, so that ptxas sees a warp-uniform branch; a tile hidden from
+// all 64 rows issues no S = Q K^T.
+// PTX: add.s32 [[BAR:%r[0-9]+]], %r{{[0-9]+}}, 6;
+// PTX: and.b32 [[SEEN:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
+// PTX-NEXT: setp.ne.b32 [[SEES:%p[0-9]+]], [[SEEN]], 0;
+// PTX-NEXT: selp.b32 [[IN:%r[0-9]+]], 1, 0, [[SEES]];
+// PTX-NEXT: mov.b32 [[THREADS:%r[0-9]+]], 128;
+// PTX: setp.ne.u32 p, [[IN]], 0;
+// PTX-NEXT: bar.red.or.pred q, [[BAR]], [[THREADS]], p;
+// PTX-NEXT: selp.u32 [[ANYI:%r[0-9]+]], 1, 0, q;
+// PTX: setp.ne.b32 [[ANY:%p[0-9]+]], [[ANYI]], 0;
+// PTX-NEXT: vote.sync.any.pred %p{{[0-9]+}}, [[ANY]], -1;
+// PTX: wgmma.mma_async.sync.aligned.m64n64k16
 // PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q192_kv64_s4(
 // PTX-NOT: ld.global.b32 %rd
 // PTX-NOT: shr.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, %r{{[0-9]+}};

@@ -152,6 +152,12 @@ void namedBarrier(KernelBuilder &k, Value id, int64_t numThreads);
 /// warps and those that wait on it with namedBarrier. One warpgroup hands a
 /// turn to another this way.
 void namedBarrierArrive(KernelBuilder &k, Value id, int64_t numThreads);
+/// bar.red.or.pred `id`, `numThreads`: a named barrier that also returns,
+/// to every thread that takes part, whether `pred` (i1) held in any of them
+/// (an i1 uniform over those threads). A warpgroup agrees on a branch this
+/// way before it issues (or skips) its wgmma. `id` (i32) in 1..15.
+Value namedBarrierAny(KernelBuilder &k, Value id, int64_t numThreads,
+                      Value pred);
 
 //===----------------------------------------------------------------------===//
 // Register reallocation
