@@ -21,6 +21,7 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -464,11 +465,15 @@ public:
     return framework_.attr("stream_for")(qObj, q.device).cast<int64_t>();
   }
 
+  /// k_scale / v_scale: None is 1, as FlashInfer's run() takes them.
   py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
-                 bool returnLse, py::handle kvShared, float kScale,
-                 float vScale) {
+                 bool returnLse, py::handle kvShared,
+                 std::optional<float> kScaleArg,
+                 std::optional<float> vScaleArg) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
+    const float kScale = kScaleArg.value_or(1.f);
+    const float vScale = vScaleArg.value_or(1.f);
     checkKvScales(kScale, vScale);
     Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
     std::vector<py::object> alive;
@@ -1017,7 +1022,7 @@ void registerGpu(py::module_ &m) {
       .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
            py::arg("out") = py::none(), py::arg("lse") = py::none(),
            py::arg("return_lse") = false, py::arg("kv_shared") = py::none(),
-           py::arg("k_scale") = 1.f, py::arg("v_scale") = 1.f)
+           py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none())
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)

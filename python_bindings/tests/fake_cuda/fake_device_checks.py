@@ -219,6 +219,15 @@ def scenario_cascade():
     check(FAKE.fake_cuda_num_graph_launches() == 1, "run() is one graph launch")
     check(w._engine.program.last_run_used_graph, "the program reports its graph launch")
     rec = launches()
+    # FlashInfer's run() defaults, k_scale = v_scale = None (1), on the run()
+    # that plan() bound to the runtime; a scale on an f16 cache is refused.
+    w.run(q, cache, k_scale=None, v_scale=None)
+    check(len(launches()) == len(rec), "run(k_scale=None, v_scale=None) runs the cascade")
+    try:
+        w.run(q, cache, k_scale=2.0)
+        check(False, "k_scale on an f16 cache must be refused")
+    except ValueError as e:
+        check("fp8" in str(e), str(e))
     names = [r["name"] for r in rec]
     check(len(rec) in (2, 3, 4), f"2 to 4 launches for a fused 2-level cascade: {names}")
     # The stand-in is compute capability 9.0: the split prefill runs on the
