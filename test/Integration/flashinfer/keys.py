@@ -4,7 +4,7 @@ from their @pytest.mark.parametrize lists (ast; nothing is imported, so no
 torch is needed here):
 
     python3 keys.py TESTS_DIR            # print the keys
-    python3 keys.py TESTS_DIR --build OUT [--jobs N]
+    python3 keys.py TESTS_DIR --build OUT [--jobs N] [--chip sm_90,sm_90a]
 
 TESTS_DIR holds test_batch_decode_kernels.py, test_batch_prefill_kernels.py
 and test_shared_prefix_kernels.py. Each test function maps to the kernel
@@ -128,6 +128,9 @@ def main(argv: List[str]) -> int:
     ap.add_argument("tests_dir")
     ap.add_argument("--build", metavar="OUT", help="build the bundles into OUT")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--chip", default="sm_90,sm_90a",
+                    help="comma-separated chips to build for (default: sm_90 "
+                    "and the Hopper kernels of sm_90a, as an H200 runs them)")
     args = ap.parse_args(argv)
     keys = all_keys(args.tests_dir)
     if not args.build:
@@ -137,8 +140,12 @@ def main(argv: List[str]) -> int:
     def progress(i: int, n: int, result: Tuple[str, float]) -> None:
         print(f"[{i}/{n}] {result[0]} ({result[1]:.1f} s)", flush=True)
 
-    done = kernels.build_keys(keys, args.build, "sm_90", args.jobs, progress)
-    print(f"{len(done)} bundle(s) built, {len(keys) - len(done)} already present")
+    chips = [c for c in args.chip.split(",") if c]
+    done = []
+    for chip in chips:
+        done += kernels.build_keys(keys, args.build, chip, args.jobs, progress)
+    total = len(keys) * len(chips)
+    print(f"{len(done)} bundle(s) built, {total - len(done)} already present")
     return 0
 
 

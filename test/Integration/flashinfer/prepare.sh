@@ -6,7 +6,9 @@
 #                    and the three attention test files, unmodified (Apache-2.0,
 #                    taken from a FlashInfer git checkout, not vendored here)
 #   kernels.tar.xz   the bundles those tests use (keys.py reads them from the
-#                    files' parametrize lists), PTX + sm_90 cubins
+#                    files' parametrize lists), PTX + cubins for sm_90 and
+#                    sm_90a (the wgmma kernels an H200 runs; FI_CHIPS=sm_90
+#                    for the mma_sync kernels alone)
 #   bash test/Integration/flashinfer/prepare.sh FLASHINFER_GIT [BUILD_DIR] [OUT]
 # FLASHINFER_GIT: a clone of github.com/flashinfer-ai/flashinfer that has the
 # tag v0.5.3 (git clone --branch v0.5.3 --depth 1 ... works). BUILD_DIR: a
@@ -35,6 +37,7 @@ id=$(PYTHONPATH=$BUILD/python_packages "$PYTHON" -c \
   'from cascade_mlir import kernels; print(kernels.compiler_id())')
 work=$BUILD/flashinfer-conformance-kernels/$id
 PYTHONPATH=$BUILD/python_packages "$PYTHON" "$ROOT/test/Integration/flashinfer/keys.py" \
-  "$OUT/tests/attention" --build "$work/kernels" --jobs "${JOBS:-2}" | tail -1
+  "$OUT/tests/attention" --build "$work/kernels" --jobs "${JOBS:-2}" \
+  --chip "${FI_CHIPS:-sm_90,sm_90a}" | tail -1
 tar -C "$work" -cJf "$OUT/kernels.tar.xz" kernels
 du -sh "$OUT"
