@@ -40,8 +40,24 @@ int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// into one K and one V tile, or only into a V tile where K's scores read
 /// the staging ring (mmaSyncFp8DirectK); wgmma keeps its f16/bf16 panel
 /// ring and adds the staging rings.
+/// `maskGroupSize` (the GQA group size; 0 without a custom mask) adds a
+/// wgmma kernel's custom-mask side data (wgmmaMaskSideBytes).
 int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
-                                Type kvType, bool decode, bool rope);
+                                Type kvType, bool decode, bool rope,
+                                int64_t maskGroupSize = 0);
+/// wgmma with a custom mask: the producer stages each tile's mask bits in
+/// shared memory beside the tile, one row of kv_tile bits (whole 32-bit
+/// words, bit j the tile's key j) for every query the block's q_tile
+/// packed rows span (wgmmaMaskQueries: the rows of a query share its
+/// bits), then a verdict word per consumer warpgroup (kWgmmaMaskVerdicts of
+/// them): bit 0 set where a key of the tile is shown to one of its rows,
+/// bit 1 where every key is shown to every row.
+inline constexpr int64_t kWgmmaMaskVerdicts = 4;
+int64_t wgmmaMaskQueries(KernelConfigAttr config, int64_t groupSize);
+/// 32-bit words of a stage's side data: the rows, then the verdicts.
+int64_t wgmmaMaskStageWords(KernelConfigAttr config, int64_t groupSize);
+/// Bytes of every stage's side data (0 for the other families).
+int64_t wgmmaMaskSideBytes(KernelConfigAttr config, int64_t groupSize);
 /// Whether an mma_sync attention kernel reads the B operand of S = Q K^T
 /// straight from the fp8 K staging tile (32-bit loads and cvt, no f16 K
 /// tile, Q's fragments built with a permuted head_dim): fp8 decode without

@@ -128,8 +128,9 @@ bool cascade::mmaSyncFp8DirectK(KernelConfigAttr c, int64_t headDim,
          llvm::isPowerOf2_64(static_cast<uint64_t>(headDim));
 }
 
-int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                         Type kvType, bool decode, bool rope) {
+/// The tiles of mmaAttentionSharedBytes, with an fp8 cache's staging.
+static int64_t tileSharedBytes(KernelConfigAttr c, int64_t headDim, Type kvType,
+                               bool decode, bool rope) {
   if (!isFp8KVType(kvType))
     return mmaAttentionSharedBytes(c, headDim);
   // wgmma: the panel ring of q's dtype, then the fp8 staging rings (K and
@@ -150,9 +151,48 @@ int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
 
+int64_t cascade::wgmmaMaskQueries(KernelConfigAttr c, int64_t groupSize) {
+  // q_tile rows from any packed row: at most (q_tile - 1) / G + 2 queries.
+  int64_t g = std::max<int64_t>(groupSize, 1);
+  return std::min(c.getQTile(), (c.getQTile() - 1) / g + 2);
+}
+
+int64_t cascade::wgmmaMaskStageWords(KernelConfigAttr c, int64_t groupSize) {
+  return wgmmaMaskQueries(c, groupSize) * llvm::divideCeil(c.getKvTile(), 32) +
+         kWgmmaMaskVerdicts;
+}
+
+int64_t cascade::wgmmaMaskSideBytes(KernelConfigAttr c, int64_t groupSize) {
+  if (c.getFamily() != KernelFamily::Wgmma)
+    return 0;
+  return c.getStages() * wgmmaMaskStageWords(c, groupSize) * 4;
+}
+
+int64_t cascade::mmaAttentionSharedBytes(KernelConfigAttr c, int64_t headDim,
+                                         Type kvType, bool decode, bool rope,
+                                         int64_t maskGroupSize) {
+  int64_t mask = maskGroupSize ? wgmmaMaskSideBytes(c, maskGroupSize) : 0;
+  return mask + tileSharedBytes(c, headDim, kvType, decode, rope);
+}
+
 //===----------------------------------------------------------------------===//
 // The target
 //===----------------------------------------------------------------------===//
+
+/// The GQA group size of `op` where it has a custom mask (1, the most
+/// side data, while a head count is dynamic), else 0.
+static int64_t maskGroupSize(PagedAttentionOp op) {
+  if (!op.hasCustomMask())
+    return 0;
+  bool pool = op.getKv().size() == 1, nhd = op.getKvLayout() == KVLayout::NHD;
+  int64_t qHeads = cast<ShapedType>(op.getQ().getType()).getDimSize(1);
+  int64_t kvHeads = cast<ShapedType>(op.getKv()[0].getType())
+                        .getDimSize(pool ? (nhd ? 3 : 2) : (nhd ? 2 : 1));
+  if (ShapedType::isDynamic(qHeads) || ShapedType::isDynamic(kvHeads) ||
+      kvHeads < 1)
+    return 1;
+  return std::max<int64_t>(qHeads / kvHeads, 1);
+}
 
 /// The dynamic shared memory of a block of `op`'s kernel under `config`
 /// (0 for the families whose shared memory is static: rows, merge).
@@ -168,7 +208,8 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
       config, headDim,
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType(),
       attention.isDecode(),
-      attention.getPosEncoding() == PosEncoding::RopeLlama);
+      attention.getPosEncoding() == PosEncoding::RopeLlama,
+      maskGroupSize(attention));
 }
 
 static bool fitsTarget(Operation *op, KernelConfigAttr config,

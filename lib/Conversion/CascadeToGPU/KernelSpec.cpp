@@ -412,7 +412,8 @@ int64_t AttentionSpec::dynamicSharedBytes() const {
   if (!tensorCore())
     return 0;
   return mmaAttentionSharedBytes(config, headDim, kvType, decode,
-                                 pos == PosEncoding::RopeLlama);
+                                 pos == PosEncoding::RopeLlama,
+                                 customMask ? groupSize : 0);
 }
 
 MergeSpec AttentionSpec::splitMerge() const {

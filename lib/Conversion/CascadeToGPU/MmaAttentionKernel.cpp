@@ -68,6 +68,7 @@
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"
+#include "cascade/Conversion/KernelConfig.h"
 
 using namespace mlir;
 using namespace mlir::cascade;
@@ -99,9 +100,8 @@ private:
   /// The end of the block: normalise and write the rows of `state`.
   void epilogue(MmaSyncState state, function_ref<void()> barrier = nullptr);
   PackedRow row(int64_t r);
-  /// `maskWords`: the custom mask's words of the tile (customMaskWords of
-  /// every accumulator row in turn), where a mainloop loaded them ahead;
-  /// else they are loaded here.
+  /// `maskWords`: wgmma, the tile's staged custom mask (readStagedMask);
+  /// mma_sync, none: the mask's words are loaded here.
   SmallVector<Value> transformScores(ArrayRef<Value> s, Value tileStart,
                                      ValueRange maskWords = {});
   /// transformScores after k_scale (an fp8 cache's; docs/semantics.md):
@@ -125,7 +125,8 @@ private:
   /// row of the warp (the warp votes: an i1 uniform over it).
   Value warpHides(const MaskRows &kept);
   /// customMaskRow of every accumulator row of the tile from `tileStart`,
-  /// made of `words` (customMaskTileWords; loaded here if empty).
+  /// made of `words` (readStagedMask's values with a staged mask; else
+  /// loaded here).
   MaskRows maskRowsOf(Value tileStart, ValueRange words = {});
   /// Custom mask: the bits of accumulator row `r` for this warp's keys of
   /// the tile from `tileStart`, shifted by this lane's first column `quad`,
@@ -137,9 +138,32 @@ private:
   SmallVector<Value> customMaskRowWords(int64_t r, Value tileStart);
   Value customMaskRowBit(int64_t r, Value tileStart);
   int64_t maskWordsPerRow() const { return (tiles.kvPerWarp + 31) / 32 + 1; }
-  /// The words of every accumulator row of a tile (wgmma loads them a tile
-  /// ahead: WgmmaMainloop::ScorePrefetch).
-  SmallVector<Value> customMaskTileWords(Value tileStart);
+  /// wgmma: the producer stages a custom mask's tiles in the side slots
+  /// (maskSide, [stages][wgmmaMaskStageWords] i32; WgmmaMainloop's side
+  /// data). Producer warp w < consumers writes the bits of the queries
+  /// consumer warpgroup w's rows span (keys from t1 on cleared), one lane a
+  /// query (in passes of 32), and the warpgroup's verdict word
+  /// (kWgmmaMaskVerdicts). loadMaskTile is the loadSide hook of producer
+  /// thread `ptid` for the tile from `tileStart`: the words of its queries,
+  /// loaded unconditionally (clamped to the request's last word);
+  /// stageMaskTile the annotate hook, into stage `stage`.
+  SmallVector<Value> loadMaskTile(Value ptid, Value tileStart);
+  void stageMaskTile(Value ptid, Value stage, Value tileStart,
+                     ValueRange loaded);
+  /// The queries consumer warpgroup `warp`'s rows span: q0 .. q1 (none
+  /// where its rows are all past the request), and the passes of 32 lanes
+  /// over them.
+  std::pair<Value, Value> maskQueriesOf(Value warp);
+  int64_t maskPasses() const;
+  /// The consumer's read of stage `stage`: its warpgroup's verdict word,
+  /// then the staged words of each accumulator row (maskStagedWords each).
+  SmallVector<Value> readStagedMask(Value stage);
+  /// The verdict of readStagedMask's values, uniform over the warp: some
+  /// key shown to a row of the warpgroup (`which` 0) / every key shown to
+  /// every row (`which` 1).
+  Value stagedVerdict(ValueRange side, int64_t which);
+  int64_t maskStagedWords() const { return (tiles.kvTile + 31) / 32; }
+  Value maskStageBase(Value stage);
   /// The bits of customMaskRow's chunks that this lane's scores test.
   SmallVector<uint32_t> customMaskUsedBits() const;
   /// Custom mask: whether it (with the keys from t1 on) hides every key of
@@ -180,6 +204,8 @@ private:
   Value tileRow0, firstQuery, lastQuery, posBase, numTiles;
   /// Custom mask: the bit of the request's (query 0, key 0) and its last.
   Value maskBase, maskLastBit;
+  /// wgmma with a custom mask: the side slots the producer stages it in.
+  Value maskSide;
   SmallVector<Value> maskRowBits;
   /// The Q tile's cp.async group. Waits name it: with their group counts
   /// they wait for every older group, the Q tile's included.
@@ -197,6 +223,15 @@ void MmaAttentionKernel::build() {
   }
   if (variant.rope())
     ropeTable = variant.ropeInverseFrequencies(k, module, fn.getName());
+  if (tiles.wgmma && variant.customMask()) {
+    // After the tiles (and an fp8 cache's staging rings).
+    int64_t groupSize = c.groupSize;
+    int64_t base = mmaAttentionSharedBytes(c.config, c.headDim, c.kvType,
+                                           c.decode, variant.rope());
+    maskSide = dynamicSharedMemory(
+        k, module, k.b.getI32Type(), base,
+        tiles.stages * wgmmaMaskStageWords(c.config, groupSize));
+  }
   if (tiles.wgmma)
     return runWgmma();
   findWorkItem();
@@ -314,11 +349,129 @@ SmallVector<Value> MmaAttentionKernel::customMaskRowWords(int64_t r,
                                  tiles.kvPerWarp);
 }
 
-SmallVector<Value> MmaAttentionKernel::customMaskTileWords(Value tileStart) {
+Value MmaAttentionKernel::maskStageBase(Value stage) {
+  return k.mul(stage, k.idx(wgmmaMaskStageWords(c.config, c.groupSize)));
+}
+
+std::pair<Value, Value> MmaAttentionKernel::maskQueriesOf(Value warp) {
+  int64_t rows = wgmma::kWarpgroupSize / 2; // 64
+  Value row0 = k.add(tileRow0, k.mul(warp, k.idx(rows)));
+  Value q0 = k.div(row0, k.idx(c.groupSize));
+  Value q1 = k.minU(k.div(k.add(row0, k.idx(rows - 1)), k.idx(c.groupSize)),
+                    k.sub(queries.len, k.idx(1)));
+  return {q0, q1};
+}
+
+int64_t MmaAttentionKernel::maskPasses() const {
+  int64_t rows = wgmma::kWarpgroupSize / 2;
+  int64_t queries = std::min<int64_t>(rows, (rows - 1) / c.groupSize + 2);
+  return (queries + 31) / 32;
+}
+
+SmallVector<Value> MmaAttentionKernel::loadMaskTile(Value ptid,
+                                                    Value tileStart) {
+  Value warp = k.div(ptid, k.idx(32)), lane = k.rem(ptid, k.idx(32));
+  Value q0 = maskQueriesOf(warp).first;
   SmallVector<Value> words;
-  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
-    llvm::append_range(words, customMaskRowWords(r, tileStart));
+  for (int64_t pass = 0; pass < maskPasses(); ++pass) {
+    Value query = k.add(q0, k.add(lane, k.idx(pass * 32)));
+    Value firstBit = k.add(maskBase, k.add(k.mul(query, kv.kvLen), tileStart));
+    llvm::append_range(words,
+                       variant.customMaskWords(k, args.customMask, firstBit,
+                                               maskLastBit, tiles.kvTile));
+  }
   return words;
+}
+
+void MmaAttentionKernel::stageMaskTile(Value ptid, Value stage, Value tileStart,
+                                       ValueRange loaded) {
+  OpBuilder &b = k.b;
+  Type i1 = b.getI1Type(), i32 = b.getI32Type();
+  int64_t words = maskStagedWords();
+  int64_t consumers = tiles.numThreads / wgmma::kWarpgroupSize;
+  Value warp = k.div(ptid, k.idx(32)), lane = k.rem(ptid, k.idx(32));
+  Value base = maskStageBase(stage);
+  auto ifConsumer = scf::IfOp::create(
+      b, k.loc, k.cmp(arith::CmpIPredicate::ult, warp, k.idx(consumers)),
+      /*withElse=*/false);
+  OpBuilder::InsertionGuard g(b);
+  b.setInsertionPointToStart(ifConsumer.thenBlock());
+  auto [q0, q1] = maskQueriesOf(warp);
+  Value validBits = k.sub(kv.t1, tileStart);
+  Value any = arith::ConstantIntOp::create(b, k.loc, i1, 0);
+  Value all = arith::ConstantIntOp::create(b, k.loc, i1, 1);
+  int64_t perPass = int64_t(loaded.size()) / maskPasses();
+  for (int64_t pass = 0; pass < maskPasses(); ++pass) {
+    Value query = k.add(q0, k.add(lane, k.idx(pass * 32)));
+    auto ifRow = scf::IfOp::create(b, k.loc, TypeRange{i1, i1},
+                                   k.cmp(arith::CmpIPredicate::ule, query, q1),
+                                   /*withElse=*/true);
+    {
+      OpBuilder::InsertionGuard rg(b);
+      b.setInsertionPointToStart(ifRow.thenBlock());
+      Value firstBit =
+          k.add(maskBase, k.add(k.mul(query, kv.kvLen), tileStart));
+      SmallVector<Value> chunks = ScoreVariant::customMaskFromWords(
+          k, loaded.slice(pass * perPass, perPass), firstBit, k.idx(0));
+      ScoreVariant::customMaskKeep(k, chunks, validBits);
+      Value at = k.add(base, k.mul(k.sub(query, firstQuery), k.idx(words)));
+      Value rowAny, rowAll;
+      for (auto [ci, chunk] : llvm::enumerate(chunks)) {
+        int64_t bits = std::min<int64_t>(32, tiles.kvTile - 32 * int64_t(ci));
+        k.storeScalar(chunk, maskSide, k.add(at, k.idx(ci)));
+        Value full = k.i32(bits == 32 ? -1 : (int64_t(1) << bits) - 1);
+        Value shows = k.cmp(arith::CmpIPredicate::ne, chunk, k.i32(0));
+        Value whole = k.cmp(arith::CmpIPredicate::eq, chunk, full);
+        rowAny = rowAny ? arith::OrIOp::create(b, k.loc, rowAny, shows) : shows;
+        rowAll =
+            rowAll ? arith::AndIOp::create(b, k.loc, rowAll, whole) : whole;
+      }
+      scf::YieldOp::create(b, k.loc, ValueRange{rowAny, rowAll});
+      b.setInsertionPointToStart(ifRow.elseBlock());
+      scf::YieldOp::create(
+          b, k.loc,
+          ValueRange{arith::ConstantIntOp::create(b, k.loc, i1, 0),
+                     arith::ConstantIntOp::create(b, k.loc, i1, 1)});
+    }
+    any = arith::OrIOp::create(b, k.loc, any, warpAny(k, ifRow.getResult(0)));
+    all = arith::AndIOp::create(b, k.loc, all, warpAll(k, ifRow.getResult(1)));
+  }
+  // Every lane writes the same verdict word.
+  Value verdict = arith::OrIOp::create(
+      b, k.loc, arith::ExtUIOp::create(b, k.loc, i32, any),
+      arith::ShLIOp::create(
+          b, k.loc, arith::ExtUIOp::create(b, k.loc, i32, all), k.i32(1)));
+  k.storeScalar(
+      verdict, maskSide,
+      k.add(base, k.add(k.idx(wgmmaMaskQueries(c.config, c.groupSize) * words),
+                        warp)));
+}
+
+SmallVector<Value> MmaAttentionKernel::readStagedMask(Value stage) {
+  int64_t words = maskStagedWords();
+  Value base = maskStageBase(stage);
+  Value consumer = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
+  SmallVector<Value> out{k.loadScalar(
+      maskSide,
+      k.add(base, k.add(k.idx(wgmmaMaskQueries(c.config, c.groupSize) * words),
+                        consumer)))};
+  for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
+    // Rows past the request read its last query's bits (their results are
+    // dropped).
+    Value query = k.minU(row(r).query, k.sub(queries.len, k.idx(1)));
+    Value at = k.add(base, k.mul(k.sub(query, firstQuery), k.idx(words)));
+    for (int64_t w = 0; w < words; ++w)
+      out.push_back(k.loadScalar(maskSide, k.add(at, k.idx(w))));
+  }
+  return out;
+}
+
+Value MmaAttentionKernel::stagedVerdict(ValueRange side, int64_t which) {
+  Value bit = arith::AndIOp::create(k.b, k.loc, side.front(),
+                                    k.i32(int64_t(1) << which));
+  // The word is the warpgroup's, but ptxas does not know: the vote makes
+  // the branch on it uniform.
+  return warpAny(k, k.cmp(arith::CmpIPredicate::ne, bit, k.i32(0)));
 }
 
 SmallVector<Value> MmaAttentionKernel::customMaskRow(int64_t r, Value tileStart,
@@ -370,6 +523,17 @@ MmaAttentionKernel::MaskRows MmaAttentionKernel::maskRowsOf(Value tileStart,
                                                             ValueRange words) {
   MaskRows rows;
   Value quad = laneQuad();
+  if (maskSide) {
+    // Staged rows (readStagedMask): whole words from the tile's key 0, a
+    // zero word after the last for the lane's shift.
+    int64_t n = maskStagedWords();
+    for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
+      SmallVector<Value> row(words.slice(1 + r * n, n));
+      row.push_back(k.i32(0));
+      rows.push_back(ScoreVariant::customMaskFromWords(k, row, k.idx(0), quad));
+    }
+    return rows;
+  }
   int64_t perRow = maskWordsPerRow();
   for (int64_t r = 0; r < 2 * tiles.mTiles; ++r)
     rows.push_back(customMaskRow(
@@ -443,7 +607,17 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
       [&] { return k.add(k.sub(kv.kvLen, queries.len), firstQuery); },
       [&] { return k.add(k.sub(kv.kvLen, queries.len), lastQuery); });
   MaskRows maskRows;
-  if (variant.customMask()) {
+  if (maskSide) {
+    // The producer's verdict: every key of the tile shown to every row of
+    // the warpgroup (keys from t1 on count as hidden).
+    maskRows = maskRowsOf(tileStart, maskWords);
+    Value whole = stagedVerdict(maskWords, 1);
+    need = arith::OrIOp::create(
+        k.b, k.loc, need,
+        arith::XOrIOp::create(
+            k.b, k.loc, whole,
+            arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1)));
+  } else if (variant.customMask()) {
     // (A tile past t1 takes the masked path anyway: `need`.)
     SmallVector<uint32_t> used = customMaskUsedBits();
     Value shows;
@@ -464,7 +638,7 @@ SmallVector<Value> MmaAttentionKernel::transformScores(ArrayRef<Value> s,
   k.b.setInsertionPointToStart(ifMask.thenBlock());
   MaskRows kept;
   if (variant.customMask())
-    kept = keptMaskRows(maskRows, tileStart);
+    kept = maskSide ? maskRows : keptMaskRows(maskRows, tileStart);
   scf::YieldOp::create(k.b, k.loc, transformScores(s, tileStart, true, kept));
   k.b.setInsertionPointToStart(ifMask.elseBlock());
   scf::YieldOp::create(k.b, k.loc,
@@ -660,7 +834,7 @@ void MmaAttentionKernel::runWgmma() {
                     : variant.rope() ? Publish::AfterNext
                                      : Publish::CopiesArrive;
   WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
-                         publish);
+                         publish, /*annotated=*/variant.customMask());
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
@@ -678,7 +852,8 @@ void MmaAttentionKernel::runWgmma() {
   // The producer warpgroup: gathers the K/V tiles of the block's keys.
   k.b.setInsertionPointToStart(roles.thenBlock());
   WgmmaRegisterSplit regs =
-      wgmmaRegisterSplit(variant.rope(), fp8, c.config.getConsumerWarpgroups());
+      wgmmaRegisterSplit(variant.rope(), fp8, c.config.getConsumerWarpgroups(),
+                         variant.customMask());
   setMaxRegisters(k, regs.producer, /*increase=*/false);
   withWork();
   Value ptid = k.threadId(gpu::Dimension::x);
@@ -702,10 +877,20 @@ void MmaAttentionKernel::runWgmma() {
                  tiles.kvTile, c.headDim, c.qType, kWgmmaProducerThreads, ptid,
                  ropeTable, [&](Value r) { return k.add(tileStart, r); });
   };
+  auto loadSide = [&](Value tileStart) {
+    return loadMaskTile(ptid, tileStart);
+  };
+  auto annotate = [&](Value stage, Value tileStart, ValueRange loaded) {
+    stageMaskTile(ptid, stage, tileStart, loaded);
+  };
   WgmmaProducerHooks hooks;
   hooks.issue = issue;
   if (variant.rope() || fp8)
     hooks.prepare = prepare;
+  if (variant.customMask()) {
+    hooks.loadSide = loadSide;
+    hooks.annotate = annotate;
+  }
   mainloop.produce(numTiles, kv.t0, hooks);
 
   // The consumer warpgroups: Q once, then the KV loop and the epilogue.
@@ -732,27 +917,22 @@ void MmaAttentionKernel::runWgmma() {
   auto transform = [&](ArrayRef<Value> s, Value tileStart, ValueRange pre) {
     return dequantizedScores(s, tileStart, pre);
   };
-  prepareCustomMask();
-  // The custom mask's words a tile ahead: their loads are in flight while
-  // the previous tile is computed.
-  WgmmaMainloop::ScorePrefetch maskPrefetch;
-  auto loadWords = [&](Value tileStart) {
-    return customMaskTileWords(tileStart);
-  };
-  // Tiles the mask hides from all 64 rows of a warpgroup are skipped
-  // (ScorePrefetch::shown): a tree of drafts hides most keys past its rows.
-  auto shown = [&](Value tileStart, ValueRange words) {
-    return threadSeesAny(keptMaskRows(maskRowsOf(tileStart, words), tileStart));
-  };
+  // A custom mask comes staged by the producer, with a verdict per
+  // warpgroup: tiles it hides from all 64 rows are skipped (a tree of
+  // drafts hides most keys past its rows), tiles it shows whole are not
+  // masked.
+  WgmmaMainloop::TileSideData maskSideData;
+  auto readMask = [&](Value stage) { return readStagedMask(stage); };
+  auto shown = [&](ValueRange side) { return stagedVerdict(side, 0); };
   if (variant.customMask()) {
-    int64_t words = 2 * tiles.mTiles * maskWordsPerRow();
-    maskPrefetch.types.assign(words, k.b.getI32Type());
-    maskPrefetch.load = loadWords;
-    maskPrefetch.shown = shown;
+    maskSideData.types.assign(1 + 2 * tiles.mTiles * maskStagedWords(),
+                              k.b.getI32Type());
+    maskSideData.read = readMask;
+    maskSideData.shown = shown;
   }
   MmaSyncState state =
       mainloop.consume(numTiles, kv.t0, transform,
-                       variant.customMask() ? &maskPrefetch : nullptr);
+                       variant.customMask() ? &maskSideData : nullptr);
   applyVScale(state);
   epilogue(std::move(state), consumers);
 }

@@ -180,11 +180,12 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
 
 WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                              const MmaSyncThread &thread, Value smem,
-                             Type elementType, double expScale, Publish publish)
+                             Type elementType, double expScale, Publish publish,
+                             bool annotated)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
       expScale(expScale), splitKV(publish == Publish::SplitKV),
       copiesArrive(publish == Publish::CopiesArrive),
-      staged(publish == Publish::Staged) {
+      staged(publish == Publish::Staged), annotated(annotated) {
   assert(tiles.wgmma && "a wgmma kernel's geometry");
 }
 
@@ -257,9 +258,10 @@ void WgmmaMainloop::initBarriers() {
             k.add(k.threadId(gpu::Dimension::x), k.threadId(gpu::Dimension::y)),
             k.idx(0));
   for (int64_t s = 0; s < tiles.stages; ++s) {
-    // `full`: every producer thread publishes its copies; `empty`: every
-    // consumer thread releases the stage.
-    mbarrierInit(k, full, k.idx(s), k.idx(kWgmmaProducerThreads), first);
+    // `full`: every producer thread publishes its copies (and its side
+    // data); `empty`: every consumer thread releases the stage.
+    mbarrierInit(k, full, k.idx(s),
+                 k.idx(kWgmmaProducerThreads * (annotated ? 2 : 1)), first);
     mbarrierInit(k, empty, k.idx(s), k.idx(tiles.numThreads), first);
     if (splitKV) {
       mbarrierInit(k, fullV, k.idx(s), k.idx(kWgmmaProducerThreads), first);
@@ -302,7 +304,25 @@ void WgmmaMainloop::waitFull(Value stage, Value parity) {
     fenceProxyAsyncShared(k);
 }
 
-void WgmmaMainloop::produceArriving(Value numTiles,
+SmallVector<Value> WgmmaMainloop::loadSideOf(const WgmmaProducerHooks &hooks,
+                                             Value i, Value t0) {
+  if (!hooks.loadSide)
+    return {};
+  return hooks.loadSide(k.add(t0, k.mul(i, k.idx(tiles.kvTile))));
+}
+
+void WgmmaMainloop::annotateStage(const WgmmaProducerHooks &hooks, Value stage,
+                                  Value i, Value t0, ValueRange loaded) {
+  assert(static_cast<bool>(hooks.annotate) == annotated &&
+         "an annotated mainloop's producer annotates every tile");
+  if (!hooks.annotate)
+    return;
+  hooks.annotate(stage, k.add(t0, k.mul(i, k.idx(tiles.kvTile))), loaded);
+  // Plain stores, released by the arrive (the consumers' wait acquires).
+  mbarrierArrive(k, full, stage);
+}
+
+void WgmmaMainloop::produceArriving(Value numTiles, Value t0,
                                     const WgmmaProducerHooks &hooks) {
   // Tile i: wait for a free stage, issue the copies, and let them arrive on
   // `full` when they landed. No cp.async wait on the way: the producer is
@@ -313,9 +333,11 @@ void WgmmaMainloop::produceArriving(Value numTiles,
                        OpBuilder::InsertionGuard lg(k.b);
                        k.b.setInsertionPoint(lb.getInsertionBlock(),
                                              lb.getInsertionPoint());
+                       SmallVector<Value> loaded = loadSideOf(hooks, i, t0);
                        Value stage = acquireStage(empty, i);
                        hooks.issue(i, stage, WgmmaKVPart::KV);
                        mbarrierArriveOnCopies(k, full, stage);
+                       annotateStage(hooks, stage, i, t0, loaded);
                        scf::YieldOp::create(k.b, k.loc);
                      });
   // Nothing in flight when the producer's threads end.
@@ -334,8 +356,10 @@ void WgmmaMainloop::produceStaged(Value numTiles, Value t0,
   assert(hooks.prepare && "a staging ring is converted by the prepare hook");
   int64_t lookahead = tiles.stages - 1;
   auto publish = [&](Value j, int64_t pendingGroups) {
+    SmallVector<Value> loaded = loadSideOf(hooks, j, t0);
     NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pendingGroups);
     Value stage = acquireStage(empty, j);
+    annotateStage(hooks, stage, j, t0, loaded);
     hooks.prepare(stage, k.add(t0, k.mul(j, k.idx(tiles.kvTile))));
     fenceProxyAsyncShared(k);
     mbarrierArrive(k, full, stage);
@@ -375,7 +399,7 @@ void WgmmaMainloop::produce(Value numTiles, Value t0,
     return produceStaged(numTiles, t0, hooks);
   if (copiesArrive) {
     assert(!hooks.prepare && "a prepare hook needs the landed tile");
-    return produceArriving(numTiles, hooks);
+    return produceArriving(numTiles, t0, hooks);
   }
   // Tile j is published once its copies landed: after tile j + 1 was
   // issued, so that two tiles' copies are in flight while one waits.
@@ -388,7 +412,10 @@ void WgmmaMainloop::produce(Value numTiles, Value t0,
       [&](OpBuilder &lb, Location, Value i, ValueRange) {
         OpBuilder::InsertionGuard lg(k.b);
         k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        hooks.issue(i, acquireStage(empty, i), WgmmaKVPart::KV);
+        SmallVector<Value> loaded = loadSideOf(hooks, i, t0);
+        Value stage = acquireStage(empty, i);
+        hooks.issue(i, stage, WgmmaKVPart::KV);
+        annotateStage(hooks, stage, i, t0, loaded);
         auto ifPrev = scf::IfOp::create(
             k.b, k.loc, k.cmp(arith::CmpIPredicate::uge, i, k.idx(1)), false);
         OpBuilder::InsertionGuard g(k.b);
@@ -424,7 +451,15 @@ void WgmmaMainloop::produceSplit(Value numTiles, Value t0,
   // or more stages the consumers' iteration j never waits for their own
   // iteration j - 1 to end, where one ring waits for it.
   auto issue = [&](Value emptyRing, Value i, WgmmaKVPart part) {
-    hooks.issue(i, acquireStage(emptyRing, i), part);
+    // The side data goes with K (its ring's `full`).
+    bool side = part == WgmmaKVPart::K;
+    SmallVector<Value> loaded;
+    if (side)
+      loaded = loadSideOf(hooks, i, t0);
+    Value stage = acquireStage(emptyRing, i);
+    hooks.issue(i, stage, part);
+    if (side)
+      annotateStage(hooks, stage, i, t0, loaded);
   };
   auto waitPending = [&](int64_t pending) {
     NVVM::CpAsyncWaitGroupOp::create(k.b, k.loc, pending);
@@ -521,137 +556,178 @@ SmallVector<Value> WgmmaMainloop::fragmentsOf(Value acc, int64_t n) {
   return wgmmaAccumulatorToFragments(k, wgmmaFenceOperand(k, acc), n);
 }
 
-Value WgmmaMainloop::warpgroupAny(Value shown) {
-  Value any = namedBarrierAny(
-      k, k.add(consumerIndex(), k.i32(kWgmmaFirstVerdictBarrier)),
-      wgmma::kWarpgroupSize, shown);
-  return warpAny(k, any);
+/// Builds an scf.if on `cond` whose branches yield the values of `types`
+/// that `then` and `otherwise` return.
+static SmallVector<Value> ifElse(KernelBuilder &k, Value cond, TypeRange types,
+                                 function_ref<SmallVector<Value>()> then,
+                                 function_ref<SmallVector<Value>()> otherwise) {
+  auto ifOp = scf::IfOp::create(k.b, k.loc, types, cond, /*withElse=*/true);
+  OpBuilder::InsertionGuard g(k.b);
+  k.b.setInsertionPointToStart(ifOp.thenBlock());
+  scf::YieldOp::create(k.b, k.loc, then());
+  k.b.setInsertionPointToStart(ifOp.elseBlock());
+  scf::YieldOp::create(k.b, k.loc, otherwise());
+  return SmallVector<Value>(ifOp.getResults());
 }
 
-MmaSyncState WgmmaMainloop::consume(
-    Value numTiles, Value t0,
-    function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>
-        transform,
-    const ScorePrefetch *prefetch) {
+WgmmaMainloop::ConsumerLoop::ConsumerLoop(WgmmaMainloop &loop, Value t0,
+                                          TransformFn transform,
+                                          const TileSideData *side)
+    : mma(loop.k, loop.elementType, loop.thread.lane),
+      softmax(loop.k, loop.tiles, loop.thread, loop.smem, loop.elementType,
+              loop.expScale),
+      transform(transform), side(side), t0(t0),
+      skips(side && static_cast<bool>(side->shown)) {}
+
+SmallVector<Value> WgmmaMainloop::scoresOf(ConsumerLoop &c, Value i, Value acc,
+                                           ValueRange side) {
+  Value tileStart = k.add(c.t0, k.mul(i, k.idx(tiles.kvTile)));
+  return c.transform(fragmentsOf(acc, tiles.kvTile), tileStart, side);
+}
+
+SmallVector<Value> WgmmaMainloop::sideOf(ConsumerLoop &c, Value stage) {
+  return c.side ? c.side->read(stage) : SmallVector<Value>();
+}
+
+SmallVector<Value> WgmmaMainloop::zeroP(ConsumerLoop &c) {
+  SmallVector<Value> z;
+  for (int64_t i = 0; i < tiles.kvTile / 16; ++i)
+    z.push_back(arith::ConstantOp::create(
+        k.b, k.loc, c.mma.aType(),
+        DenseElementsAttr::get(c.mma.aType(),
+                               k.b.getFloatAttr(elementType, 0.0))));
+  return z;
+}
+
+SmallVector<Value> WgmmaMainloop::firstTile(ConsumerLoop &c,
+                                            const MmaSyncState &initial) {
+  auto [stage, parity] = stageAndParity(k.idx(0));
+  // (Tile 0 is computed whatever its verdict: the first keys are rarely
+  // hidden from a whole warpgroup.)
+  waitFull(stage, parity);
+  SmallVector<Value> side0 = sideOf(c, stage);
+  giveFirstTurn();
+  waitTurn();
+  Value s = issueScores(stage);
+  passTurn();
+  wgmmaWaitGroup(k, 0);
+  if (splitKV)
+    mbarrierArrive(k, empty, stage); // K_0 is read
+  MmaSyncState st = initial;
+  MmaSyncMainloop::Softmax p =
+      c.softmax.softmax(c.mma, scoresOf(c, k.idx(0), s, side0), st);
+  SmallVector<Value> yields(st.m);
+  llvm::append_range(yields, st.l);
+  llvm::append_range(yields, p.pA);
+  return yields;
+}
+
+SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
+                                              const ConsumerStep &step) {
+  waitTurn();
+  Value s = issueScores(step.stage);
+  Value o = issuePV(step.pPrev, step.prevStage, step.state.o);
+  passTurn();
+  wgmmaWaitGroup(k, 1);
+  // Split barriers: S_i completed (the older group), K_i is read.
+  if (splitKV)
+    mbarrierArrive(k, empty, step.stage);
+  MmaSyncState sti = step.state;
+  MmaSyncMainloop::Softmax p =
+      c.softmax.softmax(c.mma, scoresOf(c, step.i, s, step.side), sti);
+  wgmmaWaitGroup(k, 0);
+  // With skips, P_{i-1}'s registers stay allocated until P_{i-1} V_{i-1}
+  // completed: P is a zero constant on the skipping path, and LLVM would
+  // otherwise build P_i in the registers the wgmma still reads (ptxas then
+  // serializes the pipeline, C7513).
+  if (c.skips)
+    for (Value pa : step.pPrev)
+      wgmmaKeepRegisters(k, wgmmaARegisters(k, pa));
+  sti.o = fragmentsOf(o, tiles.dp);
+  mbarrierArrive(k, splitKV ? emptyV : empty, step.prevStage);
+  c.softmax.rescale(c.mma, p, sti.o);
+  SmallVector<Value> v(sti.o);
+  llvm::append_range(v, sti.m);
+  llvm::append_range(v, sti.l);
+  llvm::append_range(v, p.pA);
+  return v;
+}
+
+SmallVector<Value> WgmmaMainloop::skipTile(ConsumerLoop &c,
+                                           const ConsumerStep &step) {
+  waitTurn();
+  SmallVector<Type> oTypes(tiles.oTiles, c.mma.accType());
+  SmallVector<Value> v = ifElse(
+      k, step.pending, oTypes,
+      [&] {
+        Value o = issuePV(step.pPrev, step.prevStage, step.state.o);
+        passTurn();
+        wgmmaWaitGroup(k, 0);
+        return fragmentsOf(o, tiles.dp);
+      },
+      [&] {
+        passTurn();
+        return SmallVector<Value>(step.state.o);
+      });
+  if (splitKV)
+    mbarrierArrive(k, empty, step.stage); // K_i is not read
+  mbarrierArrive(k, splitKV ? emptyV : empty, step.prevStage);
+  llvm::append_range(v, step.state.m);
+  llvm::append_range(v, step.state.l);
+  llvm::append_range(v, zeroP(c));
+  return v;
+}
+
+MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
+                                    TransformFn transform,
+                                    const TileSideData *side) {
   const MmaSyncTiles &t = tiles;
   OpBuilder &b = k.b;
-  MmaBuilder mma(k, elementType, thread.lane);
-  // The online softmax of the mma.sync mainloop, on the same fragments.
-  MmaSyncMainloop softmaxOf(k, tiles, thread, smem, elementType, expScale);
+  ConsumerLoop c(*this, t0, transform, side);
   int64_t nO = t.oTiles, nM = 2, nP = t.kvTile / 16;
-  auto tileStart = [&](Value i) {
-    return k.add(t0, k.mul(i, k.idx(t.kvTile)));
-  };
-  // Scores of tile i, landed and transformed.
-  auto scoresOf = [&](Value i, Value acc, ValueRange pre) {
-    return transform(fragmentsOf(acc, t.kvTile), tileStart(i), pre);
-  };
-  // The prefetched values of tile i (none without a prefetch).
-  auto prefetchOf = [&](Value i) {
-    return prefetch ? prefetch->load(tileStart(i)) : SmallVector<Value>();
-  };
-  int64_t nPre = prefetch ? int64_t(prefetch->types.size()) : 0;
-  // Tiles hidden from the whole warpgroup are skipped: tile i's verdict,
-  // uniform over the warpgroup (null: every tile is computed).
-  bool skips = prefetch && prefetch->shown;
-  auto shownOf = [&](Value i, ValueRange pre) -> Value {
-    if (!skips)
-      return Value();
-    return warpgroupAny(prefetch->shown(tileStart(i), pre));
-  };
   Type i1 = b.getI1Type();
   auto flag = [&](bool v) {
     return arith::ConstantIntOp::create(b, k.loc, i1, v).getResult();
   };
-  // Builds an scf.if on `cond` (null: only `then`, inline) whose branches
-  // yield the values of `types` that `then` and `otherwise` return.
-  auto branch = [&](Value cond, TypeRange types,
-                    function_ref<SmallVector<Value>()> then,
-                    function_ref<SmallVector<Value>()> otherwise) {
-    if (!cond)
-      return then();
-    auto ifOp = scf::IfOp::create(b, k.loc, types, cond, /*withElse=*/true);
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifOp.thenBlock());
-    scf::YieldOp::create(b, k.loc, then());
-    b.setInsertionPointToStart(ifOp.elseBlock());
-    scf::YieldOp::create(b, k.loc, otherwise());
-    return SmallVector<Value>(ifOp.getResults());
-  };
 
   // Prologue: the softmax of tile 0 (O is still zero: nothing to rescale).
+  // The loop carries O, m, l, P and, with skips, whether P is still to be
+  // multiplied (false after a skipped tile, whose P is zero).
   MmaSyncState state;
   for (int64_t i = 0; i < nO; ++i)
-    state.o.push_back(mma.zeroAccumulator());
+    state.o.push_back(c.mma.zeroAccumulator());
   state.m.assign(nM, k.negInf());
   state.l.assign(nM, k.f32(0.0));
-  SmallVector<Type> pTypes(nP, mma.aType());
-  SmallVector<Type> mlTypes(2 * nM, k.b.getF32Type());
-  SmallVector<Type> headTypes(mlTypes);
-  llvm::append_range(headTypes, pTypes);
-  if (prefetch)
-    llvm::append_range(headTypes, prefetch->types);
-  if (skips)
+  SmallVector<Type> headTypes(2 * nM, k.b.getF32Type());
+  headTypes.append(nP, c.mma.aType());
+  if (c.skips)
     headTypes.push_back(i1);
-  auto zeroPOf = [&] {
-    SmallVector<Value> z;
-    for (int64_t i = 0; i < nP; ++i)
-      z.push_back(arith::ConstantOp::create(
-          b, k.loc, mma.aType(),
-          DenseElementsAttr::get(mma.aType(),
-                                 b.getFloatAttr(elementType, 0.0))));
-    return z;
-  };
-  // m, l and a zero P: the state before any tile.
-  auto initialMLP = [&] {
-    SmallVector<Value> v(state.m);
-    llvm::append_range(v, state.l);
-    llvm::append_range(v, zeroPOf());
-    return v;
-  };
   auto ifAny = scf::IfOp::create(
       b, k.loc, headTypes, k.cmp(arith::CmpIPredicate::ugt, numTiles, k.idx(0)),
       true);
   {
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifAny.thenBlock());
-    auto [stage, parity] = stageAndParity(k.idx(0));
-    // Tile 0's loads before its wait, tile 1's after its scores.
-    SmallVector<Value> pre0 = prefetchOf(k.idx(0));
-    // (Tile 0 is computed without a verdict: its words are only just
-    // loaded, and the first keys are rarely hidden from a whole warpgroup.)
-    waitFull(stage, parity);
-    giveFirstTurn();
-    waitTurn();
-    Value s = issueScores(stage);
-    passTurn();
-    wgmmaWaitGroup(k, 0);
-    if (splitKV)
-      mbarrierArrive(k, empty, stage); // K_0 is read
-    MmaSyncState st = state;
-    MmaSyncMainloop::Softmax p =
-        softmaxOf.softmax(mma, scoresOf(k.idx(0), s, pre0), st);
-    SmallVector<Value> yields(st.m);
-    llvm::append_range(yields, st.l);
-    llvm::append_range(yields, p.pA);
-    llvm::append_range(yields, prefetchOf(k.idx(1)));
-    if (skips)
+    SmallVector<Value> yields = firstTile(c, state);
+    if (c.skips)
       yields.push_back(flag(true));
     scf::YieldOp::create(b, k.loc, yields);
     b.setInsertionPointToStart(ifAny.elseBlock());
-    SmallVector<Value> none = initialMLP();
-    for (int64_t i = 0; i < nPre; ++i)
-      none.push_back(arith::ConstantOp::create(
-          b, k.loc, cast<TypedAttr>(b.getZeroAttr(prefetch->types[i]))));
-    if (skips)
+    // m, l and a zero P: the state before any tile.
+    SmallVector<Value> none(state.m);
+    llvm::append_range(none, state.l);
+    llvm::append_range(none, zeroP(c));
+    if (c.skips)
       none.push_back(flag(false));
     scf::YieldOp::create(b, k.loc, none);
   }
-  ValueRange head = ifAny.getResults();
 
-  // Tiles 1 .. n-1: S_i and P_{i-1} V_{i-1} in flight together.
+  // Tiles 1 .. n-1: S_i and P_{i-1} V_{i-1} in flight together. A tile
+  // shown to the warpgroup is computed (computeTile; after a skipped tile
+  // P_{i-1} is zero: its P V adds nothing, one wasted P V a run of skipped
+  // tiles); a tile hidden from all its rows is skipped (skipTile).
   SmallVector<Value> init(state.o);
-  llvm::append_range(init, head);
+  llvm::append_range(init, ifAny.getResults());
   SmallVector<Type> stateTypes;
   for (Value v : init)
     stateTypes.push_back(v.getType());
@@ -661,100 +737,37 @@ MmaSyncState WgmmaMainloop::consume(
       [&](OpBuilder &lb, Location, Value i, ValueRange it) {
         OpBuilder::InsertionGuard lg(b);
         b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        MmaSyncState st;
-        st.o.assign(it.begin(), it.begin() + nO);
-        st.m.assign(it.begin() + nO, it.begin() + nO + nM);
-        st.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
-        SmallVector<Value> pPrev(it.begin() + nO + 2 * nM,
-                                 it.begin() + nO + 2 * nM + nP);
-        ValueRange pre = it.slice(nO + 2 * nM + nP, nPre);
-        // Whether P_{i-1} is still to be multiplied (skips only: false after
-        // a skipped tile, whose P is zero).
-        Value pending = skips ? it.back() : Value();
-        Value shown = shownOf(i, pre);
-        // Tile i + 1's loads, in flight through this tile.
-        SmallVector<Value> preNext = prefetchOf(k.add(i, k.idx(1)));
-        auto [stage, parity] = stageAndParity(i);
-        Value prevStage;
+        ConsumerStep step;
+        step.i = i;
+        step.state.o.assign(it.begin(), it.begin() + nO);
+        step.state.m.assign(it.begin() + nO, it.begin() + nO + nM);
+        step.state.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
+        step.pPrev.assign(it.begin() + nO + 2 * nM,
+                          it.begin() + nO + 2 * nM + nP);
+        step.pending = c.skips ? it.back() : Value();
+        Value parity;
+        std::tie(step.stage, parity) = stageAndParity(i);
         if (splitKV) {
           // K_i and V_{i-1} are published apart.
           Value prevParity;
-          std::tie(prevStage, prevParity) = stageAndParity(k.sub(i, k.idx(1)));
-          mbarrierWait(k, full, stage, parity);
-          mbarrierWait(k, fullV, prevStage, prevParity);
+          std::tie(step.prevStage, prevParity) =
+              stageAndParity(k.sub(i, k.idx(1)));
+          mbarrierWait(k, full, step.stage, parity);
+          mbarrierWait(k, fullV, step.prevStage, prevParity);
         } else {
-          prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
-          waitFull(stage, parity);
+          step.prevStage = k.rem(k.sub(i, k.idx(1)), k.idx(t.stages));
+          waitFull(step.stage, parity);
         }
-        // Tile i shown to the warpgroup: S_i, with P_{i-1} V_{i-1} in flight
-        // (`withPV`), then the softmax.
-        // Tile i shown to the warpgroup: S_i, with P_{i-1} V_{i-1} in flight,
-        // then the softmax. (After a skipped tile P_{i-1} is zero: its
-        // P V adds nothing, one wasted P V a run of skipped tiles.)
-        auto computeTile = [&] {
-          waitTurn();
-          Value s = issueScores(stage);
-          Value o = issuePV(pPrev, prevStage, st.o);
-          passTurn();
-          wgmmaWaitGroup(k, 1);
-          // Split barriers: S_i completed (the older group), K_i is read.
-          if (splitKV)
-            mbarrierArrive(k, empty, stage);
-          MmaSyncState sti = st;
-          // With skips, P_i is packed after P_{i-1} V_{i-1} completed: P is
-          // a zero constant on the skipping path, and LLVM would otherwise
-          // build P_i in the registers P_{i-1} V_{i-1} still reads (ptxas
-          // then serializes the wgmma, C7513). The f32 values pass an empty
-          // asm after the wait, which keeps the packing there.
-          MmaSyncMainloop::Softmax p =
-              softmaxOf.softmax(mma, scoresOf(i, s, pre), sti, !skips);
-          wgmmaWaitGroup(k, 0);
-          sti.o = fragmentsOf(o, t.dp);
-          if (skips) {
-            p.pF32 =
-                fragmentsOf(wgmmaFragmentsToAccumulator(k, p.pF32), t.kvTile);
-            softmaxOf.packP(mma, p);
-          }
-          mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
-          softmaxOf.rescale(mma, p, sti.o);
-          SmallVector<Value> v(sti.o);
-          llvm::append_range(v, sti.m);
-          llvm::append_range(v, sti.l);
-          llvm::append_range(v, p.pA);
-          return v;
-        };
-        // Tile i hidden from the warpgroup's rows: P_{i-1} V_{i-1} alone,
-        // unless tile i - 1 was skipped too (`pending` false); m and l stay,
-        // P becomes zero once no wgmma reads it.
-        auto skipTile = [&] {
-          waitTurn();
-          SmallVector<Type> oTypes(nO, mma.accType());
-          SmallVector<Value> v = branch(
-              pending, oTypes,
-              [&] {
-                Value o = issuePV(pPrev, prevStage, st.o);
-                passTurn();
-                wgmmaWaitGroup(k, 0);
-                return fragmentsOf(o, t.dp);
-              },
-              [&] {
-                passTurn();
-                return SmallVector<Value>(st.o);
-              });
-          if (splitKV)
-            mbarrierArrive(k, empty, stage); // K_i is not read
-          mbarrierArrive(k, splitKV ? emptyV : empty, prevStage);
-          llvm::append_range(v, st.m);
-          llvm::append_range(v, st.l);
-          llvm::append_range(v, zeroPOf());
-          return v;
-        };
-        SmallVector<Value> yields =
-            skips ? branch(shown, stateTypes, computeTile, skipTile)
-                  : computeTile();
-        llvm::append_range(yields, preNext);
-        if (skips)
-          yields.push_back(shown);
+        step.side = sideOf(c, step.stage);
+        if (!c.skips) {
+          scf::YieldOp::create(b, k.loc, computeTile(c, step));
+          return;
+        }
+        Value shown = side->shown(step.side);
+        SmallVector<Value> yields = ifElse(
+            k, shown, stateTypes, [&] { return computeTile(c, step); },
+            [&] { return skipTile(c, step); });
+        yields.push_back(shown);
         scf::YieldOp::create(b, k.loc, yields);
       });
 
@@ -766,8 +779,8 @@ MmaSyncState WgmmaMainloop::consume(
   out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
   SmallVector<Value> pLast(res.begin() + nO + 2 * nM,
                            res.begin() + nO + 2 * nM + nP);
-  out.o = lastPV(numTiles, pLast, out.o, mma.accType(),
-                 skips ? res.back() : Value());
+  out.o = lastPV(numTiles, pLast, out.o, c.mma.accType(),
+                 c.skips ? res.back() : Value());
   return out;
 }
 

@@ -47,6 +47,14 @@
 // group published as soon as it landed; a consumer releases K_i as soon as
 // S_i = Q K_i^T completed and V_{i-1} after P_{i-1} V_{i-1}.
 //
+// Side data (a custom mask): the producer may annotate each tile in its
+// stage's side slots (the mask bits of the tile's rows and a verdict per
+// consumer warpgroup) after the stage was acquired, and publishes them with
+// a plain arrive of its own on `full` (release; `full` then counts two
+// arrivals a producer thread). A consumer reads them right after its wait
+// on `full` (acquire), before it can release the stage, and skips a tile
+// whose verdict hides it from all its rows.
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
@@ -66,10 +74,6 @@ inline constexpr int64_t kWgmmaProducerThreads = 128;
 /// Named barriers kWgmmaFirstTurnBarrier + w: the turn of consumer
 /// warpgroup w (0-based) to issue its wgmma (ping-pong).
 inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
-/// Named barriers kWgmmaFirstVerdictBarrier + w: consumer warpgroup w
-/// agrees whether to skip a tile (ScorePrefetch::shown); after the turn
-/// barriers of up to three consumers.
-inline constexpr int64_t kWgmmaFirstVerdictBarrier = 6;
 
 /// The registers a thread of each role gets with setmaxnreg: the consumers'
 /// f32 tiles take most; a producer that also rotates K (RoPE) needs more.
@@ -120,19 +124,28 @@ static_assert(fitsEntryPool(kWgmmaRegisters) &&
                   fitsEntryPool(kWgmmaFp8Registers) &&
                   fitsEntryPool(kWgmmaRopeFp8Registers),
               "a register split beyond the block's pool deadlocks setmaxnreg");
+/// A producer that stages a custom mask (WgmmaProducerHooks::annotate)
+/// holds the mask's row offsets and a query's words besides the gather's
+/// state: 8 registers more (ptxas spilled 16-32 bytes without them).
+inline constexpr int64_t kWgmmaMaskProducerRegisters = 8;
 /// The split for `consumers` consumer warpgroups: the producer's share of
-/// the two-consumer split, the consumers the rest of the entry pool (in
-/// granules of 8), never more than with two. With three consumers the pool
-/// is 512 x 128 registers, so they get 152 a thread (144 with RoPE, 136
-/// with RoPE and fp8); the two-consumer numbers would ask 94,208 registers
-/// of those 65,536 and block setmaxnreg.inc forever.
+/// the two-consumer split (8 registers more where it stages a custom mask),
+/// the consumers the rest of the entry pool (in granules of 8), never more
+/// than with two. With three consumers the pool is 512 x 128 registers, so
+/// they get 152 a thread (144 with RoPE, 136 with RoPE and fp8); the
+/// two-consumer numbers would ask 94,208 registers of those 65,536 and
+/// block setmaxnreg.inc forever. Two consumers that give the mask's
+/// producer its registers keep 224 (216 with RoPE or fp8).
 constexpr WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
                                                 bool fp8InProducer = false,
-                                                int64_t consumers = 2) {
+                                                int64_t consumers = 2,
+                                                bool maskInProducer = false) {
   WgmmaRegisterSplit s =
       ropeInProducer
           ? (fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters)
           : (fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters);
+  if (maskInProducer)
+    s.producer += kWgmmaMaskProducerRegisters;
   int64_t rest =
       (wgmmaRegisterPool(consumers) - kWgmmaProducerThreads * s.producer) /
       (consumers * kWgmmaProducerThreads) / 8 * 8;
@@ -144,6 +157,12 @@ static_assert(wgmmaRegisterSplit(false, false, 2).consumer == 232 &&
                   wgmmaRegisterSplit(true, true, 2).consumer == 208 &&
                   wgmmaRegisterSplit(false, false, 1).consumer == 232,
               "two consumers (and one) keep their splits");
+static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 2, true)) &&
+                  fitsEntryPool(wgmmaRegisterSplit(true, true, 2, true)) &&
+                  fitsEntryPool(wgmmaRegisterSplit(true, true, 3, true), 3) &&
+                  wgmmaRegisterSplit(false, false, 3, true).consumer == 152 &&
+                  wgmmaRegisterSplit(false, false, 2, true).consumer == 224,
+              "a mask's producer registers fit the pool");
 static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 3), 3) &&
                   fitsEntryPool(wgmmaRegisterSplit(true, false, 3), 3) &&
                   fitsEntryPool(wgmmaRegisterSplit(false, true, 3), 3) &&
@@ -163,6 +182,17 @@ struct WgmmaProducerHooks {
   /// published: work on the tile in shared memory (RoPE on K; with split
   /// barriers called for the K part only); may be null.
   function_ref<void(Value stage, Value tileStart)> prepare;
+  /// Issues the loads of the side data of the tile from `tileStart` (a
+  /// custom mask's words) and returns them: called before the tile's stage
+  /// is acquired and its copies issued, so that the loads' latency overlaps
+  /// both; may be null.
+  function_ref<SmallVector<Value>(Value tileStart)> loadSide;
+  /// Once the tile's stage (K's, with split barriers) was acquired: writes
+  /// the tile's side data, made of `loaded` (loadSide's values), into the
+  /// stage's side slots (every producer thread calls it; the mainloop then
+  /// arrives on `full` for it); may be null. Needs a mainloop built with
+  /// `annotated`.
+  function_ref<void(Value stage, Value tileStart, ValueRange loaded)> annotate;
 };
 
 /// The producer's paged gather of a K/V tile into a ring stage: thread t
@@ -220,9 +250,12 @@ public:
     /// published after tile j + stages - 1 was issued.
     Staged,
   };
+  /// `annotated`: the producer annotates every tile (the `annotate` hook),
+  /// so `full` counts an arrival more a producer thread.
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale, Publish publish = Publish::AfterNext);
+                double expScale, Publish publish = Publish::AfterNext,
+                bool annotated = false);
 
   /// Creates and initializes the `full` and `empty` mbarrier rings (and
   /// `fullV`, `emptyV` with split barriers); every thread of the block
@@ -233,37 +266,70 @@ public:
   /// kv_tile).
   void produce(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
 
-  /// What a consumer loads from global memory for a tile's scores, one
-  /// tile ahead: `load(tileStart)` issues the loads (they must stay in
-  /// bounds for tileStart = t0 + numTiles * kv_tile too) and returns the
-  /// values, of `types`; the consumer loop carries them to the tile's
-  /// `transform`, so their latency hides behind the previous tile.
-  struct ScorePrefetch {
+  /// What a consumer reads of a tile's side data (the `annotate` hook's):
+  /// `read(stage)`, right after the tile's wait on `full`, returns values
+  /// of `types` that the tile's `transform` gets. Optional:
+  /// `shown(values)`, an i1 uniform over the consumer warpgroup (the hook
+  /// votes, so that ptxas sees a uniform branch), false where the tile is
+  /// hidden from all 64 rows of the warpgroup. Such a tile is skipped (no
+  /// S, no softmax; only the previous tile's P V, if that tile was not
+  /// skipped too). P is zero after a skipped tile, and packed only after
+  /// the previous P V completed on the computing path, so no register a
+  /// wgmma in flight reads is written (ptxas would serialize the pipeline,
+  /// C7513). Tile 0 is always computed.
+  struct TileSideData {
     SmallVector<Type> types;
-    function_ref<SmallVector<Value>(Value)> load;
-    /// Optional: `shown(tileStart, prefetched)`, an i1 per thread that is
-    /// false where every key of the tile is hidden from each of the
-    /// thread's rows (a custom mask). A tile hidden from all 64 rows of a
-    /// warpgroup is skipped by it (no S, no softmax; only the previous
-    /// tile's P V, if that tile was not skipped too): the warpgroup agrees
-    /// on the verdict (namedBarrierAny, then a warp vote, so that ptxas
-    /// sees a uniform branch) before it issues. P is zero after a skipped
-    /// tile, and packed only after the previous P V completed on the
-    /// computing path, so no register a wgmma in flight reads is written
-    /// (ptxas would serialize the pipeline, C7513).
-    function_ref<Value(Value, ValueRange)> shown;
+    function_ref<SmallVector<Value>(Value)> read;
+    function_ref<Value(ValueRange)> shown;
   };
   /// The consumers' loop: returns the final state of this thread's rows.
-  /// `transform(scores, tileStart, prefetched)` turns raw scores into
-  /// log2-unit logits with masked keys at -inf (MmaSyncTileHooks::transform);
-  /// `prefetched` holds `prefetch`'s values for the tile (empty without).
-  MmaSyncState
-  consume(Value numTiles, Value t0,
-          function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>
-              transform,
-          const ScorePrefetch *prefetch = nullptr);
+  /// `transform(scores, tileStart, side)` turns raw scores into log2-unit
+  /// logits with masked keys at -inf (MmaSyncTileHooks::transform); `side`
+  /// holds the tile's TileSideData values (empty without).
+  using TransformFn =
+      function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>;
+  MmaSyncState consume(Value numTiles, Value t0, TransformFn transform,
+                       const TileSideData *side = nullptr);
 
 private:
+  /// What the consumers' loop builds its tiles with.
+  struct ConsumerLoop {
+    ConsumerLoop(WgmmaMainloop &loop, Value t0, TransformFn transform,
+                 const TileSideData *side);
+    MmaBuilder mma;
+    /// The online softmax of the mma.sync mainloop, on the same fragments.
+    MmaSyncMainloop softmax;
+    TransformFn transform;
+    const TileSideData *side;
+    Value t0;
+    /// Tiles hidden from the whole warpgroup are skipped.
+    bool skips;
+  };
+  /// One iteration i >= 1 of the consumers' loop: its stage and tile i -
+  /// 1's, the state before the tile, P_{i-1}, whether P_{i-1} V_{i-1} is
+  /// still to be issued (skips only), and the tile's side data.
+  struct ConsumerStep {
+    Value i, stage, prevStage, pending;
+    MmaSyncState state;
+    SmallVector<Value> pPrev, side;
+  };
+  /// Tile 0 from the `initial` state (O zero): S_0, its softmax; returns m,
+  /// l and P_0.
+  SmallVector<Value> firstTile(ConsumerLoop &c, const MmaSyncState &initial);
+  /// A tile shown to the warpgroup: S_i with P_{i-1} V_{i-1} in flight,
+  /// the softmax, the rescale; returns O, m, l and P_i.
+  SmallVector<Value> computeTile(ConsumerLoop &c, const ConsumerStep &step);
+  /// A tile hidden from the warpgroup's rows: P_{i-1} V_{i-1} alone, unless
+  /// tile i - 1 was skipped too; m and l stay, P becomes zero once no wgmma
+  /// reads it. Returns what computeTile returns.
+  SmallVector<Value> skipTile(ConsumerLoop &c, const ConsumerStep &step);
+  /// Scores of tile i (accumulator `acc`, landed), transformed.
+  SmallVector<Value> scoresOf(ConsumerLoop &c, Value i, Value acc,
+                              ValueRange side);
+  /// The side data of the tile in `stage`, just waited for (none without).
+  SmallVector<Value> sideOf(ConsumerLoop &c, Value stage);
+  /// A zero P (the A operands of P V).
+  SmallVector<Value> zeroP(ConsumerLoop &c);
   /// After the consumers' loop: P V of the last tile (P `pLast`) into the
   /// accumulators `o0` (of `accType`), when there were tiles.
   /// `pending` (i1, or null: always) says whether pLast is still to be
@@ -271,12 +337,19 @@ private:
   SmallVector<Value> lastPV(Value numTiles, ArrayRef<Value> pLast,
                             ArrayRef<Value> o0, Type accType,
                             Value pending = Value());
-  /// Whether `shown` (i1) holds in any thread of this consumer warpgroup.
-  Value warpgroupAny(Value shown);
+  /// The producer, with the `loadSide` hook: issues tile `i`'s loads.
+  SmallVector<Value> loadSideOf(const WgmmaProducerHooks &hooks, Value i,
+                                Value t0);
+  /// The producer, with the `annotate` hook: annotates tile `i` in its
+  /// acquired stage `stage` from `loaded` (loadSideOf's values) and arrives
+  /// on `full` for it.
+  void annotateStage(const WgmmaProducerHooks &hooks, Value stage, Value i,
+                     Value t0, ValueRange loaded);
   /// The producer's loop with split K/V barriers.
   void produceSplit(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The producer's loop where the copies publish their tile.
-  void produceArriving(Value numTiles, const WgmmaProducerHooks &hooks);
+  void produceArriving(Value numTiles, Value t0,
+                       const WgmmaProducerHooks &hooks);
   /// The producer's loop over a staging ring (Publish::Staged).
   void produceStaged(Value numTiles, Value t0, const WgmmaProducerHooks &hooks);
   /// The consumers: wait until tile `i`'s copies are in stage `stage`
@@ -325,6 +398,7 @@ private:
   bool splitKV;
   bool copiesArrive;
   bool staged;
+  bool annotated;
   /// One ring: K and V of a stage; split barriers: K's (and fullV, emptyV
   /// V's).
   Value full, empty, fullV, emptyV;

@@ -376,10 +376,18 @@ Value cascade::mapAccumulator(KernelBuilder &k, Value frag,
                                         cast<VectorType>(frag.getType()), els);
 }
 
-Value cascade::warpAny(KernelBuilder &k, Value pred) {
+static Value warpVote(KernelBuilder &k, Value pred, NVVM::VoteSyncKind kind) {
   return NVVM::VoteSyncOp::create(
       k.b, k.loc, k.b.getI1Type(), k.i32(-1), pred,
-      NVVM::VoteSyncKindAttr::get(k.b.getContext(), NVVM::VoteSyncKind::any));
+      NVVM::VoteSyncKindAttr::get(k.b.getContext(), kind));
+}
+
+Value cascade::warpAny(KernelBuilder &k, Value pred) {
+  return warpVote(k, pred, NVVM::VoteSyncKind::any);
+}
+
+Value cascade::warpAll(KernelBuilder &k, Value pred) {
+  return warpVote(k, pred, NVVM::VoteSyncKind::all);
 }
 
 Value cascade::scaleRows(KernelBuilder &k, Value frag, const RowPair &scale) {

@@ -157,6 +157,19 @@ Value cascade::wgmmaFenceOperand(KernelBuilder &k, Value acc) {
   return accumulatorInlineAsm(k, acc, "", ValueRange(), "");
 }
 
+void cascade::wgmmaKeepRegisters(KernelBuilder &k, ValueRange regs) {
+  if (regs.empty())
+    return;
+  std::string cons = "r";
+  for (size_t i = 1; i < regs.size(); ++i)
+    cons += ",r";
+  LLVM::InlineAsmOp::create(
+      k.b, k.loc, TypeRange(), regs, "", cons, /*has_side_effects=*/true,
+      /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+      LLVM::AsmDialectAttr::get(k.b.getContext(), LLVM::AsmDialect::AD_ATT),
+      ArrayAttr());
+}
+
 SmallVector<Value> cascade::wgmmaARegisters(KernelBuilder &k, Value fragA) {
   assert(cast<VectorType>(fragA.getType()).getShape() ==
              ArrayRef<int64_t>({4, 2}) &&
@@ -283,24 +296,4 @@ void cascade::namedBarrierArrive(KernelBuilder &k, Value id,
                                  int64_t numThreads) {
   assert(numThreads % 32 == 0 && "named barriers of whole warps");
   NVVM::BarrierArriveOp::create(k.b, k.loc, id, k.i32(numThreads));
-}
-
-Value cascade::namedBarrierAny(KernelBuilder &k, Value id, int64_t numThreads,
-                               Value pred) {
-  assert(numThreads % 32 == 0 && "named barriers of whole warps");
-  // nvvm.barrier reduces only on barrier 0 (the whole block), so the PTX is
-  // written out; the predicate crosses the asm boundary as a 32-bit value.
-  Type i32 = k.b.getI32Type();
-  Value in = arith::ExtUIOp::create(k.b, k.loc, i32, pred);
-  Value any =
-      LLVM::InlineAsmOp::create(
-          k.b, k.loc, i32, ValueRange{in, id, k.i32(numThreads)},
-          "{\n\t.reg .pred p, q;\n\tsetp.ne.u32 p, $1, 0;\n\t"
-          "bar.red.or.pred q, $2, $3, p;\n\tselp.u32 $0, 1, 0, q;\n\t}",
-          "=r,r,r,r", /*has_side_effects=*/true, /*is_align_stack=*/false,
-          LLVM::tailcallkind::TailCallKind::None,
-          LLVM::AsmDialectAttr::get(k.b.getContext(), LLVM::AsmDialect::AD_ATT),
-          ArrayAttr())
-          .getResult(0);
-  return k.cmp(arith::CmpIPredicate::ne, any, k.i32(0));
 }

@@ -91,64 +91,67 @@ func.func @unmasked(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
 // CHECK: arith.trunci %{{.*}} : i64 to i32
 
 // sm_90a: the wgmma family (three consumer warpgroups, as a plain prefill
-// takes; 64-key tiles: 3 words a row, the word of the request's last bit
-// computed once), each tile's words loaded (for both rows a thread holds)
-// one tile ahead of its scores. The word indices are 32-bit (mask_indptr counts bytes in
-// int32), the words 32-bit global loads, joined and funnel-shifted by a
-// register; the bits from the block's key end t1 on are cleared in the
-// chunk ((1 << n) - 1, n clamped to [0, 32]), so a masked score is one bit
-// test and one select. A warp whose lanes' keys are all shown (bits
-// 0x03030303 of each chunk: keys n * 8 + {0, 1}) votes for the unmasked
-// path.
+// takes; 64-key tiles). The producer warpgroup stages the mask beside each
+// K/V stage, after the dynamic shared memory of the tiles (Q 192 x 128 and
+// four stages of 64-key K and V, f16: 180224 bytes): per stage, the 64 bits
+// of each query the block's 192 packed rows span (49 queries at G = 4, two
+// words each), then a verdict word per consumer warpgroup.
+// The consumers' code comes first: after its wait on the stage's
+// `full` barrier, a consumer reads its warpgroup's verdict and its two
+// rows' words, and votes on bit 0 (some key of the tile shown to one of its
+// 64 rows), so that ptxas sees a uniform branch; a tile hidden from all of
+// them issues no S = Q K^T (the warpgroup's turn, then its wgmma, come
+// after the branch).
 // PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q192_kv64_s4(
-// PTX: shr.u64 [[LAST:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
-// PTX: shr.u64 [[W0:%rd[0-9]+]], %rd{{[0-9]+}}, 5;
-// PTX-NEXT: cvt.u32.u64 [[W0I:%r[0-9]+]], [[W0]];
-// PTX-NEXT: cvt.u32.u64 [[LASTI:%r[0-9]+]], [[LAST]];
-// PTX-NEXT: min.u32 [[C0:%r[0-9]+]], [[W0I]], [[LASTI]];
-// PTX-NEXT: shl.b32 [[B0:%r[0-9]+]], [[C0]], 2;
-// PTX-NEXT: cvt.u64.u32 [[O0:%rd[0-9]+]], [[B0]];
-// PTX-NEXT: add.s64 [[A0:%rd[0-9]+]], [[BASE:%rd[0-9]+]], [[O0]];
-// PTX-NEXT: ld.global.b32 [[X0:%rd[0-9]+]], {{\[}}[[A0]]{{\]}};
-// PTX-NEXT: add.s32 [[W1:%r[0-9]+]], [[W0I]], 1;
-// PTX-NEXT: min.u32 [[C1:%r[0-9]+]], [[W1]], [[LASTI]];
-// PTX-NEXT: shl.b32 [[B1:%r[0-9]+]], [[C1]], 2;
-// PTX-NEXT: cvt.u64.u32 [[O1:%rd[0-9]+]], [[B1]];
-// PTX-NEXT: add.s64 [[A1:%rd[0-9]+]], [[BASE]], [[O1]];
-// PTX-NEXT: ld.global.b32 [[X1:%rd[0-9]+]], {{\[}}[[A1]]{{\]}};
-// PTX: shl.b64 [[HI:%rd[0-9]+]], [[X1]], 32;
-// PTX-NEXT: or.b64 [[PAIR:%rd[0-9]+]], [[HI]], [[X0]];
-// PTX-NEXT: cvt.u32.u64 [[SH:%r[0-9]+]], %rd{{[0-9]+}};
-// PTX-NEXT: shr.u64 %rd{{[0-9]+}}, [[PAIR]], [[SH]];
-// PTX: max.s32 [[N:%r[0-9]+]], %r{{[0-9]+}}, 0;
-// PTX-NEXT: min.s32 [[N32:%r[0-9]+]], [[N]], 32;
-// PTX-NEXT: mov.b64 [[ONES:%rd[0-9]+]], -1;
-// PTX-NEXT: shl.b64 %rd{{[0-9]+}}, [[ONES]], [[N32]];
-// Tile 0's scores (computed without a verdict); the warp votes for the
-// unmasked path.
+// PTX: mbarrier.try_wait.parity.shared.b64
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16
-// PTX: and.b32 [[USED:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
-// PTX-NEXT: setp.ne.b32 [[HIDES:%p[0-9]+]], [[USED]], 50529027;
-// PTX-NEXT: vote.sync.any.pred %p{{[0-9]+}}, [[HIDES]], -1;
-// Before each later tile's wgmma, its warpgroup's verdict: whether any used
-// bit of a thread's rows is set, OR-reduced over the warpgroup's 128
-// threads on a named barrier of its own (6 + the consumer's index) and
-// voted on, so that ptxas sees a warp-uniform branch; a tile hidden from
-// all 64 rows issues no S = Q K^T.
-// PTX: add.s32 [[BAR:%r[0-9]+]], %r{{[0-9]+}}, 6;
-// PTX: and.b32 [[SEEN:%r[0-9]+]], %r{{[0-9]+}}, 50529027;
-// PTX-NEXT: setp.ne.b32 [[SEES:%p[0-9]+]], [[SEEN]], 0;
-// PTX-NEXT: selp.b32 [[IN:%r[0-9]+]], 1, 0, [[SEES]];
-// PTX-NEXT: mov.b32 [[THREADS:%r[0-9]+]], 128;
-// PTX: setp.ne.u32 p, [[IN]], 0;
-// PTX-NEXT: bar.red.or.pred q, [[BAR]], [[THREADS]], p;
-// PTX-NEXT: selp.u32 [[ANYI:%r[0-9]+]], 1, 0, q;
-// PTX: setp.ne.b32 [[ANY:%p[0-9]+]], [[ANYI]], 0;
-// PTX-NEXT: vote.sync.any.pred %p{{[0-9]+}}, [[ANY]], -1;
+// PTX: mbarrier.try_wait.parity.shared.b64
+// PTX: fence.proxy.async.shared::cta;
+// PTX: ld.shared.b32 [[VERDICT:%r[0-9]+]], [%rd{{[0-9]+}}+180612];
+// PTX-NEXT: add.s64
+// PTX-NEXT: ld.shared.v2.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}+180224];
+// PTX-NEXT: add.s64
+// PTX-NEXT: ld.shared.v2.b32 {%r{{[0-9]+}}, %r{{[0-9]+}}}, [%rd{{[0-9]+}}+180224];
+// PTX-NEXT: and.b32 [[SHOWN:%r[0-9]+]], [[VERDICT]], 1;
+// PTX-NEXT: setp.ne.b32 [[ANY:%p[0-9]+]], [[SHOWN]], 0;
+// PTX-NEXT: vote.sync.any.pred [[UNIFORM:%p[0-9]+]], [[ANY]], -1;
+// PTX-NEXT: not.pred [[HIDDEN:%p[0-9]+]], [[UNIFORM]];
+// PTX-NOT: wgmma.mma_async
+// PTX: @[[HIDDEN]] bra
+// PTX-NEXT: bar.sync
 // PTX: wgmma.mma_async.sync.aligned.m64n64k16
+// The producer (48 registers, 8 of them for the mask): per tile, lane l of
+// warp w < 3 loads the three words of query q0 + l (clamped to the
+// request's last word), funnel-shifts them to the tile's key 0, clears the
+// keys from t1 on and stores the two words; the warp votes whether a key is
+// shown (vote.any) and whether every key is (vote.all), stores the verdict
+// word (bit 1: all) and arrives on `full` a second time, besides its
+// copies' arrival.
+// PTX: setmaxnreg.dec.sync.aligned.u32 48;
+// PTX: vote.sync.any.pred [[PANY:%p[0-9]+]], %p{{[0-9]+}}, -1;
+// PTX-NEXT: vote.sync.all.pred [[PALL:%p[0-9]+]], %p{{[0-9]+}}, -1;
+// PTX-NEXT: selp.b32 [[ALLBIT:%r[0-9]+]], 2, 0, [[PALL]];
+// PTX-NEXT: selp.b32 [[ANYBIT:%r[0-9]+]], 1, 0, [[PANY]];
+// PTX-NEXT: or.b32 [[WORD:%r[0-9]+]], [[ALLBIT]], [[ANYBIT]];
+// PTX-NEXT: add.s64
+// PTX-NEXT: st.shared.b32 [%rd{{[0-9]+}}+180616], [[WORD]];
+// PTX: mbarrier.arrive.shared.b64
+// PTX: cp.async.mbarrier.arrive.noinc.shared.b64
+// PTX: ld.global.b32
+// PTX: ld.global.b32
+// PTX: ld.global.b32
+// PTX: shl.b64 [[HI:%rd[0-9]+]], %rd{{[0-9]+}}, 32;
+// PTX-NEXT: or.b64 %rd{{[0-9]+}}, [[HI]], %rd{{[0-9]+}};
+// PTX: min.s32 %r{{[0-9]+}}, %r{{[0-9]+}}, 32;
+// PTX: st.shared.v2.b32 [%rd{{[0-9]+}}+180224]
 // PTX-LABEL: .entry cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_w4x1_q192_kv64_s4(
 // PTX-NOT: ld.global.b32 %rd
 // PTX-NOT: shr.u64 %rd{{[0-9]+}}, %rd{{[0-9]+}}, %r{{[0-9]+}};
 // PTX: ret;
+// The masked kernel's shared memory: the tiles' 180224 bytes and four
+// stages of side data, (49 queries x 2 words + 4 verdicts) x 4 bytes each.
+// MANIFEST: "dynamic_shared_bytes": 181856,
+// MANIFEST-NEXT: "grid"
+// MANIFEST: "name": "cascade_prefill_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_win100_cmask_w4x1_q192_kv64_s4"
 // MANIFEST: "name": "custom_mask"
 // MANIFEST: "custom_mask": true

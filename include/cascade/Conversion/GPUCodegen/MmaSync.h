@@ -181,6 +181,8 @@ Value mapAccumulator(KernelBuilder &k, Value frag,
                      function_ref<Value(Value, int64_t, int64_t)> fn);
 /// Whether `pred` holds on any lane of the warp (vote.sync.any).
 Value warpAny(KernelBuilder &k, Value pred);
+/// Whether `pred` holds on every lane of the warp (vote.sync.all).
+Value warpAll(KernelBuilder &k, Value pred);
 /// Element (pair, half) of an accumulator.
 Value accumulatorElement(KernelBuilder &k, Value frag, int64_t pair,
                          int64_t half);

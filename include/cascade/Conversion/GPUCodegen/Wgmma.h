@@ -93,6 +93,12 @@ Value wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
 /// after the wait that precedes this, and the values given to a wgmma are
 /// computed before it, whatever the compiler's scheduling.
 Value wgmmaFenceOperand(KernelBuilder &k, Value acc);
+/// An empty asm (with side effects) that reads the 32-bit registers `regs`:
+/// after a wgmma wait, the registers an asynchronous wgmma read stay
+/// allocated until it completed, so that values computed meanwhile are not
+/// put in them (LLVM sees the wgmma's operands as read at its issue; ptxas
+/// serializes the pipeline where a register in flight is written, C7513).
+void wgmmaKeepRegisters(KernelBuilder &k, ValueRange regs);
 
 /// The four 32-bit A registers of an mma.sync A fragment (vector<4x2xT>,
 /// T f16 or bf16), as wgmmaMmaAsyncRegA takes them.
@@ -152,12 +158,6 @@ void namedBarrier(KernelBuilder &k, Value id, int64_t numThreads);
 /// warps and those that wait on it with namedBarrier. One warpgroup hands a
 /// turn to another this way.
 void namedBarrierArrive(KernelBuilder &k, Value id, int64_t numThreads);
-/// bar.red.or.pred `id`, `numThreads`: a named barrier that also returns,
-/// to every thread that takes part, whether `pred` (i1) held in any of them
-/// (an i1 uniform over those threads). A warpgroup agrees on a branch this
-/// way before it issues (or skips) its wgmma. `id` (i32) in 1..15.
-Value namedBarrierAny(KernelBuilder &k, Value id, int64_t numThreads,
-                      Value pred);
 
 //===----------------------------------------------------------------------===//
 // Register reallocation
