@@ -570,6 +570,16 @@ static SmallVector<Value> ifElse(KernelBuilder &k, Value cond, TypeRange types,
   return SmallVector<Value>(ifOp.getResults());
 }
 
+/// What an iteration of the consumers' loop yields: O, m, l and P.
+static SmallVector<Value> loopValues(ArrayRef<Value> o, const MmaSyncState &st,
+                                     ArrayRef<Value> pA) {
+  SmallVector<Value> v(o);
+  llvm::append_range(v, st.m);
+  llvm::append_range(v, st.l);
+  llvm::append_range(v, pA);
+  return v;
+}
+
 WgmmaMainloop::ConsumerLoop::ConsumerLoop(WgmmaMainloop &loop, Value t0,
                                           TransformFn transform,
                                           const TileSideData *side)
@@ -616,10 +626,7 @@ SmallVector<Value> WgmmaMainloop::firstTile(ConsumerLoop &c,
   MmaSyncState st = initial;
   MmaSyncMainloop::Softmax p =
       c.softmax.softmax(c.mma, scoresOf(c, k.idx(0), s, side0), st);
-  SmallVector<Value> yields(st.m);
-  llvm::append_range(yields, st.l);
-  llvm::append_range(yields, p.pA);
-  return yields;
+  return loopValues({}, st, p.pA);
 }
 
 SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
@@ -646,18 +653,14 @@ SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
   sti.o = fragmentsOf(o, tiles.dp);
   mbarrierArrive(k, splitKV ? emptyV : empty, step.prevStage);
   c.softmax.rescale(c.mma, p, sti.o);
-  SmallVector<Value> v(sti.o);
-  llvm::append_range(v, sti.m);
-  llvm::append_range(v, sti.l);
-  llvm::append_range(v, p.pA);
-  return v;
+  return loopValues(sti.o, sti, p.pA);
 }
 
 SmallVector<Value> WgmmaMainloop::skipTile(ConsumerLoop &c,
                                            const ConsumerStep &step) {
   waitTurn();
   SmallVector<Type> oTypes(tiles.oTiles, c.mma.accType());
-  SmallVector<Value> v = ifElse(
+  SmallVector<Value> oNext = ifElse(
       k, step.pending, oTypes,
       [&] {
         Value o = issuePV(step.pPrev, step.prevStage, step.state.o);
@@ -672,10 +675,7 @@ SmallVector<Value> WgmmaMainloop::skipTile(ConsumerLoop &c,
   if (splitKV)
     mbarrierArrive(k, empty, step.stage); // K_i is not read
   mbarrierArrive(k, splitKV ? emptyV : empty, step.prevStage);
-  llvm::append_range(v, step.state.m);
-  llvm::append_range(v, step.state.l);
-  llvm::append_range(v, zeroP(c));
-  return v;
+  return loopValues(oNext, step.state, zeroP(c));
 }
 
 MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
@@ -714,9 +714,7 @@ MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
     scf::YieldOp::create(b, k.loc, yields);
     b.setInsertionPointToStart(ifAny.elseBlock());
     // m, l and a zero P: the state before any tile.
-    SmallVector<Value> none(state.m);
-    llvm::append_range(none, state.l);
-    llvm::append_range(none, zeroP(c));
+    SmallVector<Value> none = loopValues({}, state, zeroP(c));
     if (c.skips)
       none.push_back(flag(false));
     scf::YieldOp::create(b, k.loc, none);
