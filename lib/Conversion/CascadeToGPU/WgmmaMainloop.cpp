@@ -646,7 +646,8 @@ SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
   // With skips, P_{i-1}'s registers stay allocated until P_{i-1} V_{i-1}
   // completed: P is a zero constant on the skipping path, and LLVM would
   // otherwise build P_i in the registers the wgmma still reads (ptxas then
-  // serializes the pipeline, C7513).
+  // serializes the pipeline, C7513). Without this the masked kernels ran
+  // 17-20% slower on the H200 even where ptxas 13.0 printed no warning.
   if (c.skips)
     for (Value pa : step.pPrev)
       wgmmaKeepRegisters(k, wgmmaARegisters(k, pa));
