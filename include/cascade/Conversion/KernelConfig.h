@@ -54,6 +54,9 @@ int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim,
 /// bit 1 where every key is shown to every row.
 inline constexpr int64_t kWgmmaMaskVerdicts = 4;
 int64_t wgmmaMaskQueries(KernelConfigAttr config, int64_t groupSize);
+/// The most queries that `rows` consecutive packed rows span, G =
+/// `groupSize` rows a query: (rows - 1) / G + 2, at most `rows`.
+int64_t queriesSpanned(int64_t rows, int64_t groupSize);
 /// 32-bit words of a stage's side data: the rows, then the verdicts.
 int64_t wgmmaMaskStageWords(KernelConfigAttr config, int64_t groupSize);
 /// Bytes of every stage's side data (0 for the other families).

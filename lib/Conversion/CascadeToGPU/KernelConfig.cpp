@@ -151,10 +151,13 @@ static int64_t tileSharedBytes(KernelConfigAttr c, int64_t headDim, Type kvType,
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
 
-int64_t cascade::wgmmaMaskQueries(KernelConfigAttr c, int64_t groupSize) {
-  // q_tile rows from any packed row: at most (q_tile - 1) / G + 2 queries.
+int64_t cascade::queriesSpanned(int64_t rows, int64_t groupSize) {
   int64_t g = std::max<int64_t>(groupSize, 1);
-  return std::min(c.getQTile(), (c.getQTile() - 1) / g + 2);
+  return std::min(rows, (rows - 1) / g + 2);
+}
+
+int64_t cascade::wgmmaMaskQueries(KernelConfigAttr c, int64_t groupSize) {
+  return queriesSpanned(c.getQTile(), groupSize);
 }
 
 int64_t cascade::wgmmaMaskStageWords(KernelConfigAttr c, int64_t groupSize) {

@@ -118,9 +118,6 @@ private:
                                      bool masked, const MaskRows &keptRows);
   /// The chunks of `rows` with the keys from t1 on cleared.
   MaskRows keptMaskRows(const MaskRows &rows, Value tileStart);
-  /// Whether the `kept` chunks show some key this thread scores to one of
-  /// its rows (an i1 of this thread).
-  Value threadSeesAny(const MaskRows &kept);
   /// Whether the `kept` chunks hide every key this warp scores from every
   /// row of the warp (the warp votes: an i1 uniform over it).
   Value warpHides(const MaskRows &kept);
@@ -164,6 +161,9 @@ private:
   Value stagedVerdict(ValueRange side, int64_t which);
   int64_t maskStagedWords() const { return (tiles.kvTile + 31) / 32; }
   Value maskStageBase(Value stage);
+  /// The verdict word of consumer warpgroup `consumer` in the stage whose
+  /// side data starts at `base`.
+  Value maskVerdictIndex(Value base, Value consumer);
   /// The bits of customMaskRow's chunks that this lane's scores test.
   SmallVector<uint32_t> customMaskUsedBits() const;
   /// Custom mask: whether it (with the keys from t1 on) hides every key of
@@ -353,8 +353,13 @@ Value MmaAttentionKernel::maskStageBase(Value stage) {
   return k.mul(stage, k.idx(wgmmaMaskStageWords(c.config, c.groupSize)));
 }
 
+Value MmaAttentionKernel::maskVerdictIndex(Value base, Value consumer) {
+  int64_t rows = wgmmaMaskQueries(c.config, c.groupSize) * maskStagedWords();
+  return k.add(base, k.add(k.idx(rows), consumer));
+}
+
 std::pair<Value, Value> MmaAttentionKernel::maskQueriesOf(Value warp) {
-  int64_t rows = wgmma::kWarpgroupSize / 2; // 64
+  int64_t rows = wgmma::kRows;
   Value row0 = k.add(tileRow0, k.mul(warp, k.idx(rows)));
   Value q0 = k.div(row0, k.idx(c.groupSize));
   Value q1 = k.minU(k.div(k.add(row0, k.idx(rows - 1)), k.idx(c.groupSize)),
@@ -363,9 +368,7 @@ std::pair<Value, Value> MmaAttentionKernel::maskQueriesOf(Value warp) {
 }
 
 int64_t MmaAttentionKernel::maskPasses() const {
-  int64_t rows = wgmma::kWarpgroupSize / 2;
-  int64_t queries = std::min<int64_t>(rows, (rows - 1) / c.groupSize + 2);
-  return (queries + 31) / 32;
+  return (queriesSpanned(wgmma::kRows, c.groupSize) + 31) / 32;
 }
 
 SmallVector<Value> MmaAttentionKernel::loadMaskTile(Value ptid,
@@ -441,20 +444,15 @@ void MmaAttentionKernel::stageMaskTile(Value ptid, Value stage, Value tileStart,
       b, k.loc, arith::ExtUIOp::create(b, k.loc, i32, any),
       arith::ShLIOp::create(
           b, k.loc, arith::ExtUIOp::create(b, k.loc, i32, all), k.i32(1)));
-  k.storeScalar(
-      verdict, maskSide,
-      k.add(base, k.add(k.idx(wgmmaMaskQueries(c.config, c.groupSize) * words),
-                        warp)));
+  k.storeScalar(verdict, maskSide, maskVerdictIndex(base, warp));
 }
 
 SmallVector<Value> MmaAttentionKernel::readStagedMask(Value stage) {
   int64_t words = maskStagedWords();
   Value base = maskStageBase(stage);
   Value consumer = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
-  SmallVector<Value> out{k.loadScalar(
-      maskSide,
-      k.add(base, k.add(k.idx(wgmmaMaskQueries(c.config, c.groupSize) * words),
-                        consumer)))};
+  SmallVector<Value> out{
+      k.loadScalar(maskSide, maskVerdictIndex(base, consumer))};
   for (int64_t r = 0; r < 2 * tiles.mTiles; ++r) {
     // Rows past the request read its last query's bits (their results are
     // dropped).
@@ -503,19 +501,15 @@ MmaAttentionKernel::keptMaskRows(const MaskRows &rows, Value tileStart) {
   return kept;
 }
 
-Value MmaAttentionKernel::threadSeesAny(const MaskRows &kept) {
+Value MmaAttentionKernel::warpHides(const MaskRows &kept) {
   SmallVector<uint32_t> used = customMaskUsedBits();
   Value sees;
   for (const SmallVector<Value> &chunks : kept) {
     Value rowSees = ScoreVariant::customMaskShowsAny(k, chunks, used);
     sees = sees ? arith::OrIOp::create(k.b, k.loc, sees, rowSees) : rowSees;
   }
-  return sees;
-}
-
-Value MmaAttentionKernel::warpHides(const MaskRows &kept) {
   return arith::XOrIOp::create(
-      k.b, k.loc, warpAny(k, threadSeesAny(kept)),
+      k.b, k.loc, warpAny(k, sees),
       arith::ConstantIntOp::create(k.b, k.loc, k.b.getI1Type(), 1));
 }
 

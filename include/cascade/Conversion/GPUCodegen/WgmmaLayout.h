@@ -23,6 +23,8 @@ namespace mlir::cascade::wgmma {
 
 /// The threads of one warpgroup (four consecutive warps).
 inline constexpr int64_t kWarpgroupSize = 128;
+/// The rows of a wgmma tile (m64): what one warpgroup computes.
+inline constexpr int64_t kRows = 64;
 
 //===----------------------------------------------------------------------===//
 // Matrix descriptor
