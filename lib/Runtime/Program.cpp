@@ -5,6 +5,7 @@
 #include "cascade/Contract/BundleContract.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 namespace cascade::runtime {
@@ -495,8 +496,19 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     p[lse] = floatWs_ + static_cast<uint64_t>(lseScratchOffset_);
     c[lse] = rowCapacity_ * plan_.levels[0].num_qo_heads;
   }
-  CASCADE_RETURN_IF_ERROR(device_.makeCurrent());
   Variant &v = it->second;
+  // The tensor-core kernels fold k_scale into the softmax's exponent scale,
+  // which needs it positive (the running max of the raw logits is then the
+  // max of the scaled ones); a scale is a magnitude, so nothing else is
+  // taken.
+  if (!(kScale > 0.f && std::isfinite(kScale)))
+    for (const auto &patches : v.scalePatches)
+      for (const ScalePatch &patch : patches)
+        if (!patch.v)
+          return makeError(ErrorCode::InvalidArgument,
+                           "k_scale must be positive and finite, got %g",
+                           static_cast<double>(kScale));
+  CASCADE_RETURN_IF_ERROR(device_.makeCurrent());
   // Kernels launched into a stream under capture become nodes of the
   // caller's graph; a graph launch there is not what the caller records.
   const bool graph = graphLaunch_ && device_.canBuildGraphs() &&

@@ -320,8 +320,8 @@ class AttentionConfig:
 def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
               v_scale: Optional[float]) -> Tuple[float, float]:
     """run()'s k_scale / v_scale (FlashInfer's per-tensor fp8 dequantization
-    scales; None = 1) as floats: finite, and only for an fp8 KV cache (the
-    f16/bf16 kernels have no scale to apply them with)."""
+    scales; None = 1) as floats: finite, k_scale positive, and only for an
+    fp8 KV cache (the f16/bf16 kernels have no scale to apply them with)."""
     out = []
     for name, value in (("k_scale", k_scale), ("v_scale", v_scale)):
         if value is None:
@@ -337,5 +337,9 @@ def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
             raise ValueError(f"{name} must be a float, got {value!r}") from None
         if not math.isfinite(f):
             raise ValueError(f"{name} must be finite, got {value!r}")
+        if name == "k_scale" and f <= 0:
+            # The tensor-core kernels fold it into the softmax's exponent
+            # scale, where the running max of the logits needs it positive.
+            raise ValueError(f"k_scale must be positive (a dequantization scale), got {value!r}")
         out.append(f)
     return out[0], out[1]

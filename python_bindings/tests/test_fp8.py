@@ -146,6 +146,12 @@ def test_scale_errors_before_any_launch(rng):
     w.plan(indptr, indices, last, 4, 2, 16, 4, kv_data_type=E4M3)
     with pytest.raises(ValueError, match="k_scale must be finite"):
         w.run(q, kv, k_scale=float("inf"))
+    # The tensor-core kernels fold k_scale into the softmax's exponent
+    # scale: a magnitude, positive (v_scale may be any finite float).
+    for bad in (0.0, -0.5):
+        with pytest.raises(ValueError, match="k_scale must be positive"):
+            w.run(q, kv, k_scale=bad)
+    w.run(q, kv, v_scale=-2.0)
     with pytest.raises(ValueError, match="v_scale must be a float"):
         w.run(q, kv, v_scale="two")
     f16 = cm.BatchPrefillWithPagedKVCacheWrapper(None)

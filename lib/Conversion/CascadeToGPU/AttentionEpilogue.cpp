@@ -175,7 +175,7 @@ static void mergeWarpStates(KernelBuilder &k, const MmaSyncOutput &out,
     SmallVector<Value> w;
     Value lSum = k.f32(0.0);
     for (int64_t z = 0; z < t.warpsKV; ++z) {
-      w.push_back(k.ex2(k.fmul(k.fsub(mz[z], mUse), k.f32(out.expScale))));
+      w.push_back(k.ex2(k.fmul(k.fsub(mz[z], mUse), out.expScale.get(k))));
       lSum = k.fma(lz[z], w[z], lSum);
     }
     st.m[r] = mMax;
@@ -221,7 +221,7 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
   Value mUse = k.select(k.isNegInf(st.m[r]), k.f32(0.0), st.m[r]);
   Value s2 =
       k.select(empty, k.negInf(),
-               k.fadd(k.fmul(mUse, k.f32(out.expScale)), k.lg2(st.l[r])));
+               k.fadd(k.fmul(mUse, out.expScale.get(k)), k.lg2(st.l[r])));
   auto ifv = scf::IfOp::create(b, k.loc, row.valid, false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifv.thenBlock());

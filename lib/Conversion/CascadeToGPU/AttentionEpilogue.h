@@ -52,7 +52,7 @@ struct MmaSyncOutput {
   const MmaSyncTiles &tiles;
   const MmaSyncThread &thread;
   gpu::GPUModuleOp module;
-  double expScale;
+  ExpScale expScale;
   Value qoStart, request, chunk, kvLen;
   /// Accumulator row r of this thread.
   function_ref<PackedRow(int64_t)> row;

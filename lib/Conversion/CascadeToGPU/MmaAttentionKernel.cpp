@@ -70,6 +70,8 @@
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"
 #include "cascade/Conversion/KernelConfig.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::cascade;
 
@@ -82,7 +84,7 @@ public:
                      const AttentionSpec &spec)
       : k(b, fn.getLoc()), fn(fn), module(module), c(spec),
         args(AttentionArgs::bind(spec, fn)), tiles(spec), variant(spec),
-        kvLayout(spec) {}
+        kvLayout(spec), expScale(variant.expScale()) {}
 
   void build();
 
@@ -111,6 +113,14 @@ private:
   /// v_scale (an fp8 cache's) on the output accumulators, before the
   /// epilogue normalises them.
   void applyVScale(MmaSyncState &state);
+  /// Whether k_scale folds into the softmax's exp2 scale (ExpScale): over
+  /// an fp8 cache where the scores are plain, so that nothing but the
+  /// scale comes between a raw score and the softmax.
+  bool kScaleFolds() const { return args.kScale && variant.plain(); }
+  /// Sets `expScale` to the softmax's scale, with k_scale folded in where
+  /// kScaleFolds(); called where the threads that run the softmax start
+  /// (the consumers' role on wgmma).
+  void foldKScale();
   /// The custom mask's chunks of each accumulator row (mTiles x 2 rows).
   using MaskRows = SmallVector<SmallVector<Value>>;
   /// `keptRows`: the mask rows after keptMaskRows.
@@ -193,6 +203,8 @@ private:
   MmaSyncTiles tiles;
   ScoreVariant variant;
   PagedKVLayout kvLayout;
+  /// What the softmax multiplies raw scores by before exp2 (foldKScale).
+  ExpScale expScale;
 
   MmaSyncThread th;
   Value smem, ropeTable, slopes;
@@ -767,7 +779,8 @@ void MmaAttentionKernel::run() {
   auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
   if (tiles.fp8DirectK)
     hooks.beforePV = publishV;
-  MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale());
+  foldKScale();
+  MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, expScale);
   if (tiles.fp8DirectK)
     mainloop.setFp8KStaging(stagingK);
   prepareCustomMask();
@@ -779,13 +792,31 @@ void MmaAttentionKernel::run() {
 SmallVector<Value> MmaAttentionKernel::dequantizedScores(ArrayRef<Value> s,
                                                          Value tileStart,
                                                          ValueRange maskWords) {
-  if (!args.kScale)
+  if (!args.kScale || kScaleFolds())
     return transformScores(s, tileStart, maskWords);
-  // k_scale multiplies every logit (docs/semantics.md).
+  // k_scale multiplies every logit (docs/semantics.md), before the soft cap
+  // and ALiBi.
   SmallVector<Value> sk;
   for (Value x : s)
     sk.push_back(scaled(x, args.kScale));
   return transformScores(sk, tileStart, maskWords);
+}
+
+void MmaAttentionKernel::foldKScale() {
+  if (!kScaleFolds())
+    return;
+  // exp2(s * c * k - m * c * k) with m the running max of the raw scores s:
+  // for k > 0 the max of s * k is m * k. Any other k_scale (zero, negative,
+  // infinite or NaN; the runtime and the Python package refuse them before
+  // a launch) gives NaN, so that every output of the block is NaN rather
+  // than quietly wrong.
+  Value ks = args.kScale;
+  Value valid = arith::AndIOp::create(
+      k.b, k.loc, k.fcmp(arith::CmpFPredicate::OGT, ks, k.f32(0.0)),
+      k.fcmp(arith::CmpFPredicate::OLT, ks,
+             k.f32(std::numeric_limits<double>::infinity())));
+  expScale.folded = k.select(valid, k.fmul(ks, k.f32(expScale.constant)),
+                             k.f32(std::numeric_limits<double>::quiet_NaN()));
 }
 
 void MmaAttentionKernel::applyVScale(MmaSyncState &state) {
@@ -798,18 +829,9 @@ void MmaAttentionKernel::applyVScale(MmaSyncState &state) {
 void MmaAttentionKernel::epilogue(MmaSyncState state,
                                   function_ref<void()> barrier) {
   auto rowOf = [&](int64_t r) { return row(r); };
-  MmaSyncOutput out{c,
-                    args,
-                    tiles,
-                    th,
-                    module,
-                    variant.expScale(),
-                    queries.start,
-                    item.request,
-                    item.chunk,
-                    kv.kvLen,
-                    rowOf,
-                    barrier};
+  MmaSyncOutput out{c,          args,     tiles,         th,
+                    module,     expScale, queries.start, item.request,
+                    item.chunk, kv.kvLen, rowOf,         barrier};
   mmaSyncEpilogue(k, out, std::move(state));
 }
 
@@ -827,8 +849,8 @@ void MmaAttentionKernel::runWgmma() {
                     : fp8            ? Publish::Staged
                     : variant.rope() ? Publish::AfterNext
                                      : Publish::CopiesArrive;
-  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, variant.expScale(),
-                         publish, /*annotated=*/variant.customMask());
+  WgmmaMainloop mainloop(k, tiles, th, smem, c.qType, expScale, publish,
+                         /*annotated=*/variant.customMask());
   mainloop.initBarriers();
   Value producer =
       k.cmp(arith::CmpIPredicate::eq, k.threadId(gpu::Dimension::y), k.idx(0));
@@ -890,6 +912,9 @@ void MmaAttentionKernel::runWgmma() {
   // The consumer warpgroups: Q once, then the KV loop and the epilogue.
   k.b.setInsertionPointToStart(roles.elseBlock());
   setMaxRegisters(k, regs.consumer, /*increase=*/true);
+  foldKScale();
+  if (expScale.folded)
+    mainloop.setFoldedExpScale(expScale.folded);
   withWork();
   if (variant.alibi())
     slopes = variant.alibiSlopes(k, module, fn.getName());

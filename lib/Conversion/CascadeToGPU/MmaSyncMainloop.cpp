@@ -58,6 +58,9 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   qInRegisters = fp8Decode && warpsQ == 1 && mTiles == 1 && dp <= 128;
   fp8DirectK = spec.fp8DirectK;
   assert((!fp8DirectK || qInRegisters) && "fp8DirectK keeps Q in registers");
+  // Decode packs one request's query heads into rows 0..G-1.
+  upperRowsEmpty =
+      spec.decode && warpsQ == 1 && mTiles == 1 && spec.groupSize <= 8;
   kRingStages = fp8DirectK ? 0 : kvRingStages;
 }
 
@@ -90,7 +93,7 @@ MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
 
 MmaSyncMainloop::MmaSyncMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                                  const MmaSyncThread &thread, Value smem,
-                                 Type elementType, double expScale)
+                                 Type elementType, ExpScale expScale)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
       expScale(expScale) {}
 
@@ -207,10 +210,10 @@ SmallVector<Value> MmaSyncMainloop::scores(Value stage,
   for (int64_t kk = 0; kk < t.dp / 16; ++kk) {
     SmallVector<Value> a;
     for (int64_t mt = 0; mt < t.mTiles; ++mt)
-      a.push_back(!qFrags.empty()
-                      ? qFrags[kk * t.mTiles + mt]
-                      : mma.loadA(smem, k.idx(0), t.qLayout,
-                                  thread.localRow(k, mt, 0), kk * 16));
+      a.push_back(!qFrags.empty() ? qFrags[kk * t.mTiles + mt]
+                                  : withoutUpperRows(mma.loadA(
+                                        smem, k.idx(0), t.qLayout,
+                                        thread.localRow(k, mt, 0), kk * 16)));
     for (int64_t np = 0; np < t.sTiles / 2; ++np) {
       auto [b0, b1] = mma.loadBFromNK(smem, kb, t.kvLayout,
                                       k.add(key0, k.idx(np * 16)), kk * 16);
@@ -233,12 +236,19 @@ MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
   SmallVector<Value> &m = state.m, &l = state.l;
   Softmax out;
   SmallVector<Value> p(s.size());
+  Value scale = expScale.get(k);
   for (int64_t mt = 0; mt < t.mTiles; ++mt) {
     ArrayRef<Value> rowFrags = s.slice(mt * t.sTiles, t.sTiles);
     RowPair tileMax = rowReduce(k, rowFrags, /*max=*/true);
     RowPair alpha, negMScaled;
     for (int64_t pair = 0; pair < 2; ++pair) {
       int64_t r = mt * 2 + pair;
+      if (pair == 1 && t.upperRowsEmpty) {
+        // No query: m, l stay; P is zero (its A halves are constants).
+        alpha[pair] = k.f32(1.0);
+        negMScaled[pair] = k.f32(0.0);
+        continue;
+      }
       // The running max m moves only when the tile's max exceeds it by
       // more than kRescaleLog2 (exp2 units): exponents stay <= 2^8 (exact
       // in f32, and in f16/bf16 P as precise as any value), and O is
@@ -246,14 +256,14 @@ MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
       // max moves it (+inf > threshold); -inf - -inf = NaN compares false
       // and keeps it.
       Value grow = k.fcmp(arith::CmpFPredicate::OGT,
-                          k.fmul(k.fsub(tileMax[pair], m[r]), k.f32(expScale)),
+                          k.fmul(k.fsub(tileMax[pair], m[r]), scale),
                           k.f32(kRescaleLog2));
       Value mNew = k.select(grow, tileMax[pair], m[r]);
       // A row with no visible key yet keeps m = -inf; exponents then use 0
       // so that no -inf - -inf appears.
       Value mUse = k.select(k.isNegInf(mNew), k.f32(0.0), mNew);
-      Value mScaled = k.fmul(mUse, k.f32(expScale));
-      alpha[pair] = k.ex2(k.fsub(k.fmul(m[r], k.f32(expScale)), mScaled));
+      Value mScaled = k.fmul(mUse, scale);
+      alpha[pair] = k.ex2(k.fsub(k.fmul(m[r], scale), mScaled));
       negMScaled[pair] = k.fsub(k.f32(0.0), mScaled);
       // O needs rescaling where m moved from a finite value (a row whose m
       // was -inf has O = 0; where m stays, alpha = 1 exactly).
@@ -271,9 +281,10 @@ MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
     for (int64_t n = 0; n < t.sTiles; ++n) {
       int64_t idx = mt * t.sTiles + n;
       p[idx] = mapAccumulator(k, s[idx], [&](Value x, int64_t pair, int64_t) {
-        return k.ex2(expScale == 1.0
-                         ? k.fadd(x, negMScaled[pair])
-                         : k.fma(x, k.f32(expScale), negMScaled[pair]));
+        if (pair == 1 && t.upperRowsEmpty)
+          return k.f32(0.0);
+        return k.ex2(expScale.isOne() ? k.fadd(x, negMScaled[pair])
+                                      : k.fma(x, scale, negMScaled[pair]));
       });
     }
     RowPair sum = rowReduceInThread(
@@ -399,12 +410,9 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
                                          const MmaSyncTileHooks &hooks,
                                          ArrayRef<Value> qFrags) {
   const MmaSyncTiles &t = tiles;
-  int64_t nO = t.mTiles * t.oTiles, nM = 2 * t.mTiles;
-  MmaSyncState state;
-  state.o.assign(it.begin(), it.begin() + nO);
-  state.m.assign(it.begin() + nO, it.begin() + nO + nM);
-  state.l.assign(it.begin() + nO + nM, it.begin() + nO + 2 * nM);
-  SmallVector<Value> carried(it.begin() + nO + 2 * nM, it.end());
+  size_t nState = carriedStateSize();
+  MmaSyncState state = stateOf(it.take_front(nState));
+  SmallVector<Value> carried(it.drop_front(nState));
 
   // Tile i has landed (at most S-2 younger groups pending) and every warp is
   // done with tile i-1, whose stage the next copy reuses.
@@ -439,11 +447,64 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
     state.o.assign(ifShown.getResults().begin(), ifShown.getResults().end());
   }
 
-  SmallVector<Value> yields(state.o);
-  llvm::append_range(yields, state.m);
-  llvm::append_range(yields, state.l);
+  SmallVector<Value> yields = carriedState(state);
   llvm::append_range(yields, nextCarried);
   return yields;
+}
+
+Value MmaSyncMainloop::withoutUpperRows(Value frag) {
+  if (!tiles.upperRowsEmpty)
+    return frag;
+  auto t = cast<VectorType>(frag.getType());
+  Value zero = arith::ConstantOp::create(
+      k.b, k.loc, VectorType::get({t.getDimSize(1)}, t.getElementType()),
+      DenseElementsAttr::get(
+          VectorType::get({t.getDimSize(1)}, t.getElementType()),
+          k.b.getZeroAttr(t.getElementType())));
+  for (int64_t r : {1, 3})
+    frag = vector::InsertOp::create(k.b, k.loc, zero, frag, r);
+  return frag;
+}
+
+int64_t MmaSyncMainloop::carriedStateSize() const {
+  const MmaSyncTiles &t = tiles;
+  int64_t nO = t.mTiles * t.oTiles;
+  return t.upperRowsEmpty ? nO + 2 : nO + 4 * t.mTiles;
+}
+
+SmallVector<Value> MmaSyncMainloop::carriedState(const MmaSyncState &state) {
+  if (!tiles.upperRowsEmpty) {
+    SmallVector<Value> v(state.o);
+    llvm::append_range(v, state.m);
+    llvm::append_range(v, state.l);
+    return v;
+  }
+  // Row pair 0 (row g) of each O fragment, and its m and l.
+  SmallVector<Value> v;
+  for (Value o : state.o)
+    v.push_back(vector::ExtractOp::create(k.b, k.loc, o, 0));
+  v.push_back(state.m[0]);
+  v.push_back(state.l[0]);
+  return v;
+}
+
+MmaSyncState MmaSyncMainloop::stateOf(ValueRange carried) {
+  const MmaSyncTiles &t = tiles;
+  int64_t nO = t.mTiles * t.oTiles, nM = 2 * t.mTiles;
+  MmaSyncState state;
+  if (!t.upperRowsEmpty) {
+    state.o.assign(carried.begin(), carried.begin() + nO);
+    state.m.assign(carried.begin() + nO, carried.begin() + nO + nM);
+    state.l.assign(carried.begin() + nO + nM, carried.begin() + nO + 2 * nM);
+    return state;
+  }
+  MmaBuilder mma(k, elementType, thread.lane);
+  for (int64_t i = 0; i < nO; ++i)
+    state.o.push_back(vector::InsertOp::create(k.b, k.loc, carried[i],
+                                               mma.zeroAccumulator(), 0));
+  state.m = {carried[nO], k.negInf()};
+  state.l = {carried[nO + 1], k.f32(0.0)};
+  return state;
 }
 
 MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
@@ -451,13 +512,15 @@ MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
   const MmaSyncTiles &t = tiles;
   OpBuilder &b = k.b;
   MmaBuilder mma(k, elementType, thread.lane);
-  SmallVector<Value> init;
+  MmaSyncState start;
   for (int64_t i = 0; i < t.mTiles * t.oTiles; ++i)
-    init.push_back(mma.zeroAccumulator());
-  for (int64_t i = 0; i < 2 * t.mTiles; ++i)
-    init.push_back(k.negInf()); // running max (raw score units)
-  for (int64_t i = 0; i < 2 * t.mTiles; ++i)
-    init.push_back(k.f32(0.0)); // this thread's part of the row sums
+    start.o.push_back(mma.zeroAccumulator());
+  // The running max (raw score units) and this thread's part of the row
+  // sums.
+  start.m.assign(2 * t.mTiles, k.negInf());
+  start.l.assign(2 * t.mTiles, k.f32(0.0));
+  SmallVector<Value> init = carriedState(start);
+  size_t nState = init.size();
   llvm::append_range(init, hooks.carriedInit());
   SmallVector<Value> qFrags;
   if (t.qInRegisters) {
@@ -466,6 +529,8 @@ MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
     waitGroups(k, qGroup, t.stages - 1);
     gpu::BarrierOp::create(b, k.loc);
     qFrags = t.fp8DirectK ? loadPermutedQFragments(mma) : loadQFragments(mma);
+    for (Value &a : qFrags)
+      a = withoutUpperRows(a);
   }
 
   auto loop = scf::ForOp::create(
@@ -478,11 +543,5 @@ MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
       });
   // Drain the copies still in flight (zero-filled tiles past the end).
   waitGroups(k, qGroup, 0);
-  int64_t nO = t.mTiles * t.oTiles, nM = 2 * t.mTiles;
-  ValueRange res = loop.getResults();
-  MmaSyncState out;
-  out.o.assign(res.begin(), res.begin() + nO);
-  out.m.assign(res.begin() + nO, res.begin() + nO + nM);
-  out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
-  return out;
+  return stateOf(loop.getResults().take_front(nState));
 }

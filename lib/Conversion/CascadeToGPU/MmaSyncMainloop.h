@@ -57,6 +57,11 @@ struct MmaSyncTiles {
   /// the Q fragments from a head_dim permutation (loadPermutedQFragments);
   /// there is no f16/bf16 K tile.
   bool fp8DirectK = false;
+  /// Rows 8..15 of the warp's m16 tile hold no query (decode, one request
+  /// a block, a GQA group of at most 8 heads): their Q and P fragment
+  /// halves are zero constants, their softmax is not computed, and the KV
+  /// loop carries only rows 0..7 of O (half the accumulator registers).
+  bool upperRowsEmpty = false;
   SmemTileLayout qLayout, kvLayout;
   bool wgmma = false;
 
@@ -100,6 +105,24 @@ struct PackedRow {
   Value query, head, valid, pos;
 };
 
+/// What the online softmax multiplies raw logits by before exp2: a
+/// compile-time constant (ScoreVariant::expScale), or, where a runtime
+/// factor folds into it, that product computed once by the kernel (an fp8
+/// cache's k_scale, which then costs no multiply per logit; the factor must
+/// be positive, for the running max of the raw logits to be the max of the
+/// scaled ones).
+struct ExpScale {
+  ExpScale(double constant) : constant(constant) {}
+  double constant;
+  /// f32 constant * factor; null where there is no factor.
+  Value folded;
+  /// Whether logits go to exp2 as they are (no multiply at all).
+  bool isOne() const { return !folded && constant == 1.0; }
+  Value get(KernelBuilder &k) const {
+    return folded ? folded : k.f32(constant);
+  }
+};
+
 /// The online-softmax state of a warp's rows: O accumulators [mt * oTiles +
 /// n], the running max m and this thread's part of the row sums l [mt * 2 +
 /// pair].
@@ -140,7 +163,7 @@ public:
   /// `expScale` what raw logits are multiplied by before exp2.
   MmaSyncMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                   const MmaSyncThread &thread, Value smem, Type elementType,
-                  double expScale);
+                  ExpScale expScale);
 
   /// Runs tiles [0, numTiles) (first key t0 + i * kv_tile) after the
   /// pipeline's prologue; `qGroup` is the Q tile's cp.async group (the
@@ -204,6 +227,14 @@ private:
   /// fp8DirectK: S = Q K^T from the fp8 K staging tile of `stage`.
   SmallVector<Value> scoresFromFp8K(MmaBuilder &mma, Value stage,
                                     ArrayRef<Value> qFrags);
+  /// What the KV loop carries of `state` (upperRowsEmpty: rows 0..7 only)
+  /// and the state back from it (the empty rows O = 0, m = -inf, l = 0).
+  SmallVector<Value> carriedState(const MmaSyncState &state);
+  int64_t carriedStateSize() const;
+  MmaSyncState stateOf(ValueRange carried);
+  /// upperRowsEmpty: `frag` (A operand vector<4x2xT>) with the halves of
+  /// rows 8..15 (a1, a3) zero.
+  Value withoutUpperRows(Value frag);
   /// The loop body of tile i.
   SmallVector<Value> step(MmaBuilder &mma, Value i, ValueRange carried,
                           Value t0, Value qGroup, const MmaSyncTileHooks &hooks,
@@ -214,7 +245,7 @@ private:
   const MmaSyncThread &thread;
   Value smem;
   Type elementType;
-  double expScale;
+  ExpScale expScale;
   Value fp8KStaging;
 };
 

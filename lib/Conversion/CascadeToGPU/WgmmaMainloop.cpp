@@ -180,8 +180,8 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
 
 WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                              const MmaSyncThread &thread, Value smem,
-                             Type elementType, double expScale, Publish publish,
-                             bool annotated)
+                             Type elementType, ExpScale expScale,
+                             Publish publish, bool annotated)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
       expScale(expScale), splitKV(publish == Publish::SplitKV),
       copiesArrive(publish == Publish::CopiesArrive),

@@ -254,8 +254,14 @@ public:
   /// so `full` counts an arrival more a producer thread.
   WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
                 const MmaSyncThread &thread, Value smem, Type elementType,
-                double expScale, Publish publish = Publish::AfterNext,
+                ExpScale expScale, Publish publish = Publish::AfterNext,
                 bool annotated = false);
+
+  /// The consumers' exp2 scale with a runtime factor folded in
+  /// (ExpScale::folded): set by the consumer warpgroups before consume(),
+  /// after their register reallocation (a value computed before it would
+  /// live across setmaxnreg).
+  void setFoldedExpScale(Value folded) { expScale.folded = folded; }
 
   /// Creates and initializes the `full` and `empty` mbarrier rings (and
   /// `fullV`, `emptyV` with split barriers); every thread of the block
@@ -394,7 +400,7 @@ private:
   const MmaSyncThread &thread;
   Value smem;
   Type elementType;
-  double expScale;
+  ExpScale expScale;
   bool splitKV;
   bool copiesArrive;
   bool staged;

@@ -8,7 +8,7 @@
 // built once from 8-byte loads with the same head_dim permutation (a0/a1
 // dims 4c, 4c+1 of rows g / g+8, a2/a3 dims 4c+2, 4c+3), and no ldmatrix
 // reads K. Only V is converted (into the one V tile); there is no K tile.
-// k_scale still multiplies the raw scores. RoPE decode keeps the converted
+// k_scale folds into the softmax's scale. RoPE decode keeps the converted
 // K tile (RoPE rotates it) and its name. ptxas: no spills.
 // RUN: cascade-opt %s --convert-cascade-to-gpu --canonicalize --cse | FileCheck %s
 // RUN: cascade-opt %s --convert-cascade-to-gpu --canonicalize --cse | FileCheck %s --check-prefix=LDK
@@ -41,6 +41,11 @@
 // CHECK-NEXT: nvgpu.device_async_copy %{{.*}}, %[[KST]][%[[KDST]]], 16, %{{.*}} {bypassL1}
 // CHECK-NEXT: arith.addi
 // CHECK-NEXT: nvgpu.device_async_copy %{{.*}}, %[[VST]][%[[VDST]]], 16, %{{.*}} {bypassL1}
+// k_scale folds into the softmax's exp2 scale once, before the loop (NaN
+// unless it is positive and finite), instead of multiplying the scores.
+// CHECK: %[[KOK:.*]] = arith.andi %{{.*}}, %{{.*}} : i1
+// CHECK-NEXT: %[[KC:.*]] = arith.mulf %[[KSCALE]], %{{.*}} : f32
+// CHECK-NEXT: %[[EXPS:.*]] = arith.select %[[KOK]], %[[KC]], %{{.*}} : f32
 // The Q fragments, once before the loop: pairs [a0 a1 a2 a3] = [top 0:2,
 // bottom 0:2, top 2:4, bottom 2:4] of 4 elements of rows g and g + 8.
 // CHECK: %[[TOP:.*]] = vector.load %[[TILES]][%{{.*}}] {alignment = 8 : i64} : memref<6144xf16, #gpu.address_space<workgroup>>, vector<4xf16>
@@ -77,13 +82,15 @@
 // CHECK-NEXT: vector.load %[[KST]][%[[I1]]] {alignment = 4 : i64}
 // CHECK: arith.xori %[[OFF]], %c32_i32 : i32
 // CHECK: arith.xori %[[OFF]], %c112_i32 : i32
-// k_scale multiplies the raw scores of the two n8 tiles (the second n8
-// tile's keys 8 rows further, its last chunk again at xor 112).
+// The raw scores of the two n8 tiles (the second n8 tile's keys 8 rows
+// further, its last chunk again at xor 112) go to the softmax unscaled:
+// its exp2 takes k_scale with the scale (EXPS). Rows 8..15 hold no query
+// (a group of 4 heads): only row g's exponents are computed.
 // CHECK: arith.xori %{{.*}}, %c112_i32 : i32
-// CHECK: %[[SLAST:.*]] = nvgpu.mma.sync
-// CHECK-NEXT: %[[KS:.*]] = vector.broadcast %[[KSCALE]] : f32 to vector<2x2xf32>
-// CHECK-NEXT: arith.mulf %{{.*}}, %[[KS]] : vector<2x2xf32>
-// CHECK-NEXT: arith.mulf %[[SLAST]], %[[KS]] : vector<2x2xf32>
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: vector.broadcast %[[KSCALE]]
+// CHECK-COUNT-4: llvm.intr.fma(%{{.*}}, %[[EXPS]], %{{.*}}) : (f32, f32, f32) -> f32
+// CHECK-NOT: llvm.intr.fma(%{{.*}}, %[[EXPS]], %{{.*}})
 // CHECK: nvvm.vote.sync any
 // CHECK: gpu.barrier
 // CHECK: nvgpu.ldmatrix %[[TILES]][%{{.*}}] {numTiles = 4 : i32, transpose = true}

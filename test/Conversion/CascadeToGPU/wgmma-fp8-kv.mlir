@@ -69,14 +69,26 @@
 // KERNELS: nvvm.cp.async.wait.group 0
 // KERNELS: nvvm.fence.proxy
 // KERNELS-NEXT: nvgpu.mbarrier.arrive
-// The consumers: 224 registers; the producer fenced, so no fence after
-// their wait on `full`; k_scale on the scores, v_scale on the output.
+// The consumers: 224 registers; k_scale folded into the softmax's exp2
+// scale once (sm_scale * log2 e = 0.1275 at head_dim 128; NaN unless
+// k_scale is positive and finite), so no multiply of the scores; the
+// producer fenced, so no fence after their wait on `full`; v_scale on the
+// output.
 // KERNELS: nvvm.setmaxregister increase 224
+// KERNELS-NEXT: %[[INF:.*]] = arith.constant 0x7F800000 : f32
+// KERNELS-NEXT: %[[FINITE:.*]] = arith.cmpf olt, %[[KS]], %[[INF]] : f32
+// KERNELS-NEXT: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// KERNELS-NEXT: %[[POS:.*]] = arith.cmpf ogt, %[[KS]], %[[ZERO]] : f32
+// KERNELS-NEXT: %[[OK:.*]] = arith.andi %[[POS]], %[[FINITE]] : i1
+// KERNELS-NEXT: %[[NAN:.*]] = arith.constant 0x7FC00000 : f32
+// KERNELS-NEXT: %[[C:.*]] = arith.constant 0.127517432 : f32
+// KERNELS-NEXT: %[[KC:.*]] = arith.mulf %[[KS]], %[[C]] : f32
+// KERNELS-NEXT: %[[EXPS:.*]] = arith.select %[[OK]], %[[KC]], %[[NAN]] : f32
 // KERNELS: nvgpu.mbarrier.try_wait.parity
 // KERNELS-NOT: nvvm.fence.proxy
 // KERNELS: nvvm.wgmma.mma_async
-// KERNELS: vector.broadcast %[[KS]] : f32 to vector<2x2xf32>
-// KERNELS-NEXT: arith.mulf
+// KERNELS-NOT: vector.broadcast %[[KS]]
+// KERNELS: llvm.intr.fma(%{{.*}}, %[[EXPS]], %{{.*}}) : (f32, f32, f32) -> f32
 // KERNELS: vector.broadcast %[[VS]] : f32 to vector<2x2xf32>
 // KERNELS-NEXT: arith.mulf
 func.func @prefill_e4m3_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf8E4M3FN>, %qo: memref<?xi32>,

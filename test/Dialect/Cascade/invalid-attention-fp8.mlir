@@ -80,3 +80,31 @@ func.func @multi_level_scale_f16(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16
       -> tensor<?x32x128xf16>, tensor<?x32xf32>
   return
 }
+
+// -----
+
+// A constant k_scale must be positive: the tensor-core kernels fold it into
+// the softmax's exponent scale.
+func.func @k_scale_negative(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf8E4M3FN>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
+  %ks = arith.constant -5.000000e-01 : f32
+  // expected-error@+1 {{'k_scale' must be finite and > 0, got -5.000000e-01}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf8E4M3FN>)
+      kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      k_scale(%ks)
+      outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x128xf16>, tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @k_scale_zero(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf8E5M2>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
+  %ks = arith.constant 0.000000e+00 : f32
+  // expected-error@+1 {{'k_scale' must be finite and > 0, got 0.000000e+00}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      k_scale(%ks)
+      outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x128xf16>, tensor<4x32xf32>
+  return
+}

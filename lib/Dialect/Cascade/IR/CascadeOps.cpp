@@ -9,6 +9,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
@@ -249,6 +250,15 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
       return op->emitOpError("'")
              << name << "' dequantizes an fp8 KV cache (f8E4M3FN or "
              << "f8E5M2), but the KV cache is " << kvType;
+  // The tensor-core kernels fold k_scale into the softmax's exponent scale
+  // (like sm_scale, it must be positive there); a constant one is checked
+  // here, a runtime one by the runtime before a launch (and a kernel given
+  // another writes NaN).
+  FloatAttr ks;
+  if (a.kScale && matchPattern(a.kScale, m_Constant(&ks)) &&
+      !(std::isfinite(ks.getValueAsDouble()) && ks.getValueAsDouble() > 0))
+    return op->emitOpError("'k_scale' must be finite and > 0, got ")
+           << ks.getValueAsDouble();
   if (!dimsAgree(kt.getDimSize(pageDim), a.pageSize))
     return op->emitOpError("page dimension of the KV cache is ")
            << kt.getDimSize(pageDim) << " but page_size = " << a.pageSize;
