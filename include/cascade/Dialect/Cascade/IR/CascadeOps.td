@@ -178,9 +178,10 @@ def Cascade_PagedAttentionOp
     - `k_scale`, `v_scale` (optional f32, fp8 KV only; absent = 1): the
       per-tensor dequantization scales of an fp8 cache (FlashInfer's
       `run(k_scale=, v_scale=)`). `k_scale` multiplies every logit before
-      soft cap, ALiBi bias and softmax (`s = sm_scale * k_scale * q.k`),
-      `v_scale` the attention output (`o = v_scale * sum p v`, so the LSE
-      is unchanged by it).
+      soft cap, ALiBi bias and softmax (`s = sm_scale * k_scale * q.k`)
+      and must be positive and finite (checked here when it is a
+      constant), `v_scale` the attention output (`o = v_scale * sum p v`,
+      so the LSE is unchanged by it).
     - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`
       (optional), `kv_last_page_len [B]`: i32 CSR index arrays. Without
       `qo_indptr` the op is a *decode*: one query per request (`rows = B`),
