@@ -250,12 +250,12 @@ cascade_status_t cascade_plan_section(cascade_plan_t plan, int64_t level,
     *bytes = s->bytes;
     return CASCADE_OK;
   }
-  if (level > 0 && std::strcmp(name, "level_v") == 0) {
+  if (level != c.base_level && std::strcmp(name, "level_v") == 0) {
     *offset = c.level_v_offset[level];
     *bytes = c.level_v_bytes;
     return CASCADE_OK;
   }
-  if (level > 0 && std::strcmp(name, "level_s") == 0) {
+  if (level != c.base_level && std::strcmp(name, "level_s") == 0) {
     *offset = c.level_s_offset[level];
     *bytes = c.level_s_bytes;
     return CASCADE_OK;

@@ -294,7 +294,8 @@ bool KernelGraph::fail() {
 }
 
 bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
-                         std::vector<uint8_t> &dirty, CUstream stream) {
+                         std::vector<uint8_t> &dirty, CUstream stream,
+                         const std::vector<std::vector<uint32_t>> *deps) {
   const DriverApi &api = device_->api();
   if (failed_ || !api.canBuildGraphs())
     return false;
@@ -316,13 +317,31 @@ bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
     if (api.cuGraphCreate(&graph_, 0) != CUDA_SUCCESS)
       return fail();
     nodes_.assign(launches.size(), nullptr);
-    for (size_t i = 0; i < launches.size(); ++i) {
+    const size_t n = launches.size();
+    if (deps && deps->size() != n)
+      return fail();
+    std::vector<CUgraphNode> on;
+    auto add = [&](size_t i) {
+      on.clear();
+      if (!deps && i)
+        on.push_back(nodes_[i - 1]);
+      for (uint32_t d = 0; deps && d < (*deps)[i].size(); ++d) {
+        const uint32_t j = (*deps)[i][d];
+        if (j >= i || !nodes_[j])
+          return false; // only earlier launches, added already
+        on.push_back(nodes_[j]);
+      }
       const CudaKernelNodeParams np = nodeParams(launches[i]);
-      if (api.cuGraphAddKernelNode(&nodes_[i], graph_,
-                                   i ? &nodes_[i - 1] : nullptr, i ? 1 : 0,
-                                   &np) != CUDA_SUCCESS)
-        return fail();
-    }
+      return api.cuGraphAddKernelNode(&nodes_[i], graph_, on.data(), on.size(),
+                                      &np) == CUDA_SUCCESS;
+    };
+    // Roots first, each pass in launch order.
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t i = 0; i < n; ++i) {
+        const bool root = !deps ? i == 0 : (*deps)[i].empty();
+        if (root == (pass == 0) && !add(i))
+          return fail();
+      }
     if (api.cuGraphInstantiateWithFlags(&exec_, graph_, 0) != CUDA_SUCCESS)
       return fail();
   } else {

@@ -162,7 +162,8 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
                             uint64_t floatWorkspace,
                             const std::vector<LevelKernels> &kernels,
                             const std::vector<ArgumentTable> &levelArgs,
-                            const std::string &mergeKernel, CUstream stream) {
+                            const std::string &mergeKernel, CUstream stream,
+                            std::vector<int32_t> *launchSteps) {
   const size_t n = plan.levels.size();
   if (kernels.size() != n || levelArgs.size() != n)
     return makeError(ErrorCode::SizeMismatch,
@@ -173,6 +174,11 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     return Status(ErrorCode::InvalidArgument,
                   "the cascade plan lists no steps (plan it with "
                   "makeCascadePlan)");
+  const auto base = static_cast<size_t>(plan.base_level);
+  if (base >= n)
+    return makeError(ErrorCode::Internal,
+                     "the plan's base level %d is not one of its %zu levels",
+                     plan.base_level, n);
   const Binding *o = levelArgs[0].find("o");
   const Binding *lse = levelArgs[0].find("lse");
   if (n > 1 && (!o || !o->hasBuffer || !lse || !lse->hasBuffer))
@@ -186,7 +192,11 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     return attention && attention->staticString("accumulate") == "true";
   };
   std::vector<ArgumentTable> tables(n); // per level, from its attention step
-  for (const PlanStep &step : plan.steps) {
+  for (size_t si = 0; si < plan.steps.size(); ++si) {
+    // The launches the previous step recorded were its own.
+    if (launchSteps && recorder_)
+      launchSteps->resize(recorder_->size(), static_cast<int32_t>(si) - 1);
+    const PlanStep &step = plan.steps[si];
     const auto l = static_cast<size_t>(step.level);
     if (step.level < 0 || l >= n)
       return makeError(ErrorCode::Internal, "a plan step names level %d of %zu",
@@ -201,16 +211,16 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     case WorkKind::Prefill:
     case WorkKind::PrefillSplit: {
       const bool acc = accumulates(l);
-      if (acc && l == 0)
+      if (acc && l == base)
         return makeError(ErrorCode::InvalidArgument,
-                         "level 0 of a cascade writes the output; kernel %s "
-                         "accumulates into it",
-                         kernels[l].attention.c_str());
+                         "level %zu is the cascade's base level and writes "
+                         "the output; kernel %s accumulates into it",
+                         l, kernels[l].attention.c_str());
       ArgumentTable args = levelArgs[l];
-      if (l > 0 && acc) {
+      if (n > 1 && (l == base || acc)) {
         args.setBuffer("o", o->ptr, o->count, o->dtype);
         args.setBuffer("lse", lse->ptr, lse->count, lse->dtype);
-      } else if (l > 0) {
+      } else if (l != base) {
         args.setBuffer("o", floatWorkspace + plan.level_v_offset[l],
                        sCount * p.head_dim, o->dtype);
         args.setBuffer("lse", floatWorkspace + plan.level_s_offset[l], sCount,
@@ -230,7 +240,7 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
       CASCADE_RETURN_IF_ERROR(launch(kernels[l].merge, tables[l], stream));
       break;
     case WorkKind::MergeLevel: {
-      if (l == 0 || accumulates(l))
+      if (l == base || accumulates(l))
         break;
       if (mergeKernel.empty())
         return makeError(ErrorCode::InvalidArgument,
@@ -253,6 +263,9 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     }
     }
   }
+  if (launchSteps && recorder_)
+    launchSteps->resize(recorder_->size(),
+                        static_cast<int32_t>(plan.steps.size()) - 1);
   return Status::success();
 }
 

@@ -20,6 +20,23 @@ using detail::planBuffers;
 
 namespace {
 
+/// The launches of `c` in order: the base level first, then the others.
+void listSteps(CascadePlan &c) {
+  c.steps.clear();
+  auto add = [&](int32_t level) {
+    const Plan &p = c.levels[static_cast<size_t>(level)];
+    c.steps.push_back({p.work_kind, level, p.padded_batch_size});
+    if (p.split_kv)
+      c.steps.push_back({WorkKind::MergeSplits, level, p.num_rows});
+    if (level != c.base_level)
+      c.steps.push_back({WorkKind::MergeLevel, level, c.num_rows});
+  };
+  add(c.base_level);
+  for (size_t l = 0; l < c.levels.size(); ++l)
+    if (static_cast<int32_t>(l) != c.base_level)
+      add(static_cast<int32_t>(l));
+}
+
 /// makeCascadePlan into `c` in place, validating each level first if
 /// `validate`.
 Status cascadeInto(const PlanInputs *levels, size_t n, bool validate,
@@ -53,17 +70,9 @@ Status cascadeInto(const PlanInputs *levels, size_t n, bool validate,
                        l);
   }
   c.num_rows = first.num_rows;
+  c.base_level = 0;
   CASCADE_RETURN_IF_ERROR(detail::layoutCascadeWorkspaces(c));
-  c.steps.clear();
-  for (size_t l = 0; l < n; ++l) {
-    const Plan &p = c.levels[l];
-    const auto level = static_cast<int32_t>(l);
-    c.steps.push_back({p.work_kind, level, p.padded_batch_size});
-    if (p.split_kv)
-      c.steps.push_back({WorkKind::MergeSplits, level, p.num_rows});
-    if (l > 0)
-      c.steps.push_back({WorkKind::MergeLevel, level, c.num_rows});
-  }
+  listSteps(c);
   return Status::success();
 }
 
@@ -85,6 +94,27 @@ Status makeCascadePlan(const std::vector<PlanInputs> &levels,
   // the next call.
   buffers.spareCascade = std::move(c);
   return s;
+}
+
+Status setCascadeBaseLevel(CascadePlan &plan, int32_t base) {
+  if (base < 0 || static_cast<size_t>(base) >= plan.levels.size())
+    return makeError(ErrorCode::InvalidArgument,
+                     "base level %d of a cascade of %zu levels", base,
+                     plan.levels.size());
+  if (plan.base_level == base)
+    return Status::success();
+  plan.base_level = base;
+  CASCADE_RETURN_IF_ERROR(detail::layoutCascadeWorkspaces(plan));
+  listSteps(plan);
+  return Status::success();
+}
+
+int32_t preferredCascadeBaseLevel(const CascadePlan &plan) {
+  const size_t n = plan.levels.size();
+  for (size_t l = 0; l + 1 < n; ++l)
+    if (plan.levels[l].split_kv)
+      return static_cast<int32_t>(n - 1);
+  return 0;
 }
 
 Status makeCascadePlan(const std::vector<PlanInputs> &levels,

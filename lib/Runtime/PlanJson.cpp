@@ -368,7 +368,9 @@ static Json cascadeJson(const CascadePlan &plan, bool causal) {
   for (int64_t l = 0; l < n; ++l)
     levels.push_back(
         planJson(plan.levels[l], plan.int_base[l], plan.float_base[l]));
-  for (int64_t l = 1; l < n; ++l) {
+  for (int64_t l = 0; l < n; ++l) {
+    if (l == plan.base_level)
+      continue;
     order.push_back(l);
     states.push_back({{"level", l},
                       {"v_offset", plan.level_v_offset[l]},
@@ -385,7 +387,7 @@ static Json cascadeJson(const CascadePlan &plan, bool causal) {
   j["float_workspace_bytes"] = plan.float_bytes;
   j["levels"] = std::move(levels);
   j["merge"] = {{"op", contract::op::kMergeStateInPlace},
-                {"output_level", 0},
+                {"output_level", plan.base_level},
                 {"order", std::move(order)},
                 {"causal_level", causal ? n - 1 : int64_t(-1)},
                 {"level_states", std::move(states)}};

@@ -139,7 +139,7 @@ Status detail::layoutCascadeWorkspaces(CascadePlan &c) {
   c.level_v_bytes = vBytes;
   c.level_s_bytes = sCount * 4;
   for (size_t l = 0; l < n; ++l) {
-    if (l == 0) {
+    if (static_cast<int64_t>(l) == c.base_level) {
       c.level_v_offset.push_back(-1);
       c.level_s_offset.push_back(-1);
       continue;

@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <numeric>
 
 namespace cascade::runtime {
 
@@ -73,6 +75,9 @@ Status Program::plan(const ProgramSpec &spec,
   CascadePlan next;
   CASCADE_RETURN_IF_ERROR(makeCascadePlan(spec.levels, targets, spec.cudaGraph,
                                           minRowCapacity(), next));
+  if (spec.lastLevelFirst && !spec.cudaGraph)
+    CASCADE_RETURN_IF_ERROR(
+        setCascadeBaseLevel(next, preferredCascadeBaseLevel(next)));
   return bind(spec, std::move(next));
 }
 
@@ -432,11 +437,40 @@ Status Program::prepare(int variant,
     t.setFloat(contract::param::kVScale, 1.0);
   }
   Variant v;
+  std::vector<int32_t> steps;
   launcher_.setRecorder(&v.launches);
   Status s = launcher_.runCascade(plan_, intWs_, floatWs_, kernels, args, merge,
-                                  nullptr);
+                                  nullptr, &steps);
   launcher_.setRecorder(nullptr);
   CASCADE_RETURN_IF_ERROR(s);
+  // The launches that wait for nothing (the free split attentions and the
+  // base level's first launch) first, by level: the driver starts a
+  // graph's roots, and a stream its kernels, in that order, and the first
+  // levels (long shared prefixes) should take their SMs before the shorter
+  // last level fills the device.
+  std::vector<size_t> order(v.launches.size());
+  std::iota(order.begin(), order.end(), 0);
+  const size_t chainHead = firstChained(steps);
+  auto rootLevel = [&](size_t i) {
+    const PlanStep &step = plan_.steps[static_cast<size_t>(steps[i])];
+    return freeStep(step) || i == chainHead
+               ? step.level
+               : std::numeric_limits<int32_t>::max();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return rootLevel(a) < rootLevel(b);
+  });
+  {
+    std::vector<PreparedLaunch> launches;
+    std::vector<int32_t> ordered;
+    for (size_t i : order) {
+      launches.push_back(std::move(v.launches[i]));
+      ordered.push_back(steps[i]);
+    }
+    v.launches = std::move(launches);
+    steps = std::move(ordered);
+  }
+  v.deps = dependencies(steps);
   for (PreparedLaunch &pl : v.launches) {
     pl.finalize();
     std::vector<Patch> patches;
@@ -469,6 +503,40 @@ Status Program::prepare(int variant,
   }
   variants_[variant] = std::move(v);
   return Status::success();
+}
+
+size_t Program::firstChained(const std::vector<int32_t> &steps) const {
+  for (size_t i = 0; i < steps.size(); ++i)
+    if (!freeStep(plan_.steps[static_cast<size_t>(steps[i])]))
+      return i;
+  return steps.size();
+}
+
+bool Program::freeStep(const PlanStep &step) const {
+  return step.level != plan_.base_level &&
+         (step.kind == WorkKind::DecodeSplit ||
+          step.kind == WorkKind::PrefillSplit);
+}
+
+std::vector<std::vector<uint32_t>>
+Program::dependencies(const std::vector<int32_t> &steps) const {
+  std::vector<std::vector<uint32_t>> deps(steps.size());
+  std::vector<int64_t> attention(plan_.levels.size(), -1);
+  int64_t tail = -1; // the last launch that wrote the output
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const PlanStep &step = plan_.steps[static_cast<size_t>(steps[i])];
+    const auto l = static_cast<size_t>(step.level);
+    if (freeStep(step)) {
+      attention[l] = static_cast<int64_t>(i);
+      continue; // a root
+    }
+    if (step.kind == WorkKind::MergeSplits && attention[l] >= 0)
+      deps[i].push_back(static_cast<uint32_t>(attention[l]));
+    if (tail >= 0)
+      deps[i].push_back(static_cast<uint32_t>(tail));
+    tail = static_cast<int64_t>(i);
+  }
+  return deps;
 }
 
 bool Program::prepared(int variant) const {
@@ -540,7 +608,8 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
       }
     }
   }
-  lastRunUsedGraph_ = graph && v.graph->launch(v.launches, v.dirty, stream);
+  lastRunUsedGraph_ =
+      graph && v.graph->launch(v.launches, v.dirty, stream, &v.deps);
   if (lastRunUsedGraph_)
     return Status::success();
   for (PreparedLaunch &pl : v.launches)

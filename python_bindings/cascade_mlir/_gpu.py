@@ -8,6 +8,7 @@ current stream. run() does no host work beyond checking its arguments and
 launching the kernels bound at plan time.
 """
 
+import dataclasses
 import json
 import os
 import weakref
@@ -190,14 +191,15 @@ class Engine:
             self.int_ws = int_workspace_buffer
         self.program = None  # replan
 
-    def _keys(self, form_slot0: str) -> List[str]:
+    def _keys(self, form_slot0: str, groups: Optional[List[Group]] = None) -> List[str]:
         assert self.cfg is not None
         if form_slot0 == "pair":
             form_slot0 = self.pair_form
         keys = []
-        for lv in self.levels:
+        for lvl, lv in enumerate(self.levels):
             form = "pair" if lv.kv_slot == 1 else form_slot0
-            keys.append(kernels.attention_key(self.cfg.with_form(form), lv.group))
+            group = lv.group if groups is None else groups[lvl]
+            keys.append(kernels.attention_key(self.cfg.with_form(form), group))
         return keys
 
     def _plan_form(self) -> str:
@@ -231,7 +233,9 @@ class Engine:
                 if lv.kv_slot == 0:
                     d["kv_indices"] = None
         need_int, need_float = self.program.plan(
-            dicts, [r["split"] for r in roles], self.use_cuda_graph, index_buffers)
+            dicts, [r["split"] for r in roles], self.use_cuda_graph, index_buffers,
+            last_level_first=self._can_put_last_level_first(form))
+        self._set_base_level(self.program.base_level)
         float_bytes = self.fw.nbytes(self.float_ws)
         if need_float > float_bytes:
             raise ValueError(f"float_workspace_buffer holds {float_bytes} bytes; this "
@@ -245,6 +249,33 @@ class Engine:
         self.program.upload(self.int_ws, self.float_ws,
                             self.fw.current_stream(self.ordinal))
         self._prepare(1 if form == "pair" else 0)
+
+    def _rebased(self, base: int) -> List[Group]:
+        """The levels' groups when level `base` writes the output: every
+        other level accumulates into it."""
+        return [dataclasses.replace(lv.group, accumulate=lvl != base)
+                for lvl, lv in enumerate(self.levels)]
+
+    def _can_put_last_level_first(self, form: str) -> bool:
+        """Whether the plan may make the last level the base (the Program
+        does when an earlier level splits KV: that level's split attention
+        then runs beside the last level; docs/runtime.md): a cascade
+        outside CUDA-graph mode whose kernels for that order are here or can
+        be compiled, for this device's own chip (not a fallback chip's)."""
+        n = len(self.levels)
+        if n < 2 or self.use_cuda_graph:
+            return False
+        if kernels.can_compile():
+            return True
+        return all(kernels.find_bundle(k, self.dev.chip, own_chip_only=True)
+                   for k in self._keys(form, self._rebased(n - 1)))
+
+    def _set_base_level(self, base: int) -> None:
+        """The kernel groups of the plan's base level (groups as built by the
+        wrappers are base 0's)."""
+        for lv, g in zip(self.levels, self._rebased(base)):
+            if len(self.levels) > 1:
+                lv.group = g
 
     def _prepare(self, variant: int) -> None:
         """Binds the kernels of one KV form (variant 0: a 5-D pool, 1: a

@@ -145,8 +145,11 @@ def _attention_set(models: Iterable[Tuple[int, int, int]],
 
 #: The groups of the default set with an fp8 KV cache: what a decode
 #: cascade over an fp8 cache runs (plain decode, the shared-prefix level,
-#: the accumulating suffix level); other groups compile on first use.
-FP8_GROUPS = (Group(decode=True), Group(decode=False), Group(decode=True, accumulate=True))
+#: the accumulating suffix level, and the accumulating shared-prefix level
+#: of a cascade whose suffix level is the base: docs/runtime.md); other
+#: groups compile on first use.
+FP8_GROUPS = (Group(decode=True), Group(decode=False), Group(decode=True, accumulate=True),
+              Group(decode=False, accumulate=True))
 
 
 def _fp8_set(models: Iterable[Tuple[int, int, int]]) -> List[str]:
@@ -371,12 +374,17 @@ def describe_key(key: str) -> str:
     return f"{group.name} attention, {cfg.describe()}"
 
 
+def can_compile() -> bool:
+    """Whether a missing bundle would be compiled on demand here."""
+    return _compiler() is not None and os.environ.get("CASCADE_MLIR_NO_JIT") != "1"
+
+
 def ensure_bundle(key: str, chip: str = "sm_90") -> str:
     """The directory of bundle `key`: found, or compiled into the cache.
     Where the compiler is here, a bundle of the chip itself is preferred to
     a fallback chip's (an sm_90 bundle on an sm_90a device lacks the Hopper
     kernels): the fallback serves only where nothing can be compiled."""
-    can_build = _compiler() is not None and os.environ.get("CASCADE_MLIR_NO_JIT") != "1"
+    can_build = can_compile()
     found = find_bundle(key, chip, own_chip_only=can_build)
     if found:
         return found

@@ -335,13 +335,14 @@ public:
   /// bytes, float workspace bytes) needed.
   py::tuple plan(const py::list &levels,
                  const std::vector<std::string> &planKernels, bool cudaGraph,
-                 const py::object &indexBuffers) {
+                 const py::object &indexBuffers, bool lastLevelFirst) {
     if (!sig_.set)
       throw py::value_error("set_signature() before plan()");
     ProgramSpec spec;
     std::array<int64_t, 2> nextMaxPage{-1, -1};
     spec.planKernels = planKernels;
     spec.cudaGraph = cudaGraph;
+    spec.lastLevelFirst = lastLevelFirst;
     arrays_.clear();
     for (py::handle h : levels) {
       py::dict lv = py::reinterpret_borrow<py::dict>(h);
@@ -1015,7 +1016,12 @@ void registerGpu(py::module_ &m) {
            py::arg("resolver"), py::arg("framework"))
       .def("plan", &ProgramHandle::plan, py::arg("levels"),
            py::arg("plan_kernels"), py::arg("cuda_graph"),
-           py::arg("index_buffers") = py::none())
+           py::arg("index_buffers") = py::none(),
+           py::arg("last_level_first") = false,
+           "Plans every level; with last_level_first (outside CUDA-graph "
+           "mode) the last level becomes the base level when an earlier one "
+           "splits KV (base_level says which: every other level's kernels "
+           "must accumulate).")
       .def("upload", &ProgramHandle::upload)
       .def("prepare", &ProgramHandle::prepare)
       .def("prepared", &ProgramHandle::prepared)
@@ -1026,6 +1032,11 @@ void registerGpu(py::module_ &m) {
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)
+      .def_property_readonly(
+          "base_level",
+          [](ProgramHandle &h) { return h.program().baseLevel(); },
+          "The level that writes the output; the others accumulate into "
+          "it.")
       .def("num_launches", &ProgramHandle::numLaunches)
       .def("_relaunch", &ProgramHandle::relaunch,
            "The last run()'s launches again, unchecked (for measuring).")

@@ -52,9 +52,10 @@ class Device;
 std::string kernelChipFor(int major, int minor);
 
 /// Launches as one CUDA graph built node by node: a kernel node per launch,
-/// in order, instantiated on the first launch; later launches rewrite only
-/// the nodes marked dirty (cuGraphExecKernelNodeSetParams). Needs the
-/// driver's optional graph-building entry points (canBuildGraphs).
+/// in order (or with explicit dependencies), instantiated on the first launch;
+/// later launches rewrite only the nodes marked dirty
+/// (cuGraphExecKernelNodeSetParams). Needs the driver's optional graph-building
+/// entry points (canBuildGraphs).
 class KernelGraph {
 public:
   explicit KernelGraph(const Device &device) : device_(&device) {}
@@ -66,8 +67,13 @@ public:
   /// `dirty` flag is set (then clears the flags), and launches it on
   /// `stream`. False when a driver call failed: the graph is dropped and
   /// failed() stays true (the caller then launches kernel by kernel).
+  /// `deps` (one list per launch, of earlier launches' indices) makes the
+  /// graph a DAG instead of a chain: a launch with no dependencies is a
+  /// root, and roots are added to the graph first (the driver starts them
+  /// in that order).
   bool launch(const std::vector<PreparedLaunch> &launches,
-              std::vector<uint8_t> &dirty, cuda::CUstream stream);
+              std::vector<uint8_t> &dirty, cuda::CUstream stream,
+              const std::vector<std::vector<uint32_t>> *deps = nullptr);
   bool failed() const { return failed_; }
   bool built() const { return exec_ != nullptr; }
 

@@ -96,19 +96,22 @@ public:
                   uint64_t floatWorkspace, const LevelKernels &kernels,
                   const ArgumentTable &args, cuda::CUstream stream);
 
-  /// A whole cascade, launched in the order of plan.steps: level 0 writes
-  /// the user's o/lse. A level l >= 1 whose
+  /// A whole cascade, launched in the order of plan.steps: the base level
+  /// (plan.base_level) writes the user's o/lse, found in level 0's
+  /// arguments. Another level whose
   /// kernels accumulate (static "accumulate": true, the fused merge of
   /// cascade-decompose-levels) merges itself into o/lse in its last kernel;
   /// any other level writes its state into the float workspace and
   /// `mergeKernel` (op merge_state_in_place: v, s, v_other, s_other) merges
   /// it into o/lse (`mergeKernel` may be empty when every level
-  /// accumulates).
+  /// accumulates). With `launchSteps`, while a recorder is set, the index
+  /// into plan.steps of every recorded launch is appended to it.
   Status runCascade(const CascadePlan &plan, uint64_t intWorkspace,
                     uint64_t floatWorkspace,
                     const std::vector<LevelKernels> &kernels,
                     const std::vector<ArgumentTable> &levelArgs,
-                    const std::string &mergeKernel, cuda::CUstream stream);
+                    const std::string &mergeKernel, cuda::CUstream stream,
+                    std::vector<int32_t> *launchSteps = nullptr);
 
   // The device's helpers (Device.h), for callers that hold a launcher.
   Status alloc(size_t bytes, uint64_t &ptr) {

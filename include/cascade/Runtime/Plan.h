@@ -227,11 +227,15 @@ Status validatePlanInputs(const PlanInputs &in);
 /// Validates and plans one level.
 Status makePlan(const PlanInputs &in, Plan &out);
 
-/// A multi-level cascade: one plan per level plus the final merge. Level 0
-/// writes the user's output; level l >= 1 writes its state into the float
+/// A multi-level cascade: one plan per level plus the final merge. The base
+/// level (base_level, 0 unless setCascadeBaseLevel chose another) writes
+/// the user's output; every other level l writes its state into the float
 /// workspace (level_v[l] in o_dtype [rows, Hqo, D], level_s[l] f32 [rows,
-/// Hqo]) and is merged into the output in order l = 1 .. L-1 with
+/// Hqo]) and is merged into the output in increasing l with
 /// merge_state_in_place. Causal masking applies to the last level only.
+/// Merging is associative and commutative (semantics), so every base level
+/// gives the same result up to rounding.
+///
 /// One launch of a cascade: the attention items of a level, the merge of its
 /// KV splits, or the merge of its state into the output.
 struct PlanStep {
@@ -244,15 +248,20 @@ struct PlanStep {
 
 struct CascadePlan {
   std::vector<Plan> levels;
-  /// The launches in order: per level its attention items, MergeSplits if
-  /// it splits KV, and for l >= 1 MergeLevel (which a kernel that
-  /// accumulates into the output fuses into its attention launch).
+  /// The launches in order: the base level's attention items (and
+  /// MergeSplits if it splits KV), then per other level in increasing order
+  /// its attention items, MergeSplits if it splits KV, and MergeLevel
+  /// (which a kernel that accumulates into the output fuses into its
+  /// attention launch, and a split level's accumulating merge into its
+  /// MergeSplits).
   std::vector<PlanStep> steps;
+  /// The level that writes the output; the others merge into it.
+  int32_t base_level = 0;
   int64_t num_rows = 0;
   std::vector<int64_t> int_base;       ///< level -> byte offset of its sections
   std::vector<int64_t> float_base;     ///< level -> byte offset of its sections
-  std::vector<int64_t> level_v_offset; ///< -1 for level 0
-  std::vector<int64_t> level_s_offset; ///< -1 for level 0
+  std::vector<int64_t> level_v_offset; ///< -1 for the base level
+  std::vector<int64_t> level_s_offset; ///< -1 for the base level
   int64_t level_v_bytes = 0, level_s_bytes = 0;
   int64_t int_bytes = 0, float_bytes = 0;
   std::vector<uint8_t> int_image;
@@ -270,6 +279,20 @@ Status makeCascadePlan(const std::vector<PlanInputs> &levels, CascadePlan &out);
 Status makeCascadePlan(const std::vector<PlanInputs> &levels,
                        const std::vector<PlanTarget> &targets, bool cudaGraph,
                        int64_t minRowCapacity, CascadePlan &out);
+
+/// Makes level `base` the one that writes the output (0 <= base < levels):
+/// lays the other levels' states out again and lists the steps in the
+/// order CascadePlan::steps describes. The levels' own plans are unchanged.
+Status setCascadeBaseLevel(CascadePlan &plan, int32_t base);
+
+/// The base level a Program prefers for a planned cascade: the last level
+/// when an earlier level splits KV, else 0. With the last level as the
+/// base, an earlier level's split attention writes only its partial states
+/// and waits for no other launch: it can run beside the base level (the
+/// SMs a long shared-prefix level leaves idle stream the short suffix
+/// level), and only its merge, which accumulates into the output, waits
+/// for the base level (Program builds its graph that way).
+int32_t preferredCascadeBaseLevel(const CascadePlan &plan);
 
 /// FlashInfer's query tile for an average packed query length.
 int64_t chooseQoTileSize(int64_t avgPackedQoLen, int64_t headDim);

@@ -68,6 +68,13 @@ struct ProgramSpec {
   std::vector<IndexBuffers> indexBuffers; ///< empty or one per level
   std::vector<CustomMaskArrays> masks;    ///< empty or one per level
   bool cudaGraph = false;
+  /// plan() makes the base level preferredCascadeBaseLevel's (the last
+  /// level when an earlier one splits KV) instead of level 0; the caller
+  /// then prepares kernels that accumulate for every level but the base
+  /// (baseLevel()). Not in CUDA-graph mode: a replan there keeps every
+  /// launch of the first plan, and a captured call launches one kernel at
+  /// a time anyway.
+  bool lastLevelFirst = false;
 };
 
 /// The kernels of one level for one KV form.
@@ -129,6 +136,8 @@ public:
              cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f);
 
   const CascadePlan &cascadePlan() const { return plan_; }
+  /// The level that writes the output (CascadePlan::base_level).
+  int32_t baseLevel() const { return plan_.base_level; }
   int64_t numRows() const { return plan_.num_rows; }
   /// Rows the output buffers are sized for (CUDA graphs: the first plan's).
   int64_t rowCapacity() const { return rowCapacity_; }
@@ -161,6 +170,9 @@ private:
     std::vector<PreparedLaunch> launches;
     std::vector<std::vector<Patch>> patches;           ///< per launch
     std::vector<std::vector<ScalePatch>> scalePatches; ///< per launch
+    /// Per launch, the earlier launches it waits for in the graph (see
+    /// dependencies()).
+    std::vector<std::vector<uint32_t>> deps;
     /// The launches as one graph (built on first use); `dirty[i]`: launch
     /// i's slots changed since its node was last written.
     std::unique_ptr<KernelGraph> graph;
@@ -177,6 +189,18 @@ private:
     int64_t indicesCapacity = 0;
   };
   Status layout(const ProgramSpec &spec);
+  /// What each launch of a cascade waits for, from the plan step that
+  /// recorded it (`steps`): the split attention of a level other than the
+  /// base writes only its partial states and waits for nothing; every other
+  /// launch waits for the previous launch that writes the output (and a
+  /// level's merge for its attention as well).
+  std::vector<std::vector<uint32_t>>
+  dependencies(const std::vector<int32_t> &steps) const;
+  /// Whether a step's launch waits for nothing: the split attention of a
+  /// level other than the base.
+  bool freeStep(const PlanStep &step) const;
+  /// The first of the launches (by their `steps`) that writes the output.
+  size_t firstChained(const std::vector<int32_t> &steps) const;
   Status stage(uint64_t intWorkspace, cuda::CUstream stream);
 
   Launcher &launcher_;

@@ -182,12 +182,22 @@ CUresult cuStreamEndCapture(void *s, void **g) {
   return 0;
 }
 CUresult cuGraphCreate(void **g, unsigned f) { (void)f; *g = calloc(1, sizeof(struct graph)); ++live_objects; return 0; }
+/* The dependencies of the nodes of the last graph built (node handles are
+   1 + the node's index in creation order). */
+#define MAX_DEPS 8
+static int last_graph_deps[MAX_NODES][MAX_DEPS + 1]; /* count, then ids */
 CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps,
                                  const struct kernel_node_params *p) {
-  (void)deps; (void)ndeps;
   struct graph *gr = g;
-  if (gr->nnodes == MAX_NODES)
+  if (gr->nnodes == MAX_NODES || ndeps > MAX_DEPS)
     return 1;
+  last_graph_deps[gr->nnodes][0] = (int)ndeps;
+  for (size_t d = 0; d < ndeps; ++d) {
+    intptr_t id = (intptr_t)deps[d] - 1;
+    if (id < 0 || id >= gr->nnodes)
+      return 1; /* a dependency on a node not in this graph (yet) */
+    last_graph_deps[gr->nnodes][d + 1] = (int)id;
+  }
   record(&gr->nodes[gr->nnodes], p);
   *node = (void *)(intptr_t)(gr->nnodes + 1);
   ++gr->nnodes;
@@ -265,6 +275,13 @@ CUresult cuTensorMapEncodeTiled(void *map, int dtype, unsigned rank, void *addre
 int fake_cuda_num_launches(void) { return nlaunches; }
 void fake_cuda_reset(void) { nlaunches = 0; ngraph_launches = 0; ntensor_maps = 0; }
 int fake_cuda_num_graph_launches(void) { return ngraph_launches; }
+/* Dependency k of node `node` (creation order) of the last graph built, or
+   -1; k = -1 gives the node's number of dependencies. */
+int fake_cuda_graph_dep(int node, int k) {
+  if (node < 0 || node >= MAX_NODES || k >= last_graph_deps[node][0])
+    return -1;
+  return k < 0 ? last_graph_deps[node][0] : last_graph_deps[node][k + 1];
+}
 const char *fake_cuda_launch_name(int i) { return launches[i].name; }
 int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
 uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }

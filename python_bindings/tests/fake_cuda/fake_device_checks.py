@@ -230,12 +230,19 @@ def scenario_cascade():
         check("fp8" in str(e), str(e))
     names = [r["name"] for r in rec]
     check(len(rec) in (2, 3, 4), f"2 to 4 launches for a fused 2-level cascade: {names}")
-    # The stand-in is compute capability 9.0: the split prefill runs on the
-    # Hopper family where its sm_90a bundle was compiled, else on mma_sync.
-    check(names[0].startswith(("cascade_prefill_split_wgmma", "cascade_prefill_split_mma")),
-          f"level 0 split prefill: {names}")
-    check("merge_states_indptr" in names[1] and "byrow" in names[1], names)
-    check(all("_acc" in n for n in names[2:]), f"level 1 accumulates: {names}")
+    # Level 0 splits KV, so level 1 is the base level (docs/runtime.md): level
+    # 0's split prefill comes first and waits for nothing, level 1 writes the
+    # output, and level 0's merge accumulates into it last. The stand-in is
+    # compute capability 9.0: the split prefill runs on the Hopper family
+    # where its sm_90a bundle was compiled, else on mma_sync.
+    check(w._engine.program.base_level == 1, "the last level is the base")
+    check(names[0].startswith(("cascade_prefill_split_acc_wgmma",
+                               "cascade_prefill_split_acc_mma")),
+          f"level 0 split prefill first: {names}")
+    check(all("decode" in n and "_acc" not in n for n in names[1:-1]
+              if "merge" not in n), f"level 1 writes the output: {names}")
+    check("merge_states_indptr" in names[-1] and "byrow_acc" in names[-1],
+          f"level 0's merge accumulates, last: {names}")
     check(isinstance(o, Dev) and o.shape == (7, 64, 128), "o from the caller's framework")
     for r in rec:
         slots, k = manifest_params(r["name"])
@@ -245,7 +252,7 @@ def scenario_cascade():
             check(arg(r, "kv_cache") == (cache.ptr, cache.a.size), f"{r['name']}: kv_cache")
         check(arg(r, "o")[0] == o.ptr, f"{r['name']}: o is the output")
     # The index arrays the kernels read are the plan's, uploaded.
-    for lvl, r in ((0, rec[0]), (1, rec[-1] if "decode" in rec[-1]["name"] else rec[-2])):
+    for lvl, r in ((0, rec[0]), (1, next(r for r in rec if "decode" in r["name"]))):
         if "kv_indptr" not in manifest_params(r["name"])[0]:
             continue
         for name, host in (("kv_indptr", levels[1][lvl]), ("kv_indices", levels[2][lvl]),
@@ -253,14 +260,15 @@ def scenario_cascade():
             ptr, _ = arg(r, name)
             check(np.array_equal(read_i32(ptr, host.size), host), f"level {lvl} {name} uploaded")
     # The lse scratch lives in the float workspace; the caller's lse replaces it.
-    lse_ptr = arg(rec[1], "lse")[0]
+    lse_ptr = arg(rec[-1], "lse")[0]
     check(ws.ptr <= lse_ptr < ws.ptr + ws.a.size, "lse scratch inside the float workspace")
     out = Dev(aligned((7, 64, 128), np.float16))
     lse = Dev(aligned((7, 64), np.float32))
     res = w.run(q, cache, out=out, lse=lse, return_lse=True)
     rec2 = launches()
     check(res[0] is out and res[1] is lse, "out= and lse= are returned")
-    check(arg(rec2[1], "lse")[0] == lse.ptr and arg(rec2[1], "o")[0] == out.ptr, "out/lse bound")
+    check(arg(rec2[-1], "lse")[0] == lse.ptr and arg(rec2[-1], "o")[0] == out.ptr,
+          "out/lse bound")
     check([r["name"] for r in rec2] == names, "the same launches every run")
     # Kernel by kernel, the same kernels get the same arguments as the
     # graph's nodes (whose parameters followed out= and lse= above).

@@ -217,3 +217,47 @@ def test_run_checks_after_plan(gpu):
         small = cm.MultiLevelCascadeAttentionWrapper(
             2, torch.empty(1024, dtype=torch.uint8, device=gpu))
         small.plan(*levels, 64, 8, 128, 16)
+
+
+@pytest.mark.parametrize("kv", ["float16", "float8_e4m3fn"])
+def test_the_last_level_is_the_base_when_the_prefix_splits(gpu, kv, monkeypatch):
+    """A long shared prefix splits KV, so the suffix level writes the output
+    and the prefix's split attention runs beside it, its merge accumulating
+    last (docs/runtime.md): the same result as level 0 as the base, and the
+    float64 reference, also with empty suffixes (the base level writes the
+    empty state there)."""
+    from cascade_mlir import _gpu
+    hq, hkv, d, page = 32, 8, 128, 16
+    total, levels = seed_levels(gpu, shared_pages=2048, unique=(17, 0, 15, 4, 0, 34, 28))
+    fp8 = kv != "float16"
+    cache = torch.randn(total, 2, page, hkv, d, device=gpu)
+    cache = (cache * 2).to(torch.float8_e4m3fn) if fp8 else cache.half()
+    ks, vs = (0.5, 2.0) if fp8 else (1.0, 1.0)
+    ref_cache = cache.double()
+    ref_cache[:, 0] *= ks
+    ref_cache[:, 1] *= vs
+    q = torch.randn(7, hq, d, device=gpu).half()
+    indptr, indices, last = concatenated(levels)
+    eo, el = attention_ref(q, ref_cache, "NHD", torch.arange(8), indptr, indices, last, page)
+    scales = dict(k_scale=ks, v_scale=vs) if fp8 else {}
+    results = {}
+    for last_first in (True, False):
+        if not last_first:
+            monkeypatch.setattr(_gpu.Engine, "_can_put_last_level_first",
+                                lambda self, form: False)
+        w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD")
+        w.plan(*levels, hq, hkv, d, page, kv_data_type=cache.dtype)
+        program = w._engine.program
+        assert program.base_level == (1 if last_first else 0)
+        o, lse = w.run(q, cache, return_lse=True, **scales)
+        assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
+        for graph in (True, False):  # one graph, then kernel by kernel
+            program.graph_launch = graph
+            o2, lse2 = w.run(q, cache, return_lse=True, **scales)
+            assert program.last_run_used_graph == graph
+            assert torch.equal(o, o2) and torch.equal(lse, lse2)
+        results[last_first] = (o, lse)
+    o1, l1 = results[True]
+    o0, l0 = results[False]
+    assert rel_err(o1, o0.double()) <= TOL["float16"]
+    assert rel_err(l1, l0.double()) <= TOL["float16"]

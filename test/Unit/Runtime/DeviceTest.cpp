@@ -14,6 +14,7 @@
 
 #include "cascade/Runtime/Device.h"
 #include "cascade/Runtime/Launcher.h"
+#include "cascade/Runtime/PlanJson.h"
 #include "cascade/Runtime/Program.h"
 
 #include <gtest/gtest.h>
@@ -108,6 +109,7 @@ struct Fake : test::FakeCudaLibrary {
   int (*numLaunches)() = nullptr;
   void (*reset)() = nullptr;
   int (*numGraphLaunches)() = nullptr;
+  int (*graphDep)(int, int) = nullptr;
   const char *(*launchName)(int) = nullptr;
   unsigned (*launchGrid)(int, int) = nullptr;
   uint64_t (*launchParam)(int, int) = nullptr;
@@ -124,6 +126,7 @@ Fake &fake() {
     f->hook(f->numLaunches, "fake_cuda_num_launches");
     f->hook(f->reset, "fake_cuda_reset");
     f->hook(f->numGraphLaunches, "fake_cuda_num_graph_launches");
+    f->hook(f->graphDep, "fake_cuda_graph_dep");
     f->hook(f->launchName, "fake_cuda_launch_name");
     f->hook(f->launchGrid, "fake_cuda_launch_grid");
     f->hook(f->launchParam, "fake_cuda_launch_param");
@@ -146,13 +149,15 @@ struct TwoLevels {
   Batch shared, unique;
   ProgramSpec spec;
 
-  explicit TwoLevels(bool graph, int32_t longest = 40) {
-    shared = makeBatch(PlanMode::Prefill, {8}, {6}, 16, 8, 2, 64, 0, 1, false);
+  explicit TwoLevels(bool graph, int32_t longest = 40,
+                     int32_t prefixPages = 8) {
+    shared = makeBatch(PlanMode::Prefill, {prefixPages}, {6}, 16, 8, 2, 64, 0,
+                       1, false);
     unique = makeBatch(PlanMode::Decode, {1, 3, longest, 2, 9, 5},
                        {1, 1, 1, 1, 1, 1}, 16, 8, 2, 64, 0, 1, false);
     for (Batch *b : {&shared, &unique}) {
-      b->in.num_pages = 1024; // any id the batches use
-      b->in.num_sms = 0;      // the device facts come from the targets
+      b->in.num_pages = 1024 + prefixPages; // any id the batches use
+      b->in.num_sms = 0; // the device facts come from the targets
     }
     spec.levels = {shared.inputs(), unique.inputs(/*withQo=*/false)};
     spec.planKernels = {"t_prefill_split", "t_decode_split"};
@@ -252,6 +257,61 @@ TEST(PlanSteps, WorkKindsAndLaunchOrder) {
   EXPECT_FALSE(workItemKind(p.levels[1], p.levels[1].num_work_items, k));
   EXPECT_STREQ(workKindName(WorkKind::PrefillSplit), "prefill_split");
   EXPECT_STREQ(workKindName(WorkKind::MergeSplits), "merge_splits");
+}
+
+TEST(PlanSteps, TheLastLevelAsTheBase) {
+  // A long prefix: level 0 splits KV, and the last level becomes the base.
+  TwoLevels t(false, 40, /*prefixPages=*/4000);
+  CascadePlan p;
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
+  ASSERT_TRUE(p.levels[0].split_kv);
+  ASSERT_TRUE(p.levels[1].split_kv);
+  EXPECT_EQ(p.base_level, 0);
+  EXPECT_EQ(p.level_v_offset[0], -1);
+  EXPECT_GE(p.level_v_offset[1], 0);
+  EXPECT_EQ(preferredCascadeBaseLevel(p), 1);
+  const int64_t floatBytes = p.float_bytes;
+
+  ASSERT_TRUE(setCascadeBaseLevel(p, 1).ok());
+  EXPECT_EQ(p.base_level, 1);
+  const WorkKind kinds[] = {WorkKind::DecodeSplit, WorkKind::MergeSplits,
+                            WorkKind::PrefillSplit, WorkKind::MergeSplits,
+                            WorkKind::MergeLevel};
+  const int32_t levels[] = {1, 1, 0, 0, 0};
+  ASSERT_EQ(p.steps.size(), 5u);
+  for (size_t i = 0; i < 5; ++i) {
+    EXPECT_EQ(p.steps[i].kind, kinds[i]) << workKindName(p.steps[i].kind);
+    EXPECT_EQ(p.steps[i].level, levels[i]);
+  }
+  // Level 0's state takes the place of level 1's.
+  EXPECT_EQ(p.level_v_offset[1], -1);
+  EXPECT_EQ(p.level_s_offset[1], -1);
+  EXPECT_GE(p.level_v_offset[0], 0);
+  EXPECT_GE(p.level_s_offset[0], p.level_v_offset[0] + p.level_v_bytes);
+  EXPECT_EQ(p.float_bytes, floatBytes);
+  const std::string json = cascadePlanToJson(p, false);
+  EXPECT_NE(json.find("\"output_level\": 1"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"order\": [0]"), std::string::npos);
+
+  // Back to level 0, and bad levels.
+  ASSERT_TRUE(setCascadeBaseLevel(p, 0).ok());
+  EXPECT_EQ(p.steps[0].kind, WorkKind::PrefillSplit);
+  EXPECT_EQ(p.level_v_offset[0], -1);
+  for (int32_t bad : {-1, 2}) {
+    Status s = setCascadeBaseLevel(p, bad);
+    EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+    EXPECT_EQ(s.message(), "base level " + std::to_string(bad) +
+                               " of a cascade of 2 levels");
+  }
+  EXPECT_EQ(p.base_level, 0);
+
+  // A short prefix is not split: no level runs beside the base.
+  TwoLevels shortPrefix(false);
+  CascadePlan q;
+  ASSERT_TRUE(
+      makeCascadePlan(shortPrefix.spec.levels, kFakeTargets, false, 0, q).ok());
+  ASSERT_FALSE(q.levels[0].split_kv);
+  EXPECT_EQ(preferredCascadeBaseLevel(q), 0);
 }
 
 //===----------------------------------------------------------------------===//
@@ -632,6 +692,71 @@ TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
   EXPECT_EQ(fake().numLaunches(), n);
   EXPECT_TRUE(d.free(intWs).ok());
   EXPECT_TRUE(d.free(floatWs).ok());
+}
+
+TEST(ProgramOnStandIn, LastLevelFirstRunsTheSplitPrefixBesideIt) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  std::vector<ProgramLevelKernels> levels(2);
+  levels[0].split = levels[0].unsplit = {"t_prefill_split", "t_merge_splits"};
+  levels[1].split = levels[1].unsplit = {"t_decode_split", "t_merge_splits"};
+  std::array<uint64_t, kNumRoles> ptrs{};
+  std::array<int64_t, kNumRoles> counts{};
+  ptrs[static_cast<size_t>(Role::Q)] = 0x5000;
+  ptrs[static_cast<size_t>(Role::O)] = 0x6000;
+  ptrs[static_cast<size_t>(Role::KV0)] = 0x7000;
+
+  // CUDA-graph mode keeps level 0 as the base (a replan keeps the launches).
+  {
+    Program program(*fake().launcher);
+    TwoLevels t(/*graph=*/true, 40, /*prefixPages=*/4000);
+    t.spec.lastLevelFirst = true;
+    ASSERT_TRUE(program.plan(t.spec).ok());
+    EXPECT_EQ(program.baseLevel(), 0);
+  }
+  Program program(*fake().launcher);
+  TwoLevels t(/*graph=*/false, 40, /*prefixPages=*/4000);
+  t.spec.lastLevelFirst = true;
+  ASSERT_TRUE(program.plan(t.spec).ok());
+  ASSERT_EQ(program.baseLevel(), 1);
+  StandInWorkspaces ws;
+  ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, program, ws));
+  ASSERT_TRUE(program.prepare(0, levels, "t_merge_level").ok());
+  ASSERT_EQ(program.numLaunches(0), 5);
+
+  // The prefix's split attention first: a root like the base level's
+  // attention. Level 1's merge waits for its attention; level 0's merge
+  // for its attention and for level 1's merge (it writes the level state,
+  // merged into the output last).
+  const char *names[] = {"t_prefill_split", "t_decode_split", "t_merge_splits",
+                         "t_merge_splits", "t_merge_level"};
+  const std::vector<std::vector<int>> deps = {{}, {}, {1}, {0, 2}, {3}};
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  ASSERT_TRUE(program.lastRunUsedGraph());
+  ASSERT_EQ(fake().numLaunches(), 5);
+  for (int i = 0; i < 5; ++i) {
+    SCOPED_TRACE("launch " + std::to_string(i));
+    EXPECT_STREQ(fake().launchName(i), names[i]);
+    ASSERT_EQ(fake().graphDep(i, -1), static_cast<int>(deps[i].size()));
+    for (size_t k = 0; k < deps[i].size(); ++k)
+      EXPECT_EQ(fake().graphDep(i, static_cast<int>(k)), deps[i][k]);
+  }
+  // Level 1 writes o; level 0's merge of splits writes its level state.
+  EXPECT_EQ(
+      fake().launchGrid(0, 0),
+      static_cast<unsigned>(program.cascadePlan().levels[0].padded_batch_size));
+
+  // Kernel by kernel: the same launches in the same order.
+  program.setGraphLaunch(false);
+  fake().reset();
+  ASSERT_TRUE(program.run(0, ptrs, counts, nullptr).ok());
+  EXPECT_FALSE(program.lastRunUsedGraph());
+  ASSERT_EQ(fake().numLaunches(), 5);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_STREQ(fake().launchName(i), names[i]) << "launch " << i;
+  EXPECT_TRUE(d.free(ws.intWs).ok());
+  EXPECT_TRUE(d.free(ws.floatWs).ok());
 }
 
 TEST(ProgramOnStandIn, Fp8ScalesReachTheirSlotsAndRewriteTheGraph) {
