@@ -76,7 +76,8 @@ def test_fp8_prefill_on_sm90a_runs_on_wgmma(tmp_path, q):
     """On sm_90a the shared-prefix level over an fp8 cache (a prefill)
     runs on wgmma, whose producer converts the fp8 tiles; its unsplit and
     split kernels take k_scale / v_scale and need the panel ring plus the
-    fp8 staging ring (D=128: 64-key tiles, 4 stages, 224 KiB)."""
+    fp8 staging ring (D=128, not causal: three consumers of 64 query rows,
+    64-key tiles, 3 stages: 48 + 96 + 48 KiB)."""
     cfg = AttentionConfig(32, 8, 128, 16, q_dtype=q, kv_dtype="f8e4m3")
     out = cm.kernels.build_bundle(attention_key(cfg, Group(decode=False)), str(tmp_path),
                                   chip="sm_90a", cubin=False)
@@ -86,8 +87,9 @@ def test_fp8_prefill_on_sm90a_runs_on_wgmma(tmp_path, q):
     assert len(attention) == 2
     for k in attention:
         assert k["static"]["kernel_family"] == "wgmma" and k["static"]["kv_dtype"] == "f8e4m3"
-        assert f"_wgmma_{q}_f8e4m3_d128_" in k["name"] and k["name"].endswith("_kv64_s4")
-        assert k["dynamic_shared_bytes"] == 229376
+        assert f"_wgmma_{q}_f8e4m3_d128_" in k["name"]
+        assert k["name"].endswith("_w4x1_q192_kv64_s3")
+        assert k["dynamic_shared_bytes"] == 196608
         assert [p["name"] for p in k["params"] if p["kind"] == "f32"] == ["k_scale", "v_scale"]
     with open(os.path.join(out, "kernels.ptx")) as f:
         ptx = f.read()

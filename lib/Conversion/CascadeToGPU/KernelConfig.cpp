@@ -290,6 +290,8 @@ struct OpShape {
   /// into a state (a fused cascade level).
   bool planned = false;
   bool accumulate = false;
+  /// Attention: the causal mask.
+  bool causal = false;
 };
 
 /// Everything a family's choice depends on.
@@ -514,11 +516,23 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   // (its words a row fit: ptxas, no spills) and takes the same three.
   // A planned level keeps two: the cascade's shared-prefix level (512 rows
   // a KV head) took 153 us in 192-row tiles against 131 in 128-row ones.
+  // Over an fp8 cache at head_dim 128 the staging rings keep the KV tiles
+  // at 64 tokens either way, and a non-causal level (the shared prefix,
+  // planned or accumulating or not) takes three (at 64, two consumers keep
+  // 128-token tiles, which three cannot; not measured): the 32/8 cascade's
+  // prefix (B128,
+  // 32768 tokens) took 186-187 us in 192-row tiles against 192-197 in
+  // 128-row ones before the suffix level, and 171.6-172.1 against
+  // 176.1-177.0 beside it (benchmarks/RESULTS.md, fifteenth session).
   // wgmma-consumers overrides, where the consumers' registers hold the head
   // dim's output tile (not head_dim 256 with three).
-  bool plain =
-      !s.planned && !s.accumulate && !isFp8KVType(s.kvType) && !s.heavyOptions;
-  int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : plain ? 3 : 2;
+  bool fp8 = isFp8KVType(s.kvType);
+  bool plain = !s.planned && !s.accumulate && !fp8 && !s.heavyOptions;
+  bool fp8Prefix =
+      fp8 && !s.causal && !s.heavyOptions && !s.customMask && s.headDim == 128;
+  int64_t consumers = o.wgmmaConsumers     ? o.wgmmaConsumers
+                      : plain || fp8Prefix ? 3
+                                           : 2;
   if (!wgmmaConsumersHoldHeadDim(consumers, s.headDim))
     consumers = 2;
   // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
@@ -532,7 +546,6 @@ static FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in) {
   // An fp8 cache needs a joint ring (three stages or more) and adds its
   // staging rings, so its KV tiles shrink until three stages fit: 64
   // tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
-  bool fp8 = isFp8KVType(s.kvType);
   int64_t minStages = fp8 ? 3 : 2;
   int64_t minKVTile = fp8 ? std::max<int64_t>(16, 2048 / s.headDim) : 16;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : minStages;
@@ -620,6 +633,7 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.customMask = a.hasCustomMask();
   s.planned = !a.getPlan().empty();
   s.accumulate = a.getAccumulate();
+  s.causal = a.getCausal();
   return s;
 }
 

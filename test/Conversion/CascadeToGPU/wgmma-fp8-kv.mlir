@@ -102,6 +102,25 @@ func.func @prefill_e4m3_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x1
   return
 }
 
+// A non-causal level at head_dim 128 (a cascade's shared prefix) takes three
+// consumers: 192 query rows a block over 64-key tiles in 3 stages (Q 48 KiB,
+// panels 96, staging 48).
+// CHECK-LABEL: func.func @prefix_e4m3_d128
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 3>
+// MMA-LABEL: func.func @prefix_e4m3_d128
+// MMA: #cascade.kernel_config<mma_sync,
+// KERNELS-LABEL: gpu.func @cascade_prefill_wgmma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s3(
+func.func @prefix_e4m3_d128(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf8E4M3FN>, %qo: memref<?xi32>,
+                            %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                            %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>, %ks: f32, %vs: f32) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf8E4M3FN>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) k_scale(%ks) v_scale(%vs)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}
+
 // bf16 q over an e5m2 pair in HND: f16 -> f32 -> bf16 after the cvt.
 // CHECK-LABEL: func.func @prefill_e5m2_d64_bf16
 // CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4>
