@@ -1,0 +1,127 @@
+"""cascade_mlir._torch_bridge on CUDA tensors: the probe agrees with the
+Python path field by field, allocations land on the asked device with the
+asked layout, and run() / the merges give bit-identical results with the
+bridge and without it (torch through Python), CUDA-graph capture included.
+Needs the bridge: skipped without it (failed with
+CASCADE_EXPECT_TORCH_BRIDGE=1, as the GPU session runs it). The CPU side:
+tests/test_torch_bridge.py."""
+import contextlib
+import os
+
+import pytest
+
+import cascade_mlir as cm
+from cascade_mlir import _frameworks, _runtime
+from gpu_support import gpu, torch, workspace  # noqa: F401
+from test_gpu_cascade import seed_levels
+
+DTYPES = ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8",
+          "int8", "bool", "float8_e4m3fn", "float8_e5m2"]
+
+
+@pytest.fixture
+def bridge(gpu):
+    _frameworks.framework_of(torch.zeros(1, device=gpu))
+    if _frameworks.TORCH_BRIDGE is None:
+        why = "cascade_mlir._torch_bridge is " + _frameworks.TORCH_BRIDGE_STATUS
+        if os.environ.get("CASCADE_EXPECT_TORCH_BRIDGE") == "1":
+            pytest.fail(why + " (CASCADE_EXPECT_TORCH_BRIDGE=1)")
+        pytest.skip(why)
+    return gpu
+
+
+@contextlib.contextmanager
+def without_bridge():
+    _runtime._register_torch(torch, None)
+    try:
+        yield
+    finally:
+        _runtime._register_torch(torch, _frameworks.TORCH_BRIDGE.CAPSULE)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_probe_agrees_on_cuda(bridge, dtype):
+    base = torch.arange(4 * 6 * 8, device=bridge).reshape(4, 6, 8).to(getattr(torch, dtype))
+    for what, t in {"contiguous": base, "transposed": base.transpose(0, 2),
+                    "sliced": base[1:, ::2, 3:], "zero-size": base[:, :0],
+                    "0-d": base[1, 2, 3]}.items():
+        fast, slow = _runtime._probe(t, what), _runtime._probe(t, what, bridge=False)
+        assert fast.pop("bridged") and not slow.pop("bridged"), what
+        assert fast == slow and fast["device"] == "cuda:0", (what, fast, slow)
+        assert fast["ptr"] == t.data_ptr(), what
+
+
+def test_allocations_on_cuda(bridge):
+    for dtype in ("float16", "float32", "bfloat16"):
+        t, ptr = _runtime._torch_empty_strided([5, 3], [1, 5], dtype, 0)
+        assert t.device == bridge and t.stride() == (1, 5) and ptr == t.data_ptr()
+        assert t.dtype == getattr(torch, dtype)
+    like = torch.empty(7, 64, 128, device=bridge, dtype=torch.float16)
+    t, ptr = _runtime._torch_empty_like(like)
+    assert (t.shape, t.stride(), t.dtype, t.device) == \
+        (like.shape, like.stride(), like.dtype, like.device) and ptr == t.data_ptr()
+
+
+def _cascade(dev, use_cuda_graph=False):
+    total, levels = seed_levels(dev)
+    w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(dev), "NHD",
+                                             use_cuda_graph=use_cuda_graph)
+    w.plan(*levels, 64, 8, 128, 16)
+    cache = torch.randn(total, 2, 16, 8, 128, device=dev).half()
+    q = torch.randn(7, 64, 128, device=dev).half()
+    return w, q, cache
+
+
+def test_run_and_merges_are_bit_identical_without_the_bridge(bridge):
+    w, q, cache = _cascade(bridge)
+    v, s = torch.randn(300, 32, 128, device=bridge).half(), torch.randn(300, 32, device=bridge)
+    v2, s2 = torch.randn_like(v), torch.randn_like(s)
+    vs, ss = torch.randn(300, 3, 32, 128, device=bridge).half(), torch.randn(300, 3, 32,
+                                                                            device=bridge)
+
+    def calls():
+        o, lse = w.run(q, cache, return_lse=True)
+        m = cm.merge_state(v, s, v2, s2)
+        n = cm.merge_states(vs, ss)
+        vi, si = v.clone(), s.clone()
+        cm.merge_state_in_place(vi, si, v2, s2)
+        torch.cuda.synchronize()
+        return [o, lse, *m, *n, vi, si]
+
+    fast = calls()
+    with without_bridge():
+        slow = calls()
+    for a, b in zip(fast, slow):
+        assert (a.shape, a.stride(), a.dtype, a.device) == (b.shape, b.stride(), b.dtype,
+                                                            b.device)
+        assert torch.equal(a, b)
+
+
+def test_errors_are_the_same_without_the_bridge(bridge):
+    w, q, cache = _cascade(bridge)
+    bad = {"q dtype": (q.float(), cache), "q on the host": (q.cpu(), cache),
+           "cache pages": (q, cache[:10])}
+    for what, args in bad.items():
+        got = []
+        for ctx in (contextlib.nullcontext(), without_bridge()):
+            with ctx, pytest.raises((TypeError, ValueError)) as e:
+                w.run(*args)
+            got.append((type(e.value), str(e.value)))
+        assert got[0] == got[1], what
+
+
+def test_output_allocated_under_capture(bridge):
+    """run() allocating its output (and lse) inside CUDA-graph capture: the
+    bridge's at::empty_like draws from the capture's pool as
+    torch.empty_like does."""
+    w, q, cache = _cascade(bridge, use_cuda_graph=True)
+    want, want_lse = w.run(q, cache, return_lse=True)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o, lse = w.run(q, cache, return_lse=True)
+    o.zero_()
+    lse.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(o, want) and torch.equal(lse, want_lse)
