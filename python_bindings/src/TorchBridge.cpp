@@ -29,35 +29,7 @@
 
 namespace {
 
-int32_t codeOf(c10::ScalarType t) {
-  switch (t) {
-  case c10::ScalarType::Half:
-    return CASCADE_TORCH_F16;
-  case c10::ScalarType::BFloat16:
-    return CASCADE_TORCH_BF16;
-  case c10::ScalarType::Float:
-    return CASCADE_TORCH_F32;
-  case c10::ScalarType::Double:
-    return CASCADE_TORCH_F64;
-  case c10::ScalarType::Int:
-    return CASCADE_TORCH_I32;
-  case c10::ScalarType::Long:
-    return CASCADE_TORCH_I64;
-  case c10::ScalarType::Byte:
-    return CASCADE_TORCH_U8;
-  case c10::ScalarType::Char:
-    return CASCADE_TORCH_I8;
-  case c10::ScalarType::Bool:
-    return CASCADE_TORCH_BOOL;
-  case c10::ScalarType::Float8_e4m3fn:
-    return CASCADE_TORCH_F8E4M3;
-  case c10::ScalarType::Float8_e5m2:
-    return CASCADE_TORCH_F8E5M2;
-  default:
-    return CASCADE_TORCH_OTHER;
-  }
-}
-
+/// torch's scalar types by CASCADE_TORCH_* code.
 constexpr c10::ScalarType kScalarTypes[] = {
     c10::ScalarType::Half,       c10::ScalarType::BFloat16,
     c10::ScalarType::Float,      c10::ScalarType::Double,
@@ -66,6 +38,13 @@ constexpr c10::ScalarType kScalarTypes[] = {
     c10::ScalarType::Bool,       c10::ScalarType::Float8_e4m3fn,
     c10::ScalarType::Float8_e5m2};
 static_assert(std::size(kScalarTypes) == CASCADE_TORCH_OTHER);
+
+int32_t codeOf(c10::ScalarType t) {
+  for (int32_t i = 0; i < CASCADE_TORCH_OTHER; ++i)
+    if (kScalarTypes[i] == t)
+      return i;
+  return CASCADE_TORCH_OTHER;
+}
 
 /// The tensor of `obj` when the bridge takes it: a torch.Tensor or
 /// Parameter (not a subclass, whose Python methods may answer otherwise),

@@ -30,21 +30,22 @@ DTYPES = ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8"
           "int8", "bool", "float8_e4m3fn", "float8_e5m2"]
 
 
-def _registered():
-    """Registers torch with the runtime as the package does (the adapter is
-    made on the first torch tensor it sees)."""
+def require_bridge():
+    """The bridge in use, once torch is registered with the runtime as the
+    package does it (on the first torch tensor it sees); skips the test
+    without one, or fails it with CASCADE_EXPECT_TORCH_BRIDGE=1."""
     _frameworks.framework_of(torch.zeros(1))
-
-
-@pytest.fixture
-def bridge():
-    _registered()
     if _frameworks.TORCH_BRIDGE is None:
         why = "cascade_mlir._torch_bridge is " + _frameworks.TORCH_BRIDGE_STATUS
         if os.environ.get("CASCADE_EXPECT_TORCH_BRIDGE") == "1":
             pytest.fail(why + " (CASCADE_EXPECT_TORCH_BRIDGE=1)")
         pytest.skip(why)
     return _frameworks.TORCH_BRIDGE
+
+
+@pytest.fixture
+def bridge():
+    return require_bridge()
 
 
 @contextlib.contextmanager

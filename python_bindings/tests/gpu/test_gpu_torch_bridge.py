@@ -6,37 +6,24 @@ Needs the bridge: skipped without it (failed with
 CASCADE_EXPECT_TORCH_BRIDGE=1, as the GPU session runs it). The CPU side:
 tests/test_torch_bridge.py."""
 import contextlib
-import os
 
 import pytest
 
 import cascade_mlir as cm
-from cascade_mlir import _frameworks, _runtime
+from cascade_mlir import _runtime
 from gpu_support import gpu, torch, workspace  # noqa: F401
 from test_gpu_cascade import seed_levels
 
-DTYPES = ["float16", "bfloat16", "float32", "float64", "int32", "int64", "uint8",
-          "int8", "bool", "float8_e4m3fn", "float8_e5m2"]
+if torch is not None:  # the CPU tests' helpers (they need torch)
+    from test_torch_bridge import DTYPES, require_bridge, without_bridge
+else:  # every test skips (gpu_support says why)
+    DTYPES = ["float16"]
 
 
 @pytest.fixture
 def bridge(gpu):
-    _frameworks.framework_of(torch.zeros(1, device=gpu))
-    if _frameworks.TORCH_BRIDGE is None:
-        why = "cascade_mlir._torch_bridge is " + _frameworks.TORCH_BRIDGE_STATUS
-        if os.environ.get("CASCADE_EXPECT_TORCH_BRIDGE") == "1":
-            pytest.fail(why + " (CASCADE_EXPECT_TORCH_BRIDGE=1)")
-        pytest.skip(why)
+    require_bridge()
     return gpu
-
-
-@contextlib.contextmanager
-def without_bridge():
-    _runtime._register_torch(torch, None)
-    try:
-        yield
-    finally:
-        _runtime._register_torch(torch, _frameworks.TORCH_BRIDGE.CAPSULE)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
