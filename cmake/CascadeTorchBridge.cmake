@@ -15,6 +15,11 @@ function(cascade_find_torch_for_bridge prefix)
     set(${prefix}_WHY "CASCADE_TORCH_PYTHON is empty" PARENT_SCOPE)
     return()
   endif()
+  if(NOT "cxx_std_20" IN_LIST CMAKE_CXX_COMPILE_FEATURES)
+    set(${prefix}_WHY "${CMAKE_CXX_COMPILER_ID} ${CMAKE_CXX_COMPILER_VERSION} has no C++20, "
+                      "which torch's headers need" PARENT_SCOPE)
+    return()
+  endif()
   set(script [=[
 import os, sys
 import torch
