@@ -11,6 +11,7 @@
 #include "GpuModule.h"
 #include "ConfigDict.h"
 #include "TensorArgs.h"
+#include "TorchBridgeABI.h"
 
 #include "cascade/Runtime/Program.h"
 
@@ -622,7 +623,44 @@ class MergeOps {
 public:
   /// resolver(ordinal, dtype name, head_dim) -> (Device, {role: kernel})
   /// (cascade_mlir._gpu.merge_kernels: loads, or compiles, the bundle).
-  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {}
+  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {
+    table_.abi = CASCADE_TORCH_BRIDGE_ABI;
+    table_.size = sizeof(table_);
+    table_.self = this;
+    table_.merge_state = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeState(a[0], a[1], a[2],
+                                                         a[3]);
+      });
+    };
+    table_.merge_state_in_place = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeStateInPlace(
+            a[0], a[1], a[2], a[3], a[4]);
+      });
+    };
+    table_.merge_states = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeStates(a[0], a[1]);
+      });
+    };
+  }
+
+  /// The C table of the merges (TorchBridgeABI.h) in a capsule that keeps
+  /// `self` (this MergeOps) alive.
+  static py::object capsule(py::object self) {
+    MergeOps &m = self.cast<MergeOps &>();
+    PyObject *c = PyCapsule_New(
+        &m.table_, CASCADE_RUNTIME_MERGES_CAPSULE, [](PyObject *cap) {
+          Py_XDECREF(static_cast<PyObject *>(PyCapsule_GetContext(cap)));
+        });
+    if (!c)
+      throw py::error_already_set();
+    py::object result = py::reinterpret_steal<py::object>(c);
+    if (PyCapsule_SetContext(c, self.release().ptr()) != 0)
+      throw py::error_already_set();
+    return result;
+  }
 
   py::object mergeState(py::handle va, py::handle sa, py::handle vb,
                         py::handle sb) {
@@ -905,9 +943,25 @@ private:
     b.dirty[0] = 1; // the graph (if any) has not seen these slots
   }
 
+  /// A call from C (the table): a new reference, or nullptr with the
+  /// Python exception of what it threw set.
+  template <typename F> static PyObject *guarded(F &&f) {
+    try {
+      return f().release().ptr();
+    } catch (py::error_already_set &e) {
+      e.restore();
+    } catch (const py::builtin_exception &e) {
+      e.set_error();
+    } catch (const std::exception &e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+  }
+
   py::object resolver_;
   std::unordered_map<int64_t, Kernels> cache_;
   std::map<BoundKey, Bound> bound_;
+  CascadeMergeOps table_{};
 };
 
 /// run()'s argument checks against a signature, without a device: device
@@ -1045,7 +1099,10 @@ void registerGpu(py::module_ &m) {
       .def(py::init<py::object>(), py::arg("resolver"))
       .def("merge_state", &MergeOps::mergeState)
       .def("merge_state_in_place", &MergeOps::mergeStateInPlace)
-      .def("merge_states", &MergeOps::mergeStates);
+      .def("merge_states", &MergeOps::mergeStates)
+      .def("_capsule", &MergeOps::capsule,
+           "The merges as C functions, for cascade_mlir._torch_bridge's "
+           "kernels of the merges' torch ops (TorchBridgeABI.h).");
   py::class_<ProgramHandle>(m, "Program")
       .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
       .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),

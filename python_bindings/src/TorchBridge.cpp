@@ -19,9 +19,15 @@
 
 #include <ATen/ops/empty_like.h>
 #include <ATen/ops/empty_strided.h>
+#include <c10/core/GradMode.h>
 #include <torch/csrc/Exceptions.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/device_lazy_init.h>
+#include <torch/csrc/utils/object_ptr.h>
+#include <torch/library.h>
+
+#include <map>
+#include <string>
 
 #ifndef CASCADE_TORCH_VERSION
 #error "CASCADE_TORCH_VERSION (torch.__version__ of the headers) is not defined"
@@ -129,6 +135,211 @@ int emptyStrided(const CascadeTorchTensor *desc, PyObject **out,
   END_HANDLE_TH_ERRORS_RET(-1)
 }
 
+//===----------------------------------------------------------------------===//
+// C++ kernels of the merges' torch ops
+//===----------------------------------------------------------------------===//
+//
+// cascade_mlir.torch_ops defines cascade_mlir::merge_state,
+// merge_state_in_place and merge_states with Python kernels (every backend)
+// and, when this bridge is in use, registers these for CUDA: the runtime's
+// one-call merges (_gpu.MERGES, through the CascadeMergeOps capsule) called
+// straight from the dispatcher, without the Python kernel's frames and
+// argument boxing. A call the fast path does not take (bad arguments: the
+// checked path names them) or whose inputs require grad (the Python kernel
+// raises "no autograd formula") goes to the op's Python kernel, as before.
+
+struct MergeKernels {
+  const CascadeMergeOps *ops = nullptr;
+  PyObject *capsule = nullptr; ///< keeps ops alive
+  PyObject *fallbacks[3] = {}; ///< the ops' Python kernels
+  std::map<std::string, torch::Library *> libraries; ///< by dispatch key
+};
+MergeKernels &mergeKernels() {
+  static auto *k = new MergeKernels(); // never destroyed: the dispatcher
+  return *k;                           // may call into it at exit
+}
+
+enum MergeOp { kMergeState, kMergeStateInPlace, kMergeStates };
+
+/// The GIL, which the dispatcher released when called from Python.
+struct Gil {
+  PyGILState_STATE state = PyGILState_Ensure();
+  Gil() = default;
+  Gil(const Gil &) = delete;
+  Gil &operator=(const Gil &) = delete;
+  ~Gil() { PyGILState_Release(state); }
+};
+
+/// The Python exception set, as a C++ exception the dispatcher carries back
+/// to the Python caller (who sees the original exception).
+[[noreturn]] void throwPython() {
+  python_error e;
+  e.persist();
+  throw e;
+}
+
+bool requiresGrad(std::initializer_list<const at::Tensor *> ts) {
+  if (!c10::GradMode::is_enabled())
+    return false;
+  for (const at::Tensor *t : ts)
+    if (t->defined() && t->requires_grad())
+      return true;
+  return false;
+}
+
+/// Calls merge `op` on `args` (new references): the runtime's fast path
+/// unless `grad`, then the op's Python kernel if that did not take it.
+/// `fast` says which answered. A new reference to the result.
+THPObjectPtr callMerge(MergeOp op, THPObjectPtr *args, size_t n, bool grad,
+                       bool &fast) {
+  MergeKernels &k = mergeKernels();
+  PyObject *a[5];
+  for (size_t i = 0; i < n; ++i)
+    a[i] = args[i].get();
+  CascadeMergeFn fns[] = {k.ops->merge_state, k.ops->merge_state_in_place,
+                          k.ops->merge_states};
+  THPObjectPtr r;
+  fast = !grad;
+  if (fast) {
+    r = fns[op](k.ops->self, a);
+    if (!r)
+      throwPython();
+    fast = r.get() != Py_None;
+  }
+  if (!fast) {
+    r = PyObject_Vectorcall(k.fallbacks[op], a, n, nullptr);
+    if (!r)
+      throwPython();
+  }
+  return r;
+}
+
+THPObjectPtr wrap(const at::Tensor &t) {
+  THPObjectPtr o(THPVariable_Wrap(t));
+  if (!o)
+    throwPython();
+  return o;
+}
+
+/// A (v, s) pair of tensors returned by a merge.
+std::tuple<at::Tensor, at::Tensor> tensorPair(PyObject *r, const char *op) {
+  if (!PyTuple_Check(r) || PyTuple_GET_SIZE(r) != 2 ||
+      !THPVariable_Check(PyTuple_GET_ITEM(r, 0)) ||
+      !THPVariable_Check(PyTuple_GET_ITEM(r, 1))) {
+    PyErr_Format(PyExc_TypeError,
+                 "cascade_mlir::%s: its kernel returned no (v, s) pair", op);
+    throwPython();
+  }
+  return {THPVariable_Unpack(PyTuple_GET_ITEM(r, 0)),
+          THPVariable_Unpack(PyTuple_GET_ITEM(r, 1))};
+}
+
+std::tuple<at::Tensor, at::Tensor> mergeStateKernel(const at::Tensor &va,
+                                                    const at::Tensor &sa,
+                                                    const at::Tensor &vb,
+                                                    const at::Tensor &sb) {
+  Gil gil;
+  THPObjectPtr args[] = {wrap(va), wrap(sa), wrap(vb), wrap(sb)};
+  bool fast = false;
+  THPObjectPtr r =
+      callMerge(kMergeState, args, 4, requiresGrad({&va, &sa, &vb, &sb}), fast);
+  return tensorPair(r.get(), "merge_state");
+}
+
+void mergeStateInPlaceKernel(const at::Tensor &v, const at::Tensor &s,
+                             const at::Tensor &vOther, const at::Tensor &sOther,
+                             const std::optional<at::Tensor> &mask) {
+  Gil gil;
+  Py_INCREF(Py_None);
+  THPObjectPtr none(Py_None);
+  THPObjectPtr args[] = {wrap(v), wrap(s), wrap(vOther), wrap(sOther),
+                         mask ? wrap(*mask) : std::move(none)};
+  bool fast = false;
+  THPObjectPtr r = callMerge(kMergeStateInPlace, args, 5,
+                             requiresGrad({&v, &s, &vOther, &sOther}), fast);
+  if (fast) { // the Python kernel bumps them itself, as ADInplaceOrView would
+    v.unsafeGetTensorImpl()->bump_version();
+    s.unsafeGetTensorImpl()->bump_version();
+  }
+}
+
+std::tuple<at::Tensor, at::Tensor> mergeStatesKernel(const at::Tensor &v,
+                                                     const at::Tensor &s) {
+  Gil gil;
+  THPObjectPtr args[] = {wrap(v), wrap(s)};
+  bool fast = false;
+  THPObjectPtr r =
+      callMerge(kMergeStates, args, 2, requiresGrad({&v, &s}), fast);
+  return tensorPair(r.get(), "merge_states");
+}
+
+/// register_merge_kernels(merges_capsule, fallbacks, dispatch_key="CUDA")
+PyObject *registerMergeKernels(PyObject * /*module*/, PyObject *args) {
+  HANDLE_TH_ERRORS
+  PyObject *capsule = nullptr, *fallbacks = nullptr;
+  const char *key = "CUDA";
+  if (!PyArg_ParseTuple(args, "OO!|s", &capsule, &PyTuple_Type, &fallbacks,
+                        &key))
+    return nullptr;
+  auto *ops = static_cast<const CascadeMergeOps *>(
+      PyCapsule_GetPointer(capsule, CASCADE_RUNTIME_MERGES_CAPSULE));
+  if (!ops)
+    return nullptr;
+  if (ops->abi != CASCADE_TORCH_BRIDGE_ABI || ops->size < sizeof(*ops)) {
+    PyErr_SetString(PyExc_ValueError,
+                    "the runtime's merges capsule has another ABI");
+    return nullptr;
+  }
+  if (PyTuple_GET_SIZE(fallbacks) != 3) {
+    PyErr_SetString(PyExc_ValueError,
+                    "fallbacks: the Python kernels of merge_state, "
+                    "merge_state_in_place and merge_states");
+    return nullptr;
+  }
+  std::optional<c10::DispatchKey> k;
+  if (std::string(key) == "CUDA")
+    k = c10::DispatchKey::CUDA;
+  else if (std::string(key) == "CPU")
+    k = c10::DispatchKey::CPU;
+  else {
+    PyErr_Format(PyExc_ValueError, "dispatch_key must be CUDA or CPU, not %s",
+                 key);
+    return nullptr;
+  }
+  MergeKernels &m = mergeKernels();
+  if (m.libraries.count(key))
+    Py_RETURN_FALSE; // registered before
+  // The kernels read these from now on (and forever: never released).
+  Py_INCREF(capsule);
+  Py_XDECREF(m.capsule);
+  m.capsule = capsule;
+  m.ops = ops;
+  for (int i = 0; i < 3; ++i) {
+    PyObject *f = PyTuple_GET_ITEM(fallbacks, i);
+    Py_INCREF(f);
+    Py_XDECREF(m.fallbacks[i]);
+    m.fallbacks[i] = f;
+  }
+  auto *lib = new torch::Library(torch::Library::IMPL, "cascade_mlir", k,
+                                 __FILE__, __LINE__);
+  lib->impl("merge_state", TORCH_FN(mergeStateKernel));
+  lib->impl("merge_state_in_place", TORCH_FN(mergeStateInPlaceKernel));
+  lib->impl("merge_states", TORCH_FN(mergeStatesKernel));
+  m.libraries[key] = lib;
+  Py_RETURN_TRUE;
+  END_HANDLE_TH_ERRORS
+}
+
+PyMethodDef kMethods[] = {
+    {"register_merge_kernels", registerMergeKernels, METH_VARARGS,
+     "register_merge_kernels(merges_capsule, fallbacks, dispatch_key='CUDA'): "
+     "C++ kernels for cascade_mlir::merge_state, merge_state_in_place and "
+     "merge_states on one dispatch key (CUDA; CPU for tests) over the "
+     "runtime's merges (_gpu.MERGES._capsule()), falling back to the ops' "
+     "Python kernels (a tuple of the three). True if registered now, False "
+     "if that key's were registered before."},
+    {nullptr, nullptr, 0, nullptr}};
+
 const CascadeTorchBridge kBridge = {CASCADE_TORCH_BRIDGE_ABI,
                                     sizeof(CascadeTorchBridge),
                                     CASCADE_TORCH_VERSION,
@@ -143,7 +354,7 @@ PyModuleDef kModule = {
     "(python_bindings/src/TorchBridgeABI.h); built for "
     "torch " CASCADE_TORCH_VERSION ".",
     -1,
-    nullptr,
+    kMethods,
     nullptr,
     nullptr,
     nullptr,

@@ -77,6 +77,26 @@ typedef struct CascadeTorchBridge {
                        uint64_t *data);
 } CascadeTorchBridge;
 
+/* The other way: the merges' one-call path of cascade_mlir._runtime
+ * (_gpu.MERGES, GpuModule.cpp's MergeOps) for the bridge's C++ kernels of
+ * the merges' torch ops (cascade_mlir.torch_ops), a capsule named
+ * CASCADE_RUNTIME_MERGES_CAPSULE from MergeOps._capsule(). Each function
+ * takes the op's arguments in schema order (mask: Py_None when absent) and
+ * returns a new reference: the result, Py_None when it does not take the
+ * call (the op's Python kernel then does), or NULL with an exception set. */
+#define CASCADE_RUNTIME_MERGES_CAPSULE "cascade_mlir._runtime.merges.v1"
+
+typedef PyObject *(*CascadeMergeFn)(void *self, PyObject *const *args);
+
+typedef struct CascadeMergeOps {
+  uint32_t abi;               /* CASCADE_TORCH_BRIDGE_ABI */
+  uint32_t size;              /* sizeof(CascadeMergeOps) */
+  void *self;                 /* the MergeOps the capsule keeps alive */
+  CascadeMergeFn merge_state; /* v_a, s_a, v_b, s_b -> (v, s) */
+  CascadeMergeFn merge_state_in_place; /* v, s, v_other, s_other, mask */
+  CascadeMergeFn merge_states;         /* v, s -> (v, s) */
+} CascadeMergeOps;
+
 #ifdef __cplusplus
 } /* extern "C" */
 #endif

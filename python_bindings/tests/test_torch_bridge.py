@@ -14,6 +14,7 @@ CUDA tensors: gpu/test_gpu_torch_bridge.py."""
 import contextlib
 import ctypes
 import os
+import re
 import subprocess
 import sys
 
@@ -105,7 +106,7 @@ def test_probe_leaves_what_it_does_not_take_to_python(bridge):
         try:
             slow = _runtime._probe(t, what, bridge=False)
         except Exception as e:  # noqa: BLE001 - the same error both ways
-            with pytest.raises(type(e), match=str(e)[:40]):
+            with pytest.raises(type(e), match=re.escape(str(e)[:40])):
                 _runtime._probe(t, what)
             continue
         fast = _runtime._probe(t, what)
@@ -116,7 +117,7 @@ def test_probe_leaves_what_it_does_not_take_to_python(bridge):
             [torch.zeros(2), torch.zeros(3)])):
         with pytest.raises(RuntimeError) as slow:
             _runtime._probe(t, bridge=False)
-        with pytest.raises(RuntimeError, match=str(slow.value)[:30]):
+        with pytest.raises(RuntimeError, match=re.escape(str(slow.value)[:30])):
             _runtime._probe(t)
     # Not a tensor: DLPack, or the runtime's TypeError.
     a = np.zeros((2, 3), np.float32)
@@ -242,3 +243,43 @@ def test_environment_variable_turns_it_off(bridge):
     assert off[0] == "True None" and "CASCADE_MLIR_NO_TORCH_BRIDGE" in off[1], off
     on = _status_in_subprocess({"CASCADE_MLIR_NO_TORCH_BRIDGE": ""})
     assert on[0] == f"False {torch.__version__}" and "in use" in on[1], on
+
+
+_CPU_KERNELS_SESSION = """
+import re
+import sys
+import pytest
+import torch
+from cascade_mlir import torch_ops
+print(torch_ops._register_cpp_merge_kernels("CPU"))
+dump = torch._C._dispatch_dump("cascade_mlir::merge_state")
+assert "CPU: registered at" in dump and "TorchBridge.cpp" in dump, dump
+# Errors come back as the Python kernels raise them.
+v, s = torch.randn(5, 4, 16).half(), torch.randn(5, 4)
+for args in ((v[:3], s, v, s), (v, s, v, s[:, :2])):
+    with pytest.raises(Exception) as want:
+        torch_ops._PY_KERNELS["merge_state"](*args)
+    with pytest.raises(type(want.value), match=re.escape(str(want.value)[:30])):
+        torch.ops.cascade_mlir.merge_state(*args)
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", sys.argv[1], "-k",
+                      "merge or autograd"]))
+"""
+
+
+def test_cpp_merge_kernels_through_the_cpu_key(bridge):
+    """The bridge's C++ kernels of the merges' torch ops (torch_ops registers
+    them for CUDA) registered for CPU too, in a subprocess, so that they run
+    here: host tensors are not the fast path's, so every call crosses the
+    kernel into its fallback, the op's Python kernel. The merges' tests of
+    test_torch_ops.py (opcheck, results, the autograd refusal, version
+    bumps) pass through them, and errors are the Python kernels'."""
+    from cascade_mlir import torch_ops
+    assert torch_ops.CPP_MERGE_KERNELS.startswith("registered for CUDA"), \
+        torch_ops.CPP_MERGE_KERNELS
+    here = os.path.dirname(os.path.abspath(__file__))
+    r = subprocess.run([sys.executable, "-c", _CPU_KERNELS_SESSION,
+                        os.path.join(here, "test_torch_ops.py")],
+                       env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)),
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "registered for CPU" in r.stdout and " passed" in r.stdout, r.stdout

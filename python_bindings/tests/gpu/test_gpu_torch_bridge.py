@@ -6,6 +6,7 @@ Needs the bridge: skipped without it (failed with
 CASCADE_EXPECT_TORCH_BRIDGE=1, as the GPU session runs it). The CPU side:
 tests/test_torch_bridge.py."""
 import contextlib
+import re
 
 import pytest
 
@@ -112,3 +113,44 @@ def test_output_allocated_under_capture(bridge):
     g.replay()
     torch.cuda.synchronize()
     assert torch.equal(o, want) and torch.equal(lse, want_lse)
+
+
+def test_merge_ops_run_the_cpp_kernels(bridge):
+    """torch.ops.cascade_mlir's merges on CUDA tensors: the bridge's C++
+    kernels (the runtime's one-call merges from the dispatcher), with the
+    results of the functions, version bumps of what they write, the Python
+    kernels' errors and autograd refusal."""
+    from cascade_mlir import torch_ops
+    assert torch_ops.CPP_MERGE_KERNELS.startswith("registered for CUDA")
+    for op in ("merge_state", "merge_state_in_place", "merge_states"):
+        dump = torch._C._dispatch_dump("cascade_mlir::" + op)
+        assert "CUDA: registered at" in dump and "TorchBridge.cpp" in dump, dump
+    ops = torch.ops.cascade_mlir
+    v, s = torch.randn(300, 32, 128, device=bridge).half(), torch.randn(300, 32, device=bridge)
+    v2, s2 = torch.randn_like(v), torch.randn_like(s)
+    got, want = ops.merge_state(v, s, v2, s2), cm.merge_state(v, s, v2, s2)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    vs, ss = torch.randn(300, 3, 32, 128, device=bridge).half(), torch.randn(300, 3, 32,
+                                                                            device=bridge)
+    got, want = ops.merge_states(vs, ss), cm.merge_states(vs, ss)
+    assert torch.equal(got[0], want[0]) and torch.equal(got[1], want[1])
+    vi, si = v.clone(), s.clone()
+    before = (vi._version, si._version)
+    mask = torch.rand(600, device=bridge) > 0.5
+    ops.merge_state_in_place(vi, si, v2, s2, mask[::2])
+    assert vi._version > before[0] and si._version > before[1]
+    wv, ws = v.clone(), s.clone()
+    cm.merge_state_in_place(wv, ws, v2, s2, mask=mask[::2])
+    assert torch.equal(vi, wv) and torch.equal(si, ws)
+    for args in ((v[:3], s, v2, s2), (v, s, v2, s2[:, :2]), (v, s, v2.float(), s2)):
+        with pytest.raises(Exception) as py_kernel:
+            torch_ops._PY_KERNELS["merge_state"](*args)
+        message = re.escape(str(py_kernel.value)[:30])
+        with pytest.raises(type(py_kernel.value), match=message):
+            ops.merge_state(*args)
+    vg = v.clone().requires_grad_()
+    o, _ = ops.merge_state(vg, s, v2, s2)
+    with pytest.raises(RuntimeError, match="merge_state has no autograd formula"):
+        o.float().sum().backward()
+    with pytest.raises(RuntimeError, match="merge_state_in_place writes its arguments"):
+        ops.merge_state_in_place(vg, s.clone(), v2, s2)
