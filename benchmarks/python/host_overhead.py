@@ -18,6 +18,9 @@ graph replayed; every replay is checked against a float64 reference.
 
 (from the repository root). GPU times: benchmarks.common.timing, the median
 of 7 CUDA-event timings of N back-to-back calls after warm-up, per call (us).
+The torch tensors are read and allocated through cascade_mlir._torch_bridge
+where the package has one for this torch (the first lines say; set
+CASCADE_MLIR_NO_TORCH_BRIDGE=1 to measure without it).
 """
 import argparse
 import math
@@ -111,6 +114,8 @@ def main():
     launches = w._engine.program.num_launches(0)
     print(f"2-level cascade {HQ}/{HKV} D{D} page {PAGE} B{B}, {total} pages, "
           f"{launches} kernel launches per run(); error vs float64 {err:.2e}")
+    from cascade_mlir import _frameworks
+    print(f"torch bridge (cascade_mlir._torch_bridge): {_frameworks.TORCH_BRIDGE_STATUS}")
 
     out = torch.empty_like(q)
     lse = torch.empty(B, HQ, device=dev)
@@ -156,6 +161,8 @@ def main():
         ("run(q, kv, out=out), kernels one by one (no graph)", one_by_one),
         ("  part: the launches alone (Program._relaunch, no checks)", prog._relaunch),
         ("  part: probing one torch tensor (_runtime._probe, + its dict)", lambda: probe(q)),
+        ("  part: the same through torch's Python API (bridge=False)",
+         lambda: probe(q, "q", False)),
         ("  part: torch's current stream (_cuda_getCurrentRawStream)",
          lambda: cur_stream(0)),
         ("  part: torch.empty_like(q)", lambda: torch.empty_like(q)),
@@ -297,8 +304,30 @@ def entry_points(dev, n):
               f"{'' if host <= 10 else '  (over 10 us)'}")
     print(f"every entry point's host time <= 10 us: "
           + ("met" if not over else "NOT met (" + "; ".join(over) + ")"))
+    dispatcher_floor(va, sa, n)
     allocation_parts(va, sa, n)
     return not over
+
+
+def dispatcher_floor(va, sa, n):
+    """What a torch.ops call costs whatever its kernel: torch's own ops
+    called the way the cascade_mlir ops are (torch.ops.<ns>.<op>(...) from
+    Python, through the dispatcher), one launching a kernel and one
+    launching nothing."""
+    out = torch.empty_like(sa)
+    refs = [
+        ("torch.ops.aten.add.out (one kernel launch)",
+         lambda: torch.ops.aten.add.out(sa, sa, out=out)),
+        ("torch.ops.aten.add.Tensor (+ its output allocation)",
+         lambda: torch.ops.aten.add.Tensor(sa, sa)),
+        ("torch.ops.aten.alias.default (no launch)", lambda: torch.ops.aten.alias.default(va)),
+    ]
+    print(f"\nreference: torch's dispatcher from Python, host us per call "
+          f"(median of 7 x {n}, no sync)")
+    for name, fn in refs:
+        for _ in range(10):
+            fn()
+        print(f"  {name:<58} {host_us(fn, n):7.2f}")
 
 
 def allocation_parts(va, sa, n):

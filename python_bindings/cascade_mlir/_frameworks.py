@@ -1,20 +1,64 @@
 """The caller's array framework: where its tensors live, its current CUDA
 stream, and how to allocate outputs with it (torch, cupy), plus host copies
-of index arrays (torch, cupy, numpy, sequences)."""
+of index arrays (torch, cupy, numpy, sequences).
 
-from typing import Any, Dict, List
+torch tensors are read and allocated by the runtime in C++ through the
+optional extension `cascade_mlir._torch_bridge` when the package has one
+built for the running torch (docs/python.md); otherwise through torch's
+Python API. `TORCH_BRIDGE` is the bridge in use (None without one) and
+`TORCH_BRIDGE_STATUS` says why; CASCADE_MLIR_NO_TORCH_BRIDGE=1 turns it off.
+"""
+
+import importlib
+import os
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from . import _runtime
+
+#: cascade_mlir._torch_bridge once torch is in use and the bridge loaded
+#: (None: torch tensors go through torch's Python API).
+TORCH_BRIDGE: Optional[Any] = None
+#: Why TORCH_BRIDGE is what it is (for docs, tests and bug reports).
+TORCH_BRIDGE_STATUS = "torch has not been used yet"
+
+
+def load_torch_bridge(torch_version: str) -> Tuple[Optional[Any], str]:
+    """The bridge module for a torch of version `torch_version`, or None,
+    and why. The bridge is refused unless it was built for exactly that
+    version (its functions read torch's C++ objects): nothing of it is
+    called before that check, and nothing here raises."""
+    if os.environ.get("CASCADE_MLIR_NO_TORCH_BRIDGE", "") not in ("", "0"):
+        return None, "turned off (CASCADE_MLIR_NO_TORCH_BRIDGE is set)"
+    try:
+        bridge = importlib.import_module(__package__ + "._torch_bridge")
+    except ImportError as e:
+        if isinstance(e, ModuleNotFoundError) and e.name == __package__ + "._torch_bridge":
+            return None, "not built (no torch was found when the package was built)"
+        return None, f"cannot be loaded ({type(e).__name__}: {e})"
+    built = getattr(bridge, "TORCH_VERSION", None)
+    if built != str(torch_version):
+        return None, (f"built for torch {built}, but torch {torch_version} is running "
+                      "(rebuild the package against this torch)")
+    return bridge, f"in use (built for torch {built})"
 
 
 class _Torch:
     name = "torch"
 
     def __init__(self, torch):
+        global TORCH_BRIDGE, TORCH_BRIDGE_STATUS
         self.torch = torch
-        _runtime._register_torch(torch)
+        bridge, status = load_torch_bridge(torch.__version__)
+        if bridge is not None:
+            try:
+                _runtime._register_torch(torch, bridge.CAPSULE)
+            except (TypeError, ValueError) as e:  # the runtime's own checks
+                bridge, status = None, f"refused by the runtime ({e})"
+        if bridge is None:
+            _runtime._register_torch(torch, None)
+        TORCH_BRIDGE, TORCH_BRIDGE_STATUS = bridge, status
 
     def is_tensor(self, x):
         return isinstance(x, self.torch.Tensor)

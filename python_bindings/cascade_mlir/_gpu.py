@@ -223,7 +223,6 @@ class Engine:
         # which the garbage collector cannot see.
         self.program.set_signature(
             cfg.as_dict(), shared_slot=any(lv.kv_slot == 1 for lv in levels),
-            device_object=self.fw.device_object(self.ordinal),
             resolver=_weak_resolver(self), framework=self.fw)
         dicts = [lv.as_dict() for lv in levels]
         if self.pair_form == "ragged":

@@ -122,6 +122,8 @@ _SCHEMAS = {
 }
 _bump_versions = torch._C._increment_version  # what ADInplaceOrView does
 _grad_enabled = torch.is_grad_enabled
+#: Each op's Python kernel (with its grad check), by name.
+_PY_KERNELS: Dict[str, Any] = {}
 
 
 class _NoAutogradFormula(torch.autograd.Function):
@@ -159,6 +161,7 @@ def _op(name: str, kernel: Any, fake: Any, mutates: bool = False) -> Any:
                 return _NoAutogradFormula.apply(name, kernel, args, *grad)
         return kernel(*args)
 
+    _PY_KERNELS[name] = with_grad_check
     # pt2_compliant: works with torch.compile (the opcheck tests check it).
     _LIB.define(_SCHEMAS[name], tags=(torch.Tag.pt2_compliant_tag,))
     _LIB.impl(name, with_grad_check, "CompositeExplicitAutograd")
@@ -263,6 +266,28 @@ merge_state = _op("merge_state", _cascade.merge_state, _merge_state_fake)
 merge_state_in_place = _op("merge_state_in_place", _merge_state_in_place,
                            _merge_state_in_place_fake, mutates=True)
 merge_states = _op("merge_states", _cascade.merge_states, _merge_states_fake)
+
+
+def _register_cpp_merge_kernels(dispatch_key: str = "CUDA") -> str:
+    """The torch bridge's C++ kernels of the merges' ops on `dispatch_key`
+    (CUDA; CPU in tests): the runtime's one-call merges (_gpu.MERGES) called
+    from torch's dispatcher without the Python kernels' frames and argument
+    boxing; what they do not take (bad arguments, inputs that require grad)
+    goes to the Python kernels above. Returns what was done, and why."""
+    from . import _frameworks, _gpu
+    _frameworks.framework_of(torch.empty(0))  # loads the bridge, or says why not
+    bridge = _frameworks.TORCH_BRIDGE
+    if bridge is None:
+        return "not registered: cascade_mlir._torch_bridge is " + \
+            _frameworks.TORCH_BRIDGE_STATUS
+    fallbacks = tuple(_PY_KERNELS[n] for n in ("merge_state", "merge_state_in_place",
+                                                "merge_states"))
+    bridge.register_merge_kernels(_gpu.MERGES._capsule(), fallbacks, dispatch_key)
+    return f"registered for {dispatch_key} by cascade_mlir._torch_bridge"
+
+
+#: Whether the merges' ops run C++ kernels on CUDA tensors, and why.
+CPP_MERGE_KERNELS = _register_cpp_merge_kernels()
 
 
 def op_names() -> List[str]:

@@ -11,6 +11,7 @@
 #include "GpuModule.h"
 #include "ConfigDict.h"
 #include "TensorArgs.h"
+#include "TorchBridgeABI.h"
 
 #include "cascade/Runtime/Program.h"
 
@@ -319,11 +320,9 @@ public:
   /// the owner of this program strongly: the garbage collector cannot see
   /// the reference from here.
   void setSignature(const py::dict &config, bool sharedSlot,
-                    py::object deviceObject, py::object resolver,
-                    py::object framework) {
+                    py::object resolver, py::object framework) {
     sig_ = Signature(attentionConfigFromDict(config), device_->ordinal(),
                      sharedSlot);
-    deviceObject_ = std::move(deviceObject);
     resolver_ = std::move(resolver);
     framework_ = std::move(framework);
   }
@@ -507,8 +506,7 @@ public:
     if (!out.is_none()) {
       tout = probe(o, "out", stream); // checked above
     } else if (tq.torch) {
-      o = torchEmptyLike(q); // q's shape, dtype and (contiguous) strides
-      tout = torchAllocated(o, tq);
+      o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
     } else {
       o = framework_.attr("empty_like")(q);
       tout = probe(o, "out", stream);
@@ -524,8 +522,7 @@ public:
         like.dtype = ElemType::F32;
         like.ndim = 2;
         like.setRowMajorStrides();
-        l = torchEmptyStrided(like, deviceObject_);
-        tl = torchAllocated(l, like);
+        l = torchEmptyStrided(like, tl);
       } else {
         l = framework_.attr("empty_f32")(
             q, py::make_tuple(tq.shape[0], tq.shape[1]));
@@ -615,8 +612,7 @@ private:
           valid(true) {}
   } last_;
   std::vector<I32Array> arrays_;
-  py::object deviceObject_ = py::none(), resolver_ = py::none(),
-             framework_ = py::none();
+  py::object resolver_ = py::none(), framework_ = py::none();
 };
 
 /// The merges' fast path for torch CUDA tensors: checks, output allocation
@@ -628,7 +624,44 @@ class MergeOps {
 public:
   /// resolver(ordinal, dtype name, head_dim) -> (Device, {role: kernel})
   /// (cascade_mlir._gpu.merge_kernels: loads, or compiles, the bundle).
-  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {}
+  explicit MergeOps(py::object resolver) : resolver_(std::move(resolver)) {
+    table_.abi = CASCADE_TORCH_BRIDGE_ABI;
+    table_.size = sizeof(table_);
+    table_.self = this;
+    table_.merge_state = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeState(a[0], a[1], a[2],
+                                                         a[3]);
+      });
+    };
+    table_.merge_state_in_place = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeStateInPlace(
+            a[0], a[1], a[2], a[3], a[4]);
+      });
+    };
+    table_.merge_states = [](void *self, PyObject *const *a) {
+      return guarded([&] {
+        return static_cast<MergeOps *>(self)->mergeStates(a[0], a[1]);
+      });
+    };
+  }
+
+  /// The C table of the merges (TorchBridgeABI.h) in a capsule that keeps
+  /// `self` (this MergeOps) alive.
+  static py::object capsule(py::object self) {
+    MergeOps &m = self.cast<MergeOps &>();
+    PyObject *c = PyCapsule_New(
+        &m.table_, CASCADE_RUNTIME_MERGES_CAPSULE, [](PyObject *cap) {
+          Py_XDECREF(static_cast<PyObject *>(PyCapsule_GetContext(cap)));
+        });
+    if (!c)
+      throw py::error_already_set();
+    py::object result = py::reinterpret_steal<py::object>(c);
+    if (PyCapsule_SetContext(c, self.release().ptr()) != 0)
+      throw py::error_already_set();
+    return result;
+  }
 
   py::object mergeState(py::handle va, py::handle sa, py::handle vb,
                         py::handle sb) {
@@ -638,12 +671,13 @@ public:
     Kernels *k = kernels(a);
     if (!k)
       return py::none();
-    py::object v = torchEmptyLike(va), s = torchEmptyLike(sa);
+    TensorArg tv, ts;
+    py::object v = torchEmptyLike(va, a.v, tv), s = torchEmptyLike(sa, a.s, ts);
     Args t;
     setState(t, "v_a", "s_a", a);
     setState(t, "v_b", "s_b", b);
-    t.buffer("v", torchAllocated(v, a.v));
-    t.buffer("s", torchAllocated(s, a.s));
+    t.buffer("v", tv);
+    t.buffer("s", ts);
     t.integer("num_tasks", a.rows * a.heads);
     launch(*k, k->mergeState, t, a.v.device);
     return py::make_tuple(v, s);
@@ -702,14 +736,14 @@ public:
       return py::none();
     const TensorArg ov = contiguousLike(tv, {rows, heads, dim}),
                     os = contiguousLike(ts, {rows, heads});
-    py::int_ device(tv.device);
-    py::object vo = torchEmptyStrided(ov, device);
-    py::object so = torchEmptyStrided(os, device);
+    TensorArg vOut, sOut;
+    py::object vo = torchEmptyStrided(ov, vOut);
+    py::object so = torchEmptyStrided(os, sOut);
     Args t;
     t.buffer("v_in", tv);
     t.buffer("s_in", ts);
-    t.buffer("v", torchAllocated(vo, ov));
-    t.buffer("s", torchAllocated(so, os));
+    t.buffer("v", vOut);
+    t.buffer("s", sOut);
     t.integer("num_tasks", rows * heads);
     t.integer("num_states", n);
     t.integer("num_heads", heads);
@@ -910,9 +944,25 @@ private:
     b.dirty[0] = 1; // the graph (if any) has not seen these slots
   }
 
+  /// A call from C (the table): a new reference, or nullptr with the
+  /// Python exception of what it threw set.
+  template <typename F> static PyObject *guarded(F &&f) {
+    try {
+      return f().release().ptr();
+    } catch (py::error_already_set &e) {
+      e.restore();
+    } catch (const py::builtin_exception &e) {
+      e.set_error();
+    } catch (const std::exception &e) {
+      PyErr_SetString(PyExc_RuntimeError, e.what());
+    }
+    return nullptr;
+  }
+
   py::object resolver_;
   std::unordered_map<int64_t, Kernels> cache_;
   std::map<BoundKey, Bound> bound_;
+  CascadeMergeOps table_{};
 };
 
 /// run()'s argument checks against a signature, without a device: device
@@ -933,9 +983,10 @@ void checkCall(py::handle q, py::handle kv, py::handle out, py::handle lse,
     c.checkLse(lse, tq, -1);
 }
 
-/// Probes a tensor the way run() does (for tests and diagnostics).
-py::dict probeForPython(py::handle obj, const std::string &name) {
-  TensorArg a = probe(obj, name.c_str());
+/// Probes a tensor the way run() does (for tests and diagnostics); bridge
+/// false: torch tensors through Python even with the bridge.
+py::dict probeForPython(py::handle obj, const std::string &name, bool bridge) {
+  TensorArg a = probe(obj, name.c_str(), -1, bridge);
   py::dict d;
   d["ptr"] = a.ptr;
   d["device"] = a.deviceString();
@@ -946,14 +997,43 @@ py::dict probeForPython(py::handle obj, const std::string &name) {
   d["strides"] = strides;
   d["contiguous"] = a.contiguous();
   d["torch"] = a.torch;
+  d["bridged"] = a.bridged;
   return d;
+}
+
+/// The torch allocations of run() and the merges, for tests: (the new
+/// tensor, the address the bindings launch with).
+py::tuple torchEmptyLikeForPython(py::handle like) {
+  TensorArg out;
+  py::object t = torchEmptyLike(like, probe(like, "like"), out);
+  return py::make_tuple(t, out.ptr);
+}
+py::tuple torchEmptyStridedForPython(const std::vector<int64_t> &shape,
+                                     const std::vector<int64_t> &strides,
+                                     const std::string &dtype, int device) {
+  TensorArg like;
+  if (shape.size() != strides.size() || shape.size() > 8)
+    throw py::value_error("shape and strides: one entry per dimension, <= 8");
+  like.ndim = static_cast<int>(shape.size());
+  std::copy(shape.begin(), shape.end(), like.shape);
+  std::copy(strides.begin(), strides.end(), like.strides);
+  like.cuda = device >= 0;
+  like.device = device;
+  for (int i = 0; i < static_cast<int>(ElemType::Other); ++i)
+    if (dtype == elemTypeName(static_cast<ElemType>(i)))
+      like.dtype = static_cast<ElemType>(i);
+  TensorArg out;
+  py::object t = torchEmptyStrided(like, out);
+  return py::make_tuple(t, out.ptr);
 }
 
 } // namespace
 
 void registerGpu(py::module_ &m) {
   m.def("_register_torch", &registerTorch, py::arg("torch"),
-        "Called once by the package when torch is importable.");
+        py::arg("bridge") = py::none(),
+        "Called by the package when torch is imported; bridge: "
+        "cascade_mlir._torch_bridge.CAPSULE (None: torch through Python).");
   m.def("_check_call", &checkCall, py::arg("q"), py::arg("paged_kv_cache"),
         py::arg("out"), py::arg("lse"), py::arg("config"), py::arg("rows"),
         py::arg("max_page_id"), py::arg("device") = -1,
@@ -972,7 +1052,19 @@ void registerGpu(py::module_ &m) {
       "Reads a kernel bundle as the launcher does (no GPU): (name, op) of "
       "every kernel.");
   m.def("_probe", &probeForPython, py::arg("tensor"), py::arg("name") = "x",
-        "What run() reads from a tensor (device, dtype, shape, strides).");
+        py::arg("bridge") = true,
+        "What run() reads from a tensor (device, dtype, shape, strides); "
+        "bridge=False reads a torch tensor through Python even where "
+        "cascade_mlir._torch_bridge would read it.");
+  m.def("_torch_bridge_version", &torchBridgeVersion,
+        "The torch version of the cascade_mlir._torch_bridge in use, or None "
+        "(torch tensors read and allocated through Python).");
+  m.def("_torch_empty_like", &torchEmptyLikeForPython, py::arg("like"),
+        "run()'s output allocation (for tests): (tensor, address).");
+  m.def("_torch_empty_strided", &torchEmptyStridedForPython, py::arg("shape"),
+        py::arg("strides"), py::arg("dtype"), py::arg("device"),
+        "The merges' output allocation (for tests): (tensor, address); "
+        "device -1 is the host.");
   m.def(
       "device_count",
       []() {
@@ -1008,12 +1100,14 @@ void registerGpu(py::module_ &m) {
       .def(py::init<py::object>(), py::arg("resolver"))
       .def("merge_state", &MergeOps::mergeState)
       .def("merge_state_in_place", &MergeOps::mergeStateInPlace)
-      .def("merge_states", &MergeOps::mergeStates);
+      .def("merge_states", &MergeOps::mergeStates)
+      .def("_capsule", &MergeOps::capsule,
+           "The merges as C functions, for cascade_mlir._torch_bridge's "
+           "kernels of the merges' torch ops (TorchBridgeABI.h).");
   py::class_<ProgramHandle>(m, "Program")
       .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
       .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),
-           py::arg("shared_slot"), py::arg("device_object"),
-           py::arg("resolver"), py::arg("framework"))
+           py::arg("shared_slot"), py::arg("resolver"), py::arg("framework"))
       .def("plan", &ProgramHandle::plan, py::arg("levels"),
            py::arg("plan_kernels"), py::arg("cuda_graph"),
            py::arg("index_buffers") = py::none(),

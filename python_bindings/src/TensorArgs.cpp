@@ -1,7 +1,9 @@
 //===- TensorArgs.cpp - Device tensors from Python, without copies --------===//
 
 #include "TensorArgs.h"
+#include "TorchBridgeABI.h"
 
+#include <cstring>
 #include <string>
 
 namespace cascade::python {
@@ -37,8 +39,29 @@ constexpr int32_t kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLCUDAManaged = 13;
 constexpr uint8_t kDLInt = 0, kDLUInt = 1, kDLFloat = 2, kDLBfloat = 4,
                   kDLBool = 6, kDLFloat8E4M3FN = 10, kDLFloat8E5M2 = 12;
 
+// The bridge's element type codes are ElemType's.
+static_assert(static_cast<int>(ElemType::F16) == CASCADE_TORCH_F16 &&
+              static_cast<int>(ElemType::BF16) == CASCADE_TORCH_BF16 &&
+              static_cast<int>(ElemType::F32) == CASCADE_TORCH_F32 &&
+              static_cast<int>(ElemType::F64) == CASCADE_TORCH_F64 &&
+              static_cast<int>(ElemType::I32) == CASCADE_TORCH_I32 &&
+              static_cast<int>(ElemType::I64) == CASCADE_TORCH_I64 &&
+              static_cast<int>(ElemType::U8) == CASCADE_TORCH_U8 &&
+              static_cast<int>(ElemType::I8) == CASCADE_TORCH_I8 &&
+              static_cast<int>(ElemType::Bool) == CASCADE_TORCH_BOOL &&
+              static_cast<int>(ElemType::F8E4M3) == CASCADE_TORCH_F8E4M3 &&
+              static_cast<int>(ElemType::F8E5M2) == CASCADE_TORCH_F8E5M2 &&
+              static_cast<int>(ElemType::Other) == CASCADE_TORCH_OTHER);
+static_assert(CASCADE_TORCH_BRIDGE_MAX_DIMS ==
+              sizeof(TensorArg::shape) / sizeof(int64_t));
+
 struct Torch {
   PyObject *tensorType = nullptr;
+  PyObject *version = nullptr; ///< torch.__version__
+  /// cascade_mlir._torch_bridge's functions (null: torch through Python)
+  /// and the capsule that holds them.
+  const CascadeTorchBridge *bridge = nullptr;
+  py::object bridgeCapsule;
   PyObject *dtypes[static_cast<int>(ElemType::Other)] = {nullptr};
   py::object emptyLike, emptyStrided, currentStream;
   py::object dtypeDeviceNames; ///< ("dtype", "device"): vectorcall kwnames
@@ -154,6 +177,47 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   int sdim = 0;
   readTuple(stride.ptr(), a.strides, sdim, name);
   return a;
+}
+
+/// A torch tensor read by the bridge; false when it does not take it.
+bool probeBridged(const CascadeTorchBridge &b, py::handle obj, TensorArg &a) {
+  CascadeTorchTensor d;
+  const int r = b.probe(obj.ptr(), &d);
+  if (r < 0)
+    throw py::error_already_set();
+  if (r > 0)
+    return false;
+  a.torch = true;
+  a.bridged = true;
+  a.ptr = d.data;
+  a.cuda = d.device >= 0;
+  a.device = d.device;
+  a.dtype = static_cast<ElemType>(d.dtype);
+  a.ndim = d.ndim;
+  std::memcpy(a.shape, d.sizes, sizeof(int64_t) * d.ndim);
+  if (d.contiguous)
+    a.setRowMajorStrides(); // as probeTorch: size-1 dimensions' strides
+  else
+    std::memcpy(a.strides, d.strides, sizeof(int64_t) * d.ndim);
+  return true;
+}
+
+/// `like` at the address of a new torch tensor (of like's shape, dtype,
+/// device and strides).
+TensorArg allocated(const TensorArg &like, uint64_t ptr) {
+  TensorArg a = like;
+  a.keepAlive = py::object();
+  a.torch = true;
+  a.bridged = false;
+  a.ptr = ptr;
+  return a;
+}
+
+/// The result of a bridge allocation.
+py::object bridgeResult(int r, PyObject *obj) {
+  if (r < 0)
+    throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(obj);
 }
 
 TensorArg probeDlpack(py::handle obj, const char *name, int64_t stream) {
@@ -285,10 +349,10 @@ std::string TensorArg::deviceString() const {
   return device == -2 ? "a non-CUDA accelerator" : "cpu";
 }
 
-void registerTorch(py::handle torchModule) {
+namespace {
+
+void registerTorchModule(py::handle torchModule) {
   Torch &t = torch();
-  if (t.tensorType)
-    return;
   py::module_ tm = py::reinterpret_borrow<py::module_>(torchModule);
   const char *names[] = {"float16", "bfloat16",      "float32",    "float64",
                          "int32",   "int64",         "uint8",      "int8",
@@ -310,10 +374,56 @@ void registerTorch(py::handle torchModule) {
   t.sGetDevice = py::str("get_device");
   t.sIsCuda = py::str("is_cuda");
   t.sIsContiguous = py::str("is_contiguous");
+  t.version =
+      py::str(py::getattr(tm, "__version__", py::str(""))).release().ptr();
   t.tensorType = py::object(tm.attr("Tensor")).release().ptr();
 }
 
+/// The bridge's table in `capsule`, checked against this runtime's ABI and
+/// the registered torch's version.
+const CascadeTorchBridge *checkedBridge(py::handle capsule) {
+  if (!PyCapsule_IsValid(capsule.ptr(), CASCADE_TORCH_BRIDGE_CAPSULE))
+    throw py::type_error("bridge must be cascade_mlir._torch_bridge.CAPSULE "
+                         "(a capsule named " CASCADE_TORCH_BRIDGE_CAPSULE ")");
+  auto *b = static_cast<const CascadeTorchBridge *>(
+      PyCapsule_GetPointer(capsule.ptr(), CASCADE_TORCH_BRIDGE_CAPSULE));
+  if (!b)
+    throw py::error_already_set();
+  if (b->abi != CASCADE_TORCH_BRIDGE_ABI || b->size < sizeof(*b))
+    throw py::value_error("the torch bridge has ABI " + std::to_string(b->abi) +
+                          " (table of " + std::to_string(b->size) +
+                          " bytes); this runtime reads ABI " +
+                          std::to_string(CASCADE_TORCH_BRIDGE_ABI));
+  const std::string running = py::str(torch().version);
+  if (!b->torch_version || running != b->torch_version)
+    throw py::value_error(std::string("the torch bridge was built for torch ") +
+                          (b->torch_version ? b->torch_version : "?") +
+                          ", this is torch " + running);
+  return b;
+}
+
+} // namespace
+
+void registerTorch(py::handle torchModule, py::handle bridge) {
+  Torch &t = torch();
+  if (!t.tensorType)
+    registerTorchModule(torchModule);
+  if (bridge.is_none()) {
+    t.bridge = nullptr;
+    t.bridgeCapsule = py::object();
+    return;
+  }
+  const CascadeTorchBridge *b = checkedBridge(bridge);
+  t.bridgeCapsule = py::reinterpret_borrow<py::object>(bridge);
+  t.bridge = b;
+}
+
 bool torchRegistered() { return torch().tensorType != nullptr; }
+
+py::object torchBridgeVersion() {
+  const CascadeTorchBridge *b = torch().bridge;
+  return b ? py::object(py::str(b->torch_version)) : py::object(py::none());
+}
 
 bool isTorchTensor(py::handle obj) {
   PyObject *type = torch().tensorType;
@@ -321,9 +431,14 @@ bool isTorchTensor(py::handle obj) {
          PyObject_TypeCheck(obj.ptr(), reinterpret_cast<PyTypeObject *>(type));
 }
 
-TensorArg probe(py::handle obj, const char *name, int64_t stream) {
-  if (isTorchTensor(obj))
+TensorArg probe(py::handle obj, const char *name, int64_t stream, bool bridge) {
+  if (isTorchTensor(obj)) {
+    TensorArg a;
+    const CascadeTorchBridge *b = torch().bridge;
+    if (b && bridge && probeBridged(*b, obj, a))
+      return a;
     return probeTorch(obj, name);
+  }
   return probeDlpack(obj, name, stream);
 }
 
@@ -335,32 +450,60 @@ int64_t torchCurrentStream(int device) {
   return t.currentStream(device).cast<int64_t>();
 }
 
-py::object torchEmptyLike(py::handle obj) { return torch().emptyLike(obj); }
-
-py::object torchEmptyStrided(const TensorArg &a, py::handle device) {
+py::object torchEmptyLike(py::handle obj, const TensorArg &like,
+                          TensorArg &out) {
   Torch &t = torch();
-  PyObject *dtype = t.dtypes[static_cast<int>(a.dtype)];
-  if (a.dtype == ElemType::Other || !dtype)
-    throw py::type_error("torchEmptyStrided: a dtype torch does not have");
-  py::tuple shape(a.ndim), strides(a.ndim);
-  for (int i = 0; i < a.ndim; ++i) {
-    shape[i] = py::int_(a.shape[i]);
-    strides[i] = py::int_(a.strides[i]);
+  if (t.bridge) {
+    PyObject *o = nullptr;
+    uint64_t ptr = 0;
+    const int r = t.bridge->empty_like(obj.ptr(), &o, &ptr);
+    if (r <= 0) {
+      py::object result = bridgeResult(r, o);
+      out = allocated(like, ptr);
+      return result;
+    }
   }
+  py::object result = t.emptyLike(obj);
+  out = allocated(like, torchDataPtr(result.ptr()));
+  return result;
+}
+
+py::object torchEmptyStrided(const TensorArg &like, TensorArg &out) {
+  Torch &t = torch();
+  if (like.dtype == ElemType::Other)
+    throw py::type_error("torchEmptyStrided: a dtype torch does not have");
+  if (t.bridge) {
+    CascadeTorchTensor d{};
+    d.dtype = static_cast<int32_t>(like.dtype);
+    d.device = like.cuda ? like.device : -1;
+    d.ndim = like.ndim;
+    std::memcpy(d.sizes, like.shape, sizeof(int64_t) * like.ndim);
+    std::memcpy(d.strides, like.strides, sizeof(int64_t) * like.ndim);
+    PyObject *o = nullptr;
+    uint64_t ptr = 0;
+    const int r = t.bridge->empty_strided(&d, &o, &ptr);
+    py::object result = bridgeResult(r, o);
+    out = allocated(like, ptr);
+    return result;
+  }
+  PyObject *dtype = t.dtypes[static_cast<int>(like.dtype)];
+  if (!dtype)
+    throw py::type_error("torchEmptyStrided: a dtype torch does not have");
+  py::tuple shape(like.ndim), strides(like.ndim);
+  for (int i = 0; i < like.ndim; ++i) {
+    shape[i] = py::int_(like.shape[i]);
+    strides[i] = py::int_(like.strides[i]);
+  }
+  py::object device = like.cuda ? py::object(py::int_(like.device))
+                                : py::object(py::str("cpu"));
   PyObject *args[] = {shape.ptr(), strides.ptr(), dtype, device.ptr()};
   PyObject *r = PyObject_Vectorcall(t.emptyStrided.ptr(), args, 2,
                                     t.dtypeDeviceNames.ptr());
   if (!r)
     throw py::error_already_set();
-  return py::reinterpret_steal<py::object>(r);
-}
-
-TensorArg torchAllocated(py::handle obj, const TensorArg &like) {
-  TensorArg a = like;
-  a.keepAlive = py::object();
-  a.torch = true;
-  a.ptr = torchDataPtr(obj.ptr());
-  return a;
+  py::object result = py::reinterpret_steal<py::object>(r);
+  out = allocated(like, torchDataPtr(result.ptr()));
+  return result;
 }
 
 } // namespace cascade::python

@@ -2,10 +2,12 @@
 //-*-===//
 //
 // Reads what the launcher needs from a caller's tensor: its device address,
-// device, dtype, shape and strides. torch tensors are read through their
-// attributes (no DLPack capsule per call: this is run()'s hot path); any
-// other object through the DLPack protocol (`__dlpack_device__` /
-// `__dlpack__`, e.g. cupy and numpy). Nothing is copied or synchronised.
+// device, dtype, shape and strides. torch tensors are read in C++ through
+// cascade_mlir._torch_bridge when the package has one built for the running
+// torch (TorchBridgeABI.h), else through their Python attributes (no DLPack
+// capsule per call either way: this is run()'s hot path); any other object
+// through the DLPack protocol (`__dlpack_device__` / `__dlpack__`, e.g. cupy
+// and numpy). Nothing is copied or synchronised.
 //
 //===----------------------------------------------------------------------===//
 
@@ -53,6 +55,7 @@ struct TensorArg {
   int64_t shape[8] = {0};
   int64_t strides[8] = {0}; ///< elements
   bool torch = false;
+  bool bridged = false; ///< read by cascade_mlir._torch_bridge
   py::object keepAlive; ///< a DLPack capsule
 
   int64_t numel() const;
@@ -66,28 +69,32 @@ struct TensorArg {
 
 /// Remembers torch's Tensor type, dtypes and the callables run() uses
 /// (torch.empty_like, torch.empty_strided,
-/// torch._C._cuda_getCurrentRawStream).
-void registerTorch(py::handle torchModule);
+/// torch._C._cuda_getCurrentRawStream), once; then takes `bridge` (the
+/// CAPSULE of cascade_mlir._torch_bridge, or None: torch through Python)
+/// after checking its ABI and that it was built for torch.__version__
+/// (ValueError / TypeError otherwise, the previous bridge kept).
+void registerTorch(py::handle torchModule, py::handle bridge);
 bool torchRegistered();
 bool isTorchTensor(py::handle obj);
+/// The torch version of the bridge in use, or None.
+py::object torchBridgeVersion();
 
 /// Reads `obj` (a torch tensor or a DLPack producer); TypeError naming
 /// `name` if it is neither. `stream` is passed to `__dlpack__` of CUDA
-/// producers (-1: none).
-TensorArg probe(py::handle obj, const char *name, int64_t stream = -1);
+/// producers (-1: none). `bridge`: false reads torch tensors through
+/// Python even where the bridge would take them (for tests).
+TensorArg probe(py::handle obj, const char *name, int64_t stream = -1,
+                bool bridge = true);
 
 /// torch's current raw stream of a device.
 int64_t torchCurrentStream(int device);
-/// torch.empty_like(obj).
-py::object torchEmptyLike(py::handle obj);
-/// torch.empty_strided(a's shape, a's strides, dtype=a's dtype,
-/// device=device): the cheapest of torch's calls that allocate a given
-/// shape (no overloads to parse, keywords passed without a dict).
-py::object torchEmptyStrided(const TensorArg &a, py::handle device);
-/// `like` (its device, dtype, shape, strides) at the address of a torch
-/// tensor that the bindings allocated as empty_like / empty_strided of it:
-/// one Python call (data_ptr()) where probe() makes six.
-TensorArg torchAllocated(py::handle obj, const TensorArg &like);
+/// torch.empty_like(obj), `like` being probe(obj); `out` is `like` at the
+/// new tensor's address.
+py::object torchEmptyLike(py::handle obj, const TensorArg &like,
+                          TensorArg &out);
+/// torch.empty_strided(like's shape, strides, dtype, device); `out` is
+/// `like` at the new tensor's address.
+py::object torchEmptyStrided(const TensorArg &like, TensorArg &out);
 
 } // namespace cascade::python
 
