@@ -36,6 +36,7 @@ from cascade_mlir import _runtime
 
 from benchmarks.common.bundle import (TENSOR_CORE, Bundle, cpa, launch_all, num_sms, occupancy,
                                       plan_buffers, static_matches)
+from benchmarks.common.cascade_case import DecodeCascade
 from benchmarks.common.timing import cuda_time_us, finish_or_exit, graph_time_us
 
 try:
@@ -165,38 +166,21 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
     """kv="f8e4m3": the same cascade over an fp8 cache (b: fp8_kernels.mlir's
     bundle); torch's compositions and the reference read the cache
     dequantized to f16 (exact)."""
-    B, S, U, D, ps = 128, 32768, 256, 128, 16
+    case = DecodeCascade(kv=kv, Hq=Hq, Hkv=Hkv)
+    B, S, U, D, ps, sp = case.B, case.S, case.U, case.D, case.ps, case.sp
     G = Hq // Hkv
     tdt = torch.float16
     fp8 = kv != "f16"
-    torch.manual_seed(1)
-    sp, up = S // ps, U // ps
-    P = sp + B * up
-    cache = torch.randn(P, 2, ps, Hkv, D, device="cuda", dtype=tdt)
-    kernel_cache = cache
-    if fp8:
-        kernel_cache = cache.to(torch.float8_e4m3fn)
-        cache = kernel_cache.to(tdt)
-    q = torch.randn(B, Hq, D, device="cuda", dtype=tdt)
-    idx = torch.randperm(P, device="cuda", dtype=torch.int32)
-    shared_idx = idx[:sp].contiguous()
-    uniq_idx = idx[sp:].contiguous()
-    # Level 0: one group of all B queries over the shared pages.
-    qo0 = torch.tensor([0, B], device="cuda", dtype=torch.int32)
-    kvp0 = torch.tensor([0, sp], device="cuda", dtype=torch.int32)
-    last0 = torch.tensor([ps], device="cuda", dtype=torch.int32)
-    # Level 1: one query per request over its own pages.
-    qo1 = torch.arange(B + 1, device="cuda", dtype=torch.int32)
-    kvp1 = torch.arange(B + 1, device="cuda", dtype=torch.int32) * up
-    last1 = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+    cache, kernel_cache, q = case.cache, case.kernel_cache, case.q
+    shared_idx, uniq_idx = case.shared_idx, case.uniq_idx
+    qo0, kvp0, last0 = case.qo0, case.kvp0, case.last0
+    qo1, kvp1, last1 = case.qo1, case.kvp1, case.last1
 
     # Reference in torch: contiguous K/V of each request (prefix + suffix).
-    Kp = cache[idx.long(), 0]  # [P, ps, Hkv, D] in level order
-    Vp = cache[idx.long(), 1]
-    Ks = Kp[:sp].reshape(1, S, Hkv, D).transpose(1, 2)
-    Vs = Vp[:sp].reshape(1, S, Hkv, D).transpose(1, 2)
-    Ku = Kp[sp:].reshape(B, U, Hkv, D).transpose(1, 2)
-    Vu = Vp[sp:].reshape(B, U, Hkv, D).transpose(1, 2)
+    Ks, Vs, Ku, Vu = case.kv_split(tdt)
+    Ks = Ks.reshape(1, S, Hkv, D).transpose(1, 2)
+    Vs = Vs.reshape(1, S, Hkv, D).transpose(1, 2)
+    Ku, Vu = Ku.transpose(1, 2), Vu.transpose(1, 2)
     scale = 1 / math.sqrt(D)
 
     def compose():

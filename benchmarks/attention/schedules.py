@@ -14,11 +14,12 @@ CUDA graph (median of 20 replays of 10 calls, per call):
   the merge; prio2 = (prefix, suffix) stream priorities (0 lowest, -5 highest).
 Every schedule's output is checked against a float32 reference first.
 """
-import math, sys
+import sys
 import numpy as np, cupy as cp, torch
 from cascade_mlir import _runtime
 from benchmarks.common.bundle import (TENSOR_CORE, Bundle, cpa, num_sms, occupancy,
                                       plan_buffers, static_matches)
+from benchmarks.common.cascade_case import DecodeCascade
 from benchmarks.common.timing import cuda_time_us
 
 
@@ -37,38 +38,15 @@ def graph_us(build, inner=10, reps=20):
 
 def run(bpath, kv, Hq=32, Hkv=8):
     b = Bundle(bpath)
-    B, S, U, D, ps = 128, 32768, 256, 128, 16
+    case = DecodeCascade(kv=kv, Hq=Hq, Hkv=Hkv)
+    B, D, ps, sp = case.B, case.D, case.ps, case.sp
     fp8 = kv != "f16"
     tdt = torch.float16
-    torch.manual_seed(1)
-    sp, up = S // ps, U // ps
-    P = sp + B * up
-    cache = torch.randn(P, 2, ps, Hkv, D, device="cuda", dtype=tdt)
-    kc = cache
-    if fp8:
-        kc = cache.to(torch.float8_e4m3fn)
-        cache = kc.to(tdt)
-    q = torch.randn(B, Hq, D, device="cuda", dtype=tdt)
-    idx = torch.randperm(P, device="cuda", dtype=torch.int32)
-    shared_idx, uniq_idx = idx[:sp].contiguous(), idx[sp:].contiguous()
-    qo0 = torch.tensor([0, B], device="cuda", dtype=torch.int32)
-    kvp0 = torch.tensor([0, sp], device="cuda", dtype=torch.int32)
-    last0 = torch.tensor([ps], device="cuda", dtype=torch.int32)
-    kvp1 = torch.arange(B + 1, device="cuda", dtype=torch.int32) * up
-    last1 = torch.full((B,), ps, device="cuda", dtype=torch.int32)
-    # reference: full attention per request in float32
-    Kp, Vp = cache[idx.long(), 0].float(), cache[idx.long(), 1].float()
-    G = Hq // Hkv
-    Ks = Kp[:sp].reshape(S, Hkv, D); Vs = Vp[:sp].reshape(S, Hkv, D)
-    Ku = Kp[sp:].reshape(B, U, Hkv, D); Vu = Vp[sp:].reshape(B, U, Hkv, D)
-    qf = q.float().reshape(B, Hkv, G, D)
-    s1 = torch.einsum("bhgd,thd->bhgt", qf, Ks) / math.sqrt(D)
-    s2 = torch.einsum("bhgd,bthd->bhgt", qf, Ku) / math.sqrt(D)
-    s = torch.cat([s1, s2], -1)
-    p = torch.softmax(s, -1)
-    ref = (torch.einsum("bhgt,thd->bhgd", p[..., :S], Vs)
-           + torch.einsum("bhgt,bthd->bhgd", p[..., S:], Vu)).reshape(B, Hq, D)
-    del s1, s2, s, p
+    kc, q = case.kernel_cache, case.q
+    shared_idx, uniq_idx = case.shared_idx, case.uniq_idx
+    qo0, kvp0, last0 = case.qo0, case.kvp0, case.last0
+    kvp1, last1 = case.kvp1, case.last1
+    ref = case.reference(dtype=torch.float32)
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1, head_dim=D,
                 num_qo_heads=Hq, num_kv_heads=Hkv, page_size=ps, kv_layout="nhd",
                 kv_form="pool", q_dtype="f16", **(dict(kv_dtype=kv) if fp8 else {}))

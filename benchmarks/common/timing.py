@@ -8,6 +8,10 @@ returns the median over the reps of the elapsed time divided by `inner`
 default stream (torch's events when torch is importable, else cupy's; both
 libraries launch there by default).
 
+`cuda_time_us(fn, ahead=True)` starts each timing behind a ~1 ms spin
+kernel (torch), so the calls are queued before the first event: the device
+time alone, without the first call's host time.
+
 `graph_time_us(launch)` captures `inner` calls of launch() (cupy launches on
 the capturing stream) in one CUDA graph and times its replay with
 cuda_time_us, per call: host launch overhead stays out of the number.
@@ -43,6 +47,11 @@ class _TorchEvents:
         else:
             e.record(self.stream)
         return e
+
+    def spin(self, cycles=2_000_000):
+        """A kernel that spins for `cycles` clocks (~1 ms) on the stream."""
+        with self.torch.cuda.stream(self.stream or self.torch.cuda.current_stream()):
+            self.torch.cuda._sleep(cycles)
 
     def sync(self):
         if self.stream is None:
@@ -115,17 +124,26 @@ def _events(stream):
         return _CupyEvents(None)
 
 
-def cuda_time_us(fn, *, reps=20, warmup=3, inner=1, stream=None):
+def cuda_time_us(fn, *, reps=20, warmup=3, inner=1, stream=None, ahead=False):
     """Median over `reps` of the device time of `inner` back-to-back calls of
-    fn between two CUDA events on `stream`, per call, in microseconds."""
+    fn between two CUDA events on `stream`, per call, in microseconds.
+
+    ahead=True (torch's events only): each timing starts behind a ~1 ms
+    spin kernel, so that the host has queued the calls before the first
+    event fires and the time is the device's alone (without it, the first
+    call's host time is part of every timing)."""
     if reps < 1 or inner < 1 or warmup < 0:
         raise ValueError("reps and inner must be >= 1, warmup >= 0")
     ev = _events(stream)
+    if ahead and not isinstance(ev, _TorchEvents):
+        raise ValueError("ahead=True needs torch (its spin kernel)")
     for _ in range(warmup):
         fn()
     ev.sync()
     ts = []
     for _ in range(reps):
+        if ahead:
+            ev.spin()
         a = ev.record()
         for _ in range(inner):
             fn()

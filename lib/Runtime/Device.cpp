@@ -285,6 +285,7 @@ void KernelGraph::reset() {
   exec_ = nullptr;
   graph_ = nullptr;
   nodes_.clear();
+  prioritized_ = false;
 }
 
 bool KernelGraph::fail() {
@@ -293,9 +294,33 @@ bool KernelGraph::fail() {
   return false;
 }
 
+bool KernelGraph::prioritize(const std::vector<uint8_t> &urgent,
+                             CUstream stream) {
+  const DriverApi &api = device_->api();
+  if (!api.canPrioritizeNodes())
+    return false;
+  int least = 0, greatest = 0, own = 0;
+  if (api.cuCtxGetStreamPriorityRange(&least, &greatest) != CUDA_SUCCESS ||
+      api.cuStreamGetPriority(stream, &own) != CUDA_SUCCESS)
+    return false;
+  // Every node gets a priority: with the instantiation flag, one without
+  // the attribute would run at the default (least) priority, not the
+  // stream's.
+  for (size_t i = 0; i < nodes_.size(); ++i) {
+    cuda::CudaLaunchAttributeValue value{};
+    value.priority = urgent[i] ? greatest : own;
+    if (api.cuGraphKernelNodeSetAttribute(nodes_[i],
+                                          cuda::CU_LAUNCH_ATTRIBUTE_PRIORITY,
+                                          &value) != CUDA_SUCCESS)
+      return false; // instantiated without the flag: the stream's priority
+  }
+  return true;
+}
+
 bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
                          std::vector<uint8_t> &dirty, CUstream stream,
-                         const std::vector<std::vector<uint32_t>> *deps) {
+                         const std::vector<std::vector<uint32_t>> *deps,
+                         const std::vector<uint8_t> *urgent) {
   const DriverApi &api = device_->api();
   if (failed_ || !api.canBuildGraphs())
     return false;
@@ -342,7 +367,14 @@ bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
         if (root == (pass == 0) && !add(i))
           return fail();
       }
-    if (api.cuGraphInstantiateWithFlags(&exec_, graph_, 0) != CUDA_SUCCESS)
+    prioritized_ =
+        urgent && urgent->size() == n &&
+        std::find(urgent->begin(), urgent->end(), 1) != urgent->end() &&
+        prioritize(*urgent, stream);
+    if (api.cuGraphInstantiateWithFlags(
+            &exec_, graph_,
+            prioritized_ ? cuda::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY
+                         : 0) != CUDA_SUCCESS)
       return fail();
   } else {
     for (size_t i = 0; i < launches.size(); ++i) {

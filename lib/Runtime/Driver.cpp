@@ -98,6 +98,18 @@ Status loadDriverLibrary(const char *path, DriverApi &out) {
     api.cuGraphExecKernelNodeSetParams = nullptr;
     api.cuStreamIsCapturing = nullptr;
   }
+  // Optional: node priorities (all three, or none).
+  std::string noPriorities;
+  if (!resolve(handle, "cuGraphKernelNodeSetAttribute",
+               api.cuGraphKernelNodeSetAttribute, noPriorities) ||
+      !resolve(handle, "cuCtxGetStreamPriorityRange",
+               api.cuCtxGetStreamPriorityRange, noPriorities) ||
+      !resolve(handle, "cuStreamGetPriority", api.cuStreamGetPriority,
+               noPriorities)) {
+    api.cuGraphKernelNodeSetAttribute = nullptr;
+    api.cuCtxGetStreamPriorityRange = nullptr;
+    api.cuStreamGetPriority = nullptr;
+  }
   // Optional: only the Hopper kernels' tensor maps need it.
   std::string noTensorMaps;
   resolve(handle, "cuTensorMapEncodeTiled", api.cuTensorMapEncodeTiled,

@@ -471,6 +471,10 @@ Status Program::prepare(int variant,
     steps = std::move(ordered);
   }
   v.deps = dependencies(steps);
+  for (int32_t i : steps) {
+    const PlanStep &step = plan_.steps[static_cast<size_t>(i)];
+    v.urgent.push_back(freeStep(step) && step.level < plan_.base_level);
+  }
   for (PreparedLaunch &pl : v.launches) {
     pl.finalize();
     std::vector<Patch> patches;
@@ -609,7 +613,7 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     }
   }
   lastRunUsedGraph_ =
-      graph && v.graph->launch(v.launches, v.dirty, stream, &v.deps);
+      graph && v.graph->launch(v.launches, v.dirty, stream, &v.deps, &v.urgent);
   if (lastRunUsedGraph_)
     return Status::success();
   for (PreparedLaunch &pl : v.launches)

@@ -70,22 +70,32 @@ public:
   /// `deps` (one list per launch, of earlier launches' indices) makes the
   /// graph a DAG instead of a chain: a launch with no dependencies is a
   /// root, and roots are added to the graph first (the driver starts them
-  /// in that order).
+  /// in that order). `urgent` (one flag per launch) gives the flagged
+  /// launches the context's greatest priority and the others the stream's
+  /// (at the first call), so that the block scheduler places an urgent
+  /// root's blocks before another root's whatever order the driver starts
+  /// them in; where the driver cannot prioritize nodes it is ignored.
   bool launch(const std::vector<PreparedLaunch> &launches,
               std::vector<uint8_t> &dirty, cuda::CUstream stream,
-              const std::vector<std::vector<uint32_t>> *deps = nullptr);
+              const std::vector<std::vector<uint32_t>> *deps = nullptr,
+              const std::vector<uint8_t> *urgent = nullptr);
   bool failed() const { return failed_; }
   bool built() const { return exec_ != nullptr; }
+  /// Whether the built graph runs its nodes at their own priorities.
+  bool prioritized() const { return prioritized_; }
 
 private:
   void reset();
   bool fail();
+  /// Sets every node's priority (see launch()); false if the driver cannot.
+  bool prioritize(const std::vector<uint8_t> &urgent, cuda::CUstream stream);
 
   const Device *device_;
   cuda::CUgraph graph_ = nullptr;
   cuda::CUgraphExec exec_ = nullptr;
   std::vector<cuda::CUgraphNode> nodes_;
   bool failed_ = false;
+  bool prioritized_ = false;
 };
 
 class Device {

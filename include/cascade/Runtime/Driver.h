@@ -68,6 +68,19 @@ struct CudaKernelNodeParams {
   CUcontext ctx;
 };
 
+/// A kernel node's launch attribute value (cuda.h's CUlaunchAttributeValue,
+/// a 64-byte union); only the priority is used.
+union CudaLaunchAttributeValue {
+  int priority;
+  char pad[64];
+};
+/// cuda.h's CU_LAUNCH_ATTRIBUTE_PRIORITY.
+constexpr int CU_LAUNCH_ATTRIBUTE_PRIORITY = 8;
+/// cuda.h's CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: a graph launch
+/// schedules each kernel node at its own priority attribute instead of the
+/// launch stream's.
+constexpr unsigned long long CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8;
+
 /// The driver entry points the runtime uses (versioned symbols resolved).
 struct DriverApi {
   CUresult (*cuInit)(unsigned);
@@ -128,6 +141,12 @@ struct DriverApi {
   CUresult (*cuGraphExecKernelNodeSetParams)(CUgraphExec, CUgraphNode,
                                              const CudaKernelNodeParams *);
   CUresult (*cuStreamIsCapturing)(CUstream, int *);
+  // Optional: per-node priorities of a built graph (without them every
+  // node runs at the launch stream's priority).
+  CUresult (*cuGraphKernelNodeSetAttribute)(CUgraphNode, int,
+                                            const CudaLaunchAttributeValue *);
+  CUresult (*cuCtxGetStreamPriorityRange)(int *, int *);
+  CUresult (*cuStreamGetPriority)(CUstream, int *);
   // Optional (null before CUDA 12.0 drivers): TMA tensor maps. The enums
   // are passed as their cuda.h values; TensorMap.h checks the description
   // and reports a missing entry point when a map is encoded.
@@ -140,6 +159,11 @@ struct DriverApi {
   bool canBuildGraphs() const {
     return cuGraphCreate && cuGraphAddKernelNode &&
            cuGraphExecKernelNodeSetParams && cuStreamIsCapturing;
+  }
+  /// Whether a built graph's nodes can be given priorities.
+  bool canPrioritizeNodes() const {
+    return cuGraphKernelNodeSetAttribute && cuCtxGetStreamPriorityRange &&
+           cuStreamGetPriority;
   }
 };
 

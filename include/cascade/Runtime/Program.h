@@ -173,6 +173,11 @@ private:
     /// Per launch, the earlier launches it waits for in the graph (see
     /// dependencies()).
     std::vector<std::vector<uint32_t>> deps;
+    /// Per launch, whether it runs at the greatest priority in the graph:
+    /// the free split attentions of the levels before the base level (a
+    /// long prefix's blocks are placed before the base level's, which fill
+    /// the SMs the prefix leaves idle). With level 0 as the base, none.
+    std::vector<uint8_t> urgent;
     /// The launches as one graph (built on first use); `dirty[i]`: launch
     /// i's slots changed since its node was last written.
     std::unique_ptr<KernelGraph> graph;

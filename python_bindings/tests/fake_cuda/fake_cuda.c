@@ -181,11 +181,38 @@ CUresult cuStreamEndCapture(void *s, void **g) {
   ++live_objects;
   return 0;
 }
-CUresult cuGraphCreate(void **g, unsigned f) { (void)f; *g = calloc(1, sizeof(struct graph)); ++live_objects; return 0; }
 /* The dependencies of the nodes of the last graph built (node handles are
    1 + the node's index in creation order). */
 #define MAX_DEPS 8
 static int last_graph_deps[MAX_NODES][MAX_DEPS + 1]; /* count, then ids */
+/* The priority attribute of each node of the last graph built (NO_PRIORITY
+   where none was set), and the flags it was instantiated with. The context's
+   priorities range from 0 (least) to -5 (greatest), as on the H200; a
+   stream's priority is 0. */
+#define NO_PRIORITY 99
+static int last_graph_priority[MAX_NODES];
+static unsigned long long last_graph_flags;
+CUresult cuGraphCreate(void **g, unsigned f) {
+  (void)f;
+  *g = calloc(1, sizeof(struct graph));
+  ++live_objects;
+  for (int i = 0; i < MAX_NODES; ++i) last_graph_priority[i] = NO_PRIORITY;
+  return 0;
+}
+CUresult cuCtxGetStreamPriorityRange(int *least, int *greatest) {
+  *least = 0;
+  *greatest = -5;
+  return 0;
+}
+CUresult cuStreamGetPriority(void *s, int *p) { (void)s; *p = 0; return 0; }
+/* Attribute 8 (CU_LAUNCH_ATTRIBUTE_PRIORITY) only; the value's first int. */
+CUresult cuGraphKernelNodeSetAttribute(void *node, int attr, const int *value) {
+  intptr_t i = (intptr_t)node - 1;
+  if (attr != 8 || i < 0 || i >= MAX_NODES || *value < -5 || *value > 0)
+    return 1;
+  last_graph_priority[i] = *value;
+  return 0;
+}
 CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps,
                                  const struct kernel_node_params *p) {
   struct graph *gr = g;
@@ -204,7 +231,7 @@ CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps
   return 0;
 }
 CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
-  (void)f;
+  last_graph_flags = f;
   struct graph *exec = malloc(sizeof *exec);
   memcpy(exec, g, sizeof *exec);
   *e = exec;
@@ -282,6 +309,12 @@ int fake_cuda_graph_dep(int node, int k) {
     return -1;
   return k < 0 ? last_graph_deps[node][0] : last_graph_deps[node][k + 1];
 }
+/* The priority of node `node` (creation order) of the last graph built
+   (99: none set), and that graph's instantiation flags. */
+int fake_cuda_graph_priority(int node) {
+  return node < 0 || node >= MAX_NODES ? NO_PRIORITY : last_graph_priority[node];
+}
+unsigned long long fake_cuda_graph_flags(void) { return last_graph_flags; }
 const char *fake_cuda_launch_name(int i) { return launches[i].name; }
 int fake_cuda_launch_nparams(int i) { return launches[i].nparams; }
 uint64_t fake_cuda_launch_param(int i, int p) { return launches[i].params[p]; }

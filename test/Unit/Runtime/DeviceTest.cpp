@@ -110,6 +110,8 @@ struct Fake : test::FakeCudaLibrary {
   void (*reset)() = nullptr;
   int (*numGraphLaunches)() = nullptr;
   int (*graphDep)(int, int) = nullptr;
+  int (*graphPriority)(int) = nullptr;
+  unsigned long long (*graphFlags)() = nullptr;
   const char *(*launchName)(int) = nullptr;
   unsigned (*launchGrid)(int, int) = nullptr;
   uint64_t (*launchParam)(int, int) = nullptr;
@@ -127,6 +129,8 @@ Fake &fake() {
     f->hook(f->reset, "fake_cuda_reset");
     f->hook(f->numGraphLaunches, "fake_cuda_num_graph_launches");
     f->hook(f->graphDep, "fake_cuda_graph_dep");
+    f->hook(f->graphPriority, "fake_cuda_graph_priority");
+    f->hook(f->graphFlags, "fake_cuda_graph_flags");
     f->hook(f->launchName, "fake_cuda_launch_name");
     f->hook(f->launchGrid, "fake_cuda_launch_grid");
     f->hook(f->launchParam, "fake_cuda_launch_param");
@@ -654,6 +658,9 @@ TEST(ProgramOnStandIn, UploadRunAndGraphReplay) {
   ASSERT_EQ(fake().numLaunches(), n);
   EXPECT_EQ(fake().launchParam(0, 0), 0x5000u); // q, allocated pointer
   EXPECT_EQ(fake().launchParam(0, 1), 0x5000u); // q, aligned pointer
+  // Level 0 as the base: a chain, nothing urgent, the stream's priority.
+  EXPECT_EQ(fake().graphFlags(), 0u);
+  EXPECT_EQ(fake().graphPriority(0), 99);
 
   // Another q: the graph's nodes are rewritten in place, one graph launch.
   ptrs[static_cast<size_t>(Role::Q)] = 0x9000;
@@ -742,6 +749,12 @@ TEST(ProgramOnStandIn, LastLevelFirstRunsTheSplitPrefixBesideIt) {
     for (size_t k = 0; k < deps[i].size(); ++k)
       EXPECT_EQ(fake().graphDep(i, static_cast<int>(k)), deps[i][k]);
   }
+  // The prefix's split attention at the context's greatest priority (the
+  // stand-in's -5), the rest at the stream's (0), and the graph runs them
+  // at their own priorities.
+  EXPECT_EQ(fake().graphFlags(), 8u);
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(fake().graphPriority(i), i == 0 ? -5 : 0) << "node " << i;
   // Level 1 writes o; level 0's merge of splits writes its level state.
   EXPECT_EQ(
       fake().launchGrid(0, 0),
