@@ -16,6 +16,11 @@ a weak reference. plan() stays outside the compiled region (it copies index
 arrays to the host); run() is the op. The fake implementations need the
 planned configuration (the output dtype), so plan() before tracing.
 
+With cascade_mlir._torch_bridge, run, run_out and the merges have C++
+kernels for CUDA (_register_cpp_kernels, docs/python.md): run / run_out call
+the runner that plan() binds to the handle of a cascade, batch decode or
+batch prefill wrapper; anything else goes to the Python kernels below.
+
 Ops (namespace `cascade_mlir`):
   run(handle, q, paged_kv_cache, v_cache?) -> (out, lse)
       any planned wrapper (MultiLevelCascadeAttentionWrapper, batch decode,
@@ -32,9 +37,10 @@ Ops (namespace `cascade_mlir`):
   merge_states(v, s) -> (v, s)
 """
 
+import contextlib
 import itertools
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -114,6 +120,20 @@ def _bind_runner(handle: int, w: Any, program: Any) -> None:
         runner = program._runner() if program is not None and _runs_in_one_call(w) \
             else None
         _RUN_BRIDGE.bind_runner(handle, runner)
+
+
+@contextlib.contextmanager
+def _without_runner(handle: int) -> Iterator[None]:
+    """Inside it, run / run_out of `handle` take the Python kernel (the
+    handle's runner unbound): what the op costs without its C++ kernel
+    (benchmarks/python/host_overhead.py, the host-cost tests)."""
+    if _RUN_BRIDGE is not None:
+        _RUN_BRIDGE.bind_runner(handle, None)
+    try:
+        yield
+    finally:
+        w = wrapper_of(handle)
+        _bind_runner(handle, w, _one_call_program(w))
 
 
 def _one_call_run_changed(w: Any, program: Any) -> None:

@@ -437,8 +437,8 @@ _keep = []  # the timed wrappers (the registry holds them weakly)
 
 
 class without_runner:
-    """A call of the run ops' handle `h` with its runner unbound around it
-    (the Python kernel then runs): what the op cost before its C++ kernel."""
+    """A call of the run ops' handle `h`, timed with its runner unbound (the
+    Python kernel then runs): what the op cost before its C++ kernel."""
 
     def __init__(self, h, fn):
         self.h, self.fn = h, fn
@@ -447,13 +447,9 @@ class without_runner:
         return self.fn()
 
     def timed(self, time_it):
-        from cascade_mlir import _frameworks, torch_ops
-        w = torch_ops.wrapper_of(self.h)
-        _frameworks.TORCH_BRIDGE.bind_runner(self.h, None)
-        try:
+        from cascade_mlir import torch_ops
+        with torch_ops._without_runner(self.h):
             return time_it(self.fn)
-        finally:
-            torch_ops._bind_runner(self.h, w, torch_ops._one_call_program(w))
 
 
 def python_frames(fn):
