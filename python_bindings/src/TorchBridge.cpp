@@ -410,45 +410,40 @@ void runOutKernel(c10::SymInt handle, const at::Tensor &q, const at::Tensor &kv,
   fallback(kRunOut, h, q, kv, v, out, lse);
 }
 
-/// The dispatch key of `key` ("CUDA", or "CPU" for tests); ValueError
-/// otherwise.
-std::optional<c10::DispatchKey> dispatchKey(const char *key) {
+/// A new library for `group`'s kernels on dispatch key `key` ("CUDA", or
+/// "CPU" for tests), with `fallbacks` (a tuple of callables, `what`) kept as
+/// the Python kernels of ops first, first + 1, ...; null when registered
+/// on that key before (*before) or with a Python exception set.
+torch::Library *newLibrary(const char *group, const char *key,
+                           PyObject *fallbacks, int first, int n,
+                           const char *what, bool *before) {
+  std::optional<c10::DispatchKey> dk;
   if (std::string(key) == "CUDA")
-    return c10::DispatchKey::CUDA;
-  if (std::string(key) == "CPU")
-    return c10::DispatchKey::CPU;
-  PyErr_Format(PyExc_ValueError, "dispatch_key must be CUDA or CPU, not %s",
-               key);
-  return std::nullopt;
-}
-
-/// Keeps `fallbacks` (a tuple of `n` callables) as the Python kernels of
-/// ops first .. first + n - 1; false with a ValueError if it has another
-/// length.
-bool keepFallbacks(PyObject *fallbacks, int first, int n, const char *what) {
-  if (PyTuple_GET_SIZE(fallbacks) != n) {
-    PyErr_Format(PyExc_ValueError, "fallbacks: the Python kernels of %s", what);
-    return false;
+    dk = c10::DispatchKey::CUDA;
+  else if (std::string(key) == "CPU")
+    dk = c10::DispatchKey::CPU;
+  if (!dk) {
+    PyErr_Format(PyExc_ValueError, "dispatch_key must be CUDA or CPU, not %s",
+                 key);
+    return nullptr;
   }
   OpKernels &k = opKernels();
+  const std::string name = std::string(group) + "/" + key;
+  *before = k.libraries.count(name) > 0;
+  if (*before)
+    return nullptr;
+  if (PyTuple_GET_SIZE(fallbacks) != n) {
+    PyErr_Format(PyExc_ValueError, "fallbacks: the Python kernels of %s", what);
+    return nullptr;
+  }
+  // The kernels read these from now on (and forever: never released).
   for (int i = 0; i < n; ++i) {
     PyObject *f = PyTuple_GET_ITEM(fallbacks, i);
     Py_INCREF(f);
     Py_XDECREF(k.fallbacks[first + i]);
     k.fallbacks[first + i] = f;
   }
-  return true;
-}
-
-/// A new library of implementations for `group` on `key`, or null when
-/// that group's were registered on it before.
-torch::Library *newLibrary(const std::string &group, const char *key,
-                           c10::DispatchKey dk) {
-  OpKernels &k = opKernels();
-  const std::string name = group + "/" + key;
-  if (k.libraries.count(name))
-    return nullptr;
-  auto *lib = new torch::Library(torch::Library::IMPL, "cascade_mlir", dk,
+  auto *lib = new torch::Library(torch::Library::IMPL, "cascade_mlir", *dk,
                                  __FILE__, __LINE__);
   k.libraries[name] = lib;
   return lib;
@@ -471,21 +466,20 @@ PyObject *registerMergeKernels(PyObject * /*module*/, PyObject *args) {
                     "the runtime's merges capsule has another ABI");
     return nullptr;
   }
-  const std::optional<c10::DispatchKey> dk = dispatchKey(key);
-  if (!dk)
+  bool before = false;
+  torch::Library *lib =
+      newLibrary("merges", key, fallbacks, kMergeState, 3,
+                 "merge_state, merge_state_in_place and merge_states", &before);
+  if (!lib) {
+    if (before)
+      Py_RETURN_FALSE;
     return nullptr;
-  if (opKernels().libraries.count(std::string("merges/") + key))
-    Py_RETURN_FALSE; // registered before
-  if (!keepFallbacks(fallbacks, kMergeState, 3,
-                     "merge_state, merge_state_in_place and merge_states"))
-    return nullptr;
-  // The kernels read these from now on (and forever: never released).
+  }
   OpKernels &k = opKernels();
-  Py_INCREF(capsule);
+  Py_INCREF(capsule); // kept forever, as the fallbacks
   Py_XDECREF(k.mergesCapsule);
   k.mergesCapsule = capsule;
   k.merges = ops;
-  torch::Library *lib = newLibrary("merges", key, *dk);
   lib->impl("merge_state", TORCH_FN(mergeStateKernel));
   lib->impl("merge_state_in_place", TORCH_FN(mergeStateInPlaceKernel));
   lib->impl("merge_states", TORCH_FN(mergeStatesKernel));
@@ -500,14 +494,14 @@ PyObject *registerRunKernels(PyObject * /*module*/, PyObject *args) {
   const char *key = "CUDA";
   if (!PyArg_ParseTuple(args, "O!|s", &PyTuple_Type, &fallbacks, &key))
     return nullptr;
-  const std::optional<c10::DispatchKey> dk = dispatchKey(key);
-  if (!dk)
+  bool before = false;
+  torch::Library *lib =
+      newLibrary("run", key, fallbacks, kRun, 2, "run and run_out", &before);
+  if (!lib) {
+    if (before)
+      Py_RETURN_FALSE;
     return nullptr;
-  if (opKernels().libraries.count(std::string("run/") + key))
-    Py_RETURN_FALSE; // registered before
-  if (!keepFallbacks(fallbacks, kRun, 2, "run and run_out"))
-    return nullptr;
-  torch::Library *lib = newLibrary("run", key, *dk);
+  }
   lib->impl("run", TORCH_FN(runKernel));
   lib->impl("run_out", TORCH_FN(runOutKernel));
   Py_RETURN_TRUE;

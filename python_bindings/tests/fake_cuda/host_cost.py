@@ -303,49 +303,34 @@ def check_fast_merges():
 
 # --- real torch through the torch bridge ----------------------------------------
 
-class TorchOnStandIn:
+def torch_on_stand_in(torch):
     """The package's framework adapter for host torch tensors standing for
-    tensors on cuda:0 (as _Torch; the runtime reads them as on cuda:0)."""
-    name = "torch"
+    tensors on cuda:0 (the runtime reads them as on cuda:0): _Torch on its
+    torch, with the device answers of Adapter."""
+    from cascade_mlir._frameworks import _Torch
 
-    def __init__(self, torch):
-        self.torch = torch
+    class TorchOnStandIn(_Torch):
+        cuda_ordinal = Adapter.cuda_ordinal
+        device_object = Adapter.device_object
+        stream_for = Adapter.stream_for
+        current_stream = Adapter.current_stream
 
-    def is_tensor(self, x):
-        return isinstance(x, self.torch.Tensor)
+        def __init__(self):  # no bridge loading: the package did that
+            self.torch = torch
 
-    def cuda_ordinal(self, x):
-        return 0
+        def empty_bytes(self, nbytes, ordinal):
+            return torch_bytes(torch, nbytes)
 
-    def device_object(self, ordinal):
-        return None
+        def empty_i32(self, n, ordinal):
+            return torch.empty(int(n), dtype=torch.int32)
 
-    def stream_for(self, x, ordinal):
-        return 0
+        def empty_f32(self, x, shape):
+            return torch.empty(tuple(shape), dtype=torch.float32)
 
-    def current_stream(self, ordinal):
-        return 0
+        def to_host(self, x):
+            return x.numpy().copy()
 
-    def empty_bytes(self, nbytes, ordinal):
-        return torch_bytes(self.torch, nbytes)
-
-    def empty_i32(self, n, ordinal):
-        return self.torch.empty(int(n), dtype=self.torch.int32)
-
-    def empty_like(self, x):
-        return self.torch.empty_like(x)
-
-    def nbytes(self, x):
-        return x.numel() * x.element_size()
-
-    def empty_shaped(self, x, shape):
-        return x.new_empty(tuple(shape))
-
-    def empty_f32(self, x, shape):
-        return self.torch.empty(tuple(shape), dtype=self.torch.float32)
-
-    def to_host(self, x):
-        return x.numpy().copy()
+    return TorchOnStandIn()
 
 
 def torch_bytes(torch, nbytes):
@@ -371,7 +356,7 @@ def torch_setup():
         sys.exit(3)
     print(torch_ops._register_cpp_kernels("CPU"))
     _runtime._stand_in_device(0)
-    _frameworks.register_framework(TorchOnStandIn(torch))
+    _frameworks.register_framework(torch_on_stand_in(torch))
     return torch, _frameworks.TORCH_BRIDGE
 
 
