@@ -371,8 +371,6 @@ def _register_cpp_kernels(dispatch_key: str = "CUDA") -> str:
 #: Whether the ops run C++ kernels on CUDA tensors (run / run_out where the
 #: handle's wrapper has a runner, the merges), and why.
 CPP_KERNELS = _register_cpp_kernels()
-#: The earlier name of CPP_KERNELS.
-CPP_MERGE_KERNELS = CPP_KERNELS
 
 
 def op_names() -> List[str]:

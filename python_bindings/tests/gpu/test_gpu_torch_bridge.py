@@ -125,7 +125,7 @@ def test_merge_ops_run_the_cpp_kernels(bridge):
     results of the functions, version bumps of what they write, the Python
     kernels' errors and autograd refusal."""
     from cascade_mlir import torch_ops
-    assert torch_ops.CPP_MERGE_KERNELS.startswith("registered for CUDA")
+    assert torch_ops.CPP_KERNELS.startswith("registered for CUDA")
     for op in ("merge_state", "merge_state_in_place", "merge_states"):
         dump = torch._C._dispatch_dump("cascade_mlir::" + op)
         assert "CUDA: registered at" in dump and "TorchBridge.cpp" in dump, dump
