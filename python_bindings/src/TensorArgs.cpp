@@ -191,16 +191,13 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   return a;
 }
 
-/// A torch tensor read by the bridge; false when it does not take it.
-bool probeBridged(const CascadeTorchBridge &b, py::handle obj, TensorArg &a) {
-  CascadeTorchTensor d;
+/// A torch tensor described by the bridge; false when it does not take it.
+bool probeBridged(const CascadeTorchBridge &b, py::handle obj,
+                  CascadeTorchTensor &d) {
   const int r = b.probe(obj.ptr(), &d);
   if (r < 0)
     throw py::error_already_set();
-  if (r > 0)
-    return false;
-  a = fromBridge(d);
-  return true;
+  return r == 0;
 }
 
 /// `like` at the address of a new torch tensor (of like's shape, dtype,
@@ -458,10 +455,10 @@ bool isTorchTensor(py::handle obj) {
 
 TensorArg probe(py::handle obj, const char *name, int64_t stream, bool bridge) {
   if (isTorchTensor(obj)) {
-    TensorArg a;
     const CascadeTorchBridge *b = torch().bridge;
-    if (b && bridge && probeBridged(*b, obj, a))
-      return a;
+    CascadeTorchTensor d;
+    if (b && bridge && probeBridged(*b, obj, d))
+      return fromBridge(d);
     return probeTorch(obj, name);
   }
   return probeDlpack(obj, name, stream);
