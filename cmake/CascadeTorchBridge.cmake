@@ -56,6 +56,13 @@ print(int(torch._C._GLIBCXX_USE_CXX11_ABI))
                       "the package for Python ${want}" PARENT_SCOPE)
     return()
   endif()
+  # The bridge's kernels launch on torch's current CUDA stream, read with
+  # c10's getStreamNativeHandle (torch 2.6 and later).
+  string(REGEX MATCH "^[0-9]+\\.[0-9]+" major_minor "${version}")
+  if(major_minor VERSION_LESS 2.6)
+    set(${prefix}_WHY "torch ${version} is older than 2.6" PARENT_SCOPE)
+    return()
+  endif()
   list(GET includes 0 include)
   if(NOT EXISTS "${include}/torch/csrc/autograd/python_variable.h")
     set(${prefix}_WHY "torch ${version} has no C++ headers (${include})" PARENT_SCOPE)

@@ -83,6 +83,20 @@ def merge_kernels(ordinal: int, dtype: str, head_dim: int) -> Tuple[Any, Dict[st
 MERGES = _runtime.MergeOps(merge_kernels)
 
 
+#: Told (wrapper, program) when a wrapper's run() becomes its planned
+#: program's run in one call (plan() on a GPU), and (wrapper, None) when it
+#: stops being that (reset_workspace_buffer()): cascade_mlir.torch_ops keeps
+#: the torch bridge's C++ kernels of cascade_mlir::run bound to the program.
+ONE_CALL_LISTENERS: List[Callable[[Any, Any], None]] = []
+
+
+def one_call_run(wrapper: Any, program: Any) -> None:
+    """Tells ONE_CALL_LISTENERS that `wrapper`'s run() is now `program.run`
+    (None: no longer a program's run)."""
+    for listener in ONE_CALL_LISTENERS:
+        listener(wrapper, program)
+
+
 def current_stream(x: Any) -> int:
     fw = framework_of(x)
     return fw.current_stream(fw.cuda_ordinal(x)) if fw is not None else 0

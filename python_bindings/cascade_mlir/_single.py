@@ -123,6 +123,7 @@ class SingleLevelWrapper:
         self._fast_run = None
         self.__dict__.pop("run", None)
         self.__dict__.pop("forward", None)
+        _gpu.one_call_run(self, None)
 
     @property
     def auto_cascade_stats(self) -> Optional[Dict[str, Any]]:
@@ -201,6 +202,7 @@ class SingleLevelWrapper:
             self._engine.plan(cfg, levels, buffers)
             self._fast_run = self._engine.program.run
             self.__dict__.pop("run", None)
+            _gpu.one_call_run(self, self._engine.program)
             return
         self._host_plan = None
         if auto is None:  # checks the inputs; the CPU reference needs no plan

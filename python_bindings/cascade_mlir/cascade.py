@@ -337,6 +337,7 @@ class MultiLevelCascadeAttentionWrapper:
         self._engine.reset_workspace_buffer(float_workspace_buffer, ints)
         self.__dict__.pop("run", None)
         self.__dict__.pop("forward", None)
+        _gpu.one_call_run(self, None)
 
     def plan(self, qo_indptr_arr: Sequence, paged_kv_indptr_arr: Sequence,
              paged_kv_indices_arr: Sequence, paged_kv_last_page_len: Sequence,
@@ -363,6 +364,7 @@ class MultiLevelCascadeAttentionWrapper:
             self._engine.plan(cfg, levels, self._buffers)
             # From now on run() is the runtime's (no Python frame in between).
             self.__dict__["run"] = self.__dict__["forward"] = self._engine.program.run
+            _gpu.one_call_run(self, self._engine.program)
             return
         plans = []
         for lv in levels:

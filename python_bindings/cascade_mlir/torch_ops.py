@@ -16,6 +16,11 @@ a weak reference. plan() stays outside the compiled region (it copies index
 arrays to the host); run() is the op. The fake implementations need the
 planned configuration (the output dtype), so plan() before tracing.
 
+With cascade_mlir._torch_bridge, run, run_out and the merges have C++
+kernels for CUDA (_register_cpp_kernels, docs/python.md): run / run_out call
+the runner that plan() binds to the handle of a cascade, batch decode or
+batch prefill wrapper; anything else goes to the Python kernels below.
+
 Ops (namespace `cascade_mlir`):
   run(handle, q, paged_kv_cache, v_cache?) -> (out, lse)
       any planned wrapper (MultiLevelCascadeAttentionWrapper, batch decode,
@@ -32,9 +37,10 @@ Ops (namespace `cascade_mlir`):
   merge_states(v, s) -> (v, s)
 """
 
+import contextlib
 import itertools
 import weakref
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import torch
 from torch import Tensor
@@ -61,14 +67,80 @@ def register(wrapper: Any) -> int:
         h = next(_next_handle)
         wrapper.__dict__["_torch_op_handle"] = h
         _wrappers[h] = weakref.ref(wrapper, _forget(h))
+        _bind_runner(h, wrapper, _one_call_program(wrapper))
     return h
 
 
 def _forget(handle: int) -> Any:
-    """The weakref callback that drops a dead wrapper's handle."""
+    """The weakref callback that drops a dead wrapper's handle (and the
+    runner of its program)."""
     def drop(_ref: Any) -> None:
         _wrappers.pop(handle, None)
+        if _RUN_BRIDGE is not None:
+            _RUN_BRIDGE.bind_runner(handle, None)
     return drop
+
+
+# --- the C++ kernels' runners ---------------------------------------------------
+#
+# The torch bridge's C++ kernels of run and run_out (registered below) call,
+# per handle, the planned program of the wrapper as a C function (its
+# "runner", Program._runner()): the wrapper's run(q, kv, ...) with no
+# options is that program's run for the multi-level cascade (plan() puts
+# program.run in its place) and the batch decode / prefill wrappers (their
+# run() calls it), unless a subclass replaces run(). plan() and
+# reset_workspace_buffer() tell _gpu.ONE_CALL_LISTENERS when that program
+# changes; a handle without a runner (other wrappers, the CPU reference, not
+# planned yet) runs the Python kernel.
+
+#: The bridge whose run kernels are registered (None: no C++ run kernels).
+_RUN_BRIDGE: Optional[Any] = None
+
+
+def _runs_in_one_call(w: Any) -> bool:
+    """Whether w.run(q, kv, ...) with no options is its program's run."""
+    if isinstance(w, _cascade.MultiLevelCascadeAttentionWrapper):
+        return True
+    return getattr(type(w), "run", None) in (BatchDecodeWithPagedKVCacheWrapper.run,
+                                             BatchPrefillWithPagedKVCacheWrapper.run)
+
+
+def _one_call_program(w: Any) -> Any:
+    """The program whose run w.run is now (None: not a one-call run)."""
+    program = getattr(w.__dict__.get("_engine"), "program", None)
+    if program is None:
+        return None
+    run = w.__dict__.get("run" if isinstance(w, _cascade.MultiLevelCascadeAttentionWrapper)
+                         else "_fast_run")
+    return program if run is not None and run == program.run else None
+
+
+def _bind_runner(handle: int, w: Any, program: Any) -> None:
+    if _RUN_BRIDGE is not None:
+        runner = program._runner() if program is not None and _runs_in_one_call(w) \
+            else None
+        _RUN_BRIDGE.bind_runner(handle, runner)
+
+
+@contextlib.contextmanager
+def _without_runner(handle: int) -> Iterator[None]:
+    """Inside it, run / run_out of `handle` take the Python kernel (the
+    handle's runner unbound): what the op costs without its C++ kernel
+    (benchmarks/python/host_overhead.py, the host-cost tests)."""
+    if _RUN_BRIDGE is not None:
+        _RUN_BRIDGE.bind_runner(handle, None)
+    try:
+        yield
+    finally:
+        w = wrapper_of(handle)
+        _bind_runner(handle, w, _one_call_program(w))
+
+
+def _one_call_run_changed(w: Any, program: Any) -> None:
+    """_gpu.ONE_CALL_LISTENERS' entry: rebinds a registered wrapper's runner."""
+    h = w.__dict__.get("_torch_op_handle")
+    if h is not None:
+        _bind_runner(h, w, program)
 
 
 def wrapper_of(handle: int) -> Any:
@@ -268,26 +340,37 @@ merge_state_in_place = _op("merge_state_in_place", _merge_state_in_place,
 merge_states = _op("merge_states", _cascade.merge_states, _merge_states_fake)
 
 
-def _register_cpp_merge_kernels(dispatch_key: str = "CUDA") -> str:
-    """The torch bridge's C++ kernels of the merges' ops on `dispatch_key`
-    (CUDA; CPU in tests): the runtime's one-call merges (_gpu.MERGES) called
-    from torch's dispatcher without the Python kernels' frames and argument
-    boxing; what they do not take (bad arguments, inputs that require grad)
-    goes to the Python kernels above. Returns what was done, and why."""
+_MERGE_OPS = ("merge_state", "merge_state_in_place", "merge_states")
+
+
+def _register_cpp_kernels(dispatch_key: str = "CUDA") -> str:
+    """The torch bridge's C++ kernels of the ops on `dispatch_key` (CUDA; CPU
+    in tests): run and run_out over the runner of the handle's planned
+    program, the merges over the runtime's one-call merges (_gpu.MERGES),
+    called from torch's dispatcher on tensors and outputs the bridge reads
+    and allocates in C++, without the Python kernels' frames and argument
+    boxing; what they do not take (no runner bound, bad arguments, inputs
+    that require grad) goes to the Python kernels above. Returns what was
+    done, and why."""
+    global _RUN_BRIDGE
     from . import _frameworks, _gpu
     _frameworks.framework_of(torch.empty(0))  # loads the bridge, or says why not
     bridge = _frameworks.TORCH_BRIDGE
     if bridge is None:
         return "not registered: cascade_mlir._torch_bridge is " + \
             _frameworks.TORCH_BRIDGE_STATUS
-    fallbacks = tuple(_PY_KERNELS[n] for n in ("merge_state", "merge_state_in_place",
-                                                "merge_states"))
-    bridge.register_merge_kernels(_gpu.MERGES._capsule(), fallbacks, dispatch_key)
+    bridge.register_merge_kernels(_gpu.MERGES._capsule(),
+                                  tuple(_PY_KERNELS[n] for n in _MERGE_OPS), dispatch_key)
+    bridge.register_run_kernels((_PY_KERNELS["run"], _PY_KERNELS["run_out"]), dispatch_key)
+    if _RUN_BRIDGE is None:
+        _RUN_BRIDGE = bridge
+        _gpu.ONE_CALL_LISTENERS.append(_one_call_run_changed)
     return f"registered for {dispatch_key} by cascade_mlir._torch_bridge"
 
 
-#: Whether the merges' ops run C++ kernels on CUDA tensors, and why.
-CPP_MERGE_KERNELS = _register_cpp_merge_kernels()
+#: Whether the ops run C++ kernels on CUDA tensors (run / run_out where the
+#: handle's wrapper has a runner, the merges), and why.
+CPP_KERNELS = _register_cpp_kernels()
 
 
 def op_names() -> List[str]:

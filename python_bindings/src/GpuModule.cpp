@@ -220,64 +220,93 @@ struct Checker {
   /// q: [rows, Hqo, D] (or the row capacity of a CUDA-graph plan).
   TensorArg checkQ(py::handle q, int64_t stream = -1) const {
     TensorArg tq = probe(q, "q", stream);
+    checkQ(tq);
+    return tq;
+  }
+  void checkQ(const TensorArg &tq) const {
     const int64_t qRows = tq.ndim == 3 ? tq.shape[0] : -1;
     expectTensor(
         tq, "q", sig, sig.qType,
         {qRows == cap ? cap : rows, sig.config.numQoHeads, sig.config.headDim},
         "[rows planned, num_qo_heads, head_dim] in the planned "
         "q_data_type");
-    return tq;
   }
   TensorArg checkOut(py::handle out, const TensorArg &q, int64_t stream) const {
     TensorArg to = probe(out, "out", stream);
+    checkOut(to, q);
+    return to;
+  }
+  void checkOut(const TensorArg &to, const TensorArg &q) const {
     expectTensor(to, "out", sig, sig.oType,
                  {q.shape[0], q.shape[1], q.shape[2]},
                  "the shape of q, in the planned output dtype");
-    return to;
   }
   TensorArg checkLse(py::handle lse, const TensorArg &q, int64_t stream) const {
     TensorArg tl = probe(lse, "lse", stream);
-    expectTensor(tl, "lse", sig, ElemType::F32, {q.shape[0], q.shape[1]},
-                 "[rows, num_qo_heads] float32");
+    checkLse(tl, q);
     return tl;
   }
+  void checkLse(const TensorArg &tl, const TensorArg &q) const {
+    expectTensor(tl, "lse", sig, ElemType::F32, {q.shape[0], q.shape[1]},
+                 "[rows, num_qo_heads] float32");
+  }
 
-  /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools.
+  /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools;
+  /// true for a pair.
   bool bindKv(py::handle kv, int slot, int64_t stream,
               std::array<uint64_t, kNumRoles> &ptrs,
               std::array<int64_t, kNumRoles> &counts,
               std::vector<py::object> &alive) const {
-    const int64_t page = sig.config.pageSize, h = sig.config.numKvHeads,
-                  d = sig.config.headDim;
-    const bool hnd = sig.hnd();
     const bool pair =
         py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
-    const char *name = slot ? "k_shared" : "paged_kv_cache";
     if (!pair) {
-      TensorArg a = probe(kv, name, stream);
+      TensorArg a = probe(kv, slot ? "k_shared" : "paged_kv_cache", stream);
       alive.push_back(a.keepAlive);
-      expectTensor(a, name, sig, sig.kvType,
-                   hnd ? std::vector<int64_t>{-1, 2, h, page, d}
-                       : std::vector<int64_t>{-1, 2, page, h, d},
-                   hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
-                         "head_dim] for HND"
-                       : "[max_num_pages, 2, page_size, num_kv_heads, "
-                         "head_dim] for NHD");
-      checkPages(a.shape[0], slot, name);
-      const size_t r = static_cast<size_t>(Role::KV0);
-      ptrs[r] = a.ptr;
-      counts[r] = a.numel();
+      bindPool(a, slot, ptrs, counts);
       return false;
     }
     py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
     if (py::len(seq) != 2)
-      throw py::value_error(std::string(name) +
+      throw py::value_error(std::string(slot ? "k_shared" : "paged_kv_cache") +
                             " must be one 5-D tensor or a (k_cache, "
                             "v_cache) pair");
     TensorArg k = probe(seq[0], "k_cache", stream);
     TensorArg v = probe(seq[1], "v_cache", stream);
     alive.push_back(k.keepAlive);
     alive.push_back(v.keepAlive);
+    bindPair(k, v, slot, ptrs, counts);
+    return true;
+  }
+
+  /// A 5-D pool [pages, 2, page, Hkv, D] (NHD) / [pages, 2, Hkv, page, D].
+  void bindPool(const TensorArg &a, int slot,
+                std::array<uint64_t, kNumRoles> &ptrs,
+                std::array<int64_t, kNumRoles> &counts) const {
+    const int64_t page = sig.config.pageSize, h = sig.config.numKvHeads,
+                  d = sig.config.headDim;
+    const bool hnd = sig.hnd();
+    const char *name = slot ? "k_shared" : "paged_kv_cache";
+    expectTensor(a, name, sig, sig.kvType,
+                 hnd ? std::vector<int64_t>{-1, 2, h, page, d}
+                     : std::vector<int64_t>{-1, 2, page, h, d},
+                 hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
+                       "head_dim] for HND"
+                     : "[max_num_pages, 2, page_size, num_kv_heads, "
+                       "head_dim] for NHD");
+    checkPages(a.shape[0], slot, name);
+    const size_t r = static_cast<size_t>(Role::KV0);
+    ptrs[r] = a.ptr;
+    counts[r] = a.numel();
+  }
+
+  /// A (k, v) pair of 4-D pools [pages, page, Hkv, D] (NHD) / [pages, Hkv,
+  /// page, D] (HND).
+  void bindPair(const TensorArg &k, const TensorArg &v, int slot,
+                std::array<uint64_t, kNumRoles> &ptrs,
+                std::array<int64_t, kNumRoles> &counts) const {
+    const int64_t page = sig.config.pageSize, h = sig.config.numKvHeads,
+                  d = sig.config.headDim;
+    const bool hnd = sig.hnd();
     const char *what = hnd ? "[max_num_pages, num_kv_heads, page_size, "
                              "head_dim] for HND"
                            : "[max_num_pages, page_size, num_kv_heads, "
@@ -292,14 +321,13 @@ struct Checker {
     if (k.shape[0] != v.shape[0])
       throw py::value_error(std::string(kName) + " and " + vName +
                             " have different numbers of pages");
-    checkPages(k.shape[0], slot, slot ? "k_shared" : name);
+    checkPages(k.shape[0], slot, slot ? "k_shared" : "paged_kv_cache");
     const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
     const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
     ptrs[kr] = k.ptr;
     counts[kr] = k.numel();
     ptrs[vr] = v.ptr;
     counts[vr] = v.numel();
-    return true;
   }
 
   void checkPages(int64_t pages, int slot, const char *name) const {
@@ -310,10 +338,64 @@ struct Checker {
   }
 };
 
+/// Runs `f`, turning what it throws into the Python exception pybind11
+/// would raise for it: false with that exception set.
+template <typename F> bool translated(F &&f) {
+  try {
+    f();
+    return true;
+  } catch (py::error_already_set &e) {
+    e.restore();
+  } catch (const py::builtin_exception &e) {
+    e.set_error();
+  } catch (const std::exception &e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+  return false;
+}
+
+/// A call from C (TorchBridgeABI.h): what `f` returns (0 or 1), or -1 with
+/// the Python exception of what it threw set.
+template <typename F> int calledFromC(F &&f) {
+  int r = 1;
+  return translated([&] { r = f(); }) ? r : -1;
+}
+
+/// A capsule named `name` holding `table` (a C table of `owner`'s
+/// functions) that keeps `owner` alive.
+py::object tableCapsule(void *table, const char *name, py::object owner) {
+  PyObject *c = PyCapsule_New(table, name, [](PyObject *cap) {
+    Py_XDECREF(static_cast<PyObject *>(PyCapsule_GetContext(cap)));
+  });
+  if (!c)
+    throw py::error_already_set();
+  py::object result = py::reinterpret_steal<py::object>(c);
+  if (PyCapsule_SetContext(c, owner.release().ptr()) != 0)
+    throw py::error_already_set();
+  return result;
+}
+
 class ProgramHandle {
 public:
   explicit ProgramHandle(std::shared_ptr<Device> device)
-      : device_(std::move(device)), program_(device_->launcher()) {}
+      : device_(std::move(device)), program_(device_->launcher()) {
+    runner_.abi = CASCADE_TORCH_BRIDGE_ABI;
+    runner_.size = sizeof(runner_);
+    runner_.self = this;
+    runner_.run = [](void *self, const CascadeRunCall *call) {
+      return calledFromC(
+          [&] { return static_cast<ProgramHandle *>(self)->runFromC(*call); });
+    };
+  }
+
+  /// run() as a C function (TorchBridgeABI.h's CascadeRunner) in a capsule
+  /// that keeps `self` (this Program) alive, for the torch bridge's kernels
+  /// of cascade_mlir::run and run_out.
+  static py::object runnerCapsule(py::object self) {
+    ProgramHandle &p = self.cast<ProgramHandle &>();
+    return tableCapsule(&p.runner_, CASCADE_RUNTIME_RUNNER_CAPSULE,
+                        std::move(self));
+  }
 
   /// config: cascade_mlir.config.AttentionConfig.as_dict(). `resolver`
   /// (called with a variant the first time run() sees it) must not hold
@@ -483,8 +565,7 @@ public:
       alive.push_back(probe(q, "q", stream).keepAlive);
     std::array<uint64_t, kNumRoles> ptrs{};
     std::array<int64_t, kNumRoles> counts{};
-    ptrs[static_cast<size_t>(Role::Q)] = tq.ptr;
-    counts[static_cast<size_t>(Role::Q)] = tq.numel();
+    setRole(ptrs, counts, Role::Q, tq);
     int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
     if (sig_.sharedSlot) {
       if (kvShared.is_none())
@@ -512,8 +593,7 @@ public:
       tout = probe(o, "out", stream);
     }
     alive.push_back(tout.keepAlive);
-    ptrs[static_cast<size_t>(Role::O)] = tout.ptr;
-    counts[static_cast<size_t>(Role::O)] = tout.numel();
+    setRole(ptrs, counts, Role::O, tout);
     py::object l = py::reinterpret_borrow<py::object>(lse);
     TensorArg tl;
     if (lse.is_none() && returnLse) {
@@ -532,20 +612,56 @@ public:
       if (!tl.torch)
         tl = probe(l, "lse", stream);
       alive.push_back(tl.keepAlive);
-      ptrs[static_cast<size_t>(Role::LSE)] = tl.ptr;
-      counts[static_cast<size_t>(Role::LSE)] = tl.numel();
+      setRole(ptrs, counts, Role::LSE, tl);
     }
     if (!program_.prepared(variant)) {
       resolver_(variant);
       if (!program_.prepared(variant))
         throw py::value_error("no kernels were prepared for this call");
     }
-    check(
-        program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale));
-    last_ = {variant, ptrs, counts, stream, kScale, vScale};
+    launch(variant, ptrs, counts, stream, kScale, vScale);
     if (returnLse)
       return py::make_tuple(o, l);
     return o;
+  }
+
+  /// run() for the torch bridge (the runner's function): the same checks
+  /// and launches on the tensors it describes, with k_scale = v_scale = 1
+  /// (the ops pass none). 1, launching nothing, where run() would raise or
+  /// must call Python first (a shared-prefix program, whose run() needs
+  /// kv_shared; a KV form not prepared yet): the op's Python kernel then
+  /// raises run()'s error, or prepares the form.
+  int runFromC(const CascadeRunCall &c) {
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    int variant = 0;
+    try {
+      if (!planned_ || sig_.sharedSlot)
+        return 1;
+      Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+      const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
+      ch.checkQ(tq);
+      if (c.has_v) {
+        ch.bindPair(fromBridge(c.kv), fromBridge(c.v), 0, ptrs, counts);
+        variant = 1;
+      } else {
+        ch.bindPool(fromBridge(c.kv), 0, ptrs, counts);
+      }
+      ch.checkOut(to, tq);
+      setRole(ptrs, counts, Role::Q, tq);
+      setRole(ptrs, counts, Role::O, to);
+      if (c.has_lse) {
+        const TensorArg tl = fromBridge(c.lse);
+        ch.checkLse(tl, tq);
+        setRole(ptrs, counts, Role::LSE, tl);
+      }
+      if (!program_.prepared(variant))
+        return 1;
+    } catch (const std::exception &) {
+      return 1;
+    }
+    launch(variant, ptrs, counts, static_cast<int64_t>(c.stream), 1.f, 1.f);
+    return 0;
   }
 
   int64_t numRows() const { return program_.numRows(); }
@@ -592,8 +708,26 @@ public:
   }
 
 private:
+  static void setRole(std::array<uint64_t, kNumRoles> &ptrs,
+                      std::array<int64_t, kNumRoles> &counts, Role role,
+                      const TensorArg &a) {
+    ptrs[static_cast<size_t>(role)] = a.ptr;
+    counts[static_cast<size_t>(role)] = a.numel();
+  }
+
+  /// Launches the prepared `variant` on the bound addresses (and remembers
+  /// the call for relaunch()).
+  void launch(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
+              const std::array<int64_t, kNumRoles> &counts, int64_t stream,
+              float kScale, float vScale) {
+    check(
+        program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale));
+    last_ = {variant, ptrs, counts, stream, kScale, vScale};
+  }
+
   std::shared_ptr<Device> device_;
   Program program_;
+  CascadeRunner runner_{};
   Signature sig_;
   bool planned_ = false;
   std::array<int64_t, 2> maxPageId_{-1, -1}; ///< per KV slot
@@ -619,7 +753,9 @@ private:
 /// and the launch in one call, no Python frame and no dict. Every method
 /// returns None (and launches nothing) when it does not take the call:
 /// not torch CUDA tensors, or any check failing; cascade.py then runs its
-/// Python path, which names the offending argument in its error.
+/// Python path, which names the offending argument in its error. The same
+/// merges as C functions on tensors the torch bridge describes (outputs it
+/// allocated) serve its kernels of the merges' torch ops (capsule()).
 class MergeOps {
 public:
   /// resolver(ordinal, dtype name, head_dim) -> (Device, {role: kernel})
@@ -628,21 +764,22 @@ public:
     table_.abi = CASCADE_TORCH_BRIDGE_ABI;
     table_.size = sizeof(table_);
     table_.self = this;
-    table_.merge_state = [](void *self, PyObject *const *a) {
-      return guarded([&] {
-        return static_cast<MergeOps *>(self)->mergeState(a[0], a[1], a[2],
-                                                         a[3]);
+    table_.merge_state = [](void *self, const CascadeTorchTensor *t,
+                            uint64_t stream) {
+      return calledFromC([&] {
+        return static_cast<MergeOps *>(self)->mergeStateFromC(t, stream);
       });
     };
-    table_.merge_state_in_place = [](void *self, PyObject *const *a) {
-      return guarded([&] {
-        return static_cast<MergeOps *>(self)->mergeStateInPlace(
-            a[0], a[1], a[2], a[3], a[4]);
+    table_.merge_state_in_place = [](void *self, const CascadeTorchTensor *t,
+                                     uint64_t stream) {
+      return calledFromC([&] {
+        return static_cast<MergeOps *>(self)->mergeStateInPlaceFromC(t, stream);
       });
     };
-    table_.merge_states = [](void *self, PyObject *const *a) {
-      return guarded([&] {
-        return static_cast<MergeOps *>(self)->mergeStates(a[0], a[1]);
+    table_.merge_states = [](void *self, const CascadeTorchTensor *t,
+                             uint64_t stream) {
+      return calledFromC([&] {
+        return static_cast<MergeOps *>(self)->mergeStatesFromC(t, stream);
       });
     };
   }
@@ -651,16 +788,8 @@ public:
   /// `self` (this MergeOps) alive.
   static py::object capsule(py::object self) {
     MergeOps &m = self.cast<MergeOps &>();
-    PyObject *c = PyCapsule_New(
-        &m.table_, CASCADE_RUNTIME_MERGES_CAPSULE, [](PyObject *cap) {
-          Py_XDECREF(static_cast<PyObject *>(PyCapsule_GetContext(cap)));
-        });
-    if (!c)
-      throw py::error_already_set();
-    py::object result = py::reinterpret_steal<py::object>(c);
-    if (PyCapsule_SetContext(c, self.release().ptr()) != 0)
-      throw py::error_already_set();
-    return result;
+    return tableCapsule(&m.table_, CASCADE_RUNTIME_MERGES_CAPSULE,
+                        std::move(self));
   }
 
   py::object mergeState(py::handle va, py::handle sa, py::handle vb,
@@ -673,14 +802,21 @@ public:
       return py::none();
     TensorArg tv, ts;
     py::object v = torchEmptyLike(va, a.v, tv), s = torchEmptyLike(sa, a.s, ts);
-    Args t;
-    setState(t, "v_a", "s_a", a);
-    setState(t, "v_b", "s_b", b);
-    t.buffer("v", tv);
-    t.buffer("s", ts);
-    t.integer("num_tasks", a.rows * a.heads);
-    launch(*k, k->mergeState, t, a.v.device);
+    launchMergeState(*k, a, b, tv, ts, torchCurrentStream(a.v.device));
     return py::make_tuple(v, s);
+  }
+  int mergeStateFromC(const CascadeTorchTensor *t, uint64_t stream) {
+    State a, b;
+    if (!readState(t[0], t[1], a) || !readState(t[2], t[3], b) || !same(a, b))
+      return 1;
+    const TensorArg tv = fromBridge(t[4]), ts = fromBridge(t[5]);
+    if (!sameLayout(tv, a.v) || !sameLayout(ts, a.s))
+      return 1;
+    Kernels *k = kernels(a);
+    if (!k)
+      return 1;
+    launchMergeState(*k, a, b, tv, ts, static_cast<int64_t>(stream));
+    return 0;
   }
 
   py::object mergeStateInPlace(py::handle v, py::handle s, py::handle vo,
@@ -688,67 +824,51 @@ public:
     State a, b;
     if (!readState(v, s, a) || !readState(vo, so, b) || !same(a, b))
       return py::none();
-    Kernels *k = kernels(a);
-    if (!k)
+    if (!mask.is_none() && !isTorchTensor(mask))
       return py::none();
-    Args t;
-    setState(t, "v", "s", a);
-    setState(t, "v_other", "s_other", b);
-    t.integer("num_tasks", a.rows * a.heads);
-    t.integer("num_heads", a.heads);
-    const std::string *kernel = &k->inPlace;
-    if (!mask.is_none()) {
-      if (!isTorchTensor(mask))
-        return py::none();
-      TensorArg m = probe(mask, "mask");
-      const bool byte = m.dtype == ElemType::Bool || m.dtype == ElemType::U8 ||
-                        m.dtype == ElemType::I8;
-      const int64_t stride = m.ndim == 1 ? m.strides[0] : 0;
-      if (!m.cuda || m.device != a.v.device || !byte || m.ndim != 1 ||
-          m.shape[0] != a.rows || (a.rows && stride < 1))
-        return py::none();
-      m.shape[0] = a.rows ? (a.rows - 1) * stride + 1 : 0; // elements read
-      m.ndim = 1;
-      t.buffer("mask", m);
-      t.integer("mask_stride", a.rows ? stride : 1);
-      kernel = &k->inPlaceMask;
-    }
-    launch(*k, *kernel, t, a.v.device);
+    const TensorArg m = mask.is_none() ? TensorArg() : probe(mask, "mask");
+    if (!launchInPlace(a, b, mask.is_none() ? nullptr : &m,
+                       torchCurrentStream(a.v.device)))
+      return py::none();
     return py::bool_(true);
+  }
+  int mergeStateInPlaceFromC(const CascadeTorchTensor *t, uint64_t stream) {
+    State a, b;
+    if (!readState(t[0], t[1], a) || !readState(t[2], t[3], b) || !same(a, b))
+      return 1;
+    const TensorArg m = t[4].ndim < 0 ? TensorArg() : fromBridge(t[4]);
+    return launchInPlace(a, b, t[4].ndim < 0 ? nullptr : &m,
+                         static_cast<int64_t>(stream))
+               ? 0
+               : 1;
   }
 
   py::object mergeStates(py::handle v, py::handle s) {
     if (!isTorchTensor(v) || !isTorchTensor(s))
       return py::none();
-    TensorArg tv = probe(v, "v"), ts = probe(s, "s");
-    if (!tv.cuda || tv.ndim != 4 || !isValueType(tv.dtype) ||
-        !tv.contiguous() || tv.shape[3] % 8 || !ts.cuda ||
-        ts.device != tv.device || ts.dtype != ElemType::F32 || ts.ndim != 3 ||
-        !ts.contiguous() || ts.shape[0] != tv.shape[0] ||
-        ts.shape[1] != tv.shape[1] || ts.shape[2] != tv.shape[2])
-      return py::none();
-    const int64_t rows = tv.shape[0], n = tv.shape[1], heads = tv.shape[2],
-                  dim = tv.shape[3];
     State st;
-    st.v = tv;
-    Kernels *k = kernels(st);
+    st.v = probe(v, "v");
+    st.s = probe(s, "s");
+    Kernels *k = readStates(st);
     if (!k)
       return py::none();
-    const TensorArg ov = contiguousLike(tv, {rows, heads, dim}),
-                    os = contiguousLike(ts, {rows, heads});
     TensorArg vOut, sOut;
-    py::object vo = torchEmptyStrided(ov, vOut);
-    py::object so = torchEmptyStrided(os, sOut);
-    Args t;
-    t.buffer("v_in", tv);
-    t.buffer("s_in", ts);
-    t.buffer("v", vOut);
-    t.buffer("s", sOut);
-    t.integer("num_tasks", rows * heads);
-    t.integer("num_states", n);
-    t.integer("num_heads", heads);
-    launch(*k, k->mergeStates, t, tv.device);
+    py::object vo = torchEmptyStrided(statesOut(st.v, 3), vOut);
+    py::object so = torchEmptyStrided(statesOut(st.s, 2), sOut);
+    launchMergeStates(*k, st, vOut, sOut, torchCurrentStream(st.v.device));
     return py::make_tuple(vo, so);
+  }
+  int mergeStatesFromC(const CascadeTorchTensor *t, uint64_t stream) {
+    State st;
+    st.v = fromBridge(t[0]);
+    st.s = fromBridge(t[1]);
+    Kernels *k = readStates(st);
+    const TensorArg vOut = fromBridge(t[2]), sOut = fromBridge(t[3]);
+    if (!k || !sameLayout(vOut, statesOut(st.v, 3)) ||
+        !sameLayout(sOut, statesOut(st.s, 2)))
+      return 1;
+    launchMergeStates(*k, st, vOut, sOut, static_cast<int64_t>(stream));
+    return 0;
   }
 
 private:
@@ -772,6 +892,15 @@ private:
       return false;
     st.v = probe(v, "v");
     st.s = probe(s, "s");
+    return validState(st);
+  }
+  static bool readState(const CascadeTorchTensor &v,
+                        const CascadeTorchTensor &s, State &st) {
+    st.v = fromBridge(v);
+    st.s = fromBridge(s);
+    return validState(st);
+  }
+  static bool validState(State &st) {
     const TensorArg &a = st.v, &b = st.s;
     if (!a.cuda || a.ndim != 3 || !isValueType(a.dtype) || !a.contiguous() ||
         a.shape[2] % 8 || !b.cuda || b.device != a.device ||
@@ -787,6 +916,100 @@ private:
            a.v.shape[0] == b.v.shape[0] && a.v.shape[1] == b.v.shape[1] &&
            a.v.shape[2] == b.v.shape[2];
   }
+  /// An output the torch bridge allocated: `like`'s device, dtype and
+  /// shape, contiguous.
+  static bool sameLayout(const TensorArg &out, const TensorArg &like) {
+    if (out.cuda != like.cuda || out.device != like.device ||
+        out.dtype != like.dtype || out.ndim != like.ndim || !out.contiguous())
+      return false;
+    for (int i = 0; i < out.ndim; ++i)
+      if (out.shape[i] != like.shape[i])
+        return false;
+    return true;
+  }
+  /// merge_states' inputs, v [rows, n, heads, dim] f16/bf16/f32 and s
+  /// [rows, n, heads] f32, contiguous CUDA tensors on one device (dim a
+  /// multiple of 8), and their kernels; nullptr when not taken.
+  Kernels *readStates(State &st) {
+    const TensorArg &tv = st.v, &ts = st.s;
+    if (!tv.cuda || tv.ndim != 4 || !isValueType(tv.dtype) ||
+        !tv.contiguous() || tv.shape[3] % 8 || !ts.cuda ||
+        ts.device != tv.device || ts.dtype != ElemType::F32 || ts.ndim != 3 ||
+        !ts.contiguous() || ts.shape[0] != tv.shape[0] ||
+        ts.shape[1] != tv.shape[1] || ts.shape[2] != tv.shape[2])
+      return nullptr;
+    st.rows = tv.shape[0];
+    st.heads = tv.shape[2];
+    return kernels(st);
+  }
+  /// merge_states' output of input `in` (v: rank 3, s: rank 2): its dtype
+  /// and device, [rows, heads(, dim)], contiguous.
+  static TensorArg statesOut(const TensorArg &in, int rank) {
+    TensorArg a = in;
+    a.ndim = rank;
+    a.shape[1] = in.shape[2];
+    if (rank == 3)
+      a.shape[2] = in.shape[3];
+    a.setRowMajorStrides();
+    return a;
+  }
+
+  void launchMergeState(Kernels &k, const State &a, const State &b,
+                        const TensorArg &v, const TensorArg &s,
+                        int64_t stream) {
+    Args t;
+    setState(t, "v_a", "s_a", a);
+    setState(t, "v_b", "s_b", b);
+    t.buffer("v", v);
+    t.buffer("s", s);
+    t.integer("num_tasks", a.rows * a.heads);
+    launch(k, k.mergeState, t, stream);
+  }
+
+  /// merge_state_in_place, with `mask` (a bool / uint8 / int8 [rows]
+  /// tensor on the states' device, any positive stride) when not null;
+  /// false, launching nothing, when it does not take the call.
+  bool launchInPlace(const State &a, const State &b, const TensorArg *mask,
+                     int64_t stream) {
+    Kernels *k = kernels(a);
+    if (!k)
+      return false;
+    Args t;
+    setState(t, "v", "s", a);
+    setState(t, "v_other", "s_other", b);
+    t.integer("num_tasks", a.rows * a.heads);
+    t.integer("num_heads", a.heads);
+    const std::string *kernel = &k->inPlace;
+    if (mask) {
+      TensorArg m = *mask;
+      const bool byte = m.dtype == ElemType::Bool || m.dtype == ElemType::U8 ||
+                        m.dtype == ElemType::I8;
+      const int64_t stride = m.ndim == 1 ? m.strides[0] : 0;
+      if (!m.cuda || m.device != a.v.device || !byte || m.ndim != 1 ||
+          m.shape[0] != a.rows || (a.rows && stride < 1))
+        return false;
+      m.shape[0] = a.rows ? (a.rows - 1) * stride + 1 : 0; // elements read
+      t.buffer("mask", m);
+      t.integer("mask_stride", a.rows ? stride : 1);
+      kernel = &k->inPlaceMask;
+    }
+    launch(*k, *kernel, t, stream);
+    return true;
+  }
+
+  void launchMergeStates(Kernels &k, const State &st, const TensorArg &v,
+                         const TensorArg &s, int64_t stream) {
+    Args t;
+    t.buffer("v_in", st.v);
+    t.buffer("s_in", st.s);
+    t.buffer("v", v);
+    t.buffer("s", s);
+    t.integer("num_tasks", st.rows * st.heads);
+    t.integer("num_states", st.v.shape[1]);
+    t.integer("num_heads", st.heads);
+    launch(k, k.mergeStates, t, stream);
+  }
+
   /// One call's arguments: at most 6 buffers and 4 integers, by name
   /// (string literals: compared by address only when binding a template).
   struct Args {
@@ -806,16 +1029,6 @@ private:
       ints[numInts++] = v;
     }
   };
-  /// `like`'s device and dtype with a contiguous `shape`: what
-  /// new_empty(shape) on it allocates.
-  static TensorArg contiguousLike(const TensorArg &like,
-                                  std::initializer_list<int64_t> shape) {
-    TensorArg a = like;
-    a.ndim = static_cast<int>(shape.size());
-    std::copy(shape.begin(), shape.end(), a.shape);
-    a.setRowMajorStrides();
-    return a;
-  }
   static void setState(Args &t, const char *v, const char *s, const State &st) {
     t.buffer(v, st.v);
     t.buffer(s, st.s);
@@ -913,7 +1126,7 @@ private:
   }
 
   void launch(Kernels &k, const std::string &kernel, const Args &t,
-              int device) {
+              int64_t streamHandle) {
     Bound &b = bind(k, kernel, t);
     if (b.empty)
       return;
@@ -931,7 +1144,7 @@ private:
       patch(slot, static_cast<uint64_t>(t.counts[i]));
     Launcher &l = k.device->launcher();
     const runtime::Device &dev = l.device();
-    const cuda::CUstream stream = asStream(torchCurrentStream(device));
+    const cuda::CUstream stream = asStream(streamHandle);
     check(l.makeCurrent());
     if (dev.canBuildGraphs() && !(b.graph && b.graph->failed()) &&
         !dev.isCapturing(stream)) {
@@ -942,21 +1155,6 @@ private:
     }
     check(dev.launch(pl.function, pl.launch, pl.params.data(), stream, kernel));
     b.dirty[0] = 1; // the graph (if any) has not seen these slots
-  }
-
-  /// A call from C (the table): a new reference, or nullptr with the
-  /// Python exception of what it threw set.
-  template <typename F> static PyObject *guarded(F &&f) {
-    try {
-      return f().release().ptr();
-    } catch (py::error_already_set &e) {
-      e.restore();
-    } catch (const py::builtin_exception &e) {
-      e.set_error();
-    } catch (const std::exception &e) {
-      PyErr_SetString(PyExc_RuntimeError, e.what());
-    }
-    return nullptr;
   }
 
   py::object resolver_;
@@ -1056,6 +1254,10 @@ void registerGpu(py::module_ &m) {
         "What run() reads from a tensor (device, dtype, shape, strides); "
         "bridge=False reads a torch tensor through Python even where "
         "cascade_mlir._torch_bridge would read it.");
+  m.def("_stand_in_device", &setStandInDevice, py::arg("ordinal"),
+        "For tests on the stand-in CUDA driver (tests/fake_cuda), whose "
+        "device memory is host memory: torch tensors on the host are read "
+        "as on cuda:ordinal, on stream 0 (-1: off).");
   m.def("_torch_bridge_version", &torchBridgeVersion,
         "The torch version of the cascade_mlir._torch_bridge in use, or None "
         "(torch tensors read and allocated through Python).");
@@ -1132,6 +1334,9 @@ void registerGpu(py::module_ &m) {
           "The level that writes the output; the others accumulate into "
           "it.")
       .def("num_launches", &ProgramHandle::numLaunches)
+      .def("_runner", &ProgramHandle::runnerCapsule,
+           "run() as a C function, for cascade_mlir._torch_bridge's kernels "
+           "of the run and run_out torch ops (TorchBridgeABI.h).")
       .def("_relaunch", &ProgramHandle::relaunch,
            "The last run()'s launches again, unchecked (for measuring).")
       .def_property(

@@ -121,6 +121,17 @@ void readTuple(PyObject *tuple, int64_t *out, int &ndim, const char *name) {
     out[i] = toInt(PyTuple_GET_ITEM(tuple, i), name);
 }
 
+/// setStandInDevice's ordinal (-1: off).
+int standInDevice = -1;
+
+/// A host torch tensor as one on the stand-in device, when there is one.
+void applyStandIn(TensorArg &a) {
+  if (standInDevice >= 0 && !a.cuda && a.device == -1) {
+    a.cuda = true;
+    a.device = standInDevice;
+  }
+}
+
 uint64_t torchDataPtr(PyObject *o) {
   py::object ptr = py::reinterpret_steal<py::object>(
       PyObject_CallMethodNoArgs(o, torch().sDataPtr.ptr()));
@@ -154,6 +165,7 @@ TensorArg probeTorch(py::handle obj, const char *name) {
       throw py::error_already_set();
     a.device = static_cast<int>(toInt(dev.ptr(), name));
   }
+  applyStandIn(a);
   py::object shape =
       py::reinterpret_steal<py::object>(PyObject_GetAttr(o, t.sShape.ptr()));
   if (!shape)
@@ -179,27 +191,13 @@ TensorArg probeTorch(py::handle obj, const char *name) {
   return a;
 }
 
-/// A torch tensor read by the bridge; false when it does not take it.
-bool probeBridged(const CascadeTorchBridge &b, py::handle obj, TensorArg &a) {
-  CascadeTorchTensor d;
+/// A torch tensor described by the bridge; false when it does not take it.
+bool probeBridged(const CascadeTorchBridge &b, py::handle obj,
+                  CascadeTorchTensor &d) {
   const int r = b.probe(obj.ptr(), &d);
   if (r < 0)
     throw py::error_already_set();
-  if (r > 0)
-    return false;
-  a.torch = true;
-  a.bridged = true;
-  a.ptr = d.data;
-  a.cuda = d.device >= 0;
-  a.device = d.device;
-  a.dtype = static_cast<ElemType>(d.dtype);
-  a.ndim = d.ndim;
-  std::memcpy(a.shape, d.sizes, sizeof(int64_t) * d.ndim);
-  if (d.contiguous)
-    a.setRowMajorStrides(); // as probeTorch: size-1 dimensions' strides
-  else
-    std::memcpy(a.strides, d.strides, sizeof(int64_t) * d.ndim);
-  return true;
+  return r == 0;
 }
 
 /// `like` at the address of a new torch tensor (of like's shape, dtype,
@@ -304,6 +302,30 @@ int64_t elemTypeBytes(ElemType t) {
   default:
     return 1;
   }
+}
+
+TensorArg fromBridge(const CascadeTorchTensor &d) {
+  TensorArg a;
+  a.torch = true;
+  a.bridged = true;
+  a.ptr = d.data;
+  a.cuda = d.device >= 0;
+  a.device = d.device;
+  a.dtype = d.dtype >= 0 && d.dtype < CASCADE_TORCH_OTHER
+                ? static_cast<ElemType>(d.dtype)
+                : ElemType::Other;
+  a.ndim = d.ndim;
+  std::memcpy(a.shape, d.sizes, sizeof(int64_t) * d.ndim);
+  if (d.contiguous)
+    a.setRowMajorStrides(); // as probeTorch: size-1 dimensions' strides
+  else
+    std::memcpy(a.strides, d.strides, sizeof(int64_t) * d.ndim);
+  applyStandIn(a);
+  return a;
+}
+
+void setStandInDevice(int ordinal) {
+  standInDevice = ordinal < 0 ? -1 : ordinal;
 }
 
 int64_t TensorArg::numel() const {
@@ -433,16 +455,18 @@ bool isTorchTensor(py::handle obj) {
 
 TensorArg probe(py::handle obj, const char *name, int64_t stream, bool bridge) {
   if (isTorchTensor(obj)) {
-    TensorArg a;
     const CascadeTorchBridge *b = torch().bridge;
-    if (b && bridge && probeBridged(*b, obj, a))
-      return a;
+    CascadeTorchTensor d;
+    if (b && bridge && probeBridged(*b, obj, d))
+      return fromBridge(d);
     return probeTorch(obj, name);
   }
   return probeDlpack(obj, name, stream);
 }
 
 int64_t torchCurrentStream(int device) {
+  if (standInDevice >= 0 && device == standInDevice)
+    return 0;
   Torch &t = torch();
   if (!t.currentStream)
     throw py::value_error("this torch has no CUDA support "
@@ -475,7 +499,7 @@ py::object torchEmptyStrided(const TensorArg &like, TensorArg &out) {
   if (t.bridge) {
     CascadeTorchTensor d{};
     d.dtype = static_cast<int32_t>(like.dtype);
-    d.device = like.cuda ? like.device : -1;
+    d.device = like.cuda && like.device != standInDevice ? like.device : -1;
     d.ndim = like.ndim;
     std::memcpy(d.sizes, like.shape, sizeof(int64_t) * like.ndim);
     std::memcpy(d.strides, like.strides, sizeof(int64_t) * like.ndim);
@@ -494,8 +518,9 @@ py::object torchEmptyStrided(const TensorArg &like, TensorArg &out) {
     shape[i] = py::int_(like.shape[i]);
     strides[i] = py::int_(like.strides[i]);
   }
-  py::object device = like.cuda ? py::object(py::int_(like.device))
-                                : py::object(py::str("cpu"));
+  py::object device = like.cuda && like.device != standInDevice
+                          ? py::object(py::int_(like.device))
+                          : py::object(py::str("cpu"));
   PyObject *args[] = {shape.ptr(), strides.ptr(), dtype, device.ptr()};
   PyObject *r = PyObject_Vectorcall(t.emptyStrided.ptr(), args, 2,
                                     t.dtypeDeviceNames.ptr());

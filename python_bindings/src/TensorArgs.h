@@ -21,6 +21,8 @@
 #include <cstdint>
 #include <string>
 
+struct CascadeTorchTensor; // TorchBridgeABI.h
+
 namespace cascade::python {
 
 namespace py = pybind11;
@@ -85,6 +87,16 @@ py::object torchBridgeVersion();
 /// Python even where the bridge would take them (for tests).
 TensorArg probe(py::handle obj, const char *name, int64_t stream = -1,
                 bool bridge = true);
+
+/// A torch tensor as cascade_mlir._torch_bridge described it (with the
+/// stand-in device below applied).
+TensorArg fromBridge(const CascadeTorchTensor &d);
+
+/// Tests on the stand-in CUDA driver (tests/fake_cuda), whose device memory
+/// is host memory: torch tensors on the host are read as if on cuda:ordinal,
+/// on stream 0, and outputs "on" it are allocated on the host. -1 (the
+/// default) turns it off.
+void setStandInDevice(int ordinal);
 
 /// torch's current raw stream of a device.
 int64_t torchCurrentStream(int device);

@@ -77,25 +77,66 @@ typedef struct CascadeTorchBridge {
                        uint64_t *data);
 } CascadeTorchBridge;
 
-/* The other way: the merges' one-call path of cascade_mlir._runtime
- * (_gpu.MERGES, GpuModule.cpp's MergeOps) for the bridge's C++ kernels of
- * the merges' torch ops (cascade_mlir.torch_ops), a capsule named
- * CASCADE_RUNTIME_MERGES_CAPSULE from MergeOps._capsule(). Each function
- * takes the op's arguments in schema order (mask: Py_None when absent) and
- * returns a new reference: the result, Py_None when it does not take the
- * call (the op's Python kernel then does), or NULL with an exception set. */
-#define CASCADE_RUNTIME_MERGES_CAPSULE "cascade_mlir._runtime.merges.v1"
+/* The other way: the runtime's one-call paths for the bridge's C++ kernels
+ * of cascade_mlir's torch ops (cascade_mlir.torch_ops), as C functions on
+ * tensors the bridge describes (CascadeTorchTensor: no Python object is
+ * made or read on the way) and outputs it allocates with at:: calls. They
+ * are called with the GIL held and return 0 when they launched, 1 when they
+ * do not take the call (nothing launched: a check failed, or the call needs
+ * Python first; the op's Python kernel then runs and raises the checked
+ * path's error), or -1 with a Python exception set (a launch failed).
+ * `stream` is the CUstream to launch on: torch's current stream of the
+ * tensors' device. */
 
-typedef PyObject *(*CascadeMergeFn)(void *self, PyObject *const *args);
+/* The merges (_gpu.MERGES, GpuModule.cpp's MergeOps), from
+ * MergeOps._capsule(): a capsule named CASCADE_RUNTIME_MERGES_CAPSULE.
+ * `t` holds the op's tensors in schema order (an absent mask has ndim -1),
+ * then the outputs:
+ *   merge_state          v_a, s_a, v_b, s_b, v (like v_a), s (like s_a)
+ *   merge_state_in_place v, s, v_other, s_other, mask
+ *   merge_states         v, s, v_out [rows, heads, dim] of v's dtype,
+ *                        s_out [rows, heads] float32 (both contiguous) */
+#define CASCADE_RUNTIME_MERGES_CAPSULE "cascade_mlir._runtime.merges.v2"
+
+typedef int (*CascadeMergeFn)(void *self, const CascadeTorchTensor *t,
+                              uint64_t stream);
 
 typedef struct CascadeMergeOps {
-  uint32_t abi;               /* CASCADE_TORCH_BRIDGE_ABI */
-  uint32_t size;              /* sizeof(CascadeMergeOps) */
-  void *self;                 /* the MergeOps the capsule keeps alive */
-  CascadeMergeFn merge_state; /* v_a, s_a, v_b, s_b -> (v, s) */
-  CascadeMergeFn merge_state_in_place; /* v, s, v_other, s_other, mask */
-  CascadeMergeFn merge_states;         /* v, s -> (v, s) */
+  uint32_t abi;  /* CASCADE_TORCH_BRIDGE_ABI */
+  uint32_t size; /* sizeof(CascadeMergeOps) */
+  void *self;    /* the MergeOps the capsule keeps alive */
+  CascadeMergeFn merge_state;
+  CascadeMergeFn merge_state_in_place;
+  CascadeMergeFn merge_states;
 } CascadeMergeOps;
+
+/* One wrapper's planned run (the runtime's Program, _runtime.Program's
+ * _runner() capsule named CASCADE_RUNTIME_RUNNER_CAPSULE) for the kernels
+ * of cascade_mlir::run and run_out: what program.run(q, kv, out, lse)
+ * does, kv being paged_kv_cache, or (paged_kv_cache, v_cache) when has_v.
+ * out is given (run: at::empty_like(q), as run() allocates it); lse is read
+ * when has_lse (run: [rows, num_qo_heads] float32). */
+#define CASCADE_RUNTIME_RUNNER_CAPSULE "cascade_mlir._runtime.runner.v1"
+
+typedef struct CascadeRunCall {
+  CascadeTorchTensor q;
+  CascadeTorchTensor kv; /* the 5-D pool, or the k pool of a pair */
+  CascadeTorchTensor v;  /* the v pool of a pair (has_v) */
+  CascadeTorchTensor out;
+  CascadeTorchTensor lse; /* has_lse */
+  int32_t has_v;
+  int32_t has_lse;
+  uint64_t stream;
+} CascadeRunCall;
+
+typedef int (*CascadeRunFn)(void *self, const CascadeRunCall *call);
+
+typedef struct CascadeRunner {
+  uint32_t abi;  /* CASCADE_TORCH_BRIDGE_ABI */
+  uint32_t size; /* sizeof(CascadeRunner) */
+  void *self;    /* the Program the capsule keeps alive */
+  CascadeRunFn run;
+} CascadeRunner;
 
 #ifdef __cplusplus
 } /* extern "C" */

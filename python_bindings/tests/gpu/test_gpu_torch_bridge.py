@@ -2,10 +2,14 @@
 Python path field by field, allocations land on the asked device with the
 asked layout, and run() / the merges give bit-identical results with the
 bridge and without it (torch through Python), CUDA-graph capture included.
-Needs the bridge: skipped without it (failed with
-CASCADE_EXPECT_TORCH_BRIDGE=1, as the GPU session runs it). The CPU side:
-tests/test_torch_bridge.py."""
+The torch ops' C++ kernels: the merges' and run / run_out's outputs are
+w.run()'s and the functions' bit for bit, under CUDA-graph capture too, and
+what they must not take gets the Python kernels' errors. Needs the bridge:
+skipped without it (failed with CASCADE_EXPECT_TORCH_BRIDGE=1, as the GPU
+session runs it). The CPU side: tests/test_torch_bridge.py and, on the
+stand-in driver, tests/test_host_cost.py."""
 import contextlib
+import math
 import re
 
 import pytest
@@ -121,7 +125,7 @@ def test_merge_ops_run_the_cpp_kernels(bridge):
     results of the functions, version bumps of what they write, the Python
     kernels' errors and autograd refusal."""
     from cascade_mlir import torch_ops
-    assert torch_ops.CPP_MERGE_KERNELS.startswith("registered for CUDA")
+    assert torch_ops.CPP_KERNELS.startswith("registered for CUDA")
     for op in ("merge_state", "merge_state_in_place", "merge_states"):
         dump = torch._C._dispatch_dump("cascade_mlir::" + op)
         assert "CUDA: registered at" in dump and "TorchBridge.cpp" in dump, dump
@@ -154,3 +158,115 @@ def test_merge_ops_run_the_cpp_kernels(bridge):
         o.float().sum().backward()
     with pytest.raises(RuntimeError, match="merge_state_in_place writes its arguments"):
         ops.merge_state_in_place(vg, s.clone(), v2, s2)
+
+
+def _planned(kind, dev, use_cuda_graph=False):
+    """A planned wrapper of `kind` (cascade, decode, prefill), a q and a 5-D
+    KV cache for it."""
+    if kind == "cascade":
+        return _cascade(dev, use_cuda_graph)
+    i32 = torch.int32
+    indptr = torch.tensor([0, 3, 3, 10, 24, 25], dtype=i32)
+    last = torch.tensor([5, 1, 16, 2, 9], dtype=i32)
+    pages = torch.randperm(40, dtype=i32)[:25]
+    cache = torch.randn(40, 2, 16, 8, 128, device=dev).half()
+    if kind == "decode":
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(dev), "NHD",
+                                                  use_cuda_graph=use_cuda_graph)
+        w.plan(indptr, pages, last, 32, 8, 128, 16)
+        return w, torch.randn(5, 32, 128, device=dev).half(), cache
+    # Every request of the prefill has keys for each of its queries.
+    indptr = torch.tensor([0, 3, 4, 10, 24, 25], dtype=i32)
+    w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(dev), "NHD",
+                                               use_cuda_graph=use_cuda_graph)
+    w.plan(torch.tensor([0, 4, 5, 19, 20, 28], dtype=i32), indptr, pages, last,
+           32, 8, 128, 16, causal=True)
+    return w, torch.randn(28, 32, 128, device=dev).half(), cache
+
+
+def _error(fn):
+    with pytest.raises(Exception) as e:
+        fn()
+    return type(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("kind", ["cascade", "decode", "prefill"])
+def test_run_ops_run_the_cpp_kernels(bridge, kind):
+    """torch.ops.cascade_mlir.run / run_out on CUDA tensors: the bridge's C++
+    kernels over the wrapper's planned program give w.run()'s outputs bit
+    for bit (pool and pair forms), bump what run_out writes, and leave
+    bad arguments and inputs that require grad to the Python kernel."""
+    from cascade_mlir import _frameworks, torch_ops
+    for op in ("run", "run_out"):
+        dump = torch._C._dispatch_dump("cascade_mlir::" + op)
+        assert "CUDA: registered at" in dump and "TorchBridge.cpp" in dump, dump
+    ops = torch.ops.cascade_mlir
+    w, q, cache = _planned(kind, bridge)
+    h = torch_ops.register(w)
+    assert h in _frameworks.TORCH_BRIDGE.bound_runners()
+    o, lse = ops.run(h, q, cache, None)
+    want_o, want_lse = w.run(q, cache, return_lse=True)
+    for a, b in ((o, want_o), (lse, want_lse)):
+        assert (a.shape, a.stride(), a.dtype, a.device) == (b.shape, b.stride(), b.dtype,
+                                                            b.device)
+        assert torch.equal(a, b)
+    out, l2 = torch.full_like(q, math.nan), torch.full_like(lse, math.nan)
+    versions = (out._version, l2._version)
+    ops.run_out(h, q, cache, None, out, l2)
+    assert (out._version, l2._version) == (versions[0] + 1, versions[1] + 1)
+    assert torch.equal(out, want_o) and torch.equal(l2, want_lse)
+    out.fill_(math.nan)
+    ops.run_out(h, q, cache, None, out, None)
+    assert torch.equal(out, want_o)
+    k, v = cache[:, 0].contiguous(), cache[:, 1].contiguous()
+    if kind != "cascade":  # the GPU tests' kernel set has 32/8 pair bundles
+        want_pair = w.run(q, (k, v), return_lse=True)
+        for _ in range(2):  # the pair form's kernels prepared, then in C++
+            got = ops.run(h, q, k, v)
+            assert torch.equal(got[0], want_pair[0]) and torch.equal(got[1], want_pair[1])
+    bad = {"q dtype": (q.float(), cache, None), "q rows": (q[:2], cache, None),
+           "q on the host": (q.cpu(), cache, None), "pages": (q, cache[:3], None),
+           "k/v pages": (q, k, v[:3])}
+    for what, args in bad.items():
+        want = _error(lambda: torch_ops._PY_KERNELS["run"](h, *args))
+        assert _error(lambda: ops.run(h, *args)) == want, what
+    want = _error(lambda: torch_ops._PY_KERNELS["run_out"](h, q, cache, None, out[:2], None))
+    assert _error(lambda: ops.run_out(h, q, cache, None, out[:2], None)) == want
+    qg = q.clone().requires_grad_()
+    og, _ = ops.run(h, qg, cache, None)
+    assert torch.equal(og, want_o)
+    with pytest.raises(RuntimeError, match="run has no autograd formula"):
+        og.float().sum().backward()
+    with pytest.raises(RuntimeError, match="run_out writes its arguments"):
+        ops.run_out(h, qg, cache, None, out, None)
+
+
+@pytest.mark.parametrize("kind", ["cascade", "decode"])
+def test_run_op_captured_replays_after_replan(bridge, kind):
+    """The run op's C++ kernel under CUDA-graph capture (a use_cuda_graph
+    wrapper): its outputs come from the capture's pool and its kernels
+    become the graph's nodes; after plan() with new lengths the replay
+    gives what w.run() gives."""
+    from cascade_mlir import torch_ops
+    w, q, cache = _planned(kind, bridge, use_cuda_graph=True)
+    h = torch_ops.register(w)
+    torch.ops.cascade_mlir.run(h, q, cache, None)  # warm-up (kernels loaded)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        o, lse = torch.ops.cascade_mlir.run(h, q, cache, None)
+    if kind == "cascade":
+        total, levels = seed_levels(bridge, shared_pages=300,
+                                    unique=(40, 1, 2, 90, 0, 7, 33),
+                                    last=(16, 1, 5, 9, 1, 2, 3))
+        w.plan(*levels, 64, 8, 128, 16)
+    else:
+        i32 = torch.int32
+        w.plan(torch.tensor([0, 1, 9, 9, 30, 31], dtype=i32),
+               torch.randperm(40, dtype=i32)[:31], torch.tensor([16, 3, 1, 1, 2], dtype=i32),
+               32, 8, 128, 16)
+    q.copy_(torch.randn_like(q))
+    g.replay()
+    want_o, want_lse = w.run(q, cache, return_lse=True)
+    torch.cuda.synchronize()
+    assert torch.equal(o, want_o) and torch.equal(lse, want_lse)
