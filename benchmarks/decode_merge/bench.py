@@ -310,6 +310,8 @@ def main():
     ap.add_argument("--split-pages", default="",
                     help="comma-separated chunk sizes (pages) at which split-KV decode "
                          "is also timed, beside the planner's choice (fixed_split_pages)")
+    ap.add_argument("--shapes", default="64x4096,16x32768,256x1024",
+                    help="comma-separated decode shapes BxL (batch x KV tokens each)")
     a = ap.parse_args()
     b = Bundle(a.bundle)
     b8 = Bundle(a.fp8_bundle) if a.fp8_bundle else None
@@ -320,7 +322,7 @@ def main():
     print(f"GPU: {props['name'].decode()} SMs={sms}")
     bw0 = copy_bw(a.reps)
     rows = []
-    shapes = ((64, 4096), (16, 32768), (256, 1024))
+    shapes = tuple(tuple(int(n) for n in sh.split("x")) for sh in a.shapes.split(","))
     forced = tuple(int(c) for c in a.split_pages.split(",") if c)
     fams = a.fp8_families.split(",")
     variants = [v for v in decode_variants(b8, "f8e4m3")

@@ -18,6 +18,11 @@ graph replayed; every replay is checked against a float64 reference.
 
 (from the repository root). GPU times: benchmarks.common.timing, the median
 of 7 CUDA-event timings of N back-to-back calls after warm-up, per call (us).
+The every-entry-point table takes the entry points and torch's own ops in
+turn within each of its repetitions, so that a slower phase of the host
+weighs on all of them alike, and gives each entry point's ratio to
+torch.ops.aten.add.out (pin the process to one core, `taskset -c N`, for
+steadier numbers).
 The torch tensors are read and allocated through cascade_mlir._torch_bridge
 where the package has one for this torch (the first lines say; set
 CASCADE_MLIR_NO_TORCH_BRIDGE=1 to measure without it).
@@ -296,24 +301,53 @@ def entry_points(dev, n):
         ]
     except Exception as e:  # noqa: BLE001 - report and go on
         print(f"  torch ops: not measured ({type(e).__name__}: {e})")
-    print(f"\nevery entry point: host us per call (median of 7 x {n}, no sync) | GPU us")
+    refs = dispatcher_refs(va, sa)
+    reps = 15
+    host = interleaved_host_us(rows + refs, n, reps)
+    floor = host[refs[0][0]]
+    print(f"\nevery entry point: host us per call (median of {reps} x {n}, no sync; "
+          "entry points and torch's own ops interleaved, so that a slower phase of the "
+          "host weighs on all of them) | GPU us | ratio to torch.ops.aten.add.out")
     over = []
     for name, fn in rows:
         with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
-            for _ in range(10):
-                fn()
-            host = host_us(fn, n)
             gpu = cuda_time_us(fn, reps=7, inner=n)
-        bound = "GPU-bound" if host < gpu else "HOST-BOUND"
-        if host > 10 and not name.startswith(" "):  # not the references
-            over.append(f"{name} {host:.2f} us")
-        print(f"  {name:<42} {host:7.2f} | {gpu:8.2f}  {bound}"
-              f"{'' if host <= 10 else '  (over 10 us)'}")
+        us = statistics.median(host[name])
+        ratio = statistics.median(a / b for a, b in zip(host[name], floor))
+        bound = "GPU-bound" if us < gpu else "HOST-BOUND"
+        if us > 10 and not name.startswith(" "):  # not the references
+            over.append(f"{name} {us:.2f} us")
+        print(f"  {name:<42} {us:7.2f} | {gpu:8.2f}  {bound:<10} | {ratio:5.2f}"
+              f"{'' if us <= 10 else '  (over 10 us)'}")
     print(f"every entry point's host time <= 10 us: "
           + ("met" if not over else "NOT met (" + "; ".join(over) + ")"))
-    dispatcher_floor(va, sa, n)
+    print(f"\nreference: torch's dispatcher from Python, host us per call "
+          f"(median of {reps} x {n}, no sync, interleaved with the above)")
+    for name, _ in refs:
+        print(f"  {name:<58} {statistics.median(host[name]):7.2f}")
     allocation_parts(va, sa, n)
     return not over
+
+
+def interleaved_host_us(rows, calls, reps):
+    """Per row, `reps` host times per call of `calls` back-to-back calls (no
+    synchronisation inside; the GPU drains between them), the rows taken in
+    turn within each repetition."""
+    res = {name: [] for name, _ in rows}
+    for name, fn in rows:  # warm-up
+        with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
+            for _ in range(10):
+                fn()
+    for _ in range(reps):
+        for name, fn in rows:
+            with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
+                torch.cuda.synchronize()
+                t = time.perf_counter_ns()
+                for _ in range(calls):
+                    fn()
+                res[name].append((time.perf_counter_ns() - t) / calls / 1e3)
+    torch.cuda.synchronize()
+    return res
 
 
 class PythonKernel:
@@ -336,25 +370,19 @@ class PythonKernel:
         return self.ctx.__exit__(*exc)
 
 
-def dispatcher_floor(va, sa, n):
+def dispatcher_refs(va, sa):
     """What a torch.ops call costs whatever its kernel: torch's own ops
     called the way the cascade_mlir ops are (torch.ops.<ns>.<op>(...) from
-    Python, through the dispatcher), one launching a kernel and one
-    launching nothing."""
+    Python, through the dispatcher), one launching a kernel (the first: the
+    ratios' unit), one allocating its output too, one launching nothing."""
     out = torch.empty_like(sa)
-    refs = [
+    return [
         ("torch.ops.aten.add.out (one kernel launch)",
          lambda: torch.ops.aten.add.out(sa, sa, out=out)),
         ("torch.ops.aten.add.Tensor (+ its output allocation)",
          lambda: torch.ops.aten.add.Tensor(sa, sa)),
         ("torch.ops.aten.alias.default (no launch)", lambda: torch.ops.aten.alias.default(va)),
     ]
-    print(f"\nreference: torch's dispatcher from Python, host us per call "
-          f"(median of 7 x {n}, no sync)")
-    for name, fn in refs:
-        for _ in range(10):
-            fn()
-        print(f"  {name:<58} {host_us(fn, n):7.2f}")
 
 
 def allocation_parts(va, sa, n):
