@@ -310,7 +310,7 @@ def entry_points(dev, n):
           "host weighs on all of them) | GPU us | ratio to torch.ops.aten.add.out")
     over = []
     for name, fn in rows:
-        with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
+        with timing_context(fn):
             gpu = cuda_time_us(fn, reps=7, inner=n)
         us = statistics.median(host[name])
         ratio = statistics.median(a / b for a, b in zip(host[name], floor))
@@ -319,7 +319,7 @@ def entry_points(dev, n):
             over.append(f"{name} {us:.2f} us")
         print(f"  {name:<42} {us:7.2f} | {gpu:8.2f}  {bound:<10} | {ratio:5.2f}"
               f"{'' if us <= 10 else '  (over 10 us)'}")
-    print(f"every entry point's host time <= 10 us: "
+    print("every entry point's host time <= 10 us: "
           + ("met" if not over else "NOT met (" + "; ".join(over) + ")"))
     print(f"\nreference: torch's dispatcher from Python, host us per call "
           f"(median of {reps} x {n}, no sync, interleaved with the above)")
@@ -335,12 +335,12 @@ def interleaved_host_us(rows, calls, reps):
     turn within each repetition."""
     res = {name: [] for name, _ in rows}
     for name, fn in rows:  # warm-up
-        with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
+        with timing_context(fn):
             for _ in range(10):
                 fn()
     for _ in range(reps):
         for name, fn in rows:
-            with fn if isinstance(fn, PythonKernel) else contextlib.nullcontext():
+            with timing_context(fn):
                 torch.cuda.synchronize()
                 t = time.perf_counter_ns()
                 for _ in range(calls):
@@ -348,6 +348,11 @@ def interleaved_host_us(rows, calls, reps):
                 res[name].append((time.perf_counter_ns() - t) / calls / 1e3)
     torch.cuda.synchronize()
     return res
+
+
+def timing_context(fn):
+    """What `fn` is timed inside: a PythonKernel row itself, else nothing."""
+    return fn if isinstance(fn, PythonKernel) else contextlib.nullcontext()
 
 
 class PythonKernel:
