@@ -4,7 +4,7 @@
 Usage, from the repository root, with the runtime's Python module
 cascade_mlir importable (the split-KV decode plans are the runtime's):
   python3 -m benchmarks.decode_merge.bench BUNDLE_DIR [--reps N] [--fp8-bundle DIR]
-      [--fp8-families rows,mma_sync]
+      [--fp8-families rows,mma_sync] [--shapes 64x4096,16x32768,256x1024]
 BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
 --fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; prepare_carry.sh's
