@@ -38,7 +38,9 @@ int64_t mmaAttentionSharedBytes(KernelConfigAttr config, int64_t headDim);
 /// staging rings its tiles land in before their conversion (K and V, every
 /// stage, head_dim bytes a key); mma_sync's fp8 decode converts every stage
 /// into one K and one V tile, or only into a V tile where K's scores read
-/// the staging ring (mmaSyncFp8DirectK); wgmma keeps its f16/bf16 panel
+/// the staging ring (mmaSyncFp8DirectK), or into none where P V reads V's
+/// staging ring too (mmaSyncFp8DirectV: the staging rings and the Q tile,
+/// which then shares the last V stage); wgmma keeps its f16/bf16 panel
 /// ring and adds the staging rings.
 /// `maskGroupSize` (the GQA group size; 0 without a custom mask) adds a
 /// wgmma kernel's custom-mask side data (wgmmaMaskSideBytes).
@@ -68,6 +70,16 @@ int64_t wgmmaMaskSideBytes(KernelConfigAttr config, int64_t groupSize);
 /// query rows, one m16 tile) at head_dim 16, 32, 64 or 128.
 bool mmaSyncFp8DirectK(KernelConfigAttr config, int64_t headDim, Type kvType,
                        bool decode, bool rope);
+/// Whether such a kernel also reads the B operand of O += P V straight from
+/// the fp8 V staging tile (32-bit loads, byte permutes and cvt; no f16 V
+/// tile, O's columns in a permuted head_dim order that the epilogue
+/// undoes): mmaSyncFp8DirectK at head_dim 32, 64 or 128.
+bool mmaSyncFp8DirectV(KernelConfigAttr config, int64_t headDim, Type kvType,
+                       bool decode, bool rope);
+/// mmaSyncFp8DirectV: where the Q tile starts (bytes), in the last stage of
+/// the V staging ring, which no copy fills before the Q fragments are in
+/// registers.
+int64_t mmaSyncFp8DirectQTileOffset(KernelConfigAttr config, int64_t headDim);
 /// Shared memory per block that a kernel may use on some known target (the
 /// largest opt-in of TargetInfo.cpp's table): the bound of code that does
 /// not know the chip. Selection checks the chip's own limit

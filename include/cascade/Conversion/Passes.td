@@ -88,6 +88,10 @@ def CascadeSelectKernelConfig
            "mma_sync: cp.async pipeline stages (0 = automatic)">,
     Option<"mmaWarpsKV", "mma-warps-kv", "int64_t", /*default=*/"0",
            "mma_sync: warps along the KV tile (0 = automatic)">,
+    Option<"mmaMinBlocksPerSM", "mma-min-blocks-per-sm", "int64_t",
+           /*default=*/"-1",
+           "mma_sync: the min_blocks_per_sm launch bound (-1 = automatic, "
+           "0 = none)">,
     Option<"wgmma", "wgmma", "bool", /*default=*/"true",
            "Use the wgmma family where the chip has it (sm_90a)">,
     Option<"wgmmaKVTile", "wgmma-kv-tile", "int64_t", /*default=*/"0",

@@ -215,7 +215,6 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
   int64_t mt = r / 2, pair = r % 2, d = c.headDim;
-  auto pairTy = VectorType::get({2}, b.getF32Type());
   Value empty = k.fcmp(arith::CmpFPredicate::OEQ, st.l[r], k.f32(0.0));
   Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), st.l[r]));
   Value mUse = k.select(k.isNegInf(st.m[r]), k.f32(0.0), st.m[r]);
@@ -237,34 +236,47 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
     outIdx = outRow();
   }
   Value sOut = s2;
+  // The row's columns this lane holds, as runs of consecutive columns:
+  // (n8 tile n, elements 0, 1) at 8 n + 2 c, or with permuted columns
+  // (fp8DirectV) the 8 of tiles 4 q .. 4 q + 3 at 32 q + 8 c.
+  const MmaSyncTiles &t = out.tiles;
+  int64_t runLen = t.fp8DirectV ? 8 : 2;
+  auto runTy = VectorType::get({runLen}, b.getF32Type());
   SmallVector<Value> vals;
-  for (int64_t n = 0; n < d / 8; ++n) {
-    Value frag = st.o[mt * out.tiles.oTiles + n];
-    Value v = vector::FromElementsOp::create(
-        b, k.loc, pairTy,
-        ValueRange{k.fmul(accumulatorElement(k, frag, pair, 0), inv),
-                   k.fmul(accumulatorElement(k, frag, pair, 1), inv)});
-    vals.push_back(v);
+  SmallVector<int64_t> runCols;
+  for (int64_t n0 = 0; n0 < d / 8; n0 += runLen / 2) {
+    SmallVector<Value> els(runLen);
+    for (int64_t n = n0; n < n0 + runLen / 2; ++n)
+      for (int64_t e = 0; e < 2; ++e) {
+        Value x = accumulatorElement(k, st.o[mt * t.oTiles + n], pair, e);
+        els[t.permutedOColumnBase(n, e) - t.permutedOColumnBase(n0, 0)] =
+            k.fmul(x, inv);
+      }
+    vals.push_back(vector::FromElementsOp::create(b, k.loc, runTy, els));
+    runCols.push_back(t.permutedOColumnBase(n0, 0));
   }
-  Value colBase = k.add(k.mul(outIdx, k.idx(d)), k.mul(quadLane, k.idx(2)));
+  Value colBase = k.add(k.mul(outIdx, k.idx(d)),
+                        k.mul(quadLane, k.idx(t.oColumnsPerQuadLane())));
   if (c.accumulate && !c.split) {
     Value merged;
-    for (int64_t n = 0; n < d / 8; ++n) {
-      Value off = k.add(colBase, k.idx(n * 8));
+    for (size_t i = 0; i < vals.size(); ++i) {
+      Value off = k.add(colBase, k.idx(runCols[i]));
       Value old = vector::LoadOp::create(
-          b, k.loc, VectorType::get({2}, c.oType), a.o, ValueRange{off});
-      Value oldF = arith::ExtFOp::create(b, k.loc, pairTy, old);
-      std::tie(vals[n], merged) = k.mergeStates(oldF, oldS, vals[n], s2);
+          b, k.loc, VectorType::get({runLen}, c.oType), a.o, ValueRange{off});
+      Value oldF = arith::ExtFOp::create(b, k.loc, runTy, old);
+      std::tie(vals[i], merged) = k.mergeStates(oldF, oldS, vals[i], s2);
     }
     sOut = merged ? merged : s2;
   }
-  for (int64_t n = 0; n < d / 8; ++n) {
-    Value off = k.add(colBase, k.idx(n * 8));
-    Value v = vals[n];
+  for (auto [v, col] : llvm::zip(vals, runCols)) {
+    Value off = k.add(colBase, k.idx(col));
+    Value w = v;
     if (!c.split)
-      v = arith::TruncFOp::create(b, k.loc, VectorType::get({2}, c.oType), v);
-    vector::StoreOp::create(b, k.loc, v, vDst, ValueRange{off}, false,
-                            llvm::Align(c.split ? 8 : 4));
+      w = arith::TruncFOp::create(b, k.loc, VectorType::get({runLen}, c.oType),
+                                  v);
+    int64_t bytes = runLen * (c.split ? 4 : 2);
+    vector::StoreOp::create(b, k.loc, w, vDst, ValueRange{off}, false,
+                            llvm::Align(std::min<int64_t>(bytes, 16)));
   }
   if (!c.split)
     sOut = lseFromBase2(k, sOut, c.baseE);

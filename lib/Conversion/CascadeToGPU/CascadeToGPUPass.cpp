@@ -189,6 +189,10 @@ private:
                                  l.dynamicSharedBytes, spec.statics(bb),
                                  l.params, spec.planArrays());
     l.fn = createKernel(gm, name, l.params, l.block, manifest, body);
+    // The launch bound beside .maxntid (the known block size): ptxas keeps
+    // the registers that many blocks an SM leave a thread.
+    if (int64_t blocks = spec.config.getMinBlocksPerSm())
+      l.fn->setAttr("nvvm.minctasm", bb.getI32IntegerAttr(blocks));
     return success();
   }
 

@@ -128,6 +128,17 @@ bool cascade::mmaSyncFp8DirectK(KernelConfigAttr c, int64_t headDim,
          llvm::isPowerOf2_64(static_cast<uint64_t>(headDim));
 }
 
+bool cascade::mmaSyncFp8DirectV(KernelConfigAttr c, int64_t headDim,
+                                Type kvType, bool decode, bool rope) {
+  return mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) &&
+         headDim % 32 == 0;
+}
+
+int64_t cascade::mmaSyncFp8DirectQTileOffset(KernelConfigAttr c,
+                                             int64_t headDim) {
+  return (2 * c.getStages() - 1) * c.getKvTile() * headDim;
+}
+
 /// The tiles of mmaAttentionSharedBytes, with an fp8 cache's staging.
 static int64_t tileSharedBytes(KernelConfigAttr c, int64_t headDim, Type kvType,
                                bool decode, bool rope) {
@@ -141,13 +152,21 @@ static int64_t tileSharedBytes(KernelConfigAttr c, int64_t headDim, Type kvType,
   // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
   // each stage converted into them just before its scores; no K tile where
   // the scores read K's staging ring), then the fp8 staging rings; the
-  // partial states of the warps along KV reuse the memory from 0.
+  // partial states of the warps along KV reuse the memory from 0. Where P V
+  // reads V's staging ring too, there are only the staging rings, and the
+  // Q tile in the last V stage (it may reach past the ring's end: the
+  // rows of the Q tile are padded).
   int64_t stride = mmaRowStride(headDim);
+  int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
+  if (mmaSyncFp8DirectV(c, headDim, kvType, decode, rope))
+    return std::max(
+        {staging,
+         mmaSyncFp8DirectQTileOffset(c, headDim) + c.getQTile() * stride * 2,
+         partialStateBytes(c, headDim)});
   int64_t ring = decode ? 1 : c.getStages();
   int64_t kRing =
       mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) ? 0 : ring;
   int64_t tiles = (c.getQTile() + (kRing + ring) * c.getKvTile()) * stride * 2;
-  int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
 
@@ -215,20 +234,48 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
       maskGroupSize(attention));
 }
 
+/// The shared memory the hardware reserves for each resident block (sm_80
+/// and later).
+static constexpr int64_t kReservedSharedBytesPerBlock = 1024;
+
+/// Why `config` does not fit `target` (empty where it fits).
+static std::string whyNotFits(Operation *op, KernelConfigAttr config,
+                              const TargetInfo &target) {
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  int64_t smem = dynamicSharedBytes(op, config);
+  if (smem > target.sharedBytesPerBlockOptin) {
+    os << "needs " << smem << " bytes of shared memory per block; "
+       << target.chip << " allows at most " << target.sharedBytesPerBlockOptin;
+    return why;
+  }
+  int64_t blocks = config.getMinBlocksPerSm();
+  if (!blocks)
+    return why;
+  int64_t threads = blocks * config.getNumThreads();
+  int64_t perSM = blocks * (smem + kReservedSharedBytesPerBlock);
+  if (threads > target.maxThreadsPerSM)
+    os << "asks for " << blocks << " blocks an SM, " << threads << " threads; "
+       << target.chip << " holds " << target.maxThreadsPerSM;
+  else if (perSM > target.sharedBytesPerSM)
+    os << "asks for " << blocks << " blocks an SM, " << perSM
+       << " bytes of shared memory with what each block reserves; "
+       << target.chip << " has " << target.sharedBytesPerSM;
+  return why;
+}
+
 static bool fitsTarget(Operation *op, KernelConfigAttr config,
                        const TargetInfo &target) {
-  return dynamicSharedBytes(op, config) <= target.sharedBytesPerBlockOptin;
+  return whyNotFits(op, config, target).empty();
 }
 
 LogicalResult cascade::verifyKernelConfigFitsTarget(Operation *op,
                                                     KernelConfigAttr config,
                                                     const TargetInfo &target) {
-  if (fitsTarget(op, config, target))
+  std::string why = whyNotFits(op, config, target);
+  if (why.empty())
     return success();
-  return op->emitError("kernel_config ")
-         << config << " needs " << dynamicSharedBytes(op, config)
-         << " bytes of shared memory per block; " << target.chip
-         << " allows at most " << target.sharedBytesPerBlockOptin;
+  return op->emitError("kernel_config ") << config << " " << why;
 }
 
 FailureOr<const TargetInfo *>
@@ -292,6 +339,8 @@ struct OpShape {
   bool accumulate = false;
   /// Attention: the causal mask.
   bool causal = false;
+  /// Attention: RoPE rotates the K tiles in shared memory.
+  bool rope = false;
 };
 
 /// Everything a family's choice depends on.
@@ -389,6 +438,13 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
   const OpShape &s = in.shape;
   int64_t dp = llvm::alignTo(s.headDim, 16);
   int64_t qTile, warpsQ, warpsKV, kvTile, stages;
+  int64_t minBlocks = std::max<int64_t>(o.mmaMinBlocksPerSM, 0);
+  // fp8 decode whose scores and P V read K and V from their staging rings
+  // (mmaSyncFp8DirectV): one warp along the rows, one m16 tile.
+  auto fp8DirectKV = [&] {
+    return isFp8KVType(s.kvType) && s.decode && warpsQ == 1 && qTile == 16 &&
+           !s.rope && s.headDim % 32 == 0 && s.headDim <= 128;
+  };
   if (s.decode) {
     qTile = o.mmaQTile
                 ? o.mmaQTile
@@ -415,12 +471,27 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
       // 0.92 / 0.92 / 0.82, in one H200 run (2 stages: 0.90 / 1.00 / 0.87);
       // a batch of short requests runs in waves of resident blocks, and
       // more of them keep more bytes in flight.
+      // With V read from its staging tile too (kvdirect: 24 KiB in 3
+      // stages, 16 in 2, 129-131 registers), at B256 L1K / B64 L4K (split
+      // as planned) / B16 L32K split / B99 L1K in one H200 run: 2 stages
+      // with min_blocks_per_sm = 8 (128 registers, 24-32 bytes of spills)
+      // 0.91 / 0.93 / 0.97 / 0.87, against 0.85 / 0.93 / 0.96 / 0.89 in 2
+      // stages and 0.86 / 0.92 / 0.70 / 0.87 in 3 without the bound (seven
+      // blocks an SM), and 0.83 / 0.80 / 0.84 / 0.81 for 3 stages held to
+      // eight blocks (72-92 bytes of spills). kdirect 3 stages in the same
+      // run: 0.84 / 0.86 / 0.94 / 0.87.
       if (!o.mmaWarpsKV && warpsQ == 1)
         warpsKV = 2;
       kvTile = o.mmaKVTile   ? o.mmaKVTile
                : warpsQ == 1 ? 16 * warpsKV
                              : std::max<int64_t>(64, 16 * warpsKV);
-      stages = o.mmaStages ? o.mmaStages : warpsQ == 1 ? 3 : 4;
+      stages = o.mmaStages     ? o.mmaStages
+               : fp8DirectKV() ? 2
+               : warpsQ == 1   ? 3
+                               : 4;
+      if (o.mmaMinBlocksPerSM < 0 && fp8DirectKV() && s.group <= 8 &&
+          !s.heavyOptions)
+        minBlocks = 8;
     } else {
       kvTile = o.mmaKVTile ? o.mmaKVTile : 16 * warpsKV * (dp <= 128 ? 2 : 1);
       stages = o.mmaStages ? o.mmaStages : 3;
@@ -440,7 +511,8 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid mma_sync tuning options: "); },
         in.op->getContext(), KernelFamily::MmaSync,
-        ArrayRef<int64_t>{32, warpsQ, warpsKV}, qTile, kvTile, stages);
+        ArrayRef<int64_t>{32, warpsQ, warpsKV}, qTile, kvTile, stages,
+        KVBarriers::Joint, minBlocks);
   };
   // Fit the shared memory: fewer stages first, then shorter KV tiles, then
   // (unless the options fix them) fewer warps along KV, each with half the
@@ -449,7 +521,9 @@ static FailureOr<KernelConfigAttr> chooseMmaSync(const SelectionInput &in) {
   if (!c)
     return failure();
   while (!fitsTarget(in.op, c, in.target)) {
-    if (stages > 2) {
+    if (minBlocks && o.mmaMinBlocksPerSM < 0) {
+      minBlocks = 0; // chosen here: dropped before anything else
+    } else if (stages > 2) {
       --stages;
     } else if (kvTile > 16 * warpsKV) {
       kvTile /= 2;
@@ -634,6 +708,7 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.planned = !a.getPlan().empty();
   s.accumulate = a.getAccumulate();
   s.causal = a.getCausal();
+  s.rope = a.getPosEncoding() == PosEncoding::RopeLlama;
   return s;
 }
 
@@ -700,6 +775,7 @@ struct SelectKernelConfigPass
     o.mmaKVTile = mmaKVTile;
     o.mmaStages = mmaStages;
     o.mmaWarpsKV = mmaWarpsKV;
+    o.mmaMinBlocksPerSM = mmaMinBlocksPerSM;
     o.wgmma = wgmma;
     o.wgmmaKVTile = wgmmaKVTile;
     o.wgmmaStages = wgmmaStages;

@@ -215,7 +215,7 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
          pos == o.pos && baseE == o.baseE && config == o.config &&
-         fp8DirectK == o.fp8DirectK;
+         fp8DirectK == o.fp8DirectK && fp8DirectV == o.fp8DirectV;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -259,9 +259,13 @@ std::string AttentionSpec::name() const {
   else
     os << "_t" << t[0] << "x" << t[2];
   os << "_kv" << config.getKvTile() << "_s" << config.getStages();
+  if (int64_t blocks = config.getMinBlocksPerSm())
+    os << "_b" << blocks;
   if (config.hasSplitKVBarriers())
     os << "_kvsplit";
-  if (fp8DirectK)
+  if (fp8DirectV)
+    os << "_kvdirect";
+  else if (fp8DirectK)
     os << "_kdirect";
   return s;
 }
@@ -471,6 +475,8 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   c.ropeTheta = op.getRopeTheta().convertToFloat();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
   c.fp8DirectK = mmaSyncFp8DirectK(config, c.headDim, c.kvType, c.decode,
+                                   c.pos == PosEncoding::RopeLlama);
+  c.fp8DirectV = mmaSyncFp8DirectV(config, c.headDim, c.kvType, c.decode,
                                    c.pos == PosEncoding::RopeLlama);
 
   auto bad = [&](const Twine &why) {

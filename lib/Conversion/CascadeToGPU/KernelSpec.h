@@ -92,6 +92,9 @@ struct AttentionSpec {
   /// staging tile (mmaSyncFp8DirectK; decided by analyseAttention from the
   /// fields above, spelled `_kdirect` in the kernel name).
   bool fp8DirectK = false;
+  /// And O += P V reads V straight from its fp8 staging tile
+  /// (mmaSyncFp8DirectV; `_kvdirect` in the kernel name instead).
+  bool fp8DirectV = false;
 
   bool operator==(const AttentionSpec &o) const;
   KernelFamily family() const { return config.getFamily(); }

@@ -52,7 +52,13 @@
 // Q fragments built for a permuted head_dim (MmaSyncMainloop.cpp); only V
 // is converted, and the barrier that publishes its tile waits until just
 // before P V (the scores need none: the barrier that starts the iteration
-// made K's staging rows visible). k_scale multiplies the raw scores,
+// made K's staging rows visible). At head_dim 32..128 P V reads V's
+// staging rows too (AttentionSpec::fp8DirectV; fp8VStagingOffset, O's
+// columns permuted until the epilogue writes them): nothing is converted
+// in shared memory, no barrier waits for a converted tile, and the Q tile
+// borrows the last V staging stage, which the prologue leaves empty and
+// the first iteration fills only after the barrier that follows the
+// warps' loads of their Q fragments. k_scale multiplies the raw scores,
 // v_scale the output accumulators before the epilogue.
 //
 //===----------------------------------------------------------------------===//
@@ -226,8 +232,18 @@ private:
 
 void MmaAttentionKernel::build() {
   th = MmaSyncThread::get(k, tiles);
-  smem = dynamicSharedMemory(k, module, c.qType, 0, tiles.sharedElements());
-  if (isFp8KVType(c.kvType)) {
+  if (tiles.fp8DirectV) {
+    // The staging rings from 0, the Q tile in the last V stage.
+    int64_t ring = tiles.stages * tiles.kvTile * c.headDim;
+    stagingK = dynamicSharedMemory(k, module, c.kvType, 0, ring);
+    stagingV = dynamicSharedMemory(k, module, c.kvType, ring, ring);
+    smem = dynamicSharedMemory(k, module, c.qType,
+                               mmaSyncFp8DirectQTileOffset(c.config, c.headDim),
+                               tiles.sharedElements());
+  } else {
+    smem = dynamicSharedMemory(k, module, c.qType, 0, tiles.sharedElements());
+  }
+  if (isFp8KVType(c.kvType) && !tiles.fp8DirectV) {
     int64_t ring = tiles.stages * tiles.kvTile * c.headDim;
     int64_t base = tiles.sharedElements() * 2; // after the 16-bit tiles
     stagingK = dynamicSharedMemory(k, module, c.kvType, base, ring);
@@ -704,10 +720,13 @@ void MmaAttentionKernel::run() {
     fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
                       c.headDim, c.headDim / 8, tiles.numThreads, th.tid,
                       /*elementBytes=*/1);
-    convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
-                                     tiles.numThreads, th.tid);
+    if (!tiles.fp8DirectV)
+      convertPlan = distributeTileCopy(k, tiles.kvTile, c.headDim / 8,
+                                       tiles.numThreads, th.tid);
     if (tiles.fp8DirectK)
       fp8Gather->swizzleKRows();
+    if (tiles.fp8DirectV)
+      fp8Gather->swizzleVRows();
   }
   auto lookupPages = [&](Value i) {
     return fp8 ? fp8Gather->lookupPages(k.b, i) : gather->lookupPages(i);
@@ -770,19 +789,22 @@ void MmaAttentionKernel::run() {
   };
   hooks.carriedInit = carriedInit;
   hooks.produce = produce;
-  if (variant.rope() || fp8)
+  // fp8DirectV: nothing to convert (K and V are read from their staging).
+  if (variant.rope() || (fp8 && !tiles.fp8DirectV))
     hooks.prepare = prepare;
   hooks.transform = transform;
   auto hidden = [&](Value tileStart) { return warpTileHidden(tileStart); };
   if (variant.customMask())
     hooks.hidden = hidden;
   auto publishV = [&] { gpu::BarrierOp::create(k.b, k.loc); };
-  if (tiles.fp8DirectK)
+  if (tiles.fp8DirectK && !tiles.fp8DirectV)
     hooks.beforePV = publishV;
   foldKScale();
   MmaSyncMainloop mainloop(k, tiles, th, smem, c.qType, expScale);
   if (tiles.fp8DirectK)
     mainloop.setFp8KStaging(stagingK);
+  if (tiles.fp8DirectV)
+    mainloop.setFp8VStaging(stagingV);
   prepareCustomMask();
   MmaSyncState state = mainloop.run(numTiles, kv.t0, qGroup, hooks);
   applyVScale(state);
@@ -901,7 +923,8 @@ void MmaAttentionKernel::runWgmma() {
   };
   WgmmaProducerHooks hooks;
   hooks.issue = issue;
-  if (variant.rope() || fp8)
+  // fp8DirectV: nothing to convert (K and V are read from their staging).
+  if (variant.rope() || (fp8 && !tiles.fp8DirectV))
     hooks.prepare = prepare;
   if (variant.customMask()) {
     hooks.loadSide = loadSide;

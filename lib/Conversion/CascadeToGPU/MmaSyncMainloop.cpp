@@ -34,7 +34,7 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
     numThreads = 32 * warpsQ;
     qLayout = SmemTileLayout::getPanels(qTile, dp);
     kvLayout = SmemTileLayout::getPanels(kvTile, dp);
-    kvRingStages = kRingStages = stages;
+    kvRingStages = kRingStages = vRingStages = stages;
     return;
   }
   warpsQ = cfg.getWarpsQ();
@@ -57,11 +57,15 @@ MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
   kvRingStages = fp8Decode ? 1 : stages;
   qInRegisters = fp8Decode && warpsQ == 1 && mTiles == 1 && dp <= 128;
   fp8DirectK = spec.fp8DirectK;
+  fp8DirectV = spec.fp8DirectV;
   assert((!fp8DirectK || qInRegisters) && "fp8DirectK keeps Q in registers");
+  assert((!fp8DirectV || (fp8DirectK && d % 32 == 0)) &&
+         "fp8DirectV: fp8DirectK at head_dim 32, 64 or 128");
   // Decode packs one request's query heads into rows 0..G-1.
   upperRowsEmpty =
       spec.decode && warpsQ == 1 && mTiles == 1 && spec.groupSize <= 8;
   kRingStages = fp8DirectK ? 0 : kvRingStages;
+  vRingStages = fp8DirectV ? 0 : kvRingStages;
 }
 
 MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
@@ -385,9 +389,71 @@ void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
   o.assign(ifScale.getResults().begin(), ifScale.getResults().end());
 }
 
+// fp8DirectV. O += P V sums over the keys of the tile and over nothing
+// else: the same permutation of the keys in P and in V, and a permutation of
+// head_dim in V's columns and O's, change no value. P's A fragments (S's
+// accumulators, MmaLayout.h) give lane l (g = l / 4, c = l % 4) the keys
+// 2c, 2c + 1 (a0) and 2c + 8, 2c + 9 (a2) of each 16-key step; the B
+// fragment of O's n8 tile n takes those keys at the tile's column g
+// (b0 = keys 2c, 2c + 1, b1 = 2c + 8, 2c + 9). Column g of tile n is taken
+// to be dim 32 (n / 4) + 4 g + n % 4. The four tiles 4q .. 4q + 3 then ask
+// lane l for dims 32 q + 4 g .. + 3 of the same four keys: four 32-bit
+// shared loads (one a key) feed four tiles, byte t of each load going to
+// tile 4q + t (byte permutes, two cvt.rn.f16x2.{e4m3x2,e5m2x2} a tile).
+// Accumulator column 2c + e of tile n holds dim 32 (n / 4) + 8 c + 4 e +
+// n % 4 (MmaSyncTiles::permutedOColumnBase): per group q a lane holds the
+// 8 consecutive dims from 32 q + 8 c, which the epilogue writes as one
+// vector.
+void MmaSyncMainloop::accumulatePVFromFp8V(MmaBuilder &mma, ArrayRef<Value> pA,
+                                           Value stage, SmallVector<Value> &o) {
+  const MmaSyncTiles &t = tiles;
+  Type fp8 = cast<MemRefType>(fp8VStaging.getType()).getElementType();
+  Value g = k.div(thread.lane, k.idx(4)), c = k.rem(thread.lane, k.idx(4));
+  // Key 2c's bytes 4g .. + 3; every key the lane reads has the same swizzle
+  // (fp8VStagingOffset), and group q is this offset xor 32 q.
+  Value lane = k.toI32(
+      fp8VStagingOffset(k, k.mul(c, k.idx(2)), k.mul(g, k.idx(4)), t.d));
+  Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
+  Value laneBase = k.add(k.toI32(k.add(k.mul(stage, k.idx(t.kvTile * t.d)),
+                                       k.mul(key0, k.idx(t.d)))),
+                         lane);
+  auto v4 = VectorType::get({4}, fp8);
+  for (int64_t kk = 0; kk < t.sTiles / 2; ++kk) {
+    for (int64_t q = 0; q < t.d / 32; ++q) {
+      SmallVector<Value, 4> keys;
+      for (int64_t dk : {0, 1, 8, 9}) {
+        Value off = k.add(laneBase, k.i32((16 * kk + dk) * t.d));
+        if (q)
+          off = arith::XOrIOp::create(k.b, k.loc, off, k.i32(32 * q));
+        keys.push_back(
+            vector::LoadOp::create(k.b, k.loc, v4, fp8VStaging,
+                                   ValueRange{arith::IndexCastUIOp::create(
+                                       k.b, k.loc, k.b.getIndexType(), off)},
+                                   /*nontemporal=*/false, llvm::Align(4))
+                .getResult());
+      }
+      for (int64_t byte = 0; byte < 4; ++byte) {
+        auto pick = [&](Value x, Value y) {
+          return vector::ShuffleOp::create(k.b, k.loc, x, y,
+                                           ArrayRef<int64_t>{byte, 4 + byte});
+        };
+        Value bytes = vector::ShuffleOp::create(
+            k.b, k.loc, pick(keys[0], keys[1]), pick(keys[2], keys[3]),
+            ArrayRef<int64_t>{0, 1, 2, 3});
+        Value b =
+            pairsToFragment(k, fp8Convert(k, bytes, elementType), mma.bType());
+        Value &acc = o[4 * q + byte];
+        acc = mma.mma(pA[kk], b, acc);
+      }
+    }
+  }
+}
+
 void MmaSyncMainloop::accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA,
                                    Value stage, SmallVector<Value> &o) {
   const MmaSyncTiles &t = tiles;
+  if (t.fp8DirectV)
+    return accumulatePVFromFp8V(mma, pA, stage, o);
   Value vb = t.vRing().stage(k, t.ringStage(k, stage));
   Value key0 = k.mul(thread.warpKV, k.idx(t.kvPerWarp));
   for (int64_t kk = 0; kk < t.sTiles / 2; ++kk) {

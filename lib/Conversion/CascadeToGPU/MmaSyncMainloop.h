@@ -46,6 +46,8 @@ struct MmaSyncTiles {
   int64_t kvRingStages;
   /// Tiles of the K ring: kvRingStages, or 0 with fp8DirectK.
   int64_t kRingStages;
+  /// Tiles of the V ring: kvRingStages, or 0 with fp8DirectV.
+  int64_t vRingStages;
   /// The warps' Q fragments are loaded once, before the KV loop, instead of
   /// from the Q tile at every KV tile: fp8 decode with one m16 tile of rows
   /// (q_tile 16) at head_dim <= 128, where the Q tile's ldmatrix would be
@@ -57,6 +59,13 @@ struct MmaSyncTiles {
   /// the Q fragments from a head_dim permutation (loadPermutedQFragments);
   /// there is no f16/bf16 K tile.
   bool fp8DirectK = false;
+  /// fp8 decode (AttentionSpec::fp8DirectV, implies fp8DirectK): the B
+  /// fragments of O += P V come from the fp8 V staging ring too (32-bit
+  /// loads of 4 dims of 4 keys, byte permutes and cvt;
+  /// fp8VStagingOffset's swizzle), with O's columns permuted
+  /// (permutedOColumn); there is no f16/bf16 V tile, and the Q tile sits in
+  /// the last V staging stage (mmaSyncFp8DirectQTileOffset).
+  bool fp8DirectV = false;
   /// Rows 8..15 of the warp's m16 tile hold no query (decode, one request
   /// a block, a GQA group of at most 8 heads): their Q and P fragment
   /// halves are zero constants, their softmax is not computed, and the KV
@@ -68,16 +77,26 @@ struct MmaSyncTiles {
   explicit MmaSyncTiles(const AttentionSpec &spec);
   int64_t sharedElements() const {
     return qLayout.numElements() +
-           (kRingStages + kvRingStages) * kvLayout.numElements();
+           (kRingStages + vRingStages) * kvLayout.numElements();
   }
   SmemRing kRing() const {
     assert(kRingStages > 0 && "no K ring: scores read the fp8 staging ring");
     return {qLayout.numElements(), kvLayout.numElements()};
   }
   SmemRing vRing() const {
+    assert(vRingStages > 0 && "no V ring: P V reads the fp8 staging ring");
     return {qLayout.numElements() + kRingStages * kvLayout.numElements(),
             kvLayout.numElements()};
   }
+  /// The head_dim column that accumulator column `col` (8 n + 2 c + e of
+  /// O's n8 tile n, lane quad c, element e) holds: `col` itself, or with
+  /// fp8DirectV 32 (n / 4) + 8 c + 4 e + n % 4, so that a lane holds 8
+  /// consecutive columns from 32 (n / 4) + 8 c (MmaSyncMainloop.cpp).
+  int64_t permutedOColumnBase(int64_t n, int64_t e) const {
+    return fp8DirectV ? 32 * (n / 4) + 4 * e + n % 4 : 8 * n + e;
+  }
+  /// The lane-quad part of that column: 2 c, or 8 c with fp8DirectV.
+  int64_t oColumnsPerQuadLane() const { return fp8DirectV ? 8 : 2; }
   /// The K / V ring tile that pipeline stage `stage` is computed from.
   Value ringStage(KernelBuilder &k, Value stage) const {
     return kvRingStages == stages ? stage : k.idx(0);
@@ -180,6 +199,9 @@ public:
   /// bytes, fp8KStagingOffset's swizzle) that scores() reads. Set before
   /// run().
   void setFp8KStaging(Value staging) { fp8KStaging = staging; }
+  /// fp8DirectV: the fp8 V staging ring (fp8VStagingOffset's swizzle) that
+  /// O += P V reads. Set before run().
+  void setFp8VStaging(Value staging) { fp8VStaging = staging; }
 
   // The online softmax, also run by the wgmma mainloop on its accumulator
   // fragments (the same per-warp layout).
@@ -224,6 +246,9 @@ private:
   /// fp8DirectK: the same with head_dim permuted inside each 16-column
   /// block (see the definition), by 8-byte shared loads.
   SmallVector<Value> loadPermutedQFragments(MmaBuilder &mma);
+  /// fp8DirectV: O += P V from the fp8 V staging tile of `stage`.
+  void accumulatePVFromFp8V(MmaBuilder &mma, ArrayRef<Value> pA, Value stage,
+                            SmallVector<Value> &o);
   /// fp8DirectK: S = Q K^T from the fp8 K staging tile of `stage`.
   SmallVector<Value> scoresFromFp8K(MmaBuilder &mma, Value stage,
                                     ArrayRef<Value> qFrags);
@@ -246,7 +271,7 @@ private:
   Value smem;
   Type elementType;
   ExpScale expScale;
-  Value fp8KStaging;
+  Value fp8KStaging, fp8VStaging;
 };
 
 } // namespace cascade

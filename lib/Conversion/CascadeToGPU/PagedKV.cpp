@@ -104,13 +104,13 @@ SmallVector<Value> PagedKVRowGather::lookupPages(OpBuilder &b, Value i) const {
     Value t = k.add(k.add(src.t0, k.mul(i, k.idx(tile))), j);
     Value valid = k.cmp(arith::CmpIPredicate::ult, t, src.t1);
     auto ifp =
-        scf::IfOp::create(b, loc, TypeRange{b.getIndexType()}, valid, true);
+        scf::IfOp::create(b, loc, TypeRange{b.getI32Type()}, valid, true);
     OpBuilder::InsertionGuard g(b);
     b.setInsertionPointToStart(ifp.thenBlock());
     Value pg = layout.page(k, src.kvIndices, src.pageStart, t);
-    scf::YieldOp::create(b, loc, pg);
+    scf::YieldOp::create(b, loc, k.toI32(pg));
     b.setInsertionPointToStart(ifp.elseBlock());
-    scf::YieldOp::create(b, loc, k.idx(0));
+    scf::YieldOp::create(b, loc, k.i32(0));
     pages.push_back(ifp.getResult(0));
   }
   return pages;
@@ -126,7 +126,7 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
     Value p = k.rem(ch, k.idx(lanes));
     Value t = k.add(k.add(src.t0, k.mul(i, k.idx(tile))), j);
     Value valid = k.cmp(arith::CmpIPredicate::ult, t, src.t1);
-    Value page = pages[cc];
+    Value page = k.toIndex(pages[cc]);
     Value slot = k.select(valid, k.rem(t, k.idx(layout.pageSize)), k.idx(0));
     Value off = layout.chunkOffset(k, page, slot, src.kvHead, p, chunkElems);
     Value n = k.select(valid, k.idx(chunkElems), k.idx(0));
@@ -139,6 +139,11 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
             ? k.add(stageBase, fp8KStagingOffset(
                                    k, j, k.mul(p, k.idx(chunkElems)), headDim))
             : dst;
+    Value dstV =
+        swizzleV
+            ? k.add(stageBase, fp8VStagingOffset(
+                                   k, j, k.mul(p, k.idx(chunkElems)), headDim))
+            : dst;
     // cp.async.cg (bypassing L1) copies 16 bytes only.
     auto bypassL1 = chunkBytes == 16 ? b.getUnitAttr() : UnitAttr();
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
@@ -146,7 +151,7 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
         b.getIndexAttr(chunkElems), n, bypassL1));
     Value voff = layout.vFromK(k, off);
     toks.push_back(nvgpu::DeviceAsyncCopyOp::create(
-        b, loc, smemV, ValueRange{dst}, src.vCache, ValueRange{voff},
+        b, loc, smemV, ValueRange{dstV}, src.vCache, ValueRange{voff},
         b.getIndexAttr(chunkElems), n, bypassL1));
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, toks).getResult();
@@ -166,6 +171,19 @@ Value cascade::fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
                                     k.idx(mask));
     chunk = arith::XOrIOp::create(k.b, k.loc, chunk, s);
   }
+  return k.add(k.mul(row, k.idx(headDim)),
+               k.add(k.mul(chunk, k.idx(16)), k.rem(byteCol, k.idx(16))));
+}
+
+Value cascade::fp8VStagingOffset(KernelBuilder &k, Value row, Value byteCol,
+                                 int64_t headDim) {
+  assert((headDim == 32 || headDim == 64 || headDim == 128) &&
+         "fp8 V staging rows of 32, 64 or 128 bytes");
+  int64_t mask = (headDim / 16 - 1) & 6;
+  Value chunk = k.div(byteCol, k.idx(16));
+  if (mask)
+    chunk = arith::XOrIOp::create(
+        k.b, k.loc, chunk, arith::AndIOp::create(k.b, k.loc, row, k.idx(mask)));
   return k.add(k.mul(row, k.idx(headDim)),
                k.add(k.mul(chunk, k.idx(16)), k.rem(byteCol, k.idx(16))));
 }

@@ -77,7 +77,8 @@ public:
                    Value smemK, Value smemV, int64_t tile, int64_t headDim,
                    int64_t lanes, int64_t numThreads, Value tid,
                    int64_t elementBytes = 2);
-  /// Page ids of the chunks this thread copies of tile `i` (0 past t1).
+  /// Page ids (i32: fewer registers where they are looked up a tile ahead)
+  /// of the chunks this thread copies of tile `i` (0 past t1).
   SmallVector<Value> lookupPages(OpBuilder &b, Value i) const;
   /// The copies of tile `i` into stage `stage` (zero-fill past t1), as one
   /// cp.async group; returns its token.
@@ -88,13 +89,18 @@ public:
     assert(chunkBytes == chunkElems && "the swizzle is of fp8 rows");
     swizzleK = true;
   }
+  /// V rows land swizzled too (fp8VStagingOffset).
+  void swizzleVRows() {
+    assert(chunkBytes == chunkElems && "the swizzle is of fp8 rows");
+    swizzleV = true;
+  }
 
 private:
   PagedKVLayout layout;
   KVSource src;
   Value smemK, smemV, tid;
   int64_t tile, headDim, lanes, numThreads, chunksPerThread;
-  bool swizzleK = false;
+  bool swizzleK = false, swizzleV = false;
   /// Elements of one cp.async chunk and its size in bytes.
   int64_t chunkElems = 8, chunkBytes = 16;
   Location loc;
@@ -113,6 +119,18 @@ private:
 /// offset(g, x)) ^ (16 kb) for x < 16: one xor per chunk after the lane's
 /// offset.
 Value fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
+                        int64_t headDim);
+
+/// The fp8 V staging tile that mma_sync decode reads O += P V from
+/// (AttentionSpec::fp8DirectV): rows of `headDim` bytes (32, 64 or 128),
+/// the 16-byte chunk j of row r stored at chunk j ^ (r & 6 & (R - 1)) for
+/// R = headDim / 16 chunks a row. The byte offset of (row, byteCol). A
+/// warp's loads read bytes 32 q + 4 g of rows r0 + 2c (+ 1, 8, 9), g, c =
+/// lane / 4, lane % 4, r0 a multiple of 16: at head_dim 128 the lanes of a
+/// load hit 32 different banks (chunk 2q + g / 4 lands at 2 (q ^ c) + g /
+/// 4), at 64 two lanes share a bank. The swizzle of those rows is the one
+/// of row 2c, and offset(row, 32 q + x) = offset(row, x) ^ 32 q.
+Value fp8VStagingOffset(KernelBuilder &k, Value row, Value byteCol,
                         int64_t headDim);
 
 /// A ring of tiles in shared memory: stage s starts at element base + s *

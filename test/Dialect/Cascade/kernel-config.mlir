@@ -21,6 +21,32 @@ func.func @round_trip(%va: memref<?x8x64xf16>, %sa: memref<?x8xf32>, %q: memref<
 
 // -----
 
+// A launch bound prints where it is set; 0 (none) is the default and is not
+// printed.
+// CHECK-LABEL: func.func private @min_blocks
+// CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 8>
+// CHECK-LABEL: func.func private @min_blocks_zero
+// CHECK-SAME: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4>}
+func.func private @min_blocks() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 8>}
+func.func private @min_blocks_zero() attributes {config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4, min_blocks_per_sm = 0>}
+
+// -----
+
+// expected-error@+1 {{min_blocks_per_sm must be in [0, 32], got 33}}
+func.func private @min_blocks_range() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2, min_blocks_per_sm = 33>}
+
+// -----
+
+// expected-error@+1 {{min_blocks_per_sm is a rows or mma_sync option}}
+func.func private @min_blocks_wgmma() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 2, 1], q_tile = 64, kv_tile = 64, stages = 2, min_blocks_per_sm = 2>}
+
+// -----
+
+// expected-error@+1 {{min_blocks_per_sm = 9 blocks of 256 threads exceed the 2048 threads an SM holds}}
+func.func private @min_blocks_threads() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 2], q_tile = 64, kv_tile = 32, stages = 2, min_blocks_per_sm = 9>}
+
+// -----
+
 // expected-error@+1 {{threads must have 3 entries (x, y, z), got 2}}
 func.func private @bad_threads() attributes {config = #cascade.kernel_config<merge, threads = [128, 1], q_tile = 8, kv_tile = 0, stages = 1>}
 
@@ -137,6 +163,22 @@ func.func private @mma_split_kv() attributes {config = #cascade.kernel_config<mm
 
 // -----
 
-// expected-error@+2 {{expected one of [joint, split] for how a wgmma kernel's producer publishes K/V tiles, got: halves}}
-// expected-error@+1 {{failed to parse Cascade_KernelConfigAttr parameter 'kv_barriers'}}
+// expected-error@+1 {{kv_barriers must be joint or split, got 'halves'}}
 func.func private @bad_kv_barriers() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, kv_barriers = halves>}
+
+// -----
+
+// The options after `stages` come in any order, each at most once.
+// CHECK-LABEL: func.func private @options_any_order
+// CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 4>
+func.func private @options_any_order() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 4, kv_barriers = joint>}
+
+// -----
+
+// expected-error@+1 {{expected kv_barriers or min_blocks_per_sm (each at most once), got 'min_blocks_per_sm'}}
+func.func private @option_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 4, min_blocks_per_sm = 8>}
+
+// -----
+
+// expected-error@+1 {{expected kv_barriers or min_blocks_per_sm (each at most once), got 'max_regs'}}
+func.func private @unknown_option() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, max_regs = 128>}

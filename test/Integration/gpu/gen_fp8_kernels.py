@@ -34,7 +34,8 @@ MMA = ("mma_f16_d128_g4_p16_nhd_pool_causal", "mma_f16_d128_g4_p16_nhd_pool",
 # tile) and 3; 2 warps along 32-key tiles in 4 and 6 stages (4 and 3 blocks
 # an SM); 8 warps along 128-key tiles (16 keys a warp, one block an SM).
 # (Block counts of the converted K tile.) Every mma_sync configuration here
-# reads K from its fp8 staging ring (`_kdirect`), which drops the K tile
+# reads K from its fp8 staging ring (`_kdirect`; now V too, `_kvdirect`,
+# which drops the V tile as well), which drops the K tile
 # (32-key tiles in 4 stages: 44 KiB, 5 blocks an SM) and leaves room for
 # more stages: 32-key tiles in 5 and 8 stages (52 and 76 KiB, 4 and 2
 # blocks an SM) and 64-key tiles over 4 warps in 4 (84 KiB, 2 blocks).

@@ -13,6 +13,55 @@ using namespace mlir::cascade;
 
 #include "cascade/Dialect/Cascade/IR/CascadeEnums.cpp.inc"
 
+/// The options of #cascade.kernel_config after `stages`, each `, key =
+/// value` where it differs from its default, in any order when parsed:
+/// `kv_barriers = joint | split`, `min_blocks_per_sm = n`.
+static ParseResult parseKernelConfigOptions(AsmParser &p,
+                                            KVBarriers &kvBarriers,
+                                            int64_t &minBlocks) {
+  kvBarriers = KVBarriers::Joint;
+  minBlocks = 0;
+  bool seenBarriers = false, seenBlocks = false;
+  while (succeeded(p.parseOptionalComma())) {
+    StringRef key;
+    llvm::SMLoc loc = p.getCurrentLocation();
+    if (p.parseKeyword(&key) || p.parseEqual())
+      return failure();
+    if (key == "kv_barriers" && !seenBarriers) {
+      seenBarriers = true;
+      StringRef value;
+      llvm::SMLoc valueLoc = p.getCurrentLocation();
+      if (p.parseKeyword(&value))
+        return failure();
+      std::optional<KVBarriers> v = symbolizeKVBarriers(value);
+      if (!v)
+        return p.emitError(valueLoc,
+                           "kv_barriers must be joint or split, got '")
+               << value << "'";
+      kvBarriers = *v;
+    } else if (key == "min_blocks_per_sm" && !seenBlocks) {
+      seenBlocks = true;
+      int64_t n;
+      if (p.parseInteger(n))
+        return failure();
+      minBlocks = n;
+    } else {
+      return p.emitError(loc, "expected kv_barriers or min_blocks_per_sm "
+                              "(each at most once), got '")
+             << key << "'";
+    }
+  }
+  return success();
+}
+
+static void printKernelConfigOptions(AsmPrinter &p, KVBarriers kvBarriers,
+                                     int64_t minBlocks) {
+  if (kvBarriers != KVBarriers::Joint)
+    p << ", kv_barriers = " << stringifyKVBarriers(kvBarriers);
+  if (minBlocks)
+    p << ", min_blocks_per_sm = " << minBlocks;
+}
+
 #define GET_ATTRDEF_CLASSES
 #include "cascade/Dialect/Cascade/IR/CascadeAttrs.cpp.inc"
 
@@ -31,7 +80,7 @@ LogicalResult
 KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                          KernelFamily family, ArrayRef<int64_t> threads,
                          int64_t qTile, int64_t kvTile, int64_t stages,
-                         KVBarriers kvBarriers) {
+                         KVBarriers kvBarriers, int64_t minBlocksPerSM) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
@@ -53,6 +102,16 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   if (kvBarriers != KVBarriers::Joint && family != KernelFamily::Wgmma)
     return emitError() << "kv_barriers = " << stringifyKVBarriers(kvBarriers)
                        << " is a wgmma option";
+  if (minBlocksPerSM < 0 || minBlocksPerSM > 32)
+    return emitError() << "min_blocks_per_sm must be in [0, 32], got "
+                       << minBlocksPerSM;
+  if (minBlocksPerSM && family != KernelFamily::Rows &&
+      family != KernelFamily::MmaSync)
+    return emitError() << "min_blocks_per_sm is a rows or mma_sync option";
+  if (minBlocksPerSM * total > 2048)
+    return emitError() << "min_blocks_per_sm = " << minBlocksPerSM
+                       << " blocks of " << total
+                       << " threads exceed the 2048 threads an SM holds";
   switch (family) {
   case KernelFamily::Merge:
     if (threads[1] != 1 || threads[2] != 1 || kvTile != 0 || stages != 1)

@@ -138,6 +138,14 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       producer gathers K one tile ahead of V, and the consumers release K_i
       as soon as S_i = Q K_i^T completed and V_{i-1} after P_{i-1} V_{i-1}.
 
+    `min_blocks_per_sm` (rows and mma_sync; default 0, then not printed): a
+    launch bound, the blocks of this kernel that each SM must be able to
+    hold at once (PTX `.minnctapersm`). ptxas then keeps the registers of a
+    thread at or under what that many blocks leave (65536 / (threads *
+    min_blocks_per_sm) on sm_90), spilling if it must. Selection sets it
+    where more resident blocks measured faster than the spills cost (fp8
+    decode).
+
     Example:
 
     ```mlir
@@ -147,6 +155,10 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     cascade.paged_attention ... {page_size = 16 : i64,
         cascade.kernel_config = #cascade.kernel_config<wgmma,
             threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 2>}
+    cascade.paged_attention ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<mma_sync,
+            threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2,
+            min_blocks_per_sm = 8>}
     ```
   }];
   let parameters = (ins
@@ -157,20 +169,25 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       "int64_t":$stages,
       DefaultValuedParameter<"::mlir::cascade::KVBarriers",
                              "::mlir::cascade::KVBarriers::Joint",
-                             "wgmma: K/V barrier rings">:$kv_barriers);
+                             "wgmma: K/V barrier rings">:$kv_barriers,
+      DefaultValuedParameter<"int64_t", "0",
+                             "launch bound: blocks an SM (0: none)">:
+          $min_blocks_per_sm);
   let assemblyFormat = [{
     `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
     `kv_tile` `=` $kv_tile `,` `stages` `=` $stages
-    (`,` `kv_barriers` `=` $kv_barriers^)? `>`
+    `` custom<KernelConfigOptions>($kv_barriers, $min_blocks_per_sm) `>`
   }];
-  // The builders with `kv_barriers` last and joint by default.
+  // The builders with `kv_barriers` (joint by default) and
+  // `min_blocks_per_sm` (none by default) last.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "KernelFamily":$family, "ArrayRef<int64_t>":$threads,
                      "int64_t":$q_tile, "int64_t":$kv_tile, "int64_t":$stages,
-                     CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers), [{
+                     CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers,
+                     CArg<"int64_t", "0">:$min_blocks_per_sm), [{
       return $_get($_ctxt, family, threads, q_tile, kv_tile, stages,
-                   kv_barriers);
+                   kv_barriers, min_blocks_per_sm);
     }]>
   ];
   let genVerifyDecl = 1;

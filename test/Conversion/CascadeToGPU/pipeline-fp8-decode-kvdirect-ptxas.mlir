@@ -1,38 +1,38 @@
 // REQUIRES: ptxas
 // The fp8 decode benchmark's shape (32/8 heads, head_dim 128, page 16, e4m3
 // pool; test/Integration/gpu/fp8_kernels.mlir's FORCED_DECODE) at the
-// mma_sync configurations that read K from its fp8 staging ring
-// (`_kdirect`), plain and split-KV: each lowers under its own name, takes
-// the shared memory of Q, one V tile and the staging rings (no K tile), and
-// ptxas accepts it with no spills and fewer than 200 registers, so a
-// variant that stops fitting fails here and not first on the GPU machine.
+// mma_sync configurations that read K and V from their fp8 staging rings
+// (`_kvdirect`), plain and split-KV, without a launch bound: each lowers
+// under its own name, takes the shared memory of the staging rings alone
+// (the Q tile in the last V stage; at 2 stages of 64-key tiles the 4 warps'
+// partial states, 16 x 4 x 130 f32, are larger), and ptxas accepts it with
+// no spills and fewer than 200 registers, so a variant that stops fitting
+// fails here and not first on the GPU machine.
 // (kv128w8, 8 warps along 128-key tiles, spilled before the direct path
 // too and is left out.)
 // RUN: rm -rf %t && cascade-opt %s --cascade-to-ptx="bundle-dir=%t" -o /dev/null
 // RUN: FileCheck %s --check-prefix=MANIFEST < %t/manifest.json
 // RUN: %ptxas -arch=sm_90 -v %t/kernels.ptx -o /dev/null 2>&1 | FileCheck %s --check-prefix=PTXAS
 
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s5_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s5_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s6_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s6_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s8_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s8_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s2_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s2_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s3_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s3_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4_kdirect"
-// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4_kdirect"
-// MANIFEST-DAG: "dynamic_shared_bytes": 45056,
-// MANIFEST-DAG: "dynamic_shared_bytes": 53248,
-// MANIFEST-DAG: "dynamic_shared_bytes": 61440,
-// MANIFEST-DAG: "dynamic_shared_bytes": 77824,
-// MANIFEST-DAG: "dynamic_shared_bytes": 53248,
-// MANIFEST-DAG: "dynamic_shared_bytes": 69632,
-// MANIFEST-DAG: "dynamic_shared_bytes": 86016,
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s4_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s5_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s5_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s6_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s6_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s8_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s8_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s2_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s2_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s3_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s3_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4_kvdirect"
+// MANIFEST-DAG: "name": "cascade_decode_split_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x4_q16_kv64_s4_kvdirect"
+// MANIFEST-DAG: "dynamic_shared_bytes": 32768,
+// MANIFEST-DAG: "dynamic_shared_bytes": 40960,
+// MANIFEST-DAG: "dynamic_shared_bytes": 49152,
+// MANIFEST-DAG: "dynamic_shared_bytes": 65536,
+// MANIFEST-DAG: "dynamic_shared_bytes": 33280,
 // PTXAS: Compiling entry function 'cascade_
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill stores
 // PTXAS-NOT: {{[1-9][0-9]*}} bytes spill loads
