@@ -3,7 +3,7 @@
     python3 -m benchmarks.attention.ncu_hotspots SOURCE_SASS_CSV [--top N]
 
 SOURCE_SASS_CSV: `ncu --import REPORT --page source --print-source sass
---csv` (benchmarks/attention/profile_ncu.sh writes it). Prints the kernel's
+--csv` (`tools/cascade-dev gpu profile` writes it). Prints the kernel's
 stall samples by reason, then by instruction class (wgmma, mbarrier waits,
 exp2, f32 math, address arithmetic, ...), then the `--top` instructions
 with the most samples in address order, each with its two largest reasons.

@@ -6,7 +6,8 @@
 
 (from the repository root.) BUNDLE_DIR: kernels of
 test/Integration/gpu/kernels.mlir + mma_kernels.mlir
-(test/Integration/prepare_carry.sh). The runtime's Python module plans every
+(`tools/cascade-dev gpu prepare integration`). The runtime's Python module
+plans every
 batch here: plain (one level, cascade_mlir._runtime.plan), automatic cascade
 (_runtime.auto_cascade), hand-built cascade (_runtime.plan per level). The
 launches of a plan

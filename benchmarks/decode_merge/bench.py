@@ -7,8 +7,9 @@ cascade_mlir importable (the split-KV decode plans are the runtime's):
       [--fp8-families rows,mma_sync] [--shapes 64x4096,16x32768,256x1024]
 BUNDLE_DIR: kernels.ptx + manifest.json from
   cascade-opt test/Integration/gpu/kernels.mlir --cascade-to-ptx="bundle-dir=BUNDLE_DIR" -o /dev/null
---fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; prepare_carry.sh's
-fp8-bundle/) adds the decode rows with an fp8 e4m3 cache (k_scale 0.5,
+--fp8-bundle (from test/Integration/gpu/fp8_kernels.mlir; `tools/cascade-dev
+gpu prepare integration`'s fp8-bundle/) adds the decode rows with an fp8
+e4m3 cache (k_scale 0.5,
 v_scale 2), against FlashInfer's fp8 decode on the same cache, once per
 kernel configuration that bundle holds for the shape: selection's (mma_sync,
 64-key tiles over 4 warps, 4 stages) and each of gen_fp8_kernels.py's

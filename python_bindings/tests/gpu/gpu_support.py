@@ -18,7 +18,7 @@ def gpu_unavailable_reason():
         return "torch is not installed here: the GPU tests drive CUDA tensors through torch"
     if not torch.cuda.is_available():
         return ("no CUDA device here (torch.cuda.is_available() is False); the GPU tests "
-                "run on a GPU machine: python_bindings/tests/gpu/run_h200.sh")
+                "run on a GPU machine: tools/cascade-dev gpu python tests")
     return None
 
 

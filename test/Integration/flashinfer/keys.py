@@ -12,7 +12,7 @@ groups and KV forms its wrappers and references use (RULES below), fp8 KV
 caches included; custom-mask tests compare the masked group with the
 causal one; multi-item tests need none (they skip, naming the
 limitation). The GPU machine has no compiler: these bundles are built here
-and carried (prepare.sh).
+and carried (`tools/cascade-dev gpu prepare flashinfer`).
 """
 import argparse
 import ast

@@ -17,11 +17,12 @@ against cascade_mlir:
   every n-th test from the i-th (a file too long for one device call runs
   over n calls; the shards are disjoint and cover the file). Sharded, it
   returns torch's cached GPU memory after every test: shards run as
-  processes side by side on one GPU (run.sh's CASCADE_FI_JOBS), and the
+  processes side by side on one GPU (`tools/cascade-dev gpu flashinfer`'s
+  CASCADE_FI_JOBS), and the
   decode file's largest tests left twelve caches of ~29 GiB each, which
   exhausted the 140 GiB of an H200 (out-of-memory failures, not results).
 
-Made at run time (test/Integration/flashinfer/run.sh), never committed as a
+Made at run time (`tools/cascade-dev gpu flashinfer`), never committed as a
 `flashinfer` package, so that nothing else imports it by accident.
 """
 import os

@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
-"""Counts of a conformance run (run.sh): passed / failed / errors / skipped
+"""Counts of a conformance run (`tools/cascade-dev gpu flashinfer`): passed /
+failed / errors / skipped
 per FlashInfer test file from pytest's JUnit XML, and the skip reasons with
 their counts (ours name a documented limitation; the rest are the test
 files' own skips). Exit status 1 if a test failed or errored.
 
     python3 summary.py DIR    # DIR holds <file>.xml (or <file>.shard<i>of<n>.xml)
 
-With more than one XML file (files, or the shards of run.sh's calls copied
+With more than one XML file (files, or the shards of several calls copied
 into one DIR) a last row gives the totals.
 """
 import collections

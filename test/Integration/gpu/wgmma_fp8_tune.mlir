@@ -1,5 +1,5 @@
 // Tuning variants of the fp8 cascade's shared-prefix level on sm_90a
-// (test/Integration/prepare_carry.sh adds this file to fp8-bundle-sm90a
+// (`tools/cascade-dev gpu prepare` adds this file to fp8-bundle-sm90a
 // only: a wgmma kernel_config is an error on other chips). The prefix level
 // of `bench.py --rows cascade` over an e4m3 cache (a split prefill, f16 q,
 // 32/8 and 32/32 heads, D=128, page 16, NHD pool): fp8_kernels.mlir gives

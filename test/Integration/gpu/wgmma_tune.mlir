@@ -1,5 +1,5 @@
 // Tuning variants for the attention benchmark on sm_90a
-// (test/Integration/prepare_carry.sh adds this file to bundle-sm90a only: a
+// (`tools/cascade-dev gpu prepare` adds this file to bundle-sm90a only: a
 // wgmma kernel_config is an error on other chips). The causal prefill of the
 // benchmark (32/8 heads, D=128, page 16), with the KV tile and the depth of
 // the shared-memory ring fixed, so that one run shows how the kernel's time

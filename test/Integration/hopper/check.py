@@ -1,5 +1,6 @@
 """GPU check of the Hopper building blocks (GPUCodegen/Wgmma.h) on an sm_90a
-chip: the test kernels of -test-cascade-hopper-codegen, built by prepare.sh,
+chip: the test kernels of -test-cascade-hopper-codegen, built by
+`tools/cascade-dev gpu prepare hopper`,
 run on fresh random inputs against a float64 reference.
 
 - wgmma f16 / bf16: D[64x64] = A B^T (f32 accumulate) on one warpgroup, A and

@@ -1,6 +1,6 @@
 """GPU check of the TMA building block (GPUCodegen/Tma.h) on an sm_90 chip:
 the `tma` and `tma-3d` kernels of -test-cascade-hopper-codegen, built by
-prepare.sh.
+`tools/cascade-dev gpu prepare hopper`.
 
 Each block of 128 threads loads one 64x64 f16 box of a row-major global
 tensor through a tensor map (128-byte swizzle) into shared memory on an

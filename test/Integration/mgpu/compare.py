@@ -3,7 +3,7 @@
 
     python3 test/Integration/mgpu/compare.py MGPU_LOG [--results RESULTS.md]
 
-(from the repository root; test/Integration/run_h200.sh mgpu runs it.)
+(from the repository root; `tools/cascade-dev gpu check mgpu` runs it.)
 
 MGPU_LOG is the output of cascade-mgpu-test, whose "mgpu key" lines give the
 key cascade (B=128 decode requests over a shared prefix of 32768 tokens, 256
@@ -180,7 +180,8 @@ def main():
         today = datetime.date.today().isoformat()
         with open(a.results, "a") as f:
             f.write(f"\n## {today}: the key cascade compiled from IR (issue 17, "
-                    f"test/Integration/run_h200.sh mgpu, {gpu or 'GPU not seen by torch'})\n\n"
+                    "tools/cascade-dev gpu check mgpu, "
+                    f"{gpu or 'GPU not seen by torch'})\n\n"
                     "B=128, shared prefix 32768, 256 own tokens each, D=128, page 16, fp16, "
                     "compiled by cascade-opt and run as compiled host code through the runtime "
                     "shim's plans (cascade-mgpu-test): device us = median over calls of the "

@@ -1,6 +1,7 @@
 //===- main.cpp - mgpu integration test driver ----------------------------===//
 //
-// Runs host code compiled from cascade IR (host.o, see build_host_object.sh)
+// Runs host code compiled from cascade IR (host.o, see `tools/cascade-dev gpu
+// host-object`)
 // against libcascade_mlir_cuda_runtime.so, which provides the mgpu* entry
 // points that MLIR's gpu-to-llvm lowering calls, and compares the results
 // with the runtime's float64 reference on fresh random inputs: merge_state
@@ -547,7 +548,8 @@ struct GraphPlans {
 };
 
 /// The compiled functions of the key cascade at one head count
-/// (build_host_object.sh: the planned and automatic examples at those
+/// (`tools/cascade-dev gpu host-object`: the planned and automatic examples at
+/// those
 /// heads, key_graph.mlir.in's plan/run pair).
 struct KeyFunctions {
   int64_t hqo, hkv;

@@ -1,7 +1,7 @@
 // Host code for the mgpu integration test: a cascade.merge_state on device
 // buffers, lowered by cascade-to-ptx plus upstream gpu-to-llvm into host LLVM
 // that calls the mgpu* entry points of libcascade_mlir_cuda_runtime.so.
-// build_host_object.sh turns it into merge_state_host.o.
+// `tools/cascade-dev gpu host-object` turns it into merge_state_host.o.
 func.func @merge_state(%va: memref<?x32x128xf16>, %sa: memref<?x32xf32>,
                        %vb: memref<?x32x128xf16>, %sb: memref<?x32xf32>,
                        %v: memref<?x32x128xf16>, %s: memref<?x32xf32>)
