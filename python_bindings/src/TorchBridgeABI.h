@@ -88,7 +88,7 @@ typedef struct CascadeTorchBridge {
  * `stream` is the CUstream to launch on: torch's current stream of the
  * tensors' device. */
 
-/* The merges (_gpu.MERGES, GpuModule.cpp's MergeOps), from
+/* The merges (_gpu.MERGES, MergeOps.cpp's MergeOps), from
  * MergeOps._capsule(): a capsule named CASCADE_RUNTIME_MERGES_CAPSULE.
  * `t` holds the op's tensors in schema order (an absent mask has ndim -1),
  * then the outputs:

@@ -1,0 +1,460 @@
+//===- ProgramHandle.cpp - cascade_mlir._runtime.Program ------------------===//
+//
+// Program: one wrapper's plan, uploaded, with its launches bound once.
+// run() checks the caller's tensors (CallChecks.h), writes their addresses
+// into the bound launches and launches on the caller's current stream; the
+// same run() as a C function serves the torch bridge's run ops.
+//
+//===----------------------------------------------------------------------===//
+
+#include "BridgeTables.h"
+#include "CallChecks.h"
+#include "ConfigDict.h"
+#include "GpuDevice.h"
+#include "GpuModule.h"
+#include "TensorArgs.h"
+#include "TorchBridgeABI.h"
+
+#include "cascade/Runtime/Program.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+namespace py = pybind11;
+using namespace cascade::runtime;
+
+namespace cascade::python {
+
+namespace {
+
+using I32Array =
+    py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+class ProgramHandle {
+public:
+  explicit ProgramHandle(std::shared_ptr<Device> device)
+      : device_(std::move(device)), program_(device_->launcher()) {
+    runner_.abi = CASCADE_TORCH_BRIDGE_ABI;
+    runner_.size = sizeof(runner_);
+    runner_.self = this;
+    runner_.run = [](void *self, const CascadeRunCall *call) {
+      return calledFromC(
+          [&] { return static_cast<ProgramHandle *>(self)->runFromC(*call); });
+    };
+  }
+
+  /// run() as a C function (TorchBridgeABI.h's CascadeRunner) in a capsule
+  /// that keeps `self` (this Program) alive, for the torch bridge's kernels
+  /// of cascade_mlir::run and run_out.
+  static py::object runnerCapsule(py::object self) {
+    ProgramHandle &p = self.cast<ProgramHandle &>();
+    return tableCapsule(&p.runner_, CASCADE_RUNTIME_RUNNER_CAPSULE,
+                        std::move(self));
+  }
+
+  /// config: cascade_mlir.config.AttentionConfig.as_dict(). `resolver`
+  /// (called with a variant the first time run() sees it) must not hold
+  /// the owner of this program strongly: the garbage collector cannot see
+  /// the reference from here.
+  void setSignature(const py::dict &config, bool sharedSlot,
+                    py::object resolver, py::object framework) {
+    sig_ = Signature(attentionConfigFromDict(config), device_->ordinal(),
+                     sharedSlot);
+    resolver_ = std::move(resolver);
+    framework_ = std::move(framework);
+  }
+
+  /// levels: dicts with mode ("decode"/"prefill"), qo_indptr (None in
+  /// decode), kv_indptr, kv_indices, kv_last_page_len (int32 numpy arrays)
+  /// and optionally the plan options fixed_split_pages and disable_split_kv;
+  /// the static configuration is the signature's. Returns (int workspace
+  /// bytes, float workspace bytes) needed.
+  py::tuple plan(const py::list &levels,
+                 const std::vector<std::string> &planKernels, bool cudaGraph,
+                 const py::object &indexBuffers, bool lastLevelFirst) {
+    if (!sig_.set)
+      throw py::value_error("set_signature() before plan()");
+    ProgramSpec spec;
+    std::array<int64_t, 2> nextMaxPage{-1, -1};
+    spec.planKernels = planKernels;
+    spec.cudaGraph = cudaGraph;
+    spec.lastLevelFirst = lastLevelFirst;
+    arrays_.clear();
+    for (py::handle h : levels) {
+      py::dict lv = py::reinterpret_borrow<py::dict>(h);
+      PlanInputs in;
+      const std::string mode = py::str(lv["mode"]);
+      in.mode = mode == "decode" ? PlanMode::Decode : PlanMode::Prefill;
+      auto keep = [&](const char *key) -> ArrayView<int32_t> {
+        if (!lv.contains(key) || lv[key].is_none())
+          return ArrayView<int32_t>();
+        I32Array a = lv[key].cast<I32Array>();
+        arrays_.push_back(a);
+        return ArrayView<int32_t>(a.data(), a.size());
+      };
+      in.qo_indptr = keep("qo_indptr");
+      in.kv_indptr = keep("kv_indptr");
+      in.kv_indices = keep("kv_indices");
+      in.kv_last_page_len = keep("kv_last_page_len");
+      spec.masks.push_back(customMask(lv));
+      setPlanStatics(in, sig_.config);
+      // Plan options (not part of the kernels' configuration).
+      if (lv.contains("fixed_split_pages"))
+        in.fixed_split_pages = lv["fixed_split_pages"].cast<int64_t>();
+      if (lv.contains("disable_split_kv"))
+        in.disable_split_kv = lv["disable_split_kv"].cast<bool>();
+      // The largest page id each KV slot's levels read (run() checks the
+      // caller's caches against them).
+      const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
+      if (slot != 0 && slot != 1)
+        throw py::value_error("kv_slot must be 0 or 1");
+      for (int64_t i = 0; i < in.kv_indices.size(); ++i)
+        nextMaxPage[slot] =
+            std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
+      spec.levels.push_back(in);
+    }
+    if (!indexBuffers.is_none())
+      for (py::handle h : indexBuffers) {
+        py::dict d = py::reinterpret_borrow<py::dict>(h);
+        IndexBuffers b;
+        auto get = [&](const char *name, uint64_t &ptr, int64_t &cap) {
+          if (!d.contains(name) || d[name].is_none())
+            return;
+          TensorArg a = probe(d[name], name);
+          if (!a.cuda || a.device != device_->ordinal() ||
+              a.dtype != ElemType::I32 || a.ndim != 1 || !a.contiguous())
+            throw py::value_error(std::string(name) +
+                                  " buffer must be a contiguous 1-D int32 "
+                                  "tensor on cuda:" +
+                                  std::to_string(device_->ordinal()));
+          ptr = a.ptr;
+          cap = a.shape[0];
+        };
+        get("qo_indptr", b.qoIndptr, b.qoIndptrCapacity);
+        get("kv_indptr", b.kvIndptr, b.kvIndptrCapacity);
+        get("kv_indices", b.kvIndices, b.kvIndicesCapacity);
+        get("kv_last_page_len", b.kvLastPageLen, b.kvLastPageLenCapacity);
+        spec.indexBuffers.push_back(b);
+      }
+    check(program_.plan(spec));
+    maxPageId_ = nextMaxPage;
+    planned_ = false;
+    last_ = LastCall();
+    return py::make_tuple(program_.intBytesNeeded(),
+                          program_.floatBytesNeeded());
+  }
+
+  /// A level's custom mask: "custom_mask" (its packed bytes, uint8) and
+  /// "mask_indptr" (int32 [B+1]) of the level dict, the bytes kept as
+  /// 32-bit words (CustomMaskArrays); absent views without them.
+  CustomMaskArrays customMask(const py::dict &lv) {
+    if (!lv.contains("custom_mask") || lv["custom_mask"].is_none())
+      return {};
+    auto bytes = lv["custom_mask"]
+                     .cast<py::array_t<uint8_t, py::array::c_style |
+                                                    py::array::forcecast>>();
+    I32Array words(static_cast<py::ssize_t>((bytes.size() + 3) / 4));
+    std::memset(words.mutable_data(), 0, 4 * words.size());
+    std::memcpy(words.mutable_data(), bytes.data(), bytes.size());
+    I32Array indptr = lv["mask_indptr"].cast<I32Array>();
+    arrays_.push_back(words);
+    arrays_.push_back(indptr);
+    return {ArrayView<int32_t>(words.data(), words.size()),
+            ArrayView<int32_t>(indptr.data(), indptr.size())};
+  }
+
+  void upload(py::handle intWorkspace, py::handle floatWorkspace,
+              int64_t stream) {
+    TensorArg i = probe(intWorkspace, "int workspace", stream);
+    TensorArg f = probe(floatWorkspace, "float_workspace_buffer", stream);
+    for (const TensorArg *a : {&i, &f})
+      if (!a->cuda || a->device != device_->ordinal() || !a->contiguous())
+        throw py::value_error("workspace buffers must be contiguous tensors "
+                              "on cuda:" +
+                              std::to_string(device_->ordinal()));
+    Status s =
+        program_.upload(i.ptr, i.numel() * elemTypeBytes(i.dtype), f.ptr,
+                        f.numel() * elemTypeBytes(f.dtype), asStream(stream));
+    arrays_.clear(); // staged: the host copies are no longer read
+    check(s);
+    planned_ = true;
+  }
+
+  /// levels: (unsplit attention, unsplit merge, split attention, split
+  /// merge, pair, kv slot) per level.
+  void prepare(int variant, const py::list &levels, const std::string &merge) {
+    std::vector<ProgramLevelKernels> ks;
+    for (py::handle h : levels) {
+      py::tuple t = py::reinterpret_borrow<py::tuple>(h);
+      ProgramLevelKernels k;
+      k.unsplit = {t[0].cast<std::string>(), t[1].cast<std::string>()};
+      k.split = {t[2].cast<std::string>(), t[3].cast<std::string>()};
+      k.pair = t[4].cast<bool>();
+      k.kvSlot = t[5].cast<int>();
+      ks.push_back(k);
+    }
+    check(program_.prepare(variant, ks, merge));
+  }
+
+  int64_t streamFor(const TensorArg &q, py::handle qObj) {
+    if (q.torch)
+      return torchCurrentStream(q.device);
+    return framework_.attr("stream_for")(qObj, q.device).cast<int64_t>();
+  }
+
+  /// k_scale / v_scale: None is 1, as FlashInfer's run() takes them.
+  py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
+                 bool returnLse, py::handle kvShared,
+                 std::optional<float> kScaleArg,
+                 std::optional<float> vScaleArg) {
+    if (!planned_)
+      throw py::value_error("run() before plan(): call plan() first");
+    const float kScale = kScaleArg.value_or(1.f);
+    const float vScale = vScaleArg.value_or(1.f);
+    checkKvScales(kScale, vScale);
+    Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+    std::vector<py::object> alive;
+    TensorArg tq = c.checkQ(q);
+    const int64_t stream = streamFor(tq, q);
+    if (!tq.torch)
+      alive.push_back(probe(q, "q", stream).keepAlive);
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    setRole(ptrs, counts, Role::Q, tq);
+    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
+    if (sig_.sharedSlot) {
+      if (kvShared.is_none())
+        throw py::value_error("k_shared and v_shared are required");
+      c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
+    }
+    if (!out.is_none())
+      alive.push_back(c.checkOut(out, tq, stream).keepAlive);
+    if (!lse.is_none())
+      alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
+    // Outputs not given: new ones from the caller's framework (like q).
+    if (out.is_none() && sig_.oType != sig_.qType)
+      throw py::value_error(
+          "out is required: the planned output dtype " +
+          std::string(contract::dtypeName(sig_.config.oType)) +
+          " differs from q's");
+    py::object o = py::reinterpret_borrow<py::object>(out);
+    TensorArg tout;
+    if (!out.is_none()) {
+      tout = probe(o, "out", stream); // checked above
+    } else if (tq.torch) {
+      o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
+    } else {
+      o = framework_.attr("empty_like")(q);
+      tout = probe(o, "out", stream);
+    }
+    alive.push_back(tout.keepAlive);
+    setRole(ptrs, counts, Role::O, tout);
+    py::object l = py::reinterpret_borrow<py::object>(lse);
+    TensorArg tl;
+    if (lse.is_none() && returnLse) {
+      if (tq.torch) {
+        TensorArg like = tq; // [rows, heads] float32, contiguous
+        like.dtype = ElemType::F32;
+        like.ndim = 2;
+        like.setRowMajorStrides();
+        l = torchEmptyStrided(like, tl);
+      } else {
+        l = framework_.attr("empty_f32")(
+            q, py::make_tuple(tq.shape[0], tq.shape[1]));
+      }
+    }
+    if (!l.is_none()) {
+      if (!tl.torch)
+        tl = probe(l, "lse", stream);
+      alive.push_back(tl.keepAlive);
+      setRole(ptrs, counts, Role::LSE, tl);
+    }
+    if (!program_.prepared(variant)) {
+      resolver_(variant);
+      if (!program_.prepared(variant))
+        throw py::value_error("no kernels were prepared for this call");
+    }
+    launch(variant, ptrs, counts, stream, kScale, vScale);
+    if (returnLse)
+      return py::make_tuple(o, l);
+    return o;
+  }
+
+  /// run() for the torch bridge (the runner's function): the same checks
+  /// and launches on the tensors it describes, with k_scale = v_scale = 1
+  /// (the ops pass none). 1, launching nothing, where run() would raise or
+  /// must call Python first (a shared-prefix program, whose run() needs
+  /// kv_shared; a KV form not prepared yet): the op's Python kernel then
+  /// raises run()'s error, or prepares the form.
+  int runFromC(const CascadeRunCall &c) {
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    int variant = 0;
+    try {
+      if (!planned_ || sig_.sharedSlot)
+        return 1;
+      Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+      const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
+      ch.checkQ(tq);
+      if (c.has_v) {
+        ch.bindPair(fromBridge(c.kv), fromBridge(c.v), 0, ptrs, counts);
+        variant = 1;
+      } else {
+        ch.bindPool(fromBridge(c.kv), 0, ptrs, counts);
+      }
+      ch.checkOut(to, tq);
+      setRole(ptrs, counts, Role::Q, tq);
+      setRole(ptrs, counts, Role::O, to);
+      if (c.has_lse) {
+        const TensorArg tl = fromBridge(c.lse);
+        ch.checkLse(tl, tq);
+        setRole(ptrs, counts, Role::LSE, tl);
+      }
+      if (!program_.prepared(variant))
+        return 1;
+    } catch (const std::exception &) {
+      return 1;
+    }
+    launch(variant, ptrs, counts, static_cast<int64_t>(c.stream), 1.f, 1.f);
+    return 0;
+  }
+
+  int64_t numRows() const { return program_.numRows(); }
+  int64_t rowCapacity() const { return program_.rowCapacity(); }
+  int64_t numLaunches(int variant) const {
+    return program_.numLaunches(variant);
+  }
+  std::vector<bool> splitKv() const {
+    std::vector<bool> v;
+    for (const Plan &p : program_.cascadePlan().levels)
+      v.push_back(p.split_kv);
+    return v;
+  }
+  bool prepared(int variant) const { return program_.prepared(variant); }
+  Program &program() { return program_; }
+
+  /// k_scale / v_scale: finite, and other than 1 only for an fp8 KV cache
+  /// (f16/bf16 kernels have no scale parameters).
+  void checkKvScales(float kScale, float vScale) const {
+    const contract::DType kv = sig_.config.kvType;
+    const bool fp8 =
+        kv == contract::DType::F8E4M3 || kv == contract::DType::F8E5M2;
+    for (auto [name, value] :
+         {std::pair("k_scale", kScale), std::pair("v_scale", vScale)}) {
+      if (!std::isfinite(value))
+        throw py::value_error(std::string(name) + " must be finite");
+      if (value != 1.f && !fp8)
+        throw py::value_error(std::string(name) +
+                              " dequantizes an fp8 KV cache; the planned KV "
+                              "dtype is " +
+                              contract::dtypeName(kv));
+    }
+  }
+
+  /// The launches of the last run() again, same tensors and stream, with
+  /// no argument checks: what the launches alone cost on the host
+  /// (benchmarks/python/host_overhead.py). The caller keeps those tensors
+  /// alive.
+  void relaunch() {
+    if (!last_.valid)
+      throw py::value_error("_relaunch() before run()");
+    check(program_.run(last_.variant, last_.ptrs, last_.counts,
+                       asStream(last_.stream), last_.kScale, last_.vScale));
+  }
+
+private:
+  static void setRole(std::array<uint64_t, kNumRoles> &ptrs,
+                      std::array<int64_t, kNumRoles> &counts, Role role,
+                      const TensorArg &a) {
+    ptrs[static_cast<size_t>(role)] = a.ptr;
+    counts[static_cast<size_t>(role)] = a.numel();
+  }
+
+  /// Launches the prepared `variant` on the bound addresses (and remembers
+  /// the call for relaunch()).
+  void launch(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
+              const std::array<int64_t, kNumRoles> &counts, int64_t stream,
+              float kScale, float vScale) {
+    check(
+        program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale));
+    last_ = {variant, ptrs, counts, stream, kScale, vScale};
+  }
+
+  std::shared_ptr<Device> device_;
+  Program program_;
+  CascadeRunner runner_{};
+  Signature sig_;
+  bool planned_ = false;
+  std::array<int64_t, 2> maxPageId_{-1, -1}; ///< per KV slot
+  struct LastCall {
+    int variant = 0;
+    std::array<uint64_t, kNumRoles> ptrs{};
+    std::array<int64_t, kNumRoles> counts{};
+    int64_t stream = 0;
+    float kScale = 1.f, vScale = 1.f;
+    bool valid = false;
+    LastCall() = default;
+    LastCall(int v, const std::array<uint64_t, kNumRoles> &p,
+             const std::array<int64_t, kNumRoles> &c, int64_t s, float ks,
+             float vs)
+        : variant(v), ptrs(p), counts(c), stream(s), kScale(ks), vScale(vs),
+          valid(true) {}
+  } last_;
+  std::vector<I32Array> arrays_;
+  py::object resolver_ = py::none(), framework_ = py::none();
+};
+
+} // namespace
+
+void bindProgram(py::module_ &m) {
+  py::class_<ProgramHandle>(m, "Program")
+      .def(py::init<std::shared_ptr<Device>>(), py::arg("device"))
+      .def("set_signature", &ProgramHandle::setSignature, py::arg("config"),
+           py::arg("shared_slot"), py::arg("resolver"), py::arg("framework"))
+      .def("plan", &ProgramHandle::plan, py::arg("levels"),
+           py::arg("plan_kernels"), py::arg("cuda_graph"),
+           py::arg("index_buffers") = py::none(),
+           py::arg("last_level_first") = false,
+           "Plans every level; with last_level_first (outside CUDA-graph "
+           "mode) the last level becomes the base level when an earlier one "
+           "splits KV (base_level says which: every other level's kernels "
+           "must accumulate).")
+      .def("upload", &ProgramHandle::upload)
+      .def("prepare", &ProgramHandle::prepare)
+      .def("prepared", &ProgramHandle::prepared)
+      .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
+           py::arg("out") = py::none(), py::arg("lse") = py::none(),
+           py::arg("return_lse") = false, py::arg("kv_shared") = py::none(),
+           py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none())
+      .def_property_readonly("num_rows", &ProgramHandle::numRows)
+      .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
+      .def_property_readonly("split_kv", &ProgramHandle::splitKv)
+      .def_property_readonly(
+          "base_level",
+          [](ProgramHandle &h) { return h.program().baseLevel(); },
+          "The level that writes the output; the others accumulate into "
+          "it.")
+      .def("num_launches", &ProgramHandle::numLaunches)
+      .def("_runner", &ProgramHandle::runnerCapsule,
+           "run() as a C function, for cascade_mlir._torch_bridge's kernels "
+           "of the run and run_out torch ops (TorchBridgeABI.h).")
+      .def("_relaunch", &ProgramHandle::relaunch,
+           "The last run()'s launches again, unchecked (for measuring).")
+      .def_property(
+          "graph_launch",
+          [](ProgramHandle &h) { return h.program().graphLaunch(); },
+          [](ProgramHandle &h, bool on) { h.program().setGraphLaunch(on); },
+          "run() launches the kernels of a call as one CUDA graph (default "
+          "where the driver can build graphs; nodes updated in place) or "
+          "one by one.")
+      .def_property_readonly("last_run_used_graph", [](ProgramHandle &h) {
+        return h.program().lastRunUsedGraph();
+      });
+}
+
+} // namespace cascade::python
