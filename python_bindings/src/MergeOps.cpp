@@ -33,7 +33,7 @@ namespace {
 /// The merges' fast path for torch CUDA tensors: checks, output allocation
 /// and the launch in one call, no Python frame and no dict. Every method
 /// returns None (and launches nothing) when it does not take the call:
-/// not torch CUDA tensors, or any check failing; cascade.py then runs its
+/// not torch CUDA tensors, or any check failing; _merge.py then runs its
 /// Python path, which names the offending argument in its error. The same
 /// merges as C functions on tensors the torch bridge describes (outputs it
 /// allocated) serve its kernels of the merges' torch ops (capsule()).

@@ -1,0 +1,90 @@
+"""The float64 CPU reference behind the cascade API (cascade_mlir.cascade).
+
+What the wrappers and the merges compute without a GPU: numpy arrays or CPU
+torch tensors in, the runtime's float64 reference (`_runtime.ref_*`) in
+between, results in the caller's framework and dtype out.
+"""
+
+from typing import Any, List, Tuple, Union
+
+import numpy as np
+
+from . import _runtime
+from .config import AttentionConfig
+
+#: What run() returns: the output, or (output, lse) with return_lse=True.
+RunResult = Union[Any, Tuple[Any, Any]]
+
+
+# --- array plumbing (CPU reference) ---------------------------------------------
+
+def _is_torch(x: Any) -> bool:
+    return type(x).__module__.startswith("torch")
+
+
+def _to_numpy(x: Any, name: str) -> np.ndarray:
+    if _is_torch(x):
+        if x.device.type != "cpu":
+            raise ValueError(f"{name} is on {x.device} while the other arguments are on "
+                             "the host: pass all tensors on one device")
+        if str(x.dtype) in ("torch.bfloat16", "torch.float8_e4m3fn", "torch.float8_e5m2"):
+            x = x.float()  # exact
+        return x.detach().numpy()
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy array or a torch tensor, got {type(x).__name__}")
+    return x
+
+
+def _like(result: np.ndarray, template: Any) -> Any:
+    """Returns `result` in the kind (numpy/torch) and dtype of `template`."""
+    if _is_torch(template):
+        import torch
+        return torch.from_numpy(np.ascontiguousarray(result)).to(template.dtype)
+    return result.astype(template.dtype)
+
+
+def _lse_out(result: np.ndarray, template: Any) -> Any:
+    if _is_torch(template):
+        import torch
+        return torch.from_numpy(np.ascontiguousarray(result, dtype=np.float32))
+    return result.astype(np.float32)
+
+
+# --- run() without a GPU -------------------------------------------------------
+
+def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
+                   paged_kv_cache: Any, k_scale: float = 1.0,
+                   v_scale: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
+    qn = _to_numpy(q, "q")
+    if qn.ndim != 3 or qn.shape[1] != cfg.num_qo_heads or qn.shape[2] != cfg.head_dim:
+        raise ValueError(f"q must be [rows, {cfg.num_qo_heads}, {cfg.head_dim}], "
+                         f"got {list(qn.shape)}")
+    if isinstance(paged_kv_cache, (tuple, list)):
+        kv = [np.asarray(_to_numpy(t, "paged_kv_cache"), dtype=np.float32)
+              for t in paged_kv_cache]
+    else:
+        kv = [np.asarray(_to_numpy(paged_kv_cache, "paged_kv_cache"), dtype=np.float32)]
+    o, lse = _runtime.ref_attention(
+        np.asarray(qn, dtype=np.float32), kv, levels, cfg.page_size,
+        cfg.kv_layout.upper(), causal=causal, sm_scale=cfg.sm_scale,
+        logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
+        pos_encoding_mode=cfg.pos_encoding.upper(), rope_scale=cfg.rope_scale,
+        rope_theta=cfg.rope_theta, k_scale=k_scale, v_scale=v_scale)
+    return o, lse
+
+
+def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
+                       paged_kv_cache: Any, out: Any, lse: Any,
+                       return_lse: bool, k_scale: float = 1.0,
+                       v_scale: float = 1.0) -> RunResult:
+    """run() without a GPU: the float64 reference, in q's framework and
+    dtype, written into `out` / `lse` when given."""
+    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale)
+    o, l = _like(o, q), _lse_out(l, q)
+    if out is not None:
+        out[...] = o
+        o = out
+    if lse is not None:
+        lse[...] = l
+        l = lse
+    return (o, l) if return_lse else o
