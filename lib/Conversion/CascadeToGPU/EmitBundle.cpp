@@ -6,9 +6,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelSupport.h"
 #include "cascade/Contract/BundleContract.h"
 #include "cascade/Conversion/Passes.h"
+#include "common/KernelSupport.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"

@@ -27,10 +27,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Conversion/KernelConfig.h"
-#include "WgmmaMainloop.h"
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
+#include "wgmma/WgmmaMainloop.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

@@ -13,7 +13,7 @@
 #ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
 #define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
 
-#include "KernelSupport.h"
+#include "common/KernelSupport.h"
 
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 

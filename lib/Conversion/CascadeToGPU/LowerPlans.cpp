@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "WgmmaMainloop.h"
 #include "cascade/Conversion/KernelConfig.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+#include "wgmma/WgmmaMainloop.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"

@@ -63,14 +63,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionEpilogue.h"
-#include "KernelArgs.h"
 #include "KernelSpec.h"
-#include "MmaSyncMainloop.h"
-#include "PagedKV.h"
-#include "ScoreVariant.h"
-#include "WgmmaMainloop.h"
-#include "WorkItems.h"
+#include "common/AttentionEpilogue.h"
+#include "common/KernelArgs.h"
+#include "common/PagedKV.h"
+#include "common/ScoreVariant.h"
+#include "common/WorkItems.h"
+#include "mma_sync/MmaSyncMainloop.h"
+#include "wgmma/WgmmaMainloop.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"

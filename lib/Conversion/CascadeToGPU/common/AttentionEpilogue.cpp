@@ -1,6 +1,6 @@
 //===- AttentionEpilogue.cpp - Where attention states go ------------------===//
 
-#include "AttentionEpilogue.h"
+#include "common/AttentionEpilogue.h"
 
 #include <cmath>
 

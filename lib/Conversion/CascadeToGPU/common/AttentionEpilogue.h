@@ -9,11 +9,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_ATTENTIONEPILOGUE_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_ATTENTIONEPILOGUE_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_ATTENTIONEPILOGUE_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_ATTENTIONEPILOGUE_H
 
-#include "KernelArgs.h"
-#include "MmaSyncMainloop.h"
+#include "common/KernelArgs.h"
+#include "mma_sync/MmaSyncMainloop.h"
 
 namespace mlir {
 namespace cascade {
@@ -67,4 +67,4 @@ void mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_ATTENTIONEPILOGUE_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_ATTENTIONEPILOGUE_H

@@ -1,6 +1,6 @@
 //===- KernelArgs.cpp - A kernel's arguments, bound by name ---------------===//
 
-#include "KernelArgs.h"
+#include "common/KernelArgs.h"
 #include "KernelSpec.h"
 
 #include "cascade/Contract/BundleContract.h"

@@ -8,10 +8,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_KERNELARGS_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_KERNELARGS_H
 
-#include "KernelSupport.h"
+#include "common/KernelSupport.h"
 
 #include "llvm/ADT/StringMap.h"
 
@@ -83,4 +83,4 @@ struct MergeArgs {
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELARGS_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_KERNELARGS_H

@@ -1,6 +1,6 @@
 //===- KernelSupport.cpp - Kernel modules, launches and manifests ---------===//
 
-#include "KernelSupport.h"
+#include "common/KernelSupport.h"
 
 using namespace mlir;
 using namespace mlir::cascade;

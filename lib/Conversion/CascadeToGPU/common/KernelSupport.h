@@ -6,8 +6,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSUPPORT_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSUPPORT_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_KERNELSUPPORT_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_KERNELSUPPORT_H
 
 #include "cascade/Conversion/GPUCodegen/KernelBuilder.h"
 

@@ -1,6 +1,6 @@
 //===- PagedKV.cpp - Pages of a KV cache and their gathering --------------===//
 
-#include "PagedKV.h"
+#include "common/PagedKV.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 

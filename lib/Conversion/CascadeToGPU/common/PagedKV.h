@@ -9,8 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_PAGEDKV_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_PAGEDKV_H
 
 #include "KernelSpec.h"
 
@@ -173,4 +173,4 @@ private:
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_PAGEDKV_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_PAGEDKV_H

@@ -1,6 +1,6 @@
 //===- ScoreVariant.cpp - What attention does to a score ------------------===//
 
-#include "ScoreVariant.h"
+#include "common/ScoreVariant.h"
 
 #include <cmath>
 

@@ -10,8 +10,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_SCOREVARIANT_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_SCOREVARIANT_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_SCOREVARIANT_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_SCOREVARIANT_H
 
 #include "KernelSpec.h"
 
@@ -141,4 +141,4 @@ void ropeSmemTile(KernelBuilder &k, Value smem, Value tileBase,
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_SCOREVARIANT_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_SCOREVARIANT_H

@@ -1,6 +1,6 @@
 //===- WorkItems.cpp - The work item of an attention block ----------------===//
 
-#include "WorkItems.h"
+#include "common/WorkItems.h"
 
 using namespace mlir;
 using namespace mlir::cascade;

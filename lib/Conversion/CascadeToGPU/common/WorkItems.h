@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WORKITEMS_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WORKITEMS_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_WORKITEMS_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_WORKITEMS_H
 
-#include "KernelArgs.h"
+#include "common/KernelArgs.h"
 
 namespace mlir {
 namespace cascade {
@@ -63,4 +63,4 @@ QueryRows queryRows(KernelBuilder &k, const AttentionArgs &args, Value req,
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WORKITEMS_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_WORKITEMS_H

@@ -11,9 +11,9 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionEpilogue.h"
-#include "KernelArgs.h"
 #include "KernelSpec.h"
+#include "common/AttentionEpilogue.h"
+#include "common/KernelArgs.h"
 
 #include <cmath>
 

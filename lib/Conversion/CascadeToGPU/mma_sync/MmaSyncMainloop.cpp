@@ -1,6 +1,6 @@
 //===- MmaSyncMainloop.cpp - The KV loop of attention on mma.sync ---------===//
 
-#include "MmaSyncMainloop.h"
+#include "mma_sync/MmaSyncMainloop.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 

@@ -16,11 +16,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_MMA_SYNC_MMASYNCMAINLOOP_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_MMA_SYNC_MMASYNCMAINLOOP_H
 
 #include "KernelSpec.h"
-#include "PagedKV.h"
+#include "common/PagedKV.h"
 
 #include "cascade/Conversion/GPUCodegen/MmaSync.h"
 
@@ -277,4 +277,4 @@ private:
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_MMASYNCMAINLOOP_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_MMA_SYNC_MMASYNCMAINLOOP_H

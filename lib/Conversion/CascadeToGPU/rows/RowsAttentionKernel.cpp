@@ -36,12 +36,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "AttentionEpilogue.h"
-#include "KernelArgs.h"
 #include "KernelSpec.h"
-#include "PagedKV.h"
-#include "ScoreVariant.h"
-#include "WorkItems.h"
+#include "common/AttentionEpilogue.h"
+#include "common/KernelArgs.h"
+#include "common/PagedKV.h"
+#include "common/ScoreVariant.h"
+#include "common/WorkItems.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 

@@ -1,6 +1,6 @@
 //===- WgmmaMainloop.cpp - The KV loop of attention on Hopper -------------===//
 
-#include "WgmmaMainloop.h"
+#include "wgmma/WgmmaMainloop.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"

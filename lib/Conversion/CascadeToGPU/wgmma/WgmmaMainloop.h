@@ -57,11 +57,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
-#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAMAINLOOP_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAMAINLOOP_H
 
-#include "MmaSyncMainloop.h"
-#include "PagedKV.h"
+#include "common/PagedKV.h"
+#include "mma_sync/MmaSyncMainloop.h"
 
 namespace mlir {
 namespace cascade {
@@ -413,4 +413,4 @@ private:
 } // namespace cascade
 } // namespace mlir
 
-#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMAMAINLOOP_H
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAMAINLOOP_H
