@@ -93,7 +93,8 @@ class RecordingBundle:
 
 
 @pytest.fixture
-def check(monkeypatch):
+def check_module(monkeypatch):
+    """check.py imported against the stand-in cupy, nothing else replaced."""
     try:
         from cascade_mlir import _runtime  # noqa: F401
     except ImportError as e:
@@ -105,6 +106,15 @@ def check(monkeypatch):
         monkeypatch.delitem(sys.modules, mod, raising=False)
     mod = importlib.import_module("check")
     importlib.import_module("benchmarks.common.bundle")
+    yield mod
+    # What was imported against the stand-in cupy goes with it.
+    for name in ("check", "gpu_common", "plans", "benchmarks.common.bundle"):
+        sys.modules.pop(name, None)
+
+
+@pytest.fixture
+def check(check_module, monkeypatch):
+    mod = check_module
     bundles = []
 
     def make_bundle(path):
@@ -136,10 +146,7 @@ def check(monkeypatch):
         return dict(k_cache=Kp_s, v_cache=Vp_s)
     monkeypatch.setattr(mod, "kv_bufs", kv_bufs)
     mod.bundles = bundles
-    yield mod
-    # What was imported against the stand-in cupy goes with it.
-    for name in ("check", "gpu_common", "plans", "benchmarks.common.bundle"):
-        sys.modules.pop(name, None)
+    return mod
 
 
 def run_check(check, monkeypatch, *args):
@@ -191,7 +198,7 @@ def check_split_launch(check, static, bufs):
 @pytest.mark.parametrize("small", [True, False])
 def test_every_case_plans_through_the_runtime(check, monkeypatch, small):
     launches, results = run_check(check, monkeypatch, *(["--small"] if small else []))
-    assert len(results) == (12 if small else 65)
+    assert len(results) == (12 if small else 66)
     split = [(k, b) for k, b in launches if k["op"].endswith("_split")]
     assert len(split) == (4 if small else 15)
     # Ragged K/V (kernels without a page table), one launch of each kind;
@@ -206,6 +213,15 @@ def test_every_case_plans_through_the_runtime(check, monkeypatch, small):
     assert prefill
     for k, b in prefill:
         assert b["row_capacity"] == b["num_rows"] + check.ROW_SLACK
+    # The RoPE decode cascade (check_rope_cascade): a shared level of all
+    # the rows on the tensor-core prefill, then the accumulating rows decode.
+    rope = [(k, b) for k, b in launches if k["static"].get("num_qo_heads") == 12]
+    assert [(k["op"], k["static"]["kernel_family"], k["static"]["accumulate"])
+            for k, _ in rope] == ([] if small else [("prefill", "mma_sync", False),
+                                                    ("decode", "rows", True)])
+    if rope:
+        assert list(rope[0][1]["qo_indptr"]) == [0, 100]
+        assert all(k["static"]["pos_encoding"] == "rope_llama" for k, _ in rope)
 
 
 @pytest.mark.parametrize("small", [True, False])
@@ -235,6 +251,62 @@ def test_every_fp8_case_plans_and_binds_its_scales(check, monkeypatch, small):
         assert bench == {(op, kv) + c for op in ("decode", "decode_split")
                          for kv in ("f8e4m3", "f8e5m2") for c in configs}
 
+
+class RopeLevelBundle:
+    """Kernels that compute a RoPE level on the CPU (HND pair, bf16 bits),
+    each query at kv_len - qo_len + j and key t at t, with q and k rotated by
+    `rotate` (test_rope_cascade's numpy code, independent of check.py's)."""
+
+    def __init__(self, rotate):
+        self.rotate = rotate
+        self.kernels = {}
+
+    def find(self, op, **static):
+        name = f"{op}-{len(self.kernels)}"
+        family = static["kernel_family"]
+        static = dict(static, kernel_family=family[-1] if isinstance(family, tuple) else family)
+        self.kernels[name] = {"op": op, "static": static}
+        return name
+
+    def launch(self, name, bufs):
+        rc = importlib.import_module("test_rope_cascade")
+        static = self.kernels[name]["static"]
+        bits = lambda a: (np.asarray(a, np.uint32) << 16).view(np.float32).astype(np.float64)
+        q, kc, vc = bits(bufs["q"]), bits(bufs["k_cache"]), bits(bufs["v_cache"])
+        ps, last = static["page_size"], bufs["kv_last_page_len"]
+        kvp, kvi = bufs["kv_indptr"], bufs["kv_indices"]
+        qo = bufs.get("qo_indptr", np.arange(len(last) + 1))
+        for i in range(len(last)):
+            pages = kvi[kvp[i]:kvp[i + 1]]
+            L = (len(pages) - 1) * ps + last[i] if len(pages) else 0
+            k = kc[pages].transpose(0, 2, 1, 3).reshape(-1, *kc.shape[1::2])[:L]
+            v = vc[pages].transpose(0, 2, 1, 3).reshape(-1, *vc.shape[1::2])[:L]
+            rows = np.arange(qo[i], qo[i + 1])
+            o, s = rc.attend(q[rows], k, v, L - len(rows) + np.arange(len(rows)),
+                             np.arange(L), self.rotate)
+            if static["accumulate"]:
+                o, s = rc.merge([(bits(bufs["o"][rows]), bufs["lse"][rows].astype(np.float64)),
+                                 (o, s)])
+            bufs["o"][rows] = rc.to_bf16(o).view(np.uint32) >> 16
+            bufs["lse"][rows] = s
+
+
+@pytest.mark.parametrize("rotation, passes", [
+    ("rule", True), ("float64", False), ("unrounded f32", False), ("positions + 92", False)])
+def test_rope_cascade_check_tells_the_rule_from_its_neighbours(check_module, rotation,
+                                                                passes):
+    """check_rope_cascade on kernels that follow the rounding rule passes;
+    on kernels a little off it (exact or unrounded rotation, which the
+    float64 bound alone accepts; positions shifted to be non-negative) it
+    fails: the rule-model bound is what catches them."""
+    rc = importlib.import_module("test_rope_cascade")
+    rotate = {"rule": rc.rope_rule, "float64": rc.rope_exact, "unrounded f32": rc.rope_f32,
+              "positions + 92": lambda x, pos: rc.rope_rule(x, np.asarray(pos) + 92)}[rotation]
+    check_module.results.clear()
+    check_module.check_rope_cascade(RopeLevelBundle(rotate), np.random.default_rng(3))
+    ((name, dtype, eo, es, nan, rule_ok, ok, note),) = check_module.results
+    assert not nan and eo < 1e-2 and es < 1e-2  # the float64 bounds hold for all four
+    assert ok == passes and rule_ok == passes, note
 
 def test_split_plan_keeps_the_chunk(check):
     plans = importlib.import_module("plans")

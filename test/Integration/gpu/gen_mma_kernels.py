@@ -108,6 +108,18 @@ def runtime_kernels():
     return out
 
 
+def rope_cascade_kernels():
+    """The two levels of check.py's RoPE decode cascade (issue 40's shape:
+    bf16, D=64, 12/2 heads, page 8, HND pair): the shared prefix on the
+    tensor-core prefill, each request's own pages on the accumulating rows
+    decode, both rotating (rope_llama)."""
+    shape = dict(dtype="bf16", D=64, Hqo=12, Hkv=2, ps=8, layout="hnd", form="pair",
+                 opts={"pos_encoding": "#cascade.pos_encoding<rope_llama>"})
+    return [attention("mma_bf16_d64_g6_p8_hnd_pair_rope", **shape),
+            attention("dec_acc_bf16_d64_g6_p8_hnd_pair_rope", prefill=False,
+                      accumulate=True, **shape)]
+
+
 def main():
     if "--runtime" in sys.argv:
         print("\n".join(runtime_kernels()))
@@ -204,6 +216,7 @@ def main():
         for hq, hkv in ((32, 8), (32, 32)):
             out.append(attention(f"tune_split_g{hq // hkv}_w{w}_q{q}_kv{kv}_s{s}", Hqo=hq,
                                  Hkv=hkv, split=True, config=mma.format(w=w, q=q, kv=kv, s=s)))
+    out += rope_cascade_kernels()
     print("\n".join(out))
 
 

@@ -458,3 +458,18 @@ func.func @tune_split_g1_w8_q256_kv32_s3(%q: memref<?x32x128xf16>, %kv: memref<?
   return
 }
 
+func.func @mma_bf16_d64_g6_p8_hnd_pair_rope(%q: memref<?x12x64xbf16>, %k: memref<?x2x8x64xbf16>, %v: memref<?x2x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x12x64xbf16>, %lse: memref<?x12xf32>) {
+  cascade.paged_attention q(%q : memref<?x12x64xbf16>) kv(%k, %v : memref<?x2x8x64xbf16>, memref<?x2x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x12x64xbf16>, memref<?x12xf32>) {page_size = 8 : i64, kv_layout = #cascade.kv_layout<hnd>, pos_encoding = #cascade.pos_encoding<rope_llama>}
+  return
+}
+
+func.func @dec_acc_bf16_d64_g6_p8_hnd_pair_rope(%q: memref<?x12x64xbf16>, %k: memref<?x2x8x64xbf16>, %v: memref<?x2x8x64xbf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x12x64xbf16>, %lse: memref<?x12xf32>) {
+  cascade.paged_attention q(%q : memref<?x12x64xbf16>) kv(%k, %v : memref<?x2x8x64xbf16>, memref<?x2x8x64xbf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x12x64xbf16>, memref<?x12xf32>) {page_size = 8 : i64, kv_layout = #cascade.kv_layout<hnd>, accumulate, pos_encoding = #cascade.pos_encoding<rope_llama>}
+  return
+}
+
