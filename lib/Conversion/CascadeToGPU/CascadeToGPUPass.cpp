@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FamilyRegistry.h"
 #include "KernelSpec.h"
 #include "cascade/Conversion/KernelConfig.h"
 #include "cascade/Conversion/Passes.h"
@@ -125,11 +126,6 @@ void moveKernelBuffersToDevice(ModuleOp module) {
   }
 }
 
-/// A kernel family's generator: fills the body of the gpu.func of a spec.
-template <typename Spec>
-using Generator = void (*)(OpBuilder &, gpu::GPUFuncOp, gpu::GPUModuleOp,
-                           const Spec &);
-
 /// The kernels of the module, one per distinct spec.
 class KernelSet {
 public:
@@ -140,7 +136,7 @@ public:
   /// launch.
   template <typename Spec>
   FailureOr<KernelLaunch> get(const Spec &spec, Operation *op,
-                              Generator<Spec> generate) {
+                              KernelGenerator<Spec> generate) {
     std::vector<std::pair<Spec, KernelLaunch>> &built = cache<Spec>();
     for (auto &[s, l] : built)
       if (s == spec)
@@ -223,23 +219,25 @@ std::vector<std::pair<MergeSpec, KernelLaunch>> &KernelSet::cache<MergeSpec>() {
 }
 
 /// An attention family: the op's spec under `config` (analyseAttention
-/// diagnoses what the family cannot run), its kernel and, for a split-KV
-/// level, the merge of the partial states.
-template <Generator<AttentionSpec> Generate>
+/// diagnoses, with the traits of config's family, what it cannot run), its
+/// kernel and, for a split-KV level, the merge of the partial states.
 FailureOr<OpLaunches> lowerAttention(KernelSet &kernels, Operation *op,
-                                     KernelConfigAttr config) {
+                                     KernelConfigAttr config,
+                                     const KernelFamilyEntry &family) {
   FailureOr<AttentionSpec> spec =
-      analyseAttention(cast<PagedAttentionOp>(op), config);
+      analyseAttention(cast<PagedAttentionOp>(op), config,
+                       getKernelFamily(config.getFamily()).traits);
   if (failed(spec))
     return failure();
   OpLaunches launches;
-  FailureOr<KernelLaunch> main = kernels.get(*spec, op, Generate);
+  FailureOr<KernelLaunch> main = kernels.get(*spec, op, family.buildAttention);
   if (failed(main))
     return failure();
   launches.main = *main;
   if (spec->split) {
     FailureOr<KernelLaunch> merge =
-        kernels.get(spec->splitMerge(), op, buildMergeKernel);
+        kernels.get(spec->splitMerge(), op,
+                    getKernelFamily(KernelFamily::Merge).buildMerge);
     if (failed(merge))
       return failure();
     launches.merge = *merge;
@@ -249,11 +247,12 @@ FailureOr<OpLaunches> lowerAttention(KernelSet &kernels, Operation *op,
 
 /// The merge family: merge_state, merge_state_in_place, merge_states.
 FailureOr<OpLaunches> lowerMerge(KernelSet &kernels, Operation *op,
-                                 KernelConfigAttr config) {
+                                 KernelConfigAttr config,
+                                 const KernelFamilyEntry &family) {
   FailureOr<MergeSpec> spec = analyseMerge(op, config);
   if (failed(spec))
     return failure();
-  FailureOr<KernelLaunch> main = kernels.get(*spec, op, buildMergeKernel);
+  FailureOr<KernelLaunch> main = kernels.get(*spec, op, family.buildMerge);
   if (failed(main))
     return failure();
   OpLaunches launches;
@@ -261,40 +260,29 @@ FailureOr<OpLaunches> lowerMerge(KernelSet &kernels, Operation *op,
   return launches;
 }
 
-bool isAttention(Operation *op) { return isa<PagedAttentionOp>(op); }
-bool isMerge(Operation *op) {
-  return isa<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(op);
+/// Whether the kernels of `family` run `op`: attention families attention,
+/// the merge family the merge ops.
+bool runs(const KernelFamilyEntry &family, Operation *op) {
+  if (isa<PagedAttentionOp>(op))
+    return family.buildAttention;
+  return isa<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(op) &&
+         family.buildMerge;
 }
 
-/// The kernel families, one row each: the ops its kernels run and how an
-/// op is lowered with it (analyse the op's spec, generate its kernels).
-struct KernelFamilyRow {
-  KernelFamily family;
-  bool (*runs)(Operation *);
-  FailureOr<OpLaunches> (*lower)(KernelSet &, Operation *, KernelConfigAttr);
-};
-const KernelFamilyRow kKernelFamilies[] = {
-    {KernelFamily::Rows, isAttention, lowerAttention<buildRowsAttentionKernel>},
-    {KernelFamily::MmaSync, isAttention,
-     lowerAttention<buildMmaAttentionKernel>},
-    // The tensor-core generator builds both mma_sync and wgmma kernels (the
-    // stages around the mainloop are shared).
-    {KernelFamily::Wgmma, isAttention, lowerAttention<buildMmaAttentionKernel>},
-    {KernelFamily::Merge, isMerge, lowerMerge},
-};
-
-/// The launches of `op` under `config`: the row of config's family, or,
-/// where that family does not run the op, the first that does (whose
-/// analysis then rejects the config with a diagnostic).
+/// The launches of `op` under `config`: the family of config
+/// (FamilyRegistry.h), or, where that family does not run the op, the first
+/// that does (whose analysis then rejects the config with a diagnostic).
 FailureOr<OpLaunches> lowerOp(KernelSet &kernels, Operation *op,
                               KernelConfigAttr config) {
-  const KernelFamilyRow *row = nullptr;
-  for (const KernelFamilyRow &r : kKernelFamilies)
-    if (r.runs(op) && (!row || r.family == config.getFamily()))
-      row = &r;
+  const KernelFamilyEntry *row = nullptr;
+  for (const KernelFamilyEntry &family : getKernelFamilies())
+    if (runs(family, op) && (!row || family.family() == config.getFamily()))
+      row = &family;
   if (!row)
     return op->emitError("no kernel family runs this op"), failure();
-  return row->lower(kernels, op, config);
+  if (row->buildAttention)
+    return lowerAttention(kernels, op, config, *row);
+  return lowerMerge(kernels, op, config, *row);
 }
 
 struct ConvertCascadeToGPUPass

@@ -4,7 +4,6 @@
 
 #include "cascade/Contract/BundleContract.h"
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
-#include "cascade/Conversion/KernelConfig.h"
 
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/Format.h"
@@ -228,9 +227,7 @@ std::string AttentionSpec::name() const {
   std::string s;
   llvm::raw_string_ostream os(s);
   bool mma = tensorCore();
-  StringRef familyTag = family() == KernelFamily::Wgmma     ? "_wgmma"
-                        : family() == KernelFamily::MmaSync ? "_mma"
-                                                            : "_rows";
+  StringRef familyTag = traits->kernelTag;
   os << "cascade_" << opName() << (causal ? "_causal" : "")
      << (accumulate ? "_acc" : "") << familyTag << "_" << dtypeName(qType)
      << "_" << dtypeName(kvType) << "_d" << headDim << "_g" << groupSize << "_h"
@@ -370,9 +367,7 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
                       : pos == PosEncoding::RopeLlama ? "rope_llama"
                                                       : "alibi";
   bool mma = tensorCore();
-  StringRef familyName = family() == KernelFamily::Wgmma     ? cfamily::kWgmma
-                         : family() == KernelFamily::MmaSync ? cfamily::kMmaSync
-                                                             : cfamily::kRows;
+  StringRef familyName = traits->contractName;
   SmallVector<NamedAttribute> s = {
       b.getNamedAttr(ckey::kHeadDim, b.getI64IntegerAttr(headDim)),
       b.getNamedAttr(ckey::kNumQoHeads, b.getI64IntegerAttr(numQoHeads)),
@@ -413,11 +408,22 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
 }
 
 int64_t AttentionSpec::dynamicSharedBytes() const {
-  if (!tensorCore())
+  if (!traits->dynamicSharedBytes)
     return 0;
-  return mmaAttentionSharedBytes(config, headDim, kvType, decode,
-                                 pos == PosEncoding::RopeLlama,
-                                 customMask ? groupSize : 0);
+  return traits->dynamicSharedBytes(config, attentionShape(*this));
+}
+
+AttentionShape mlir::cascade::attentionShape(const AttentionSpec &spec) {
+  AttentionShape s;
+  s.headDim = spec.headDim;
+  s.groupSize = spec.groupSize;
+  s.qType = spec.qType;
+  s.kvType = spec.kvType;
+  s.decode = spec.decode;
+  s.split = spec.split;
+  s.rope = spec.pos == PosEncoding::RopeLlama;
+  s.customMask = spec.customMask;
+  return s;
 }
 
 MergeSpec AttentionSpec::splitMerge() const {
@@ -437,9 +443,11 @@ MergeSpec AttentionSpec::splitMerge() const {
 }
 
 FailureOr<AttentionSpec>
-mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
+mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
+                                const KernelFamilyTraits &traits) {
   AttentionSpec c;
   c.config = config;
+  c.traits = &traits;
   auto qT = cast<MemRefType>(op.getQ().getType());
   auto kv = op.getKv();
   c.numQoHeads = qT.getDimSize(1);
@@ -474,93 +482,14 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config) {
   c.ropeScale = op.getRopeScale().convertToFloat();
   c.ropeTheta = op.getRopeTheta().convertToFloat();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
-  c.fp8DirectK = mmaSyncFp8DirectK(config, c.headDim, c.kvType, c.decode,
-                                   c.pos == PosEncoding::RopeLlama);
-  c.fp8DirectV = mmaSyncFp8DirectV(config, c.headDim, c.kvType, c.decode,
-                                   c.pos == PosEncoding::RopeLlama);
-
-  auto bad = [&](const Twine &why) {
+  AttentionShape shape = attentionShape(c);
+  c.fp8DirectK = traits.fp8DirectK && traits.fp8DirectK(config, shape);
+  c.fp8DirectV = traits.fp8DirectV && traits.fp8DirectV(config, shape);
+  std::string why = traits.whyNotAttention(config, shape);
+  if (!why.empty()) {
     op.emitError("kernel_config ")
         << config << " cannot run this attention: " << why;
     return failure();
-  };
-  switch (config.getFamily()) {
-  case KernelFamily::Merge:
-    return bad("merge is not an attention kernel family");
-  case KernelFamily::Rows:
-    if (!rowsFamilySupportsHeadDim(c.headDim))
-      return bad("the rows family needs head_dim 8, 16, 32, 64, 128 or 256 "
-                 "(head_dim / 8 lanes dividing a warp)");
-    if (config.getThreads()[0] != c.headDim / 8)
-      return bad("the rows family takes threads[0] = head_dim / 8 = " +
-                 Twine(c.headDim / 8));
-    if (c.groupSize > 16)
-      return bad("the rows family keeps every query head of a GQA group in "
-                 "registers and supports groups up to 16 (use mma_sync)");
-    if (!c.decode && c.split)
-      return bad("the rows family has no split-KV prefill (use mma_sync)");
-    if (c.customMask)
-      return bad("custom masks run on the tensor-core families (mma_sync, "
-                 "wgmma): q and KV of one dtype");
-    if (config.getKvTile() * c.headDim * 2 * (isFp8KVType(c.kvType) ? 1 : 2) *
-            config.getStages() >
-        48 * 1024)
-      return bad("the K/V stages exceed 48 KiB of static shared memory");
-    break;
-  case KernelFamily::MmaSync:
-    if (c.qType != c.kvType && !isFp8KVType(c.kvType))
-      return bad("tensor cores need q and KV of one dtype (or an fp8 KV "
-                 "cache, converted to q's)");
-    if (isFp8KVType(c.kvType) && c.headDim % 16 != 0)
-      return bad("an fp8 KV cache on tensor cores needs head_dim a multiple "
-                 "of 16 (16-byte rows of the staging tiles)");
-    if (isFp8KVType(c.kvType) &&
-        (config.getKvTile() * c.headDim / 8) %
-                (32 * config.getWarpsQ() * config.getWarpsKV()) !=
-            0)
-      return bad("an fp8 KV cache on tensor cores needs the KV tile's "
-                 "8-element chunks to spread evenly over the threads");
-    if (c.decode && c.split && c.decodeTilesPerRequest() != 1)
-      return bad("a split decode keeps a request's GQA group in one query "
-                 "tile: q_tile must be >= " +
-                 Twine(c.groupSize));
-    if (c.dynamicSharedBytes() > kMaxSharedBytesPerBlock)
-      return bad("it needs " + Twine(c.dynamicSharedBytes()) +
-                 " bytes of shared memory, more than " +
-                 Twine(kMaxSharedBytesPerBlock));
-    break;
-  case KernelFamily::Wgmma:
-    if (c.qType != c.kvType && !isFp8KVType(c.kvType))
-      return bad("tensor cores need q and KV of one dtype (or an fp8 KV "
-                 "cache, converted to q's)");
-    if (!wgmmaFamilySupportsHeadDim(c.headDim))
-      return bad("the wgmma family needs head_dim 64, 128 or 256 (whole "
-                 "128-byte swizzle panels; use mma_sync)");
-    if (!wgmmaConsumersHoldHeadDim(config.getConsumerWarpgroups(), c.headDim))
-      return bad("its " + Twine(config.getConsumerWarpgroups()) +
-                 " consumer warpgroups leave a thread too few registers for "
-                 "head_dim " +
-                 Twine(c.headDim) + "'s f32 output tile (" +
-                 Twine(c.headDim / 2) +
-                 " a thread, all live in one wgmma); use two consumers");
-    if (isFp8KVType(c.kvType) && config.hasSplitKVBarriers())
-      return bad("an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = "
-                 "joint): its producer converts and publishes whole tiles");
-    if (isFp8KVType(c.kvType) &&
-        !wgmmaFp8GatherFits(config.getKvTile(), c.headDim))
-      return bad("an fp8 KV cache on wgmma needs kv_tile a multiple of " +
-                 Twine(2048 / c.headDim) +
-                 " (the producer's 128 threads copy 2048 / head_dim keys a "
-                 "pass in 16-byte chunks)");
-    if (c.decode)
-      return bad("the wgmma family runs prefill and append, not decode (a "
-                 "decode request fills too few of its 64-row warpgroup "
-                 "tiles; use rows or mma_sync)");
-    if (c.dynamicSharedBytes() > kMaxSharedBytesPerBlock)
-      return bad("it needs " + Twine(c.dynamicSharedBytes()) +
-                 " bytes of shared memory, more than " +
-                 Twine(kMaxSharedBytesPerBlock));
-    break;
   }
   return c;
 }

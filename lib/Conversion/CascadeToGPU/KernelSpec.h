@@ -13,6 +13,7 @@
 #ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
 #define CASCADE_LIB_CONVERSION_CASCADETOGPU_KERNELSPEC_H
 
+#include "FamilyTraits.h"
 #include "common/KernelSupport.h"
 
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
@@ -88,9 +89,12 @@ struct AttentionSpec {
   PosEncoding pos = PosEncoding::None;
   bool baseE = false;
   KernelConfigAttr config;
+  /// The traits of config's family (FamilyRegistry.h).
+  const KernelFamilyTraits *traits = nullptr;
   /// mma_sync over an fp8 cache: S = Q K^T reads K straight from its fp8
-  /// staging tile (mmaSyncFp8DirectK; decided by analyseAttention from the
-  /// fields above, spelled `_kdirect` in the kernel name).
+  /// staging tile (mmaSyncFp8DirectK, the family's traits; decided by
+  /// analyseAttention from the fields above, spelled `_kdirect` in the
+  /// kernel name).
   bool fp8DirectK = false;
   /// And O += P V reads V straight from its fp8 staging tile
   /// (mmaSyncFp8DirectV; `_kvdirect` in the kernel name instead).
@@ -129,9 +133,13 @@ struct AttentionSpec {
 };
 
 /// The attention spec of a memref-form cascade.paged_attention (its
-/// kernel_config given). Emits a diagnostic on unsupported configurations.
+/// kernel_config given, `traits` those of its family). Emits a diagnostic
+/// on configurations the family cannot run.
 FailureOr<AttentionSpec> analyseAttention(PagedAttentionOp op,
-                                          KernelConfigAttr config);
+                                          KernelConfigAttr config,
+                                          const KernelFamilyTraits &traits);
+/// The shape that a family's traits look at in `spec`.
+AttentionShape attentionShape(const AttentionSpec &spec);
 
 /// How the host launches one kernel: the pass records it per op when it
 /// builds the kernel, and the launch patterns read it.
@@ -156,19 +164,6 @@ using LaunchTable = llvm::DenseMap<Operation *, OpLaunches>;
 /// Patterns rewriting each cascade op of `table` into its launches.
 void populateCascadeLaunchPatterns(RewritePatternSet &patterns,
                                    const LaunchTable &table);
-
-// Kernel generators, one per family (one file each), each a composition of
-// the stages (WorkItems, PagedKV, ScoreVariant, a mainloop,
-// AttentionEpilogue). The builder is at the start of the kernel's entry
-// block; the arguments follow the spec's params, bound by name (KernelArgs).
-void buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn, gpu::GPUModuleOp module,
-                      const MergeSpec &spec);
-void buildRowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                              gpu::GPUModuleOp module,
-                              const AttentionSpec &spec);
-void buildMmaAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                             gpu::GPUModuleOp module,
-                             const AttentionSpec &spec);
 
 } // namespace cascade
 } // namespace mlir

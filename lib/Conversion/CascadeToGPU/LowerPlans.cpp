@@ -9,10 +9,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FamilyRegistry.h"
 #include "cascade/Conversion/KernelConfig.h"
 #include "cascade/Conversion/Passes.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
-#include "wgmma/WgmmaMainloop.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -90,26 +90,26 @@ struct LevelKernel {
 };
 
 /// Resident blocks per SM of a kernel with `config` on `target`: threads,
-/// registers (mma_sync kernels use up to the 255 a thread may have, wgmma
-/// kernels are launched with the register file over their warpgroups, the
-/// rows kernels stay well under 128) and shared memory (the tensor-core
-/// tiles, with an fp8 cache's staging rings).
+/// registers (the family's traits: mma_sync kernels use up to the 255 a
+/// thread may have, wgmma kernels are launched with the register file over
+/// their warpgroups, the rows kernels stay well under 128) and shared
+/// memory (the tensor-core tiles, with an fp8 cache's staging rings).
 int64_t estimateOccupancy(KernelConfigAttr config, const LevelKernel &level,
                           const TargetInfo &target) {
+  const KernelFamilyTraits &traits = getKernelFamily(config.getFamily()).traits;
   int64_t threads = std::max<int64_t>(1, config.getNumThreads());
-  int64_t regs = 128;
-  if (config.getFamily() == KernelFamily::MmaSync)
-    regs = target.registersPerThread;
-  else if (config.getFamily() == KernelFamily::Wgmma)
-    regs = wgmmaEntryRegisters(config.getThreads()[1]);
+  int64_t regs = traits.registersPerThread(config, target);
   int64_t occ = std::min(target.maxThreadsPerSM / threads,
                          target.registersPerSM / (threads * regs));
-  if (config.isTensorCore())
-    occ = std::min(
-        occ, target.sharedBytesPerSM /
-                 (mmaAttentionSharedBytes(config, level.headDim, level.kvType,
-                                          level.decode, level.rope) +
-                  1024));
+  if (traits.dynamicSharedBytes) {
+    AttentionShape shape;
+    shape.headDim = level.headDim;
+    shape.kvType = level.kvType;
+    shape.decode = level.decode;
+    shape.rope = level.rope;
+    occ = std::min(occ, target.sharedBytesPerSM /
+                            (traits.dynamicSharedBytes(config, shape) + 1024));
+  }
   return std::max<int64_t>(occ, 1);
 }
 

@@ -120,17 +120,17 @@ void cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
 }
 
 //===----------------------------------------------------------------------===//
-// mma_sync
+// The tensor-core families (mma_sync, wgmma)
 //===----------------------------------------------------------------------===//
 
 /// Warps along the KV tile hold partial states of the same rows: warp z
 /// stages (m, l, unnormalised O) in shared memory, warp 0 merges them.
 /// Leaves the builder inside warp 0's branch.
-static void mergeWarpStates(KernelBuilder &k, const MmaSyncOutput &out,
-                            MmaSyncState &st, Value quadLane, Value isQuad0) {
+static void mergeWarpStates(KernelBuilder &k, const MmaOutput &out,
+                            MmaState &st, Value quadLane, Value isQuad0) {
   OpBuilder &b = k.b;
-  const MmaSyncTiles &t = out.tiles;
-  const MmaSyncThread &th = out.thread;
+  const MmaTiles &t = out.tiles;
+  const MmaThread &th = out.thread;
   int64_t rowsPerWarp = 16 * t.mTiles, stride = t.dp + 2, dp = t.dp;
   Value partial = dynamicSharedMemory(k, out.module, b.getF32Type(), 0,
                                       t.qTile * t.warpsKV * stride);
@@ -206,11 +206,11 @@ static void mergeWarpStates(KernelBuilder &k, const MmaSyncOutput &out,
 }
 
 /// Normalises row r (O / l, lse = m * scale + log2 l) and writes it.
-static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
-                            const MmaSyncState &st, int64_t r,
-                            const PackedRow &row, function_ref<Value()> outRow,
-                            Value oldS, Value quadLane, Value isQuad0,
-                            Value prowBase, Value nChunks) {
+static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
+                        const MmaState &st, int64_t r, const PackedRow &row,
+                        function_ref<Value()> outRow, Value oldS,
+                        Value quadLane, Value isQuad0, Value prowBase,
+                        Value nChunks) {
   OpBuilder &b = k.b;
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
@@ -239,7 +239,7 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
   // The row's columns this lane holds, as runs of consecutive columns:
   // (n8 tile n, elements 0, 1) at 8 n + 2 c, or with permuted columns
   // (fp8DirectV) the 8 of tiles 4 q .. 4 q + 3 at 32 q + 8 c.
-  const MmaSyncTiles &t = out.tiles;
+  const MmaTiles &t = out.tiles;
   int64_t runLen = t.fp8DirectV ? 8 : 2;
   auto runTy = VectorType::get({runLen}, b.getF32Type());
   SmallVector<Value> vals;
@@ -285,11 +285,10 @@ static void writeMmaSyncRow(KernelBuilder &k, const MmaSyncOutput &out,
   k.storeScalar(sOut, sDst, outIdx);
 }
 
-void cascade::mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
-                              MmaSyncState st) {
+void cascade::mmaEpilogue(KernelBuilder &k, const MmaOutput &out, MmaState st) {
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
-  const MmaSyncTiles &t = out.tiles;
+  const MmaTiles &t = out.tiles;
   for (Value &x : st.l)
     x = quadAllReduce(k, x, /*max=*/false);
   Value quadLane = k.rem(out.thread.lane, k.idx(4));
@@ -331,7 +330,7 @@ void cascade::mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
     }
   }
   for (int64_t r = 0; r < 2 * t.mTiles; ++r)
-    writeMmaSyncRow(
+    writeMmaRow(
         k, out, st, r, rows[r], [&] { return outRow(r); },
         oldS.empty() ? Value() : oldS[r], quadLane, isQuad0, prowBase, nChunks);
 }

@@ -13,7 +13,7 @@
 #define CASCADE_LIB_CONVERSION_CASCADETOGPU_COMMON_ATTENTIONEPILOGUE_H
 
 #include "common/KernelArgs.h"
-#include "mma_sync/MmaSyncMainloop.h"
+#include "common/MmaTiles.h"
 
 namespace mlir {
 namespace cascade {
@@ -45,12 +45,13 @@ struct RowsOutput {
 /// order in `states`).
 void rowsEpilogue(KernelBuilder &k, const RowsOutput &out, ValueRange states);
 
-/// The end of an mma_sync block.
-struct MmaSyncOutput {
+/// The end of a tensor-core block (mma_sync, and the consumer warpgroups of
+/// wgmma).
+struct MmaOutput {
   const AttentionSpec &spec;
   const AttentionArgs &args;
-  const MmaSyncTiles &tiles;
-  const MmaSyncThread &thread;
+  const MmaTiles &tiles;
+  const MmaThread &thread;
   gpu::GPUModuleOp module;
   ExpScale expScale;
   Value qoStart, request, chunk, kvLen;
@@ -61,8 +62,7 @@ struct MmaSyncOutput {
   function_ref<void()> barrier = nullptr;
 };
 /// Merges the warps along the KV tile, normalises and writes the rows.
-void mmaSyncEpilogue(KernelBuilder &k, const MmaSyncOutput &out,
-                     MmaSyncState state);
+void mmaEpilogue(KernelBuilder &k, const MmaOutput &out, MmaState state);
 
 } // namespace cascade
 } // namespace mlir

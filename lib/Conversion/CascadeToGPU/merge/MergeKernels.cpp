@@ -14,6 +14,7 @@
 #include "KernelSpec.h"
 #include "common/AttentionEpilogue.h"
 #include "common/KernelArgs.h"
+#include "merge/MergeFamily.h"
 
 #include <cmath>
 

@@ -9,81 +9,46 @@
 using namespace mlir;
 using namespace mlir::cascade;
 
-/// How far (log2 units) a tile's row max may exceed the running max before
-/// the running max, and with it O, is rescaled (FlashAttention-4's lazy
-/// rescaling): exponents stay below 2^8.
-static constexpr double kRescaleLog2 = 8.0;
-
-MmaSyncTiles::MmaSyncTiles(const AttentionSpec &spec) {
+MmaTiles cascade::mmaSyncTiles(const AttentionSpec &spec) {
   const KernelConfigAttr &cfg = spec.config;
-  d = spec.headDim;
-  dp = llvm::alignTo(d, 16);
-  if (spec.family() == KernelFamily::Wgmma) {
-    // Each consumer warp holds 16 rows of its warpgroup's 64 (the wgmma
-    // accumulator is mma.sync's per warp) and every key of a tile.
-    wgmma = true;
-    warpsQ = 4 * cfg.getConsumerWarpgroups();
-    warpsKV = 1;
-    mTiles = 1;
-    qTile = cfg.getQTile();
-    kvTile = cfg.getKvTile();
-    stages = cfg.getStages();
-    kvPerWarp = kvTile;
-    sTiles = kvTile / 8;
-    oTiles = dp / 8;
-    numThreads = 32 * warpsQ;
-    qLayout = SmemTileLayout::getPanels(qTile, dp);
-    kvLayout = SmemTileLayout::getPanels(kvTile, dp);
-    kvRingStages = kRingStages = vRingStages = stages;
-    return;
-  }
-  warpsQ = cfg.getWarpsQ();
-  warpsKV = cfg.getWarpsKV();
-  mTiles = cfg.getMmaTilesPerWarp();
-  qTile = cfg.getQTile();
-  kvTile = cfg.getKvTile();
-  stages = cfg.getStages();
-  kvPerWarp = kvTile / warpsKV;
-  sTiles = kvPerWarp / 8;
-  oTiles = dp / 8;
-  numThreads = 32 * warpsQ * warpsKV;
-  qLayout = SmemTileLayout::get(qTile, dp);
-  kvLayout = SmemTileLayout::get(kvTile, dp);
+  MmaTiles t;
+  t.d = spec.headDim;
+  t.dp = llvm::alignTo(t.d, 16);
+  t.warpsQ = cfg.getWarpsQ();
+  t.warpsKV = cfg.getWarpsKV();
+  t.mTiles = cfg.getMmaTilesPerWarp();
+  t.qTile = cfg.getQTile();
+  t.kvTile = cfg.getKvTile();
+  t.stages = cfg.getStages();
+  t.kvPerWarp = t.kvTile / t.warpsKV;
+  t.sTiles = t.kvPerWarp / 8;
+  t.oTiles = t.dp / 8;
+  t.numThreads = 32 * t.warpsQ * t.warpsKV;
+  t.qLayout = SmemTileLayout::get(t.qTile, t.dp);
+  t.kvLayout = SmemTileLayout::get(t.kvTile, t.dp);
   // fp8 decode: one converted K and V tile (more stages in flight for the
   // same shared memory) and, with one m16 tile at head_dim <= 128, Q in
   // registers. Prefill keeps a converted tile per stage: its 128-row tiles
   // use every register, and loop-invariant tile addresses would spill.
   bool fp8Decode = isFp8KVType(spec.kvType) && spec.decode;
-  kvRingStages = fp8Decode ? 1 : stages;
-  qInRegisters = fp8Decode && warpsQ == 1 && mTiles == 1 && dp <= 128;
-  fp8DirectK = spec.fp8DirectK;
-  fp8DirectV = spec.fp8DirectV;
-  assert((!fp8DirectK || qInRegisters) && "fp8DirectK keeps Q in registers");
-  assert((!fp8DirectV || (fp8DirectK && d % 32 == 0)) &&
+  t.kvRingStages = fp8Decode ? 1 : t.stages;
+  t.qInRegisters = fp8Decode && t.warpsQ == 1 && t.mTiles == 1 && t.dp <= 128;
+  t.fp8DirectK = spec.fp8DirectK;
+  t.fp8DirectV = spec.fp8DirectV;
+  assert((!t.fp8DirectK || t.qInRegisters) &&
+         "fp8DirectK keeps Q in registers");
+  assert((!t.fp8DirectV || (t.fp8DirectK && t.d % 32 == 0)) &&
          "fp8DirectV: fp8DirectK at head_dim 32, 64 or 128");
   // Decode packs one request's query heads into rows 0..G-1.
-  upperRowsEmpty =
-      spec.decode && warpsQ == 1 && mTiles == 1 && spec.groupSize <= 8;
-  kRingStages = fp8DirectK ? 0 : kvRingStages;
-  vRingStages = fp8DirectV ? 0 : kvRingStages;
+  t.upperRowsEmpty =
+      spec.decode && t.warpsQ == 1 && t.mTiles == 1 && spec.groupSize <= 8;
+  t.kRingStages = t.fp8DirectK ? 0 : t.kvRingStages;
+  t.vRingStages = t.fp8DirectV ? 0 : t.kvRingStages;
+  return t;
 }
 
-MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
-  MmaSyncThread th;
-  if (t.wgmma) {
-    // Block [128, 1 + consumers]: x the thread of warpgroup y; consumer
-    // warpgroup y - 1 holds rows [64 (y - 1), 64 y). Meaningless in the
-    // producer warpgroup (y = 0), which does not use them.
-    Value x = k.threadId(gpu::Dimension::x);
-    Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
-    th.lane = k.rem(x, k.idx(32));
-    th.warpQ = k.add(k.div(x, k.idx(32)), k.mul(wg, k.idx(4)));
-    th.warpKV = k.idx(0);
-    th.tid = k.add(x, k.mul(wg, k.idx(128)));
-    th.kvHead = k.blockId(gpu::Dimension::y);
-    th.warpRow0 = k.mul(th.warpQ, k.idx(16));
-    return th;
-  }
+MmaThread cascade::mmaSyncThread(KernelBuilder &k, const MmaTiles &t) {
+  MmaThread th;
   th.lane = k.threadId(gpu::Dimension::x);
   th.warpQ = k.threadId(gpu::Dimension::y);
   th.warpKV = k.threadId(gpu::Dimension::z);
@@ -95,14 +60,14 @@ MmaSyncThread MmaSyncThread::get(KernelBuilder &k, const MmaSyncTiles &t) {
   return th;
 }
 
-MmaSyncMainloop::MmaSyncMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
-                                 const MmaSyncThread &thread, Value smem,
+MmaSyncMainloop::MmaSyncMainloop(KernelBuilder &k, const MmaTiles &tiles,
+                                 const MmaThread &thread, Value smem,
                                  Type elementType, ExpScale expScale)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
-      expScale(expScale) {}
+      online(k, tiles, elementType, expScale) {}
 
 SmallVector<Value> MmaSyncMainloop::loadQFragments(MmaBuilder &mma) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   SmallVector<Value> a;
   for (int64_t kk = 0; kk < t.dp / 16; ++kk)
     for (int64_t mt = 0; mt < t.mTiles; ++mt)
@@ -142,7 +107,7 @@ static Value pairsToFragment(KernelBuilder &k, Value flat, VectorType t) {
 }
 
 SmallVector<Value> MmaSyncMainloop::loadPermutedQFragments(MmaBuilder &mma) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   assert(t.mTiles == 1 && t.dp == t.d && "one m16 tile, head_dim % 16 == 0");
   Value g = k.div(thread.lane, k.idx(4)), c = k.rem(thread.lane, k.idx(4));
   // Dims 16 kb + 4c .. + 3 are elements 4 (c % 2) .. of chunk 2 kb + c / 2.
@@ -171,7 +136,7 @@ SmallVector<Value> MmaSyncMainloop::loadPermutedQFragments(MmaBuilder &mma) {
 
 SmallVector<Value> MmaSyncMainloop::scoresFromFp8K(MmaBuilder &mma, Value stage,
                                                    ArrayRef<Value> qFrags) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   SmallVector<Value> acc(t.sTiles, mma.zeroAccumulator());
   Type fp8 = cast<MemRefType>(fp8KStaging.getType()).getElementType();
   // The lane's byte in the rows r0 + g of an n8 tile, chunk 0; chunk kb is
@@ -204,7 +169,7 @@ SmallVector<Value> MmaSyncMainloop::scoresFromFp8K(MmaBuilder &mma, Value stage,
 
 SmallVector<Value> MmaSyncMainloop::scores(Value stage,
                                            ArrayRef<Value> qFrags) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   MmaBuilder mma(k, elementType, thread.lane);
   if (t.fp8DirectK)
     return scoresFromFp8K(mma, stage, qFrags);
@@ -232,163 +197,6 @@ SmallVector<Value> MmaSyncMainloop::scores(Value stage,
   return acc;
 }
 
-MmaSyncMainloop::Softmax MmaSyncMainloop::softmax(MmaBuilder &mma,
-                                                  ArrayRef<Value> s,
-                                                  MmaSyncState &state,
-                                                  bool pack) {
-  const MmaSyncTiles &t = tiles;
-  SmallVector<Value> &m = state.m, &l = state.l;
-  Softmax out;
-  SmallVector<Value> p(s.size());
-  Value scale = expScale.get(k);
-  for (int64_t mt = 0; mt < t.mTiles; ++mt) {
-    ArrayRef<Value> rowFrags = s.slice(mt * t.sTiles, t.sTiles);
-    RowPair tileMax = rowReduce(k, rowFrags, /*max=*/true);
-    RowPair alpha, negMScaled;
-    for (int64_t pair = 0; pair < 2; ++pair) {
-      int64_t r = mt * 2 + pair;
-      if (pair == 1 && t.upperRowsEmpty) {
-        // No query: m, l stay; P is zero (its A halves are constants).
-        alpha[pair] = k.f32(1.0);
-        negMScaled[pair] = k.f32(0.0);
-        continue;
-      }
-      // The running max m moves only when the tile's max exceeds it by
-      // more than kRescaleLog2 (exp2 units): exponents stay <= 2^8 (exact
-      // in f32, and in f16/bf16 P as precise as any value), and O is
-      // rescaled on few tiles instead of on most. With m = -inf any finite
-      // max moves it (+inf > threshold); -inf - -inf = NaN compares false
-      // and keeps it.
-      Value grow = k.fcmp(arith::CmpFPredicate::OGT,
-                          k.fmul(k.fsub(tileMax[pair], m[r]), scale),
-                          k.f32(kRescaleLog2));
-      Value mNew = k.select(grow, tileMax[pair], m[r]);
-      // A row with no visible key yet keeps m = -inf; exponents then use 0
-      // so that no -inf - -inf appears.
-      Value mUse = k.select(k.isNegInf(mNew), k.f32(0.0), mNew);
-      Value mScaled = k.fmul(mUse, scale);
-      alpha[pair] = k.ex2(k.fsub(k.fmul(m[r], scale), mScaled));
-      negMScaled[pair] = k.fsub(k.f32(0.0), mScaled);
-      // O needs rescaling where m moved from a finite value (a row whose m
-      // was -inf has O = 0; where m stays, alpha = 1 exactly).
-      Value moved = arith::AndIOp::create(
-          k.b, k.loc, grow,
-          k.cmp(arith::CmpIPredicate::eq, k.isNegInf(m[r]),
-                arith::ConstantIntOp::create(k.b, k.loc, false, 1)));
-      m[r] = mNew;
-      l[r] = k.fmul(l[r], alpha[pair]);
-      out.rescale =
-          out.rescale
-              ? Value(arith::OrIOp::create(k.b, k.loc, out.rescale, moved))
-              : moved;
-    }
-    for (int64_t n = 0; n < t.sTiles; ++n) {
-      int64_t idx = mt * t.sTiles + n;
-      p[idx] = mapAccumulator(k, s[idx], [&](Value x, int64_t pair, int64_t) {
-        if (pair == 1 && t.upperRowsEmpty)
-          return k.f32(0.0);
-        return k.ex2(expScale.isOne() ? k.fadd(x, negMScaled[pair])
-                                      : k.fma(x, scale, negMScaled[pair]));
-      });
-    }
-    RowPair sum = rowReduceInThread(
-        k, ArrayRef<Value>(p).slice(mt * t.sTiles, t.sTiles), false);
-    for (int64_t pair = 0; pair < 2; ++pair)
-      l[mt * 2 + pair] = k.fadd(l[mt * 2 + pair], sum[pair]);
-    out.alphas.push_back(alpha);
-    // P as A operands of P.V right away: half the registers of the f32
-    // values, which would otherwise live through the rescale.
-    if (pack)
-      packRows(mma, p, mt, out.pA);
-  }
-  if (!pack)
-    out.pF32 = std::move(p);
-  return out;
-}
-
-void MmaSyncMainloop::packRows(MmaBuilder &mma, ArrayRef<Value> pF32,
-                               int64_t mt, SmallVectorImpl<Value> &pA) {
-  const MmaSyncTiles &t = tiles;
-  pA.resize(pF32.size() / 2);
-  for (int64_t kk = 0; kk < t.sTiles / 2; ++kk)
-    pA[kk * t.mTiles + mt] = mma.accumulatorsToA(
-        pF32[mt * t.sTiles + 2 * kk], pF32[mt * t.sTiles + 2 * kk + 1]);
-}
-
-void MmaSyncMainloop::packP(MmaBuilder &mma, Softmax &p) {
-  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
-    packRows(mma, p.pF32, mt, p.pA);
-  p.pF32.clear();
-}
-
-MmaSyncMainloop::Softmax
-MmaSyncMainloop::softmaxUnlessHidden(MmaBuilder &mma, Value hidden,
-                                     function_ref<SmallVector<Value>()> logits,
-                                     MmaSyncState &state) {
-  if (!hidden)
-    return softmax(mma, logits(), state);
-  OpBuilder &b = k.b;
-  int64_t nM = 2 * tiles.mTiles, nP = tiles.mTiles * tiles.sTiles / 2;
-  // Results: m, l and the alphas (f32 each), P, whether to rescale.
-  SmallVector<Type> types(3 * nM, b.getF32Type());
-  types.append(nP, mma.aType());
-  types.push_back(b.getI1Type());
-  auto ifHidden = scf::IfOp::create(b, k.loc, types, hidden, true);
-  {
-    OpBuilder::InsertionGuard g(b);
-    b.setInsertionPointToStart(ifHidden.thenBlock());
-    SmallVector<Value> kept(state.m);
-    llvm::append_range(kept, state.l);
-    kept.append(nM, k.f32(1.0));
-    Value zeroP = arith::ConstantOp::create(
-        b, k.loc, mma.aType(),
-        DenseElementsAttr::get(mma.aType(), b.getFloatAttr(elementType, 0.0)));
-    kept.append(nP, zeroP);
-    kept.push_back(arith::ConstantIntOp::create(b, k.loc, false, 1));
-    scf::YieldOp::create(b, k.loc, kept);
-    b.setInsertionPointToStart(ifHidden.elseBlock());
-    MmaSyncState st = state;
-    Softmax p = softmax(mma, logits(), st);
-    SmallVector<Value> out(st.m);
-    llvm::append_range(out, st.l);
-    for (const RowPair &a : p.alphas)
-      out.append({a[0], a[1]});
-    llvm::append_range(out, p.pA);
-    out.push_back(p.rescale);
-    scf::YieldOp::create(b, k.loc, out);
-  }
-  ValueRange res = ifHidden.getResults();
-  state.m.assign(res.begin(), res.begin() + nM);
-  state.l.assign(res.begin() + nM, res.begin() + 2 * nM);
-  Softmax p;
-  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
-    p.alphas.push_back({res[2 * nM + 2 * mt], res[2 * nM + 2 * mt + 1]});
-  p.pA.assign(res.begin() + 3 * nM, res.begin() + 3 * nM + nP);
-  p.rescale = res.back();
-  return p;
-}
-
-void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
-                              SmallVector<Value> &o) {
-  // Rescale O only when some row of the warp has a new maximum (after the
-  // first tiles, most tiles leave every maximum where it was).
-  OpBuilder &b = k.b;
-  Value any = warpAny(k, p.rescale);
-  SmallVector<Type> accTypes(o.size(), mma.accType());
-  auto ifScale = scf::IfOp::create(b, k.loc, accTypes, any,
-                                   /*withElse=*/true);
-  OpBuilder::InsertionGuard ig(b);
-  b.setInsertionPointToStart(ifScale.thenBlock());
-  SmallVector<Value> scaled;
-  for (int64_t mt = 0; mt < tiles.mTiles; ++mt)
-    for (int64_t n = 0; n < tiles.oTiles; ++n)
-      scaled.push_back(scaleRows(k, o[mt * tiles.oTiles + n], p.alphas[mt]));
-  scf::YieldOp::create(b, k.loc, scaled);
-  b.setInsertionPointToStart(ifScale.elseBlock());
-  scf::YieldOp::create(b, k.loc, o);
-  o.assign(ifScale.getResults().begin(), ifScale.getResults().end());
-}
-
 // fp8DirectV. O += P V sums over the keys of the tile and over nothing
 // else: the same permutation of the keys in P and in V, and a permutation of
 // head_dim in V's columns and O's, change no value. P's A fragments (S's
@@ -401,12 +209,12 @@ void MmaSyncMainloop::rescale(MmaBuilder &mma, const Softmax &p,
 // shared loads (one a key) feed four tiles, byte t of each load going to
 // tile 4q + t (byte permutes, two cvt.rn.f16x2.{e4m3x2,e5m2x2} a tile).
 // Accumulator column 2c + e of tile n holds dim 32 (n / 4) + 8 c + 4 e +
-// n % 4 (MmaSyncTiles::permutedOColumnBase): per group q a lane holds the
+// n % 4 (MmaTiles::permutedOColumnBase): per group q a lane holds the
 // 8 consecutive dims from 32 q + 8 c, which the epilogue writes as one
 // vector.
 void MmaSyncMainloop::accumulatePVFromFp8V(MmaBuilder &mma, ArrayRef<Value> pA,
                                            Value stage, SmallVector<Value> &o) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   Type fp8 = cast<MemRefType>(fp8VStaging.getType()).getElementType();
   Value g = k.div(thread.lane, k.idx(4)), c = k.rem(thread.lane, k.idx(4));
   // Key 2c's bytes 4g .. + 3; every key the lane reads has the same swizzle
@@ -451,7 +259,7 @@ void MmaSyncMainloop::accumulatePVFromFp8V(MmaBuilder &mma, ArrayRef<Value> pA,
 
 void MmaSyncMainloop::accumulatePV(MmaBuilder &mma, ArrayRef<Value> pA,
                                    Value stage, SmallVector<Value> &o) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   if (t.fp8DirectV)
     return accumulatePVFromFp8V(mma, pA, stage, o);
   Value vb = t.vRing().stage(k, t.ringStage(k, stage));
@@ -475,9 +283,9 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
                                          ValueRange it, Value t0, Value qGroup,
                                          const MmaSyncTileHooks &hooks,
                                          ArrayRef<Value> qFrags) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   size_t nState = carriedStateSize();
-  MmaSyncState state = stateOf(it.take_front(nState));
+  MmaState state = stateOf(it.take_front(nState));
   SmallVector<Value> carried(it.drop_front(nState));
 
   // Tile i has landed (at most S-2 younger groups pending) and every warp is
@@ -492,10 +300,10 @@ SmallVector<Value> MmaSyncMainloop::step(MmaBuilder &mma, Value i,
     hooks.prepare(stage, tileStart);
   // A tile the custom mask hides from the whole warp costs it no mma.
   Value hidden = hooks.hidden ? hooks.hidden(tileStart) : Value();
-  Softmax p = softmaxUnlessHidden(
+  MmaSoftmax::Step p = online.softmaxUnlessHidden(
       mma, hidden,
       [&] { return hooks.transform(scores(stage, qFrags), tileStart); }, state);
-  rescale(mma, p, state.o);
+  online.rescale(mma, p, state.o);
   if (hooks.beforePV)
     hooks.beforePV(); // a block barrier: outside the warp's branch
   if (!hidden) {
@@ -533,12 +341,12 @@ Value MmaSyncMainloop::withoutUpperRows(Value frag) {
 }
 
 int64_t MmaSyncMainloop::carriedStateSize() const {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   int64_t nO = t.mTiles * t.oTiles;
   return t.upperRowsEmpty ? nO + 2 : nO + 4 * t.mTiles;
 }
 
-SmallVector<Value> MmaSyncMainloop::carriedState(const MmaSyncState &state) {
+SmallVector<Value> MmaSyncMainloop::carriedState(const MmaState &state) {
   if (!tiles.upperRowsEmpty) {
     SmallVector<Value> v(state.o);
     llvm::append_range(v, state.m);
@@ -554,10 +362,10 @@ SmallVector<Value> MmaSyncMainloop::carriedState(const MmaSyncState &state) {
   return v;
 }
 
-MmaSyncState MmaSyncMainloop::stateOf(ValueRange carried) {
-  const MmaSyncTiles &t = tiles;
+MmaState MmaSyncMainloop::stateOf(ValueRange carried) {
+  const MmaTiles &t = tiles;
   int64_t nO = t.mTiles * t.oTiles, nM = 2 * t.mTiles;
-  MmaSyncState state;
+  MmaState state;
   if (!t.upperRowsEmpty) {
     state.o.assign(carried.begin(), carried.begin() + nO);
     state.m.assign(carried.begin() + nO, carried.begin() + nO + nM);
@@ -573,12 +381,12 @@ MmaSyncState MmaSyncMainloop::stateOf(ValueRange carried) {
   return state;
 }
 
-MmaSyncState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
-                                  const MmaSyncTileHooks &hooks) {
-  const MmaSyncTiles &t = tiles;
+MmaState MmaSyncMainloop::run(Value numTiles, Value t0, Value qGroup,
+                              const MmaSyncTileHooks &hooks) {
+  const MmaTiles &t = tiles;
   OpBuilder &b = k.b;
   MmaBuilder mma(k, elementType, thread.lane);
-  MmaSyncState start;
+  MmaState start;
   for (int64_t i = 0; i < t.mTiles * t.oTiles; ++i)
     start.o.push_back(mma.zeroAccumulator());
   // The running max (raw score units) and this thread's part of the row

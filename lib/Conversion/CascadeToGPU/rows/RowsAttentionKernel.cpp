@@ -42,6 +42,7 @@
 #include "common/PagedKV.h"
 #include "common/ScoreVariant.h"
 #include "common/WorkItems.h"
+#include "rows/RowsFamily.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 

@@ -1,6 +1,7 @@
 //===- WgmmaMainloop.cpp - The KV loop of attention on Hopper -------------===//
 
 #include "wgmma/WgmmaMainloop.h"
+#include "KernelSpec.h"
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/GPUCodegen/Wgmma.h"
@@ -22,172 +23,50 @@ static constexpr int64_t kK16Bytes = 32;
 /// Columns (16-bit elements) of a 128-byte panel.
 static constexpr int64_t kPanelCols = 64;
 
-/// Passes of the producer's gather unrolled per loop iteration.
-static constexpr int64_t kGatherUnroll = 4;
-
-WgmmaKVGather::WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
-                             const KVSource &src, Value smem,
-                             const MmaSyncTiles &tiles, Value tid,
-                             Value stagingK, Value stagingV)
-    : k(k), layout(layout), src(src), smem(smem), tid(tid), stagingK(stagingK),
-      stagingV(stagingV), tiles(tiles) {
-  assert(!stagingK == !stagingV && "fp8: K and V staging rings");
+MmaTiles cascade::wgmmaTiles(const AttentionSpec &spec) {
+  // Each consumer warp holds 16 rows of its warpgroup's 64 (the wgmma
+  // accumulator is mma.sync's per warp) and every key of a tile.
+  const KernelConfigAttr &cfg = spec.config;
+  MmaTiles t;
+  t.d = spec.headDim;
+  t.dp = llvm::alignTo(t.d, 16);
+  t.warpsQ = 4 * cfg.getConsumerWarpgroups();
+  t.warpsKV = 1;
+  t.mTiles = 1;
+  t.qTile = cfg.getQTile();
+  t.kvTile = cfg.getKvTile();
+  t.stages = cfg.getStages();
+  t.kvPerWarp = t.kvTile;
+  t.sTiles = t.kvTile / 8;
+  t.oTiles = t.dp / 8;
+  t.numThreads = 32 * t.warpsQ;
+  t.qLayout = SmemTileLayout::getPanels(t.qTile, t.dp);
+  t.kvLayout = SmemTileLayout::getPanels(t.kvTile, t.dp);
+  t.kvRingStages = t.kRingStages = t.vRingStages = t.stages;
+  return t;
 }
 
-int64_t WgmmaKVGather::chunksPerRow() const {
-  return tiles.dp / (fp8() ? 16 : 8);
+MmaThread cascade::wgmmaThread(KernelBuilder &k, const MmaTiles &t) {
+  MmaThread th;
+  Value x = k.threadId(gpu::Dimension::x);
+  Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
+  th.lane = k.rem(x, k.idx(32));
+  th.warpQ = k.add(k.div(x, k.idx(32)), k.mul(wg, k.idx(4)));
+  th.warpKV = k.idx(0);
+  th.tid = k.add(x, k.mul(wg, k.idx(128)));
+  th.kvHead = k.blockId(gpu::Dimension::y);
+  th.warpRow0 = k.mul(th.warpQ, k.idx(16));
+  return th;
 }
 
-int64_t WgmmaKVGather::rowsPerPass() const {
-  return kWgmmaProducerThreads / chunksPerRow();
-}
-
-int64_t WgmmaKVGather::passes() const {
-  assert(kWgmmaProducerThreads % chunksPerRow() == 0 &&
-         tiles.kvTile % rowsPerPass() == 0 &&
-         "the producer's passes tile the KV tile");
-  return tiles.kvTile / rowsPerPass();
-}
-
-int64_t WgmmaKVGather::unroll() const {
-  int64_t u = std::min(kGatherUnroll, passes());
-  while (passes() % u != 0)
-    u /= 2;
-  return u;
-}
-
-void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
-  const MmaSyncTiles &t = tiles;
-  int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
-  // Elements of a 16-byte chunk: 8 of q's dtype, 16 fp8.
-  int64_t elems = fp8() ? 16 : 8;
-  Value chunk = k.rem(tid, k.idx(chunks));
-  Value row0 = k.div(tid, k.idx(chunks));
-  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
-  Value lastKey = k.sub(src.t1, k.idx(1));
-  // Destinations: the panel stages, or the fp8 staging stages.
-  Value kDst = smem, vDst = smem, kBase, vBase;
-  if (fp8()) {
-    kDst = stagingK;
-    vDst = stagingV;
-    kBase = vBase = k.mul(stage, k.idx(t.kvTile * t.dp));
-  } else {
-    kBase = t.kRing().stage(k, stage);
-    vBase = t.vRing().stage(k, stage);
-  }
-  scf::ForOp::create(
-      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(n), ValueRange{},
-      [&](OpBuilder &lb, Location, Value p0, ValueRange) {
-        OpBuilder::InsertionGuard lg(k.b);
-        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        for (int64_t u = 0; u < n; ++u) {
-          Value row = k.add(k.mul(k.add(p0, k.idx(u)), k.idx(rows)), row0);
-          Value key = k.add(tileStart, row);
-          Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
-          // Rows past t1 read the page of the last key (in bounds) with a
-          // source size of 0: the chunk is zero-filled.
-          Value inRange = k.minU(key, lastKey);
-          Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
-          Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
-                             k.mul(chunk, k.idx(elems)));
-          Value dst =
-              fp8() ? k.add(k.mul(row, k.idx(t.dp)), k.mul(chunk, k.idx(elems)))
-                    : t.kvLayout.chunkOffset(k, row, chunk);
-          Value bytes = k.select(valid, k.idx(elems), k.idx(0));
-          SmallVector<std::tuple<Value, Value, Value, Value>, 2> copies;
-          if (part != WgmmaKVPart::V)
-            copies.push_back({kDst, kBase, src.kCache, kOff});
-          if (part != WgmmaKVPart::K)
-            copies.push_back({vDst, vBase, src.vCache, layout.vFromK(k, kOff)});
-          for (auto [to, base, cache, off] : copies)
-            nvgpu::DeviceAsyncCopyOp::create(
-                k.b, k.loc, to, ValueRange{k.add(base, dst)}, cache,
-                ValueRange{off}, k.b.getIndexAttr(elems), bytes,
-                k.b.getUnitAttr());
-        }
-        scf::YieldOp::create(k.b, k.loc);
-      });
-  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
-}
-
-void WgmmaKVGather::convertStaged(Value stage, Type to) const {
-  assert(fp8() && "conversion of fp8 staging tiles");
-  const MmaSyncTiles &t = tiles;
-  int64_t chunks = chunksPerRow(), rows = rowsPerPass();
-  Type fp8Type = cast<MemRefType>(stagingK.getType()).getElementType();
-  Value chunk = k.rem(tid, k.idx(chunks));
-  Value row0 = k.div(tid, k.idx(chunks));
-  Value stagingBase = k.mul(stage, k.idx(t.kvTile * t.dp));
-  // fp8 chunk c becomes the 8-element chunks 2c and 2c + 1 of the panel row.
-  // At head_dim >= 128 the 8 threads of a store phase share a row: those in
-  // odd panels store their odd chunk first, so that each store instruction
-  // of the phase covers all eight 16-byte bank groups (else the chunks of
-  // two panels collide pairwise). At 64 a phase spans two rows, whose
-  // swizzles already keep their even chunks apart.
-  Value oddPanel =
-      k.cmp(arith::CmpIPredicate::ne,
-            arith::AndIOp::create(k.b, k.loc, k.div(chunk, k.idx(4)), k.idx(1)),
-            k.idx(0));
-  Value first =
-      k.add(k.mul(chunk, k.idx(2)), k.select(oddPanel, k.idx(1), k.idx(0)));
-  Value second =
-      k.add(k.mul(chunk, k.idx(2)), k.select(oddPanel, k.idx(0), k.idx(1)));
-  // One pass per iteration: a chunk and its converted halves stay within
-  // the producer's registers.
-  scf::ForOp::create(
-      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(1), ValueRange{},
-      [&](OpBuilder &lb, Location, Value p, ValueRange) {
-        OpBuilder::InsertionGuard lg(k.b);
-        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        Value row = k.add(k.mul(p, k.idx(rows)), row0);
-        Value from = k.add(stagingBase, k.add(k.mul(row, k.idx(t.dp)),
-                                              k.mul(chunk, k.idx(16))));
-        Value toFirst = t.kvLayout.chunkOffset(k, row, first);
-        Value toSecond = t.kvLayout.chunkOffset(k, row, second);
-        for (auto [staging, ring] :
-             {std::pair(stagingK, t.kRing()), std::pair(stagingV, t.vRing())}) {
-          // Bytes (i8) until the conversion: the LLVM lowering keeps no
-          // fp8 vector through slices and selects.
-          Value v16 = arith::BitcastOp::create(
-              k.b, k.loc, VectorType::get({16}, k.b.getI8Type()),
-              vector::LoadOp::create(k.b, k.loc, VectorType::get({16}, fp8Type),
-                                     staging, ValueRange{from},
-                                     /*nontemporal=*/false, llvm::Align(16)));
-          auto halfOf = [&](int64_t at) -> Value {
-            return vector::ShuffleOp::create(
-                k.b, k.loc, v16, v16,
-                llvm::to_vector(llvm::seq<int64_t>(at, at + 8)));
-          };
-          Value lo = halfOf(0), hi = halfOf(8);
-          Value base = ring.stage(k, stage);
-          for (auto [bytes, dst] :
-               {std::pair(arith::SelectOp::create(k.b, k.loc, oddPanel, hi, lo)
-                              .getResult(),
-                          toFirst),
-                std::pair(arith::SelectOp::create(k.b, k.loc, oddPanel, lo, hi)
-                              .getResult(),
-                          toSecond)}) {
-            Value v8 = arith::BitcastOp::create(
-                k.b, k.loc, VectorType::get({8}, fp8Type), bytes);
-            vector::StoreOp::create(k.b, k.loc, fp8Convert(k, v8, to), smem,
-                                    ValueRange{k.add(base, dst)},
-                                    /*nontemporal=*/false, llvm::Align(16));
-          }
-        }
-        scf::YieldOp::create(k.b, k.loc);
-      });
-}
-
-WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
-                             const MmaSyncThread &thread, Value smem,
+WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaTiles &tiles,
+                             const MmaThread &thread, Value smem,
                              Type elementType, ExpScale expScale,
                              Publish publish, bool annotated)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
       expScale(expScale), splitKV(publish == Publish::SplitKV),
       copiesArrive(publish == Publish::CopiesArrive),
-      staged(publish == Publish::Staged), annotated(annotated) {
-  assert(tiles.wgmma && "a wgmma kernel's geometry");
-}
+      staged(publish == Publish::Staged), annotated(annotated) {}
 
 Value WgmmaMainloop::address(Value offset) {
   // 16-bit elements.
@@ -504,7 +383,7 @@ void WgmmaMainloop::produceSplit(Value numTiles, Value t0,
 }
 
 Value WgmmaMainloop::issueScores(Value stage) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   // This warpgroup's 64 rows of Q (8-row-aligned: whole swizzle atoms) and
   // the stage's K, panel by panel, 16 columns a step.
   Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
@@ -531,7 +410,7 @@ Value WgmmaMainloop::issueScores(Value stage) {
 
 Value WgmmaMainloop::issuePV(ArrayRef<Value> pA, Value stage,
                              ArrayRef<Value> o) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   // V stored [key][d] in panels is MN-major for P.V: 8-key groups 1024
   // bytes apart (stride byte offset), panels of 64 columns one panel's
   // bytes apart (leading byte offset); a k16 step is 16 keys of 128 bytes.
@@ -571,7 +450,7 @@ static SmallVector<Value> ifElse(KernelBuilder &k, Value cond, TypeRange types,
 }
 
 /// What an iteration of the consumers' loop yields: O, m, l and P.
-static SmallVector<Value> loopValues(ArrayRef<Value> o, const MmaSyncState &st,
+static SmallVector<Value> loopValues(ArrayRef<Value> o, const MmaState &st,
                                      ArrayRef<Value> pA) {
   SmallVector<Value> v(o);
   llvm::append_range(v, st.m);
@@ -584,8 +463,7 @@ WgmmaMainloop::ConsumerLoop::ConsumerLoop(WgmmaMainloop &loop, Value t0,
                                           TransformFn transform,
                                           const TileSideData *side)
     : mma(loop.k, loop.elementType, loop.thread.lane),
-      softmax(loop.k, loop.tiles, loop.thread, loop.smem, loop.elementType,
-              loop.expScale),
+      softmax(loop.k, loop.tiles, loop.elementType, loop.expScale),
       transform(transform), side(side), t0(t0),
       skips(side && static_cast<bool>(side->shown)) {}
 
@@ -610,7 +488,7 @@ SmallVector<Value> WgmmaMainloop::zeroP(ConsumerLoop &c) {
 }
 
 SmallVector<Value> WgmmaMainloop::firstTile(ConsumerLoop &c,
-                                            const MmaSyncState &initial) {
+                                            const MmaState &initial) {
   auto [stage, parity] = stageAndParity(k.idx(0));
   // (Tile 0 is computed whatever its verdict: the first keys are rarely
   // hidden from a whole warpgroup.)
@@ -623,8 +501,8 @@ SmallVector<Value> WgmmaMainloop::firstTile(ConsumerLoop &c,
   wgmmaWaitGroup(k, 0);
   if (splitKV)
     mbarrierArrive(k, empty, stage); // K_0 is read
-  MmaSyncState st = initial;
-  MmaSyncMainloop::Softmax p =
+  MmaState st = initial;
+  MmaSoftmax::Step p =
       c.softmax.softmax(c.mma, scoresOf(c, k.idx(0), s, side0), st);
   return loopValues({}, st, p.pA);
 }
@@ -639,8 +517,8 @@ SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
   // Split barriers: S_i completed (the older group), K_i is read.
   if (splitKV)
     mbarrierArrive(k, empty, step.stage);
-  MmaSyncState sti = step.state;
-  MmaSyncMainloop::Softmax p =
+  MmaState sti = step.state;
+  MmaSoftmax::Step p =
       c.softmax.softmax(c.mma, scoresOf(c, step.i, s, step.side), sti);
   wgmmaWaitGroup(k, 0);
   // With skips, P_{i-1}'s registers stay allocated until P_{i-1} V_{i-1}
@@ -679,10 +557,9 @@ SmallVector<Value> WgmmaMainloop::skipTile(ConsumerLoop &c,
   return loopValues(oNext, step.state, zeroP(c));
 }
 
-MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
-                                    TransformFn transform,
-                                    const TileSideData *side) {
-  const MmaSyncTiles &t = tiles;
+MmaState WgmmaMainloop::consume(Value numTiles, Value t0, TransformFn transform,
+                                const TileSideData *side) {
+  const MmaTiles &t = tiles;
   OpBuilder &b = k.b;
   ConsumerLoop c(*this, t0, transform, side);
   int64_t nO = t.oTiles, nM = 2, nP = t.kvTile / 16;
@@ -694,7 +571,7 @@ MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
   // Prologue: the softmax of tile 0 (O is still zero: nothing to rescale).
   // The loop carries O, m, l, P and, with skips, whether P is still to be
   // multiplied (false after a skipped tile, whose P is zero).
-  MmaSyncState state;
+  MmaState state;
   for (int64_t i = 0; i < nO; ++i)
     state.o.push_back(c.mma.zeroAccumulator());
   state.m.assign(nM, k.negInf());
@@ -772,7 +649,7 @@ MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
 
   // The last tile's P V.
   ValueRange res = loop.getResults();
-  MmaSyncState out;
+  MmaState out;
   out.o.assign(res.begin(), res.begin() + nO);
   out.m.assign(res.begin() + nO, res.begin() + nO + nM);
   out.l.assign(res.begin() + nO + nM, res.begin() + nO + 2 * nM);
@@ -786,7 +663,7 @@ MmaSyncState WgmmaMainloop::consume(Value numTiles, Value t0,
 SmallVector<Value> WgmmaMainloop::lastPV(Value numTiles, ArrayRef<Value> pLast,
                                          ArrayRef<Value> o0, Type accType,
                                          Value pending) {
-  const MmaSyncTiles &t = tiles;
+  const MmaTiles &t = tiles;
   OpBuilder &b = k.b;
   SmallVector<Type> oTypes(o0.size(), accType);
   auto ifLast = scf::IfOp::create(

@@ -21,7 +21,7 @@
 // - the consumer warpgroups (registers taken with setmaxnreg), each owning
 //   64 query rows, per tile: wait on `full`, S = Q K^T on wgmma (Q and K
 //   through descriptors), the score transform (a hook), the online softmax
-//   in base 2 (MmaSyncMainloop's, on the accumulator fragments: a wgmma
+//   in base 2 (MmaSoftmax, on the accumulator fragments: a wgmma
 //   accumulator is mma.sync's per warp), O += P V on wgmma with P from
 //   registers and V through an MN-major descriptor, then arrive on `empty`.
 //
@@ -60,117 +60,23 @@
 #ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAMAINLOOP_H
 #define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAMAINLOOP_H
 
-#include "common/PagedKV.h"
-#include "mma_sync/MmaSyncMainloop.h"
+#include "common/MmaSoftmax.h"
+#include "wgmma/WgmmaKVGather.h"
+#include "wgmma/WgmmaTraits.h"
 
 namespace mlir {
 namespace cascade {
 
-/// Named barriers of a wgmma block (0 is the whole block's).
-inline constexpr int64_t kWgmmaProducerBarrier = 1;
-inline constexpr int64_t kWgmmaConsumerBarrier = 2;
-/// Threads of the producer warpgroup.
-inline constexpr int64_t kWgmmaProducerThreads = 128;
-/// Named barriers kWgmmaFirstTurnBarrier + w: the turn of consumer
-/// warpgroup w (0-based) to issue its wgmma (ping-pong).
-inline constexpr int64_t kWgmmaFirstTurnBarrier = 3;
+struct AttentionSpec;
 
-/// The registers a thread of each role gets with setmaxnreg: the consumers'
-/// f32 tiles take most; a producer that also rotates K (RoPE) needs more.
-/// setmaxnreg.inc only takes registers that setmaxnreg.dec gave back to the
-/// block's pool: a split whose total exceeds what the block was launched
-/// with blocks the consumers' inc forever (the RoPE kernels hung so with
-/// {128, 192}: 65536 registers asked of a pool of 384 x 168 = 64512).
-struct WgmmaRegisterSplit {
-  int64_t producer, consumer;
-};
-/// Registers a thread at entry for a block of `warpgroups` warpgroups:
-/// ptxas's count for .maxntid 128 x warpgroups with .minnctapersm 1, the
-/// 64K register file over the block's threads rounded down to the
-/// allocation granule of 8 (and under the 255 a thread can address): 168
-/// for a producer and two consumers, 128 for three consumers.
-constexpr int64_t wgmmaEntryRegisters(int64_t warpgroups) {
-  int64_t r = 65536 / (kWgmmaProducerThreads * warpgroups) / 8 * 8;
-  return r > 248 ? 248 : r;
-}
-/// Registers a consumer thread needs besides a wgmma's f32 accumulator to
-/// issue it (operand fragments, descriptors, addresses): ptxas asked for
-/// 158 at head_dim 256 (a 128-register output tile) where 128 were left.
-inline constexpr int64_t kWgmmaOperandRegisters = 30;
-/// The registers a block of a producer and `consumers` consumer warpgroups
-/// starts with, which setmaxnreg redistributes.
-constexpr int64_t wgmmaRegisterPool(int64_t consumers) {
-  return (consumers + 1) * kWgmmaProducerThreads *
-         wgmmaEntryRegisters(consumers + 1);
-}
-constexpr bool fitsEntryPool(WgmmaRegisterSplit s, int64_t consumers = 2) {
-  return s.producer % 8 == 0 && s.consumer % 8 == 0 && s.producer >= 24 &&
-         s.consumer <= 256 &&
-         kWgmmaProducerThreads * s.producer +
-                 consumers * kWgmmaProducerThreads * s.consumer <=
-             wgmmaRegisterPool(consumers);
-}
-/// The splits of a producer and two consumers.
-inline constexpr WgmmaRegisterSplit kWgmmaRegisters{40, 232};
-inline constexpr WgmmaRegisterSplit kWgmmaRopeRegisters{72, 216};
-/// A producer that converts fp8 tiles holds a 16-byte chunk and its 16
-/// converted elements besides the gather's addresses: 56 (the pool's rest
-/// at 224 a consumer thread).
-inline constexpr WgmmaRegisterSplit kWgmmaFp8Registers{56, 224};
-/// Both: the conversion and the rotation.
-inline constexpr WgmmaRegisterSplit kWgmmaRopeFp8Registers{88, 208};
-static_assert(fitsEntryPool(kWgmmaRegisters) &&
-                  fitsEntryPool(kWgmmaRopeRegisters) &&
-                  fitsEntryPool(kWgmmaFp8Registers) &&
-                  fitsEntryPool(kWgmmaRopeFp8Registers),
-              "a register split beyond the block's pool deadlocks setmaxnreg");
-/// A producer that stages a custom mask (WgmmaProducerHooks::annotate)
-/// holds the mask's row offsets and a query's words besides the gather's
-/// state: 8 registers more (ptxas spilled 16-32 bytes without them).
-inline constexpr int64_t kWgmmaMaskProducerRegisters = 8;
-/// The split for `consumers` consumer warpgroups: the producer's share of
-/// the two-consumer split (8 registers more where it stages a custom mask),
-/// the consumers the rest of the entry pool (in granules of 8), never more
-/// than with two. With three consumers the pool is 512 x 128 registers, so
-/// they get 152 a thread (144 with RoPE, 136 with RoPE and fp8); the
-/// two-consumer numbers would ask 94,208 registers of those 65,536 and
-/// block setmaxnreg.inc forever. Two consumers that give the mask's
-/// producer its registers keep 224 (216 with RoPE or fp8).
-constexpr WgmmaRegisterSplit wgmmaRegisterSplit(bool ropeInProducer,
-                                                bool fp8InProducer = false,
-                                                int64_t consumers = 2,
-                                                bool maskInProducer = false) {
-  WgmmaRegisterSplit s =
-      ropeInProducer
-          ? (fp8InProducer ? kWgmmaRopeFp8Registers : kWgmmaRopeRegisters)
-          : (fp8InProducer ? kWgmmaFp8Registers : kWgmmaRegisters);
-  if (maskInProducer)
-    s.producer += kWgmmaMaskProducerRegisters;
-  int64_t rest =
-      (wgmmaRegisterPool(consumers) - kWgmmaProducerThreads * s.producer) /
-      (consumers * kWgmmaProducerThreads) / 8 * 8;
-  if (rest < s.consumer)
-    s.consumer = rest;
-  return s;
-}
-static_assert(wgmmaRegisterSplit(false, false, 2).consumer == 232 &&
-                  wgmmaRegisterSplit(true, true, 2).consumer == 208 &&
-                  wgmmaRegisterSplit(false, false, 1).consumer == 232,
-              "two consumers (and one) keep their splits");
-static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 2, true)) &&
-                  fitsEntryPool(wgmmaRegisterSplit(true, true, 2, true)) &&
-                  fitsEntryPool(wgmmaRegisterSplit(true, true, 3, true), 3) &&
-                  wgmmaRegisterSplit(false, false, 3, true).consumer == 152 &&
-                  wgmmaRegisterSplit(false, false, 2, true).consumer == 224,
-              "a mask's producer registers fit the pool");
-static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 3), 3) &&
-                  fitsEntryPool(wgmmaRegisterSplit(true, false, 3), 3) &&
-                  fitsEntryPool(wgmmaRegisterSplit(false, true, 3), 3) &&
-                  fitsEntryPool(wgmmaRegisterSplit(true, true, 3), 3),
-              "three consumers fit the pool of 512 x 128");
-
-/// Which tiles of a KV tile a producer's gather copies.
-enum class WgmmaKVPart { KV, K, V };
+/// The geometry of a wgmma block (MmaTiles) for `spec`, seen from its
+/// consumer warps.
+MmaTiles wgmmaTiles(const AttentionSpec &spec);
+/// This thread's place in a wgmma block of `tiles`: block [128, 1 +
+/// consumers], thread x of warpgroup y; consumer warpgroup y - 1 holds rows
+/// [64 (y - 1), 64 y). Meaningless in the producer warpgroup (y = 0), which
+/// does not use it.
+MmaThread wgmmaThread(KernelBuilder &k, const MmaTiles &tiles);
 
 /// What the producer asks of the kernel around it.
 struct WgmmaProducerHooks {
@@ -195,46 +101,6 @@ struct WgmmaProducerHooks {
   function_ref<void(Value stage, Value tileStart, ValueRange loaded)> annotate;
 };
 
-/// The producer's paged gather of a K/V tile into a ring stage: thread t
-/// of the producer warpgroup copies 16-byte chunk t % (D / 8) of rows t /
-/// (D / 8) + p * 128 / (D / 8), in a loop over the passes p (a few passes
-/// unrolled per iteration, so that the producer stays within its small
-/// register budget while several page lookups are in flight). Rows past
-/// the key range are zero-filled; one cp.async group per call (K and V of
-/// the tile, or one of them).
-///
-/// Over an fp8 cache (`stagingK`, `stagingV`: fp8 rings [stages][kv_tile]
-/// [D], row-major) a 16-byte chunk holds 16 elements: thread t copies
-/// chunk t % (D / 16) of rows t / (D / 16) + p * 128 / (D / 16) into the
-/// staging stage, and convertStaged turns exactly the chunks this thread
-/// copied into q's dtype in the panel stage, so that after its own
-/// cp.async wait no other producer thread has to be waited for.
-class WgmmaKVGather {
-public:
-  WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
-                const KVSource &src, Value smem, const MmaSyncTiles &tiles,
-                Value tid, Value stagingK = {}, Value stagingV = {});
-  void issue(Value i, Value stage, WgmmaKVPart part) const;
-  /// fp8: converts this thread's chunks of staging stage `stage` into the
-  /// K and V panel tiles of the ring's stage `stage` (type `to`).
-  void convertStaged(Value stage, Type to) const;
-
-private:
-  bool fp8() const { return static_cast<bool>(stagingK); }
-  /// 16-byte chunks of a row, rows a pass, passes a tile and passes per
-  /// loop iteration.
-  int64_t chunksPerRow() const;
-  int64_t rowsPerPass() const;
-  int64_t passes() const;
-  int64_t unroll() const;
-
-  KernelBuilder &k;
-  PagedKVLayout layout;
-  KVSource src;
-  Value smem, tid, stagingK, stagingV;
-  const MmaSyncTiles &tiles;
-};
-
 class WgmmaMainloop {
 public:
   /// How the producer publishes a tile (one ring unless noted):
@@ -252,8 +118,8 @@ public:
   };
   /// `annotated`: the producer annotates every tile (the `annotate` hook),
   /// so `full` counts an arrival more a producer thread.
-  WgmmaMainloop(KernelBuilder &k, const MmaSyncTiles &tiles,
-                const MmaSyncThread &thread, Value smem, Type elementType,
+  WgmmaMainloop(KernelBuilder &k, const MmaTiles &tiles,
+                const MmaThread &thread, Value smem, Type elementType,
                 ExpScale expScale, Publish publish = Publish::AfterNext,
                 bool annotated = false);
 
@@ -290,12 +156,12 @@ public:
   };
   /// The consumers' loop: returns the final state of this thread's rows.
   /// `transform(scores, tileStart, side)` turns raw scores into log2-unit
-  /// logits with masked keys at -inf (MmaSyncTileHooks::transform); `side`
-  /// holds the tile's TileSideData values (empty without).
+  /// logits with masked keys at -inf (as the mma_sync mainloop's transform
+  /// hook); `side` holds the tile's TileSideData values (empty without).
   using TransformFn =
       function_ref<SmallVector<Value>(ArrayRef<Value>, Value, ValueRange)>;
-  MmaSyncState consume(Value numTiles, Value t0, TransformFn transform,
-                       const TileSideData *side = nullptr);
+  MmaState consume(Value numTiles, Value t0, TransformFn transform,
+                   const TileSideData *side = nullptr);
 
 private:
   /// What the consumers' loop builds its tiles with.
@@ -303,8 +169,8 @@ private:
     ConsumerLoop(WgmmaMainloop &loop, Value t0, TransformFn transform,
                  const TileSideData *side);
     MmaBuilder mma;
-    /// The online softmax of the mma.sync mainloop, on the same fragments.
-    MmaSyncMainloop softmax;
+    /// The online softmax (mma.sync's fragments are a wgmma accumulator's).
+    MmaSoftmax softmax;
     TransformFn transform;
     const TileSideData *side;
     Value t0;
@@ -316,12 +182,12 @@ private:
   /// still to be issued (skips only), and the tile's side data.
   struct ConsumerStep {
     Value i, stage, prevStage, pending;
-    MmaSyncState state;
+    MmaState state;
     SmallVector<Value> pPrev, side;
   };
   /// Tile 0 from the `initial` state (O zero): S_0, its softmax; returns m,
   /// l and P_0.
-  SmallVector<Value> firstTile(ConsumerLoop &c, const MmaSyncState &initial);
+  SmallVector<Value> firstTile(ConsumerLoop &c, const MmaState &initial);
   /// A tile shown to the warpgroup: S_i with P_{i-1} V_{i-1} in flight,
   /// the softmax, the rescale; returns O, m, l and P_i.
   SmallVector<Value> computeTile(ConsumerLoop &c, const ConsumerStep &step);
@@ -396,8 +262,8 @@ private:
   int64_t consumers() const;
 
   KernelBuilder &k;
-  const MmaSyncTiles &tiles;
-  const MmaSyncThread &thread;
+  const MmaTiles &tiles;
+  const MmaThread &thread;
   Value smem;
   Type elementType;
   ExpScale expScale;

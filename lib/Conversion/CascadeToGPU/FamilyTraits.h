@@ -1,0 +1,73 @@
+//===- FamilyTraits.h - What a kernel family is, as data --------*- C++ -*-===//
+//
+// The facts about one kernel family that selection (KernelConfig.cpp), spec
+// analysis (KernelSpec.cpp) and plan lowering (LowerPlans.cpp) read: its
+// names, the KV types it takes on a chip, its shared memory and registers,
+// and what it cannot run. Each family defines its traits in its folder
+// (rows/, mma_sync/, wgmma/, merge/); FamilyRegistry.h lists them. The
+// traits depend on nothing but the dialect and the target: the readers
+// depend on them, never the other way round.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_FAMILYTRAITS_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_FAMILYTRAITS_H
+
+#include "cascade/Conversion/TargetInfo.h"
+#include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+
+#include <string>
+
+namespace mlir {
+namespace cascade {
+
+/// What a family's traits look at in an attention op (or its spec).
+struct AttentionShape {
+  int64_t headDim = 0;
+  /// The GQA group size (query heads a KV head).
+  int64_t groupSize = 1;
+  /// Element types of q and the KV cache.
+  Type qType, kvType;
+  bool decode = false;
+  /// Split-KV work items from a plan.
+  bool split = false;
+  /// RoPE rotates the K tiles in shared memory.
+  bool rope = false;
+  /// A custom mask operand (its side data is sized by groupSize).
+  bool customMask = false;
+};
+
+/// One kernel family's facts. The function pointers take the family's own
+/// #cascade.kernel_config.
+struct KernelFamilyTraits {
+  KernelFamily family;
+  /// The family's name in the bundle manifest (kernel_family).
+  StringRef contractName;
+  /// Its part of a kernel's name (`_rows`, `_mma`, `_wgmma`, `_merge`).
+  StringRef kernelTag;
+  /// Whether the family reads a KV cache of element type `kvType` with
+  /// queries of `qType` on `target` (false for merge, which reads no KV).
+  bool (*supportsKVType)(Type qType, Type kvType, const TargetInfo &target);
+  /// The dynamic shared memory (bytes) of a block for an attention op of
+  /// `shape`; null where the family's shared memory is static (rows,
+  /// merge).
+  int64_t (*dynamicSharedBytes)(KernelConfigAttr config,
+                                const AttentionShape &shape);
+  /// Registers a thread of the family's kernels uses, as occupancy
+  /// estimates take it.
+  int64_t (*registersPerThread)(KernelConfigAttr config,
+                                const TargetInfo &target);
+  /// Why a kernel of `config` cannot run an attention op of `shape` (empty
+  /// where it can): the family's part of spec analysis.
+  std::string (*whyNotAttention)(KernelConfigAttr config,
+                                 const AttentionShape &shape);
+  /// Family-specific variants recorded in the spec (null: never): an fp8
+  /// cache's K (and V) read straight from their staging tiles (mma_sync).
+  bool (*fp8DirectK)(KernelConfigAttr config, const AttentionShape &shape);
+  bool (*fp8DirectV)(KernelConfigAttr config, const AttentionShape &shape);
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_FAMILYTRAITS_H

@@ -1,0 +1,63 @@
+//===- RowsTraits.cpp - The rows family's facts ---------------------------===//
+
+#include "rows/RowsTraits.h"
+
+#include "cascade/Contract/BundleContract.h"
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+
+#include "llvm/ADT/Twine.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+bool mlir::cascade::rowsFamilySupportsHeadDim(int64_t headDim) {
+  return headDim % 8 == 0 && headDim / 8 <= 32 && 32 % (headDim / 8) == 0;
+}
+
+bool mlir::cascade::rowsSupportsKVType(Type, Type kvType,
+                                       const TargetInfo &target) {
+  bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
+  return f16OrBf16 || (isFp8KVType(kvType) &&
+                       fp8KVConvertSupported(target.computeCapability));
+}
+
+/// The rows kernels stay well under 128 registers a thread.
+static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &) {
+  return 128;
+}
+
+static std::string whyNotAttention(KernelConfigAttr config,
+                                   const AttentionShape &s) {
+  if (!rowsFamilySupportsHeadDim(s.headDim))
+    return "the rows family needs head_dim 8, 16, 32, 64, 128 or 256 "
+           "(head_dim / 8 lanes dividing a warp)";
+  if (config.getThreads()[0] != s.headDim / 8)
+    return ("the rows family takes threads[0] = head_dim / 8 = " +
+            Twine(s.headDim / 8))
+        .str();
+  if (s.groupSize > 16)
+    return "the rows family keeps every query head of a GQA group in "
+           "registers and supports groups up to 16 (use mma_sync)";
+  if (!s.decode && s.split)
+    return "the rows family has no split-KV prefill (use mma_sync)";
+  if (s.customMask)
+    return "custom masks run on the tensor-core families (mma_sync, wgmma): "
+           "q and KV of one dtype";
+  if (config.getKvTile() * s.headDim * 2 * (isFp8KVType(s.kvType) ? 1 : 2) *
+          config.getStages() >
+      48 * 1024)
+    return "the K/V stages exceed 48 KiB of static shared memory";
+  return {};
+}
+
+const KernelFamilyTraits mlir::cascade::kRowsTraits = {
+    KernelFamily::Rows,
+    ::cascade::contract::family::kRows,
+    "_rows",
+    rowsSupportsKVType,
+    /*dynamicSharedBytes=*/nullptr,
+    registersPerThread,
+    whyNotAttention,
+    /*fp8DirectK=*/nullptr,
+    /*fp8DirectV=*/nullptr,
+};

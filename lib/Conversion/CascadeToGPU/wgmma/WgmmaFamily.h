@@ -1,0 +1,33 @@
+//===- WgmmaFamily.h - The wgmma family's entry points ----------*- C++ -*-===//
+//
+// The entry points of the wgmma family that FamilyRegistry.cpp lists: its
+// selection rule (which ops it runs, and with which #cascade.kernel_config)
+// and its kernel generator. Its facts are in wgmma/WgmmaTraits.h.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAFAMILY_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAFAMILY_H
+
+#include "FamilySelection.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+namespace mlir {
+namespace cascade {
+
+struct AttentionSpec;
+
+bool wgmmaApplies(const SelectionInput &in);
+FailureOr<KernelConfigAttr> chooseWgmma(const SelectionInput &in);
+
+/// Builds the body of kernel `fn` (the builder at the start of its entry
+/// block; the arguments follow the spec's params, bound by name).
+void buildWgmmaAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                               gpu::GPUModuleOp module,
+                               const AttentionSpec &spec);
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAFAMILY_H

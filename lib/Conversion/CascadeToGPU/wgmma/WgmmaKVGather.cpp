@@ -1,0 +1,168 @@
+//===- WgmmaKVGather.cpp - The wgmma producer's paged K/V gather ----------===//
+
+#include "wgmma/WgmmaKVGather.h"
+#include "wgmma/WgmmaTraits.h"
+
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+/// Passes of the producer's gather unrolled per loop iteration.
+static constexpr int64_t kGatherUnroll = 4;
+
+WgmmaKVGather::WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
+                             const KVSource &src, Value smem,
+                             const MmaTiles &tiles, Value tid, Value stagingK,
+                             Value stagingV)
+    : k(k), layout(layout), src(src), smem(smem), tid(tid), stagingK(stagingK),
+      stagingV(stagingV), tiles(tiles) {
+  assert(!stagingK == !stagingV && "fp8: K and V staging rings");
+}
+
+int64_t WgmmaKVGather::chunksPerRow() const {
+  return tiles.dp / (fp8() ? 16 : 8);
+}
+
+int64_t WgmmaKVGather::rowsPerPass() const {
+  return kWgmmaProducerThreads / chunksPerRow();
+}
+
+int64_t WgmmaKVGather::passes() const {
+  assert(kWgmmaProducerThreads % chunksPerRow() == 0 &&
+         tiles.kvTile % rowsPerPass() == 0 &&
+         "the producer's passes tile the KV tile");
+  return tiles.kvTile / rowsPerPass();
+}
+
+int64_t WgmmaKVGather::unroll() const {
+  int64_t u = std::min(kGatherUnroll, passes());
+  while (passes() % u != 0)
+    u /= 2;
+  return u;
+}
+
+void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
+  const MmaTiles &t = tiles;
+  int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
+  // Elements of a 16-byte chunk: 8 of q's dtype, 16 fp8.
+  int64_t elems = fp8() ? 16 : 8;
+  Value chunk = k.rem(tid, k.idx(chunks));
+  Value row0 = k.div(tid, k.idx(chunks));
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
+  Value lastKey = k.sub(src.t1, k.idx(1));
+  // Destinations: the panel stages, or the fp8 staging stages.
+  Value kDst = smem, vDst = smem, kBase, vBase;
+  if (fp8()) {
+    kDst = stagingK;
+    vDst = stagingV;
+    kBase = vBase = k.mul(stage, k.idx(t.kvTile * t.dp));
+  } else {
+    kBase = t.kRing().stage(k, stage);
+    vBase = t.vRing().stage(k, stage);
+  }
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(n), ValueRange{},
+      [&](OpBuilder &lb, Location, Value p0, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        for (int64_t u = 0; u < n; ++u) {
+          Value row = k.add(k.mul(k.add(p0, k.idx(u)), k.idx(rows)), row0);
+          Value key = k.add(tileStart, row);
+          Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
+          // Rows past t1 read the page of the last key (in bounds) with a
+          // source size of 0: the chunk is zero-filled.
+          Value inRange = k.minU(key, lastKey);
+          Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
+          Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
+                             k.mul(chunk, k.idx(elems)));
+          Value dst =
+              fp8() ? k.add(k.mul(row, k.idx(t.dp)), k.mul(chunk, k.idx(elems)))
+                    : t.kvLayout.chunkOffset(k, row, chunk);
+          Value bytes = k.select(valid, k.idx(elems), k.idx(0));
+          SmallVector<std::tuple<Value, Value, Value, Value>, 2> copies;
+          if (part != WgmmaKVPart::V)
+            copies.push_back({kDst, kBase, src.kCache, kOff});
+          if (part != WgmmaKVPart::K)
+            copies.push_back({vDst, vBase, src.vCache, layout.vFromK(k, kOff)});
+          for (auto [to, base, cache, off] : copies)
+            nvgpu::DeviceAsyncCopyOp::create(
+                k.b, k.loc, to, ValueRange{k.add(base, dst)}, cache,
+                ValueRange{off}, k.b.getIndexAttr(elems), bytes,
+                k.b.getUnitAttr());
+        }
+        scf::YieldOp::create(k.b, k.loc);
+      });
+  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
+}
+
+void WgmmaKVGather::convertStaged(Value stage, Type to) const {
+  assert(fp8() && "conversion of fp8 staging tiles");
+  const MmaTiles &t = tiles;
+  int64_t chunks = chunksPerRow(), rows = rowsPerPass();
+  Type fp8Type = cast<MemRefType>(stagingK.getType()).getElementType();
+  Value chunk = k.rem(tid, k.idx(chunks));
+  Value row0 = k.div(tid, k.idx(chunks));
+  Value stagingBase = k.mul(stage, k.idx(t.kvTile * t.dp));
+  // fp8 chunk c becomes the 8-element chunks 2c and 2c + 1 of the panel row.
+  // At head_dim >= 128 the 8 threads of a store phase share a row: those in
+  // odd panels store their odd chunk first, so that each store instruction
+  // of the phase covers all eight 16-byte bank groups (else the chunks of
+  // two panels collide pairwise). At 64 a phase spans two rows, whose
+  // swizzles already keep their even chunks apart.
+  Value oddPanel =
+      k.cmp(arith::CmpIPredicate::ne,
+            arith::AndIOp::create(k.b, k.loc, k.div(chunk, k.idx(4)), k.idx(1)),
+            k.idx(0));
+  Value first =
+      k.add(k.mul(chunk, k.idx(2)), k.select(oddPanel, k.idx(1), k.idx(0)));
+  Value second =
+      k.add(k.mul(chunk, k.idx(2)), k.select(oddPanel, k.idx(0), k.idx(1)));
+  // One pass per iteration: a chunk and its converted halves stay within
+  // the producer's registers.
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(1), ValueRange{},
+      [&](OpBuilder &lb, Location, Value p, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        Value row = k.add(k.mul(p, k.idx(rows)), row0);
+        Value from = k.add(stagingBase, k.add(k.mul(row, k.idx(t.dp)),
+                                              k.mul(chunk, k.idx(16))));
+        Value toFirst = t.kvLayout.chunkOffset(k, row, first);
+        Value toSecond = t.kvLayout.chunkOffset(k, row, second);
+        for (auto [staging, ring] :
+             {std::pair(stagingK, t.kRing()), std::pair(stagingV, t.vRing())}) {
+          // Bytes (i8) until the conversion: the LLVM lowering keeps no
+          // fp8 vector through slices and selects.
+          Value v16 = arith::BitcastOp::create(
+              k.b, k.loc, VectorType::get({16}, k.b.getI8Type()),
+              vector::LoadOp::create(k.b, k.loc, VectorType::get({16}, fp8Type),
+                                     staging, ValueRange{from},
+                                     /*nontemporal=*/false, llvm::Align(16)));
+          auto halfOf = [&](int64_t at) -> Value {
+            return vector::ShuffleOp::create(
+                k.b, k.loc, v16, v16,
+                llvm::to_vector(llvm::seq<int64_t>(at, at + 8)));
+          };
+          Value lo = halfOf(0), hi = halfOf(8);
+          Value base = ring.stage(k, stage);
+          for (auto [bytes, dst] :
+               {std::pair(arith::SelectOp::create(k.b, k.loc, oddPanel, hi, lo)
+                              .getResult(),
+                          toFirst),
+                std::pair(arith::SelectOp::create(k.b, k.loc, oddPanel, lo, hi)
+                              .getResult(),
+                          toSecond)}) {
+            Value v8 = arith::BitcastOp::create(
+                k.b, k.loc, VectorType::get({8}, fp8Type), bytes);
+            vector::StoreOp::create(k.b, k.loc, fp8Convert(k, v8, to), smem,
+                                    ValueRange{k.add(base, dst)},
+                                    /*nontemporal=*/false, llvm::Align(16));
+          }
+        }
+        scf::YieldOp::create(k.b, k.loc);
+      });
+}

@@ -1,0 +1,64 @@
+//===- WgmmaKVGather.h - The wgmma producer's paged K/V gather --*- C++ -*-===//
+//
+// How the producer warpgroup of a wgmma kernel copies a K/V tile of the
+// paged cache into a stage of the panel ring (or, over an fp8 cache, of the
+// staging ring, then converts its own chunks into the panels).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAKVGATHER_H
+#define CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAKVGATHER_H
+
+#include "common/MmaTiles.h"
+#include "common/PagedKV.h"
+
+namespace mlir {
+namespace cascade {
+
+/// Which tiles of a KV tile a producer's gather copies.
+enum class WgmmaKVPart { KV, K, V };
+
+/// The producer's paged gather of a K/V tile into a ring stage: thread t
+/// of the producer warpgroup copies 16-byte chunk t % (D / 8) of rows t /
+/// (D / 8) + p * 128 / (D / 8), in a loop over the passes p (a few passes
+/// unrolled per iteration, so that the producer stays within its small
+/// register budget while several page lookups are in flight). Rows past
+/// the key range are zero-filled; one cp.async group per call (K and V of
+/// the tile, or one of them).
+///
+/// Over an fp8 cache (`stagingK`, `stagingV`: fp8 rings [stages][kv_tile]
+/// [D], row-major) a 16-byte chunk holds 16 elements: thread t copies
+/// chunk t % (D / 16) of rows t / (D / 16) + p * 128 / (D / 16) into the
+/// staging stage, and convertStaged turns exactly the chunks this thread
+/// copied into q's dtype in the panel stage, so that after its own
+/// cp.async wait no other producer thread has to be waited for.
+class WgmmaKVGather {
+public:
+  WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
+                const KVSource &src, Value smem, const MmaTiles &tiles,
+                Value tid, Value stagingK = {}, Value stagingV = {});
+  void issue(Value i, Value stage, WgmmaKVPart part) const;
+  /// fp8: converts this thread's chunks of staging stage `stage` into the
+  /// K and V panel tiles of the ring's stage `stage` (type `to`).
+  void convertStaged(Value stage, Type to) const;
+
+private:
+  bool fp8() const { return static_cast<bool>(stagingK); }
+  /// 16-byte chunks of a row, rows a pass, passes a tile and passes per
+  /// loop iteration.
+  int64_t chunksPerRow() const;
+  int64_t rowsPerPass() const;
+  int64_t passes() const;
+  int64_t unroll() const;
+
+  KernelBuilder &k;
+  PagedKVLayout layout;
+  KVSource src;
+  Value smem, tid, stagingK, stagingV;
+  const MmaTiles &tiles;
+};
+
+} // namespace cascade
+} // namespace mlir
+
+#endif // CASCADE_LIB_CONVERSION_CASCADETOGPU_WGMMA_WGMMAKVGATHER_H

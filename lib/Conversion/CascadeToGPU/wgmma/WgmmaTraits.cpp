@@ -1,0 +1,132 @@
+//===- WgmmaTraits.cpp - The wgmma family's facts -------------------------===//
+
+#include "wgmma/WgmmaTraits.h"
+
+#include "cascade/Contract/BundleContract.h"
+#include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
+#include "cascade/Conversion/TargetInfo.h"
+
+#include "llvm/ADT/Twine.h"
+#include "llvm/Support/MathExtras.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::cascade;
+
+bool mlir::cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
+  return headDim == 64 || headDim == 128 || headDim == 256;
+}
+
+bool mlir::cascade::wgmmaSupportsKVType(Type qType, Type kvType,
+                                        const TargetInfo &target) {
+  bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
+  // KV of q's type lands straight in the tiles wgmma reads; an fp8 cache
+  // lands in a staging ring that the producer converts into them.
+  return target.hasWgmma && ((f16OrBf16 && kvType == qType) ||
+                             (isFp8KVType(kvType) &&
+                              fp8KVConvertSupported(target.computeCapability)));
+}
+
+bool mlir::cascade::wgmmaConsumersHoldHeadDim(int64_t consumers,
+                                              int64_t headDim) {
+  return headDim / 2 + kWgmmaOperandRegisters <=
+         wgmmaEntryRegisters(1 + consumers);
+}
+
+bool mlir::cascade::wgmmaFp8GatherFits(int64_t kvTile, int64_t headDim) {
+  int64_t rowsPerPass = 128 / (headDim / 16);
+  return rowsPerPass > 0 && kvTile % rowsPerPass == 0;
+}
+
+int64_t mlir::cascade::queriesSpanned(int64_t rows, int64_t groupSize) {
+  int64_t g = std::max<int64_t>(groupSize, 1);
+  return std::min(rows, (rows - 1) / g + 2);
+}
+
+int64_t mlir::cascade::wgmmaMaskQueries(KernelConfigAttr c, int64_t groupSize) {
+  return queriesSpanned(c.getQTile(), groupSize);
+}
+
+int64_t mlir::cascade::wgmmaMaskStageWords(KernelConfigAttr c,
+                                           int64_t groupSize) {
+  return wgmmaMaskQueries(c, groupSize) * llvm::divideCeil(c.getKvTile(), 32) +
+         kWgmmaMaskVerdicts;
+}
+
+int64_t mlir::cascade::wgmmaMaskSideBytes(KernelConfigAttr c,
+                                          int64_t groupSize) {
+  return c.getStages() * wgmmaMaskStageWords(c, groupSize) * 4;
+}
+
+int64_t mlir::cascade::wgmmaSharedBytes(KernelConfigAttr c, int64_t headDim,
+                                        Type kvType, int64_t maskGroupSize) {
+  int64_t mask = maskGroupSize ? wgmmaMaskSideBytes(c, maskGroupSize) : 0;
+  // Unpadded 128-byte-swizzled panels, no partial states to merge.
+  int64_t tiles =
+      (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * headDim * 2;
+  // The panel ring of q's dtype, then the fp8 staging rings (K and V,
+  // `stages` deep).
+  if (isFp8KVType(kvType))
+    tiles += 2 * c.getStages() * c.getKvTile() * headDim;
+  return mask + tiles;
+}
+
+static int64_t dynamicSharedBytes(KernelConfigAttr c, const AttentionShape &s) {
+  return wgmmaSharedBytes(c, s.headDim, s.kvType,
+                          s.customMask ? s.groupSize : 0);
+}
+
+/// Launched with the register file over the block's warpgroups.
+static int64_t registersPerThread(KernelConfigAttr c, const TargetInfo &) {
+  return wgmmaEntryRegisters(c.getThreads()[1]);
+}
+
+static std::string whyNotAttention(KernelConfigAttr config,
+                                   const AttentionShape &s) {
+  if (s.qType != s.kvType && !isFp8KVType(s.kvType))
+    return "tensor cores need q and KV of one dtype (or an fp8 KV cache, "
+           "converted to q's)";
+  if (!wgmmaFamilySupportsHeadDim(s.headDim))
+    return "the wgmma family needs head_dim 64, 128 or 256 (whole 128-byte "
+           "swizzle panels; use mma_sync)";
+  if (!wgmmaConsumersHoldHeadDim(config.getConsumerWarpgroups(), s.headDim))
+    return ("its " + Twine(config.getConsumerWarpgroups()) +
+            " consumer warpgroups leave a thread too few registers for "
+            "head_dim " +
+            Twine(s.headDim) + "'s f32 output tile (" + Twine(s.headDim / 2) +
+            " a thread, all live in one wgmma); use two consumers")
+        .str();
+  if (isFp8KVType(s.kvType) && config.hasSplitKVBarriers())
+    return "an fp8 KV cache on wgmma needs one K/V ring (kv_barriers = "
+           "joint): its producer converts and publishes whole tiles";
+  if (isFp8KVType(s.kvType) &&
+      !wgmmaFp8GatherFits(config.getKvTile(), s.headDim))
+    return ("an fp8 KV cache on wgmma needs kv_tile a multiple of " +
+            Twine(2048 / s.headDim) +
+            " (the producer's 128 threads copy 2048 / head_dim keys a pass "
+            "in 16-byte chunks)")
+        .str();
+  if (s.decode)
+    return "the wgmma family runs prefill and append, not decode (a decode "
+           "request fills too few of its 64-row warpgroup tiles; use rows or "
+           "mma_sync)";
+  int64_t bytes = dynamicSharedBytes(config, s);
+  if (bytes > kMaxSharedBytesOnAnyTarget)
+    return ("it needs " + Twine(bytes) + " bytes of shared memory, more than " +
+            Twine(kMaxSharedBytesOnAnyTarget))
+        .str();
+  return {};
+}
+
+const KernelFamilyTraits mlir::cascade::kWgmmaTraits = {
+    KernelFamily::Wgmma,
+    ::cascade::contract::family::kWgmma,
+    "_wgmma",
+    wgmmaSupportsKVType,
+    dynamicSharedBytes,
+    registersPerThread,
+    whyNotAttention,
+    /*fp8DirectK=*/nullptr,
+    /*fp8DirectV=*/nullptr,
+};
