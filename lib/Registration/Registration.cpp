@@ -2,7 +2,6 @@
 
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 #include "cascade/Dialect/Cascade/Transforms/BufferizableOpInterfaceImpl.h"
-#include "cascade/Dialect/Cascade/Transforms/CollectiveBufferization.h"
 #include "cascade/Dialect/Cascade/Transforms/Passes.h"
 #include "cascade/InitAllCascade.h"
 
@@ -20,7 +19,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/BufferizableOpInterfaceImpl.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
@@ -42,14 +40,13 @@ void cascade::registerAllCascadeDialects(DialectRegistry &registry) {
   registry.insert<arith::ArithDialect, bufferization::BufferizationDialect,
                   func::FuncDialect, gpu::GPUDialect, LLVM::LLVMDialect,
                   math::MathDialect, memref::MemRefDialect, NVVM::NVVMDialect,
-                  nvgpu::NVGPUDialect, scf::SCFDialect, shard::ShardDialect,
-                  tensor::TensorDialect, vector::VectorDialect>();
+                  nvgpu::NVGPUDialect, scf::SCFDialect, tensor::TensorDialect,
+                  vector::VectorDialect>();
   func::registerAllExtensions(registry);
   arith::registerBufferizableOpInterfaceExternalModels(registry);
   tensor::registerBufferizableOpInterfaceExternalModels(registry);
   bufferization::func_ext::registerBufferizableOpInterfaceExternalModels(
       registry);
-  registerCollectiveBufferizationExternalModels(registry);
 #ifdef CASCADE_HAS_CONVERSION
   registerConversionDialects(registry);
 #endif

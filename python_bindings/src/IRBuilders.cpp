@@ -293,9 +293,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
         opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels,
         raggedLevels.empty() ? DenseBoolArrayAttr()
-                             : b.getDenseBoolArrayAttr(ragged),
-        /*grid=*/FlatSymbolRefAttr(), /*grid_axes=*/DenseI16ArrayAttr(),
-        /*sharded_levels=*/DenseBoolArrayAttr());
+                             : b.getDenseBoolArrayAttr(ragged));
   }
   func::ReturnOp::create(b, loc, op->getResults());
 }

@@ -60,9 +60,8 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
 
 void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
                                         const CascadeToPTXOptions &o) {
-  // Tensor-level input: partition sharded cascades (docs/multi_gpu.md),
-  // decompose cascades, then bufferize (no-ops on memref input).
-  pm.addPass(createCascadeShardLevels());
+  // Tensor-level input: decompose cascades, then bufferize (no-ops on
+  // memref input).
   pm.addPass(createCascadeDecomposeLevels());
   bufferization::OneShotBufferizePassOptions bo;
   bo.bufferizeFunctionBoundaries = true;

@@ -654,8 +654,6 @@ LogicalResult MultiLevelAttentionOp::verify() {
                                   getLevelKvIndices(l), getKvLastPageLen()[l],
                                   "[" + Twine(l) + "]")))
       return failure();
-  if (failed(verifySharding()))
-    return failure();
   return verifyPlans();
 }
 

@@ -54,8 +54,6 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
 
   LogicalResult matchAndRewrite(MultiLevelAttentionOp op,
                                 PatternRewriter &rewriter) const override {
-    if (op.isSharded()) // cascade-shard-levels partitions it first.
-      return rewriter.notifyMatchFailure(op, "sharded levels");
     Location loc = op.getLoc();
     bool onTensors = op.getNumResults() != 0;
     unsigned numLevels = op.getNumLevels();

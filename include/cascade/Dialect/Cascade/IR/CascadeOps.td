@@ -292,8 +292,7 @@ def Cascade_PagedAttentionOp
 }
 
 def Cascade_MultiLevelAttentionOp
-    : Cascade_Op<"multi_level_attention", [AttrSizedOperandSegments,
-        DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    : Cascade_Op<"multi_level_attention", [AttrSizedOperandSegments]> {
   let summary = "Multi-level cascade attention over one page pool";
   let description = [{
     FlashInfer's `MultiLevelCascadeAttentionWrapper`: L levels over one page
@@ -329,21 +328,6 @@ def Cascade_MultiLevelAttentionOp
     `cascade-decompose-levels` rewrites it into one `cascade.paged_attention`
     per level, each later level merging itself into the running state; each
     level keeps its plan.
-
-    Sharded levels (docs/multi_gpu.md): `grid` names a `shard.grid` (the
-    upstream shard dialect's device grid), `grid_axes` the axes of its
-    process group (default: all), and `sharded_levels` (one boolean per
-    level) the levels whose pages are split across that group. The op is
-    then SPMD, as `shard` IR after partitioning: each process passes its own
-    shard of every sharded level (its pages, in its pool) and the whole of
-    the other levels, and every process gets the state of the whole
-    cascade: the states of the sharded levels on every process, gathered
-    along the group (`shard.all_gather`), merged with `cascade.merge_states`,
-    then merged with the state of the other levels. Exact under any split
-    of the pages (merging is associative), up to the rounding of the
-    per-process states to the destinations' types. `causal` must then apply
-    to an unsharded last level (the mask is positional).
-    `cascade-shard-levels` rewrites it into that per-process form.
 
     Example (a shared prefix and per-request suffixes; below it the same
     cascade with a ragged prefix, whose pages are contiguous from
@@ -385,10 +369,7 @@ def Cascade_MultiLevelAttentionOp
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels,
-           OptionalAttr<DenseBoolArrayAttr>:$ragged_levels,
-           OptionalAttr<FlatSymbolRefAttr>:$grid,
-           OptionalAttr<DenseI16ArrayAttr>:$grid_axes,
-           OptionalAttr<DenseBoolArrayAttr>:$sharded_levels));
+           OptionalAttr<DenseBoolArrayAttr>:$ragged_levels));
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
@@ -420,15 +401,6 @@ def Cascade_MultiLevelAttentionOp
     float getEffectiveSmScale();
     /// Checks the optional per-level plans (CascadeOps.cpp).
     ::mlir::LogicalResult verifyPlans();
-    /// Whether level `l` is split across the grid (sharded_levels).
-    bool isShardedLevel(unsigned l) {
-      auto levels = getShardedLevels();
-      return levels && l < levels->size() && (*levels)[l];
-    }
-    /// Whether some level is sharded (the op is SPMD over `grid`).
-    bool isSharded() { return getGrid().has_value(); }
-    /// Checks grid / grid_axes / sharded_levels (CascadeSharding.cpp).
-    ::mlir::LogicalResult verifySharding();
   }];
 }
 

@@ -5,7 +5,6 @@
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Dialect/Shard/IR/ShardDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Pass/Pass.h"
 
@@ -24,11 +23,6 @@ namespace cascade {
 /// writes a temporary that cascade.merge_state_in_place folds in.
 void populateDecomposeLevelsPatterns(RewritePatternSet &patterns,
                                      bool fuseMerges = true);
-
-/// Patterns partitioning a sharded cascade.multi_level_attention (tensor
-/// form) into per-process cascades, shard.all_gather of the states and
-/// their merges (cascade-shard-levels).
-void populateShardLevelsPatterns(RewritePatternSet &patterns);
 
 #define GEN_PASS_REGISTRATION
 #include "cascade/Dialect/Cascade/Transforms/Passes.h.inc"

@@ -46,34 +46,4 @@ def CascadeDecomposeLevels : Pass<"cascade-decompose-levels"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
-def CascadeShardLevels : Pass<"cascade-shard-levels"> {
-  let summary = "Partition cascades with sharded levels into per-process "
-                "attention, an all-gather of the states and their merge";
-  let description = [{
-    Rewrites every `cascade.multi_level_attention` that has `grid` /
-    `sharded_levels` (tensor form, before bufferization) into what each
-    process of the grid runs (docs/multi_gpu.md):
-
-    1. a `cascade.multi_level_attention` of the sharded levels (this
-       process's pages) into a fresh state `[rows, H, D]` / `[rows, H]`;
-    2. that state expanded to `[rows, 1, H, D]` / `[rows, 1, H]` and
-       gathered along dimension 1 over the grid axes with the upstream
-       `shard.all_gather`: `[rows, W, H, D]` / `[rows, W, H]`, W the size
-       of the process group;
-    3. `cascade.merge_states` over the W states;
-    4. when some levels are not sharded, a `cascade.multi_level_attention`
-       of those levels and a `cascade.merge_state` of the two states into
-       the op's destinations.
-
-    The temporaries end with `bufferization.dealloc_tensor` after the last
-    merge. Each new cascade keeps its levels' plans and `decode_levels`; `causal`
-    goes with the (unsharded) last level. The collective bufferizes to a
-    call of the runtime's `cascade_all_gather_<type>` (NCCL; the Python
-    package gathers with torch.distributed instead).
-  }];
-  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
-                           "::mlir::tensor::TensorDialect",
-                           "::mlir::shard::ShardDialect"];
-}
-
 #endif // CASCADE_DIALECT_CASCADE_TRANSFORMS_PASSES_TD
