@@ -101,7 +101,8 @@ struct ShardMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
         raggedAttr = rewriter.getDenseBoolArrayAttr(ragged);
       return MultiLevelAttentionOp::create(
           rewriter, loc, TypeRange{o.getType(), lse.getType()}, op.getQ(),
-          op.getKv(), qo, kp, ki, kl, op.getKScale(), op.getVScale(), plans, o,
+          op.getKv(), qo, kp, ki, kl, op.getKScale(), op.getVScale(),
+          /*sinks=*/Value(), plans, o,
           lse, op.getPageSizeAttr(), op.getKvLayoutAttr(),
           causal ? rewriter.getUnitAttr() : UnitAttr(), op.getSmScaleAttr(),
           op.getLogitsSoftCapAttr(), op.getWindowLeftAttr(),
