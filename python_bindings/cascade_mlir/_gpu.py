@@ -265,8 +265,11 @@ class Engine:
 
     def _rebased(self, base: int) -> List[Group]:
         """The levels' groups when level `base` writes the output: every
-        other level accumulates into it."""
-        return [dataclasses.replace(lv.group, accumulate=lvl != base)
+        other level accumulates into it, and the sinks (if any level has
+        them) join the base level's softmax, once."""
+        sinks = any(lv.group.sinks for lv in self.levels)
+        return [dataclasses.replace(lv.group, accumulate=lvl != base,
+                                    sinks=sinks and lvl == base)
                 for lvl, lv in enumerate(self.levels)]
 
     def _can_put_last_level_first(self, form: str) -> bool:
