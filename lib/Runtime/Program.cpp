@@ -138,6 +138,7 @@ Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
   spec_ = spec;
   plan_ = std::move(next);
   variants_.clear();
+  takesSinks_ = false;
   uploaded_ = false;
   maxPageId_ = -1;
   for (const PlanInputs &in : spec.levels)
@@ -432,6 +433,8 @@ Status Program::prepare(int variant,
     }
     t.setBuffer("o", sentinel(Role::O), vCount, odt);
     t.setBuffer("lse", sentinel(Role::LSE), rows * first.num_qo_heads, "f32");
+    t.setBuffer(contract::param::kSinks, sentinel(Role::Sinks),
+                first.num_qo_heads, "f32");
     // fp8 KV kernels' dequantization scales, patched by run().
     t.setFloat(contract::param::kKScale, 1.0);
     t.setFloat(contract::param::kVScale, 1.0);
@@ -494,6 +497,8 @@ Status Program::prepare(int variant,
       if (role >= kNumRoles)
         continue;
       patches.push_back({static_cast<uint32_t>(i), role, false});
+      if (role == static_cast<uint8_t>(Role::Sinks))
+        takesSinks_ = true;
       // A memref descriptor: allocated, aligned, offset, size, stride; the
       // size follows the aligned pointer.
       const std::string &name = pl.launch.slotNames[i];
@@ -569,6 +574,13 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     c[lse] = rowCapacity_ * plan_.levels[0].num_qo_heads;
   }
   Variant &v = it->second;
+  const bool sinks = p[static_cast<size_t>(Role::Sinks)] != 0;
+  if (sinks != takesSinks_)
+    return Status(ErrorCode::InvalidArgument,
+                  takesSinks_ ? "this plan's kernels take attention sinks: "
+                                "pass sinks ([num_qo_heads] float32)"
+                              : "sinks given, but this plan's kernels take "
+                                "none: plan with sinks");
   // The tensor-core kernels fold k_scale into the softmax's exponent scale,
   // which needs it positive (the running max of the raw logits is then the
   // max of the scaled ones); a scale is a magnitude, so nothing else is

@@ -233,6 +233,21 @@ Status attentionRequest(const AttentionBatch &batch,
   return Status::success();
 }
 
+void applySinks(const float *sinks, int64_t rows, int64_t numQoHeads,
+                int64_t headDim, double *v, double *s) {
+  if (!sinks)
+    return;
+  std::vector<double> zero(static_cast<size_t>(headDim), 0.0);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < numQoHeads; ++h) {
+      double *row = v + (r * numQoHeads + h) * headDim;
+      const double *in[2] = {row, zero.data()};
+      double lse[2] = {s[r * numQoHeads + h], double(sinks[h]) * kLog2e};
+      mergeRow<double, double>(2, in, lse, headDim, row,
+                               s + r * numQoHeads + h);
+    }
+}
+
 Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
                  double *outV, double *outS) {
   CASCADE_RETURN_IF_ERROR(validateBatch(batch));
@@ -243,6 +258,7 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
     CASCADE_RETURN_IF_ERROR(attentionRequest(
         batch, opts, i, 0, -1, outV + row * hqo * d, outS + row * hqo));
   }
+  applySinks(opts.sinks, batch.qoIndptr[b], hqo, d, outV, outS);
   return Status::success();
 }
 
@@ -295,6 +311,7 @@ Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                                outV + (r * hqo + h) * d, outS + r * hqo + h);
     }
   }
+  applySinks(opts.sinks, rows, hqo, d, outV, outS);
   return Status::success();
 }
 
@@ -325,6 +342,8 @@ Status cascade(const std::vector<AttentionBatch> &levels,
   for (size_t l = 0; l < levels.size(); ++l) {
     AttentionOptions o = opts;
     o.causal = opts.causal && l + 1 == levels.size();
+    o.sinks = nullptr; // once, below
+
     double *dstV = l == 0 ? outV : v.data();
     double *dstS = l == 0 ? outS : s.data();
     CASCADE_RETURN_IF_ERROR(attention(levels[l], o, dstV, dstS));
@@ -332,6 +351,7 @@ Status cascade(const std::vector<AttentionBatch> &levels,
       mergeStateInPlace<double, double>(outV, outS, v.data(), s.data(), nullptr,
                                         0, rows, hqo, d);
   }
+  applySinks(opts.sinks, rows, hqo, d, outV, outS);
   return Status::success();
 }
 

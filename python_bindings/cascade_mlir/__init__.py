@@ -72,7 +72,10 @@ from .cascade import (  # noqa: F401,E402
 )
 from .decode import BatchDecodeWithPagedKVCacheWrapper  # noqa: F401,E402
 from .kernels import MissingKernelsError  # noqa: F401,E402
-from .prefill import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401,E402
+from .prefill import (  # noqa: F401,E402
+    BatchAttentionWithAttentionSinkWrapper,
+    BatchPrefillWithPagedKVCacheWrapper,
+)
 # FlashInfer parity beyond the cascade module (docs/python.md).
 from ._unsupported import UnsupportedFeatureError  # noqa: F401,E402
 from .cuda_graph import (  # noqa: F401,E402
@@ -94,6 +97,7 @@ from .single_request import (  # noqa: F401,E402
 
 __all__ = [
     "AttentionConfig",
+    "BatchAttentionWithAttentionSinkWrapper",
     "BatchDecodeWithPagedKVCacheWrapper",
     "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",

@@ -1,5 +1,5 @@
 """GPU execution shared by the wrappers: devices, kernel loading and the
-plan/run engine over the runtime's Program (python_bindings/src/GpuModule.cpp).
+plan/run engine over the runtime's Program (python_bindings/src/ProgramHandle.cpp).
 
 plan() runs on the host: index arrays are copied to the host (if they were
 on the GPU), the runtime plans every level, and the plan plus the index
@@ -79,7 +79,7 @@ def merge_kernels(ordinal: int, dtype: str, head_dim: int) -> Tuple[Any, Dict[st
 
 #: merge_state / merge_state_in_place / merge_states on torch CUDA tensors in
 #: one C++ call (checks, allocation, launch); each returns None when it does
-#: not take the call, and cascade.py's checked path runs instead.
+#: not take the call, and _merge.py's checked path runs instead.
 MERGES = _runtime.MergeOps(merge_kernels)
 
 
@@ -265,8 +265,11 @@ class Engine:
 
     def _rebased(self, base: int) -> List[Group]:
         """The levels' groups when level `base` writes the output: every
-        other level accumulates into it."""
-        return [dataclasses.replace(lv.group, accumulate=lvl != base)
+        other level accumulates into it, and the sinks (if any level has
+        them) join the base level's softmax, once."""
+        sinks = any(lv.group.sinks for lv in self.levels)
+        return [dataclasses.replace(lv.group, accumulate=lvl != base,
+                                    sinks=sinks and lvl == base)
                 for lvl, lv in enumerate(self.levels)]
 
     def _can_put_last_level_first(self, form: str) -> bool:
@@ -303,11 +306,11 @@ class Engine:
 
     def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
             return_lse: bool = False, kv_shared: Any = None, k_scale: float = 1.0,
-            v_scale: float = 1.0) -> Any:
+            v_scale: float = 1.0, sinks: Any = None) -> Any:
         if self.program is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared,
-                                k_scale, v_scale)
+                                k_scale, v_scale, sinks)
 
 
 def _weak_resolver(engine: Engine) -> Callable[[int], None]:

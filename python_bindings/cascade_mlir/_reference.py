@@ -54,7 +54,8 @@ def _lse_out(result: np.ndarray, template: Any) -> Any:
 
 def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                    paged_kv_cache: Any, k_scale: float = 1.0,
-                   v_scale: float = 1.0) -> Tuple[np.ndarray, np.ndarray]:
+                   v_scale: float = 1.0, sinks: Any = None
+                   ) -> Tuple[np.ndarray, np.ndarray]:
     qn = _to_numpy(q, "q")
     if qn.ndim != 3 or qn.shape[1] != cfg.num_qo_heads or qn.shape[2] != cfg.head_dim:
         raise ValueError(f"q must be [rows, {cfg.num_qo_heads}, {cfg.head_dim}], "
@@ -69,17 +70,18 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
         cfg.kv_layout.upper(), causal=causal, sm_scale=cfg.sm_scale,
         logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
         pos_encoding_mode=cfg.pos_encoding.upper(), rope_scale=cfg.rope_scale,
-        rope_theta=cfg.rope_theta, k_scale=k_scale, v_scale=v_scale)
+        rope_theta=cfg.rope_theta, k_scale=k_scale, v_scale=v_scale,
+        sinks=None if sinks is None else np.asarray(_to_numpy(sinks, "sinks"), np.float32))
     return o, lse
 
 
 def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                        paged_kv_cache: Any, out: Any, lse: Any,
                        return_lse: bool, k_scale: float = 1.0,
-                       v_scale: float = 1.0) -> RunResult:
+                       v_scale: float = 1.0, sinks: Any = None) -> RunResult:
     """run() without a GPU: the float64 reference, in q's framework and
     dtype, written into `out` / `lse` when given."""
-    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale)
+    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale, sinks)
     o, l = _like(o, q), _lse_out(l, q)
     if out is not None:
         out[...] = o

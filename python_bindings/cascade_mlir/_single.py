@@ -110,6 +110,12 @@ class SingleLevelWrapper:
         #: The host plan of the last plain plan() on the CPU reference path
         #: (_runtime.plan's dict, num_sms=1); None otherwise.
         self._host_plan: Optional[Dict[str, Any]] = None
+        #: Whether plan() plans the kernels with attention sinks: set by the
+        #: last run() (sinks given or not), which replans once when it
+        #: changes, so that an engine passing sinks every step plans them
+        #: directly from the second step on.
+        self._sinks = False
+        self._replan: Optional[Callable[[], None]] = None
 
     @property
     def is_cuda(self) -> bool:
@@ -158,6 +164,12 @@ class SingleLevelWrapper:
         """`custom_mask`: (packed bytes, byte offsets per request) of
         FlashInfer's custom mask; it replaces the causal mask (FlashInfer's
         MaskMode.CUSTOM)."""
+        args = (qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads,
+                num_kv_heads, head_dim, page_size, causal, pos_encoding_mode, sm_scale,
+                window_left, logits_soft_cap, rope_scale, rope_theta, q_data_type,
+                kv_data_type, auto_cascade, fixed_split_size, disable_split_kv,
+                custom_mask)
+        self._replan = lambda: self._plan(*args)
         auto = auto_cascade_options(auto_cascade)
         if custom_mask is not None:
             check_custom_mask_supported(self._use_cuda_graph, auto is not None)
@@ -192,7 +204,7 @@ class SingleLevelWrapper:
             masked = custom_mask is not None
             levels = [_gpu.Level(qo, kp, ki, kl,
                                  Group(decode=self._decode, causal=causal and not masked,
-                                       custom_mask=masked),
+                                       custom_mask=masked, sinks=self._sinks),
                                  custom_mask=custom_mask, **split)]
             buffers = [self._buffers] if self._buffers else None
         if self._engine is not None:
@@ -238,7 +250,7 @@ class SingleLevelWrapper:
         for i, lv in enumerate(res["levels"]):
             last = i == n - 1
             group = Group(decode=self._decode and last, causal=causal and last,
-                          accumulate=i > 0)
+                          accumulate=i > 0, sinks=self._sinks and i == 0)
             lqo = lv["qo_indptr"] if lv["qo_indptr"] is not None else qo
             levels.append(_gpu.Level(lqo, lv["kv_indptr"], lv["kv_indices"],
                                      lv["kv_last_page_len"], group, **split))
@@ -264,9 +276,15 @@ class SingleLevelWrapper:
 
     def _run(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
              window_left: Optional[int], k_scale: Optional[float] = None,
-             v_scale: Optional[float] = None) -> Any:
+             v_scale: Optional[float] = None, sinks: Any = None) -> Any:
         if self._config is None:
             raise NotPlannedError("run() before plan(): call plan() first")
+        if (sinks is not None) != self._sinks and self._engine is not None:
+            # The kernels with sinks differ from those without: plan again.
+            assert self._replan is not None
+            self._sinks = sinks is not None
+            self._replan()
+        self._sinks = sinks is not None
         ks, vs = kv_scales(self._config, k_scale, v_scale)
         if window_left is not None and window_left != self._config.window_left:
             raise ValueError(f"window_left={window_left} differs from plan()'s "
@@ -274,23 +292,23 @@ class SingleLevelWrapper:
                              "the planned window")
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse,
-                                    k_scale=ks, v_scale=vs)
+                                    k_scale=ks, v_scale=vs, sinks=sinks)
         from .cascade import _reference_outputs
         assert self._levels is not None
         return _reference_outputs(self._config, self._causal, self._levels, q,
-                                  paged_kv_cache, out, lse, return_lse, ks, vs)
+                                  paged_kv_cache, out, lse, return_lse, ks, vs, sinks)
 
     def _run_checked(self, q: Any, paged_kv_cache: Any, args: Tuple[Any, ...], out: Any,
                      lse: Any, return_lse: bool, window_left: Optional[int],
                      k_scale: Optional[float] = None, v_scale: Optional[float] = None,
-                     **unsupported: Any) -> Any:
+                     sinks: Any = None, **unsupported: Any) -> Any:
         if args:
             raise TypeError("run() takes q and paged_kv_cache positionally; pass the "
                             "rest by keyword")
         for name, value in unsupported.items():
             reject(name, value)
         return self._run(q, paged_kv_cache, out, lse, return_lse, window_left,
-                         k_scale, v_scale)
+                         k_scale, v_scale, sinks)
 
     def forward_return_lse(self, q: Any, paged_kv_cache: Any, **kwargs: Any) -> Any:
         return self.run(q, paged_kv_cache, return_lse=True, **kwargs)

@@ -63,22 +63,26 @@ class Group:
     """One kind of attention level: decode (one query per request) or
     prefill, causal or not, writing its output or accumulating into it (a
     cascade level after the first), with FlashInfer's custom mask or not
-    (prefill only; it replaces the causal mask)."""
+    (prefill only; it replaces the causal mask), with attention sinks or
+    not (one f32 logit per query head joining the softmax; a cascade gives
+    them to one level, its base)."""
 
     decode: bool
     causal: bool = False
     accumulate: bool = False
     custom_mask: bool = False
+    sinks: bool = False
 
     @property
     def name(self) -> str:
         return ("decode" if self.decode else "prefill") + \
             ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "") + \
-            ("-mask" if self.custom_mask else "")
+            ("-mask" if self.custom_mask else "") + ("-sink" if self.sinks else "")
 
     def as_dict(self) -> Dict[str, bool]:
         return {"decode": self.decode, "causal": self.causal,
-                "accumulate": self.accumulate, "custom_mask": self.custom_mask}
+                "accumulate": self.accumulate, "custom_mask": self.custom_mask,
+                "sinks": self.sinks}
 
 
 def attention_key(cfg: AttentionConfig, group: Group) -> str:
@@ -100,7 +104,8 @@ def parse_key(key: str) -> ParsedKey:
             return ("merge", dtype_code(parts[1], "key", allow_f32=True), int(parts[2][1:]))
         kind = parts[0].split("-")
         group = Group(decode=kind[0] == "decode", causal="causal" in kind,
-                      accumulate="acc" in kind, custom_mask="mask" in kind)
+                      accumulate="acc" in kind, custom_mask="mask" in kind,
+                      sinks="sink" in kind)
         if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
             raise ValueError
         return AttentionConfig.from_key(".".join(parts[1:])), group
@@ -215,6 +220,12 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(32, 8, 64)], page_size=1, form="ragged", groups=masked)
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="ragged",
                            groups=prefill_groups, pos_encoding="rope_llama")
+    # Attention sinks (tests/gpu/test_gpu_sinks.py): decode and prefill
+    # levels that add them.
+    sink_groups = (Group(decode=True, sinks=True), Group(decode=False, sinks=True),
+                   Group(decode=False, causal=True, sinks=True))
+    keys += _attention_set([(32, 8, 128)], dtypes=("f16",), groups=sink_groups)
+    keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), groups=sink_groups)
     return keys
 
 

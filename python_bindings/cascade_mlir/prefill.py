@@ -7,7 +7,7 @@ from ._single import SingleLevelWrapper, reject
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
 from .masks import check_no_custom_mask, paged_request_masks
 
-__all__ = ["BatchPrefillWithPagedKVCacheWrapper"]
+__all__ = ["BatchAttentionWithAttentionSinkWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
 
 
 class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
@@ -81,5 +81,56 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
                                  window_left, q_scale=q_scale, k_scale=k_scale,
                                  v_scale=v_scale, sinks=sinks)
+
+    forward = run
+
+
+class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper):
+    """FlashInfer's batch attention with attention sinks (gpt-oss-class
+    models): the paged prefill/append wrapper whose run() takes one float32
+    sink logit per query head, `run(q, paged_kv_cache, sinks, sm_scale)`
+    (FlashInfer passes them as the JIT variant's extra arguments) or
+    `run(..., sinks=...)`. Each sink joins its head's softmax denominator
+    (docs/semantics.md, "Attention sinks"); the returned lse includes it.
+    The JIT-module arguments of the constructor (dtypes, head dims,
+    pos_encoding_mode, window_left, use_fp16_qk_reduction, backend) are
+    accepted; plan() decides the configuration, as for the base wrapper.
+    `sm_scale` given to run() must be plan()'s (the kernels are compiled
+    for it)."""
+
+    def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
+                 use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
+                 paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
+                 paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
+                 mask_indptr_buf: Any = None, backend: str = "auto",
+                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
+                 q_data_type: Any = None, kv_data_type: Any = None,
+                 head_dim_qk: int = 128, head_dim_vo: int = 128,
+                 window_left: int = -1) -> None:
+        if head_dim_vo != head_dim_qk:
+            raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
+                             f"{head_dim_qk}")
+        super().__init__(float_workspace_buffer, kv_layout, use_cuda_graph, qo_indptr_buf,
+                         paged_kv_indptr_buf, paged_kv_indices_buf,
+                         paged_kv_last_page_len_buf, custom_mask_buf, mask_indptr_buf,
+                         backend)
+        self._sinks = True  # plan() plans the kernels with sinks
+
+    def run(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > 2:
+            raise TypeError("run() takes q, paged_kv_cache and at most sinks and "
+                            "sm_scale positionally")
+        if args:
+            if kwargs.get("sinks") is not None:
+                raise TypeError("sinks given twice (positionally and by keyword)")
+            kwargs["sinks"] = args[0]
+        if len(args) == 2 and self._config is not None:
+            planned = self._config.effective_sm_scale
+            if abs(float(args[1]) - planned) > 1e-6 * planned:
+                raise ValueError(f"sm_scale={args[1]} differs from plan()'s {planned}: "
+                                 "the kernels are compiled for the planned scale")
+        if kwargs.get("sinks") is None:
+            raise ValueError("run() needs the attention sinks ([num_qo_heads] float32)")
+        return super().run(q, paged_kv_cache, **kwargs)
 
     forward = run

@@ -171,8 +171,8 @@ void lowerToBundle(Session &s, mlir::ModuleOp module, const std::string &dir,
     throw py::value_error("compiling the kernels failed:\n" + s.diagnostics);
 }
 
-/// groups: dicts {decode, causal, accumulate[, custom_mask]}; each gets an
-/// unsplit and a split kernel (and the split kernel's merge), in the
+/// groups: dicts {decode, causal, accumulate[, custom_mask, sinks]}; each
+/// gets an unsplit and a split kernel (and the split kernel's merge), in the
 /// configuration's KV form.
 void compileAttentionBundle(const py::dict &config, const py::list &groups,
                             const std::string &dir, const std::string &chip,
@@ -191,6 +191,7 @@ void compileAttentionBundle(const py::dict &config, const py::list &groups,
         call.accumulate = g["accumulate"].cast<bool>();
         call.customMask =
             g.contains("custom_mask") && g["custom_mask"].cast<bool>();
+        call.sinks = g.contains("sinks") && g["sinks"].cast<bool>();
         call.split = split;
         cascade::python::addAttentionFunc(
             *module, "group" + std::to_string(i) + (split ? "_split" : ""), c,

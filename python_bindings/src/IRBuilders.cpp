@@ -147,6 +147,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
       throw std::invalid_argument("a custom mask needs a prefill level");
     inputs.append({shaped({kDyn}, b.getI8Type()), idxT});
   }
+  if (call.sinks)
+    inputs.push_back(shaped({c.numQoHeads}, f32));
   SmallVector<Type> planT;
   if (call.split) {
     if (call.tensors)
@@ -186,6 +188,7 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
     mask = args[i++];
     maskIndptr = args[i++];
   }
+  Value sinks = call.sinks ? args[i++] : Value();
   SmallVector<Value> plan;
   for (size_t k = 0; k < planT.size(); ++k)
     plan.push_back(args[i++]);
@@ -193,7 +196,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
-      /*k_scale=*/Value(), /*v_scale=*/Value(), mask, maskIndptr, plan, o, lse,
+      /*k_scale=*/Value(), /*v_scale=*/Value(), sinks, mask, maskIndptr, plan,
+      o, lse,
       opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
       opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
@@ -276,7 +280,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0],
         kvi.empty() ? Value() : kvi[0], kvl[0], /*k_scale=*/Value(),
-        /*v_scale=*/Value(),
+        /*v_scale=*/Value(), /*sinks=*/Value(),
         /*custom_mask=*/Value(),
         /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
         opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
@@ -289,7 +293,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     }
     op = MultiLevelAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
-        /*k_scale=*/Value(), /*v_scale=*/Value(), /*plans=*/ValueRange{}, o,
+        /*k_scale=*/Value(), /*v_scale=*/Value(), /*sinks=*/Value(),
+        /*plans=*/ValueRange{}, o,
         lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
         opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels,
         raggedLevels.empty() ? DenseBoolArrayAttr()

@@ -33,6 +33,8 @@ struct AttentionCall {
   /// A prefill with FlashInfer's custom mask (custom_mask i8, mask_indptr
   /// i32 operands after kv_last_page_len).
   bool customMask = false;
+  /// Attention sinks (an f32 [Hqo] operand after the custom mask's).
+  bool sinks = false;
 };
 
 void addAttentionFunc(mlir::ModuleOp module, const std::string &name,

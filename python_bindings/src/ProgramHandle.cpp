@@ -208,10 +208,12 @@ public:
   }
 
   /// k_scale / v_scale: None is 1, as FlashInfer's run() takes them.
+  /// sinks: the attention sinks, float32 [num_qo_heads] on q's device,
+  /// required exactly when the planned kernels take them.
   py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
                  bool returnLse, py::handle kvShared,
-                 std::optional<float> kScaleArg,
-                 std::optional<float> vScaleArg) {
+                 std::optional<float> kScaleArg, std::optional<float> vScaleArg,
+                 py::handle sinks) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
     const float kScale = kScaleArg.value_or(1.f);
@@ -231,6 +233,26 @@ public:
       if (kvShared.is_none())
         throw py::value_error("k_shared and v_shared are required");
       c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
+    }
+    if (sinks.is_none() == program_.takesSinks())
+      throw py::value_error(
+          program_.takesSinks()
+              ? "sinks are required: the planned kernels take attention sinks"
+              : "sinks given, but the plan has none: plan with sinks");
+    if (!sinks.is_none()) {
+      TensorArg ts = probe(sinks, "sinks", stream);
+      alive.push_back(ts.keepAlive);
+      if (ts.dtype != ElemType::F32 || ts.ndim != 1 ||
+          ts.shape[0] != sig_.config.numQoHeads || !ts.contiguous())
+        throw py::value_error(
+            "sinks must be a contiguous float32 tensor of [num_qo_heads] = [" +
+            std::to_string(sig_.config.numQoHeads) + "], got " +
+            ts.shapeString());
+      if (ts.device != tq.device)
+        throw py::value_error("sinks must be on q's device (" +
+                              tq.deviceString() + "), got " +
+                              ts.deviceString());
+      setRole(ptrs, counts, Role::Sinks, ts);
     }
     if (!out.is_none())
       alive.push_back(c.checkOut(out, tq, stream).keepAlive);
@@ -296,7 +318,8 @@ public:
     std::array<int64_t, kNumRoles> counts{};
     int variant = 0;
     try {
-      if (!planned_ || sig_.sharedSlot)
+      // Sinks come only through run(): its Python kernel passes them.
+      if (!planned_ || sig_.sharedSlot || program_.takesSinks())
         return 1;
       Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
       const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
@@ -430,7 +453,8 @@ void bindProgram(py::module_ &m) {
       .def("run", &ProgramHandle::run, py::arg("q"), py::arg("paged_kv_cache"),
            py::arg("out") = py::none(), py::arg("lse") = py::none(),
            py::arg("return_lse") = false, py::arg("kv_shared") = py::none(),
-           py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none())
+           py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none(),
+           py::arg("sinks") = py::none())
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)

@@ -448,6 +448,15 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
   F64Array out({q.shape(0), q.shape(1), q.shape(2)}),
       lse({q.shape(0), q.shape(1)});
   ref::AttentionOptions opts = makeOptions(o);
+  // Attention sinks: one float32 logit per query head (kept alive here).
+  F32Array sinks;
+  if (o.contains("sinks") && !o["sinks"].is_none()) {
+    sinks = o["sinks"].cast<F32Array>();
+    if (sinks.ndim() != 1 || sinks.shape(0) != q.shape(1))
+      throw py::value_error("sinks must be [num_qo_heads] = [" +
+                            std::to_string(q.shape(1)) + "]");
+    opts.sinks = sinks.data();
+  }
   if (batches.size() == 1)
     check(ref::attention(batches[0], opts, out.mutable_data(),
                          lse.mutable_data()));

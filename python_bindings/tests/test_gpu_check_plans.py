@@ -308,6 +308,51 @@ def test_rope_cascade_check_tells_the_rule_from_its_neighbours(check_module, rot
     assert not nan and eo < 1e-2 and es < 1e-2  # the float64 bounds hold for all four
     assert ok == passes and rule_ok == passes, note
 
+
+class SinkKernels(dict):
+    """The kernels of sink_kernels.mlir by name (check.py --sinks names
+    them): op, family and accumulate read off the name."""
+
+    def __missing__(self, name):
+        split = "_split_" in name
+        op = ("decode" if "dec_" in name else "prefill") + ("_split" if split else "")
+        family = "rows" if "_rows_" in name else "mma_sync" if "_mma" in name else "wgmma"
+        static = dict(kernel_family=family, accumulate="_acc_" in name, sinks=True)
+        if family != "rows" and op.startswith("prefill"):
+            static["qo_tile_size"] = 64
+        self[name] = {"op": op, "static": static}
+        return self[name]
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_every_sink_case_plans_and_binds_its_sinks(check, monkeypatch, small):
+    """check.py --sinks: every launch of a sink kernel binds one f32 sink
+    per query head, split levels merge with the sink-adding merge, and the
+    split plans are whole."""
+    make_bundle = check.Bundle
+
+    def sink_bundle(path):
+        b = make_bundle(path)
+        b.kernels = SinkKernels(b.kernels)
+        return b
+    monkeypatch.setattr(check, "Bundle", sink_bundle)
+    launches, results = run_check(check, monkeypatch, "--sinks",
+                                  *(["--small"] if small else []))
+    assert len(results) == 13
+    attention = [(k, b) for k, b in launches if not k["op"].startswith("merge")]
+    assert {k["static"]["kernel_family"] for k, _ in attention} == \
+        {"rows", "mma_sync", "wgmma"}
+    for k, b in attention:
+        assert k["static"]["sinks"]
+        assert b["sinks"].dtype == np.float32 and b["sinks"].shape == b["lse"].shape[1:]
+    merges = [k for k, _ in launches if k["op"].startswith("merge")]
+    assert merges and all(k["static"]["sinks"] for k in merges)
+    split = [(k, b) for k, b in attention if k["op"].endswith("_split")]
+    assert len(split) == 4 and len(merges) == 4
+    for k, b in split:
+        check_split_launch(check, dict(k["static"], page_size=16), b)
+
+
 def test_split_plan_keeps_the_chunk(check):
     plans = importlib.import_module("plans")
     rng = np.random.default_rng(5)

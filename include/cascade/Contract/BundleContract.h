@@ -114,6 +114,9 @@ inline constexpr char kMask[] = "mask";     ///< "none" or the mask dtype
 inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
 /// true on prefill kernels that take a custom mask (absent otherwise).
 inline constexpr char kCustomMask[] = "custom_mask";
+/// true on attention kernels and split merges that add attention sinks
+/// (absent otherwise).
+inline constexpr char kSinks[] = "sinks";
 /// false on kernels without a page table (no kv_indices parameter: request
 /// i's pages are kv_indptr[i] onwards); absent otherwise.
 inline constexpr char kPageTable[] = "page_table";
@@ -188,6 +191,9 @@ inline constexpr char kVScale[] = "v_scale";
 /// its per-request byte offsets (i32 [B+1]); docs/semantics.md.
 inline constexpr char kCustomMask[] = "custom_mask";
 inline constexpr char kMaskIndptr[] = "mask_indptr";
+/// The attention sinks of the kernels that take them: f32 [num_qo_heads],
+/// one logit per query head (docs/semantics.md).
+inline constexpr char kSinks[] = "sinks";
 } // namespace param
 
 } // namespace cascade::contract

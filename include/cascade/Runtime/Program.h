@@ -33,8 +33,9 @@ namespace cascade::runtime {
 
 /// The caller's tensors of one call, by role. Levels bind the KV cache of
 /// their KV slot: slot 0 is the paged cache of run(), slot 1 a second cache
-/// (the contiguous shared prefix of the shared-prefix wrappers).
-enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Count };
+/// (the contiguous shared prefix of the shared-prefix wrappers). Sinks: the
+/// attention sinks (f32 [Hqo]) of the kernels that take them.
+enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Sinks, Count };
 constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
 
 /// Optional caller-owned device buffers for a level's index arrays (the
@@ -154,6 +155,9 @@ public:
   bool graphLaunch() const { return graphLaunch_; }
   /// Whether the last run() went through the variant's graph.
   bool lastRunUsedGraph() const { return lastRunUsedGraph_; }
+  /// Whether a prepared launch takes the attention sinks (Role::Sinks):
+  /// run() then needs them, and refuses them otherwise.
+  bool takesSinks() const { return takesSinks_; }
 
 private:
   struct Patch {
@@ -223,7 +227,7 @@ private:
   int64_t frozenInt_ = 0, frozenFloat_ = 0;
   uint64_t frozenIntWs_ = 0, frozenFloatWs_ = 0;
   std::map<int, Variant> variants_;
-  bool graphLaunch_ = true, lastRunUsedGraph_ = false;
+  bool graphLaunch_ = true, lastRunUsedGraph_ = false, takesSinks_ = false;
   void *staging_ = nullptr;
   size_t stagingBytes_ = 0;
   cuda::CUevent copied_ = nullptr;

@@ -155,6 +155,11 @@ struct AttentionOptions {
   /// logits (with sm_scale), v_scale the output; 1 for f16/bf16 KV.
   double kScale = 1;
   double vScale = 1;
+  /// Attention sinks (null: none): numQoHeads logits in the units of the
+  /// scaled scores, each joining its head's softmax denominator once. A
+  /// state with sinks is the state without them merged with (0, sink *
+  /// log2(e)) (docs/semantics.md).
+  const float *sinks = nullptr;
 };
 
 /// One attention level over a paged cache.
@@ -199,8 +204,13 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
 Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                       const Plan &plan, double *outV, double *outS);
 
+/// Merges the state (0, sinks[h] * log2(e)) into every row of head h of
+/// (v [rows, Hqo, D], s [rows, Hqo]); nothing without sinks.
+void applySinks(const float *sinks, int64_t rows, int64_t numQoHeads,
+                int64_t headDim, double *v, double *s);
+
 /// A multi-level cascade: the merge of every level's state, causal (if
-/// opts.causal) on the last level only.
+/// opts.causal) on the last level only, and the sinks (if any) once.
 Status cascade(const std::vector<AttentionBatch> &levels,
                const AttentionOptions &opts, double *outV, double *outS);
 

@@ -38,7 +38,8 @@ static MemRefType flat(Type elementType) { return flatMemRefType(elementType); }
 bool MergeSpec::operator==(const MergeSpec &o) const {
   return kind == o.kind && headDim == o.headDim && vType == o.vType &&
          baseE == o.baseE && maskType == o.maskType && numHeads == o.numHeads &&
-         indptr == o.indptr && accumulate == o.accumulate && config == o.config;
+         indptr == o.indptr && accumulate == o.accumulate && sinks == o.sinks &&
+         config == o.config;
 }
 
 StringRef MergeSpec::opName() const {
@@ -61,7 +62,7 @@ std::string MergeSpec::name() const {
   os << "cascade_" << opName() << "_" << dtypeName(vType) << "_d" << headDim;
   if (kind == MergeKind::Indptr)
     os << "_h" << numHeads << (indptr == cplan::kOIndptr ? "_byreq" : "_byrow")
-       << (accumulate ? "_acc" : "");
+       << (accumulate ? "_acc" : "") << (sinks ? "_sink" : "");
   os << (baseE ? "_be" : "_b2");
   if (maskType)
     os << "_mask" << dtypeName(maskType);
@@ -97,18 +98,23 @@ SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
     return {mem("v_in", vType), mem("s_in", f32),    mem("v", vType),
             mem("s", f32),      scalar("num_tasks"), scalar("num_states"),
             scalar("num_heads")};
-  case MergeKind::Indptr:
-    if (byRow())
+  case MergeKind::Indptr: {
+    SmallVector<KernelParam> p = {
+        mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
+        mem(cplan::kTmpS, f32), mem(cparam::kO, vType), mem(cparam::kLse, f32)};
+    if (sinks)
+      p.push_back(mem(cparam::kSinks, f32));
+    if (byRow()) {
       // Rows past qo_indptr[batch_size] (the slack of a CUDA-graph plan
       // sized for row_capacity) are left alone.
-      return {
-          mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
-          mem(cplan::kTmpS, f32),      mem(cparam::kO, vType),
-          mem(cparam::kLse, f32),      mem(cplan::kQoIndptr, b.getI32Type()),
-          scalar(cplan::kRowCapacity), scalar(cplan::kBatchSize)};
-    return {mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
-            mem(cplan::kTmpS, f32),      mem(cparam::kO, vType),
-            mem(cparam::kLse, f32),      scalar(cplan::kNumRows)};
+      p.push_back(mem(cplan::kQoIndptr, b.getI32Type()));
+      p.push_back(scalar(cplan::kRowCapacity));
+      p.push_back(scalar(cplan::kBatchSize));
+    } else {
+      p.push_back(scalar(cplan::kNumRows));
+    }
+    return p;
+  }
   }
   llvm_unreachable("merge kind");
 }
@@ -127,6 +133,8 @@ SmallVector<NamedAttribute> MergeSpec::statics(Builder &b) const {
   if (kind == MergeKind::Indptr) {
     s.push_back(b.getNamedAttr(ckey::kIndptr, b.getStringAttr(indptr)));
     s.push_back(b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)));
+    if (sinks)
+      s.push_back(b.getNamedAttr(ckey::kSinks, b.getBoolAttr(true)));
   }
   s.push_back(
       b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(cfamily::kMerge)));
@@ -208,7 +216,8 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
          pool == o.pool && decode == o.decode && causal == o.causal &&
          split == o.split && accumulate == o.accumulate &&
-         customMask == o.customMask && pageTable == o.pageTable &&
+         customMask == o.customMask &&
+         epilogueSinks() == o.epilogueSinks() && pageTable == o.pageTable &&
          qType == o.qType && kvType == o.kvType && oType == o.oType &&
          bits(smScale) == bits(o.smScale) && bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
@@ -243,6 +252,8 @@ std::string AttentionSpec::name() const {
     os << "_win" << windowLeft;
   if (customMask)
     os << "_cmask";
+  if (epilogueSinks())
+    os << "_sink";
   if (pos == PosEncoding::RopeLlama)
     os << "_rope" << llvm::format_hex_no_prefix(bits(ropeScale), 8) << "x"
        << llvm::format_hex_no_prefix(bits(ropeTheta), 8);
@@ -323,6 +334,8 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
     p.push_back(mem(cparam::kCustomMask, b.getI8Type()));
     p.push_back(mem(cparam::kMaskIndptr, i32));
   }
+  if (epilogueSinks())
+    p.push_back(mem(cparam::kSinks, f32));
   if (split) {
     p.push_back(mem(cplan::kRequestIndices, i32));
     p.push_back(mem(cplan::kKvTileIndices, i32));
@@ -398,6 +411,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
   };
   if (customMask)
     s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
+  if (epilogueSinks())
+    s.push_back(b.getNamedAttr(ckey::kSinks, b.getBoolAttr(true)));
   if (!pageTable)
     s.push_back(b.getNamedAttr(ckey::kPageTable, b.getBoolAttr(false)));
   // The runtime plans a prefill level with the kernel's query tile.
@@ -435,6 +450,7 @@ MergeSpec AttentionSpec::splitMerge() const {
   m.numHeads = numQoHeads;
   m.indptr = decode ? cplan::kOIndptr : cplan::kMergeIndptr;
   m.accumulate = accumulate;
+  m.sinks = sinks;
   // ~128 threads a block, head_dim / 8 per state.
   int64_t tpt = headDim / 8, tpb = std::max<int64_t>(1, 128 / tpt);
   m.config = KernelConfigAttr::get(config.getContext(), KernelFamily::Merge,
@@ -473,6 +489,7 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   c.split = !op.getPlan().empty();
   c.causal = !c.decode && op.getCausal();
   c.customMask = op.hasCustomMask();
+  c.sinks = static_cast<bool>(op.getSinks());
   c.pageTable = !op.hasIdentityPages();
   c.accumulate = op.getAccumulate();
   c.smScale = op.getEffectiveSmScale();

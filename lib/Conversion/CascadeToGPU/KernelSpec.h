@@ -46,6 +46,9 @@ struct MergeSpec {
   int64_t numHeads = 0;
   std::string indptr;
   bool accumulate = false;
+  /// Indptr: the level's attention sinks join each merged state (a sinks
+  /// parameter, f32 [numHeads]).
+  bool sinks = false;
   KernelConfigAttr config;
 
   bool operator==(const MergeSpec &o) const;
@@ -78,6 +81,11 @@ struct AttentionSpec {
        accumulate = false;
   /// Prefill with a custom mask (custom_mask / mask_indptr parameters).
   bool customMask = false;
+  /// The level has attention sinks (docs/semantics.md): an unsplit kernel
+  /// adds them in its epilogue (a sinks parameter, `_sink` in its name); a
+  /// split level's merge adds them after the chunks, and its attention
+  /// kernel is the one without sinks.
+  bool sinks = false;
   /// Pages looked up in kv_indices; without (the op has no kv_indices),
   /// request i's pages are kv_indptr[i] onwards: ragged K/V at page size 1.
   bool pageTable = true;
@@ -101,6 +109,8 @@ struct AttentionSpec {
   bool fp8DirectV = false;
 
   bool operator==(const AttentionSpec &o) const;
+  /// Whether this kernel's epilogue adds the sinks (see `sinks`).
+  bool epilogueSinks() const { return sinks && !split; }
   KernelFamily family() const { return config.getFamily(); }
   /// A tensor-core family (mma_sync or wgmma): query tiles of packed rows,
   /// self-scheduled prefill grids and dynamic shared memory.

@@ -495,6 +495,8 @@ struct AutoCascadeAttentionLowering : OpConversionPattern<PagedAttentionOp> {
       ownOp.getKvIndicesMutable().assign(own[2]);
       ownOp.getKvLastPageLenMutable().assign(own[3]);
       ownOp.setAccumulate(true);
+      // The sinks joined the shared level's state: once.
+      ownOp.getSinksMutable().clear();
       emitPlannedLevel(rewriter, ownOp, ownPlan);
       rewriter.eraseOp(ownOp);
     }

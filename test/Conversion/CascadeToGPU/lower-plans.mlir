@@ -174,3 +174,33 @@ func.func @wgmma_prefill(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
       {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>}
   return
 }
+
+// -----
+
+// An automatic cascade: the shared level keeps the sinks, the request's own
+// level (which accumulates into it) does not, so they join once.
+!auto = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+
+// CHECK-LABEL: func.func @auto_sinks(
+// CHECK: scf.if
+// CHECK: cascade.paged_attention {{.*}} sinks(%arg5 : memref<32xf32>) plan(
+// CHECK: } else {
+// CHECK: cascade.paged_attention {{.*}} sinks(%arg5 : memref<32xf32>) outs(
+// CHECK: cascade.paged_attention
+// CHECK-NOT: sinks(
+// CHECK-SAME: accumulate
+// CHECK: } else {
+// CHECK: cascade.paged_attention {{.*}} sinks(%arg5 : memref<32xf32>)
+func.func @auto_sinks(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
+    %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>, %sinks: memref<32xf32>,
+    %hkp: memref<?xi32>, %hki: memref<?xi32>, %hkl: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  %p = cascade.plan kv_indptr(%hkp : memref<?xi32>) kv_last_page_len(%hkl : memref<?xi32>)
+      kv_indices(%hki : memref<?xi32>) : !auto
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%c : memref<?x2x16x8x128xf16>)
+      kv_indptr(%kp : memref<?xi32>) kv_indices(%ki : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
+      sinks(%sinks : memref<32xf32>)
+      plan(%p : !auto) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>}
+  return
+}

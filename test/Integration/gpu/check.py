@@ -251,8 +251,9 @@ def decode_ref(q, Kp, Vp, indptr, indices, last, ps, opts):
 
 def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                  opts, static, split_chunk=None, pad=0, q_scale=1.0, label="",
-                 kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None):
-    """kv_dtype (default: q's): an fp8 cache (f8e4m3 / f8e5m2) is checked
+                 kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None, sinks=False):
+    """sinks: the kernel takes attention sinks (random per head; the
+    reference merges (0, sink) into every row). kv_dtype (default: q's): an fp8 cache (f8e4m3 / f8e5m2) is checked
     against the reference over its exact values times k_scale / v_scale
     (docs/semantics.md), with q's tolerance. The kernel: `kernel` (a name),
     else the op's rows kernel, else its tensor-core one (selection puts fp8
@@ -261,6 +262,8 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     kv_dtype = kv_dtype or dtype
     if kv_dtype != dtype:
         static = dict(static, kv_dtype=kv_dtype)
+    if sinks:
+        static = dict(static, sinks=True)
     name = kernel
     for family in ("rows", TENSOR_CORE):
         try:
@@ -275,7 +278,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
                          form=form, B=B, max_qo=1, max_len=max_len, opts=opts, static=static,
                          split=split_chunk, pad=pad, decode=True, label=label,
                          q_scale=q_scale, kv_dtype=kv_dtype, k_scale=k_scale,
-                         v_scale=v_scale, kernel=name)
+                         v_scale=v_scale, kernel=name, sinks=sinks)
     lens = rng.integers(1, max_len + 1, B)
     lens[rng.random(B) < 0.15] = 0
     lens[0] = 0  # always one empty request
@@ -286,6 +289,9 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     q_s, q64 = to_storage(rng.standard_normal((B, Hqo, D)) * q_scale, dtype)
     o_ref, lse_ref = decode_ref(q64, Kp * k_scale, Vp * v_scale, indptr, perm, last, ps,
                                 opts)
+    sink_vals = random_sinks(rng, Hqo) if sinks else None
+    if sinks:
+        o_ref, lse_ref = with_sinks(o_ref, lse_ref, sink_vals)
     if opts.get("base_e"):
         lse_ref = lse_ref * LN2
     if layout == "hnd":
@@ -294,6 +300,8 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
         Kl, Vl = Kp_s, Vp_s
     bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
                 kv_last_page_len=dev(last), batch_size=B, k_scale=k_scale, v_scale=v_scale)
+    if sinks:
+        bufs["sinks"] = dev(sink_vals)
     if form == "pool":
         bufs["kv_cache"] = dev(np.stack([Kl, Vl], 1))
     else:
@@ -317,7 +325,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
         b.launch(name, bufs)
         mname = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
                        lse_base="e" if opts.get("base_e") else 2, accumulate=False,
-                       indptr="o_indptr")
+                       indptr="o_indptr", **(dict(sinks=True) if sinks else {}))
         b.launch(mname, bufs)
         note = (f"work items {plan['num_work_items']} of {plan['padded_batch_size']} (pad {pad}) "
                 f"chunk {plan['kv_chunk_size_pages']} pages partial rows {rows}")
@@ -327,11 +335,11 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     oh = from_storage(cp.asnumpy(o), dtype)
     lh = cp.asnumpy(lse).astype(np.float64)
     empty = lens == 0
-    ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
+    ex = empty_rows_exact(oh, lh, lse_ref, empty, sink_vals)
     kv_note = "" if kv_dtype == dtype else f" kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}"
     record(f"{op} {label} D={D} G={Hqo // Hkv} Hkv={Hkv} p={ps} {layout} {form} B={B}"
-           + kv_note, dtype, oh, o_ref, lh, lse_ref, ex,
-           (note + f" empty->(0,-inf)={ex}").strip())
+           + kv_note + (" sinks" if sinks else ""), dtype, oh, o_ref, lh, lse_ref, ex,
+           (note + f" empty->{'(0,sink)' if sinks else '(0,-inf)'}={ex}").strip())
 
 
 def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False):
@@ -419,6 +427,28 @@ def merge2(o1, s1, o2, s2):
     return merge_ref(np.stack([o1, o2], -2), np.stack([s1, s2], -1))
 
 
+def random_sinks(rng, Hqo):
+    """One sink logit per query head (natural-log units, as FlashInfer's
+    `sinks`), spread so that some dominate their rows and some vanish."""
+    return rng.uniform(-6.0, 6.0, Hqo).astype(np.float32)
+
+
+def with_sinks(o_ref, lse_ref, sinks):
+    """The reference state with attention sinks: merged with the state
+    (0, sink * log2(e)) of each head (base 2, before any base-e output)."""
+    s2 = np.broadcast_to(sinks.astype(np.float64) / LN2, lse_ref.shape)
+    return merge2(o_ref, lse_ref, np.zeros_like(o_ref), s2)
+
+
+def empty_rows_exact(oh, lh, lse_ref, empty, sinks):
+    """Rows with no visible key: (0, -inf) exactly, or with sinks (0, the
+    sink's lse) with o exactly 0."""
+    if sinks is None:
+        return bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
+    return bool((oh[empty] == 0).all() and
+                np.allclose(lh[empty], lse_ref[empty], rtol=1e-6, atol=1e-6))
+
+
 def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps, split,
                  pad, decode, Hqo, Hkv, D, dtype):
     """Launches an attention level (and its partial-state merge when split)
@@ -455,8 +485,9 @@ ONLY_HEAD_DIM = None
 
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
-              q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None):
-    """kv_dtype, k_scale, v_scale: as check_decode's (an fp8 cache).
+              q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None,
+              sinks=False):
+    """kv_dtype, k_scale, v_scale, sinks: as check_decode's.
     kernel: the kernel's name (default: the op's tensor-core kernel)."""
     if ONLY_HEAD_DIM not in (None, D):
         return
@@ -469,13 +500,16 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         stat["kv_dtype"] = kv_dtype
     if not decode:
         stat["causal"] = bool(opts.get("causal"))
+    if sinks:
+        stat["sinks"] = True
     name = kernel or b.find(op, **stat)
     base_e = bool(opts.get("base_e"))
     merge_name = None
     if split:
+        merge_stat = dict(sinks=True) if sinks else {}
         merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
                             lse_base="e" if base_e else 2, accumulate=accumulate,
-                            indptr="o_indptr" if decode else "merge_indptr")
+                            indptr="o_indptr" if decode else "merge_indptr", **merge_stat)
     G = Hqo // Hkv
     T = b.kernels[name]["static"].get("qo_tile_size", 0)
     qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode)
@@ -488,6 +522,11 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
                                    last, ps, opts)
     bufs = dict(q=dev(q_s), kv_indptr=dev(indptr), kv_indices=dev(perm),
                 kv_last_page_len=dev(last), k_scale=k_scale, v_scale=v_scale)
+    sink_vals = random_sinks(rng, Hqo) if sinks else None
+    if sinks:
+        empty_ref = np.isneginf(lse_ref)  # rows that see no key
+        o_ref, lse_ref = with_sinks(o_ref, lse_ref, sink_vals)
+        bufs["sinks"] = dev(sink_vals)
     if not decode:
         bufs["qo_indptr"] = dev(qo_indptr)
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
@@ -509,14 +548,17 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
     ex = True
     if not accumulate:
-        # Rows that see no key are exactly the empty state.
-        empty = np.isneginf(lse_ref)
-        ex = bool((oh[empty] == 0).all() and np.isneginf(lh[empty]).all())
+        # Rows that see no key are exactly the empty state (with sinks: the
+        # sinks' state).
+        empty = empty_ref if sinks else np.isneginf(lse_ref)
+        ex = empty_rows_exact(oh, lh, lse_ref, empty, sink_vals)
     kind = ("decode" if decode else "prefill") + (" split" if split else "") + \
         (" acc" if accumulate else "")
     if kv_dtype != dtype:
         label = f"{label} kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}".strip()
     family = b.kernels[name]["static"]["kernel_family"]
+    if sinks:
+        label = f"{label} sinks".strip()
     record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
                                                       if not accumulate else "")).strip())
@@ -994,6 +1036,57 @@ def fp8_cases(b, rng, small=False):
                      split_chunk=37, pad=0, label="split", **sc)
 
 
+def sink_cases(b, rng, small=False):
+    """The kernels of sink_kernels.mlir (gen_mma_kernels.py --sinks):
+    attention sinks in every family, unsplit and split (the split merge
+    adds them), writing and accumulating, against the float64 reference
+    merged with each head's (0, sink) state."""
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    sc = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
+    n = 3 if small else 1
+    check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+                 B=13 // n, max_len=300 // n, opts=sc(128), static=none, sinks=True,
+                 kernel="sink_rows_dec_f16_d128_g4")
+    check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=16, layout="hnd", form="pair",
+                 B=9 // n, max_len=500 // n, opts=sc(64), static={}, split_chunk=3, pad=2,
+                 label="split", sinks=True, kernel="sink_rows_dec_split_bf16_d64_g8_hnd_pair")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12 // n, max_qo=1, max_len=300 // n, opts=sc(128), decode=True,
+              accumulate=True, sinks=True, kernel="sink_rows_dec_acc_f16_d128_g4")
+    check_decode(b, rng, dtype="f16", D=128, Hqo=8, Hkv=8, ps=16, layout="nhd", form="pool",
+                 B=10 // n, max_len=250 // n,
+                 opts=dict(sm_scale=1 / math.sqrt(128), soft_cap=30.0, window=40),
+                 static={}, label="softcap30 window40", sinks=True,
+                 kernel="sink_rows_dec_f16_d128_g1_softcap_window")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
+              B=13 // n, max_qo=1, max_len=600 // n, opts=sc(128), decode=True, sinks=True,
+              kernel="sink_mmadec_f16_d128_g16")
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
+              B=12 // n, max_qo=1, max_len=2000 // n, opts=sc(128), decode=True, split=16,
+              pad=4, sinks=True, kernel="sink_mmadec_split_f16_d128_g16")
+    for name, dtype, base_e in (("sink_pre_f16_d128_g4_causal", "f16", False),
+                                ("sink_pre_bf16_d128_g4_causal_basee", "bf16", True),
+                                ("sink_mmapre_f16_d128_g4_causal", "f16", False)):
+        check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                  form="pool", B=9 // n, max_qo=200 // n, max_len=500 // n,
+                  opts=dict(sc(128), causal=True, base_e=base_e), sinks=True, kernel=name,
+                  label="causal" + (" base_e" if base_e else ""))
+    for name, dtype in (("sink_pre_split_f16_d128_g4", "f16"),
+                        ("sink_mmapre_split_bf16_d128_g4", "bf16")):
+        check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
+                  form="pool", B=12 // n, max_qo=150 // n, max_len=900 // n, opts=sc(128),
+                  split=6, pad=2, sinks=True, kernel=name)
+    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
+              B=12 // n, max_qo=150 // n, max_len=500 // n, opts=dict(sc(128), causal=True),
+              accumulate=True, sinks=True, kernel="sink_pre_acc_f16_d128_g4_causal",
+              label="causal")
+    check_mma(b, rng, dtype="f16", D=64, Hqo=32, Hkv=4, ps=16, layout="hnd", form="pair",
+              B=12 // n, max_qo=100 // n, max_len=300 // n,
+              opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
+              sinks=True, kernel="sink_pre_f16_d64_g8_hnd_pair_causal_softcap_window",
+              label="causal softcap30 window40")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
@@ -1001,6 +1094,8 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--fp8", action="store_true",
                     help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
+    ap.add_argument("--sinks", action="store_true",
+                    help="the attention-sink cases; BUNDLE built from sink_kernels.mlir")
     ap.add_argument("--tensor-core", action="store_true",
                     help="only the tensor-core (mma_sync / wgmma) cases")
     ap.add_argument("--head-dim", type=int, default=None,
@@ -1013,6 +1108,8 @@ def main():
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
     if a.fp8:
         fp8_cases(b, rng, small=a.small)
+    elif a.sinks:
+        sink_cases(b, rng, small=a.small)
     elif a.tensor_core:
         mma_cases(b, rng, small=a.small)
     elif a.small:

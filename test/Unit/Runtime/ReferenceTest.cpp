@@ -501,3 +501,58 @@ TEST(RefAttention, Fp8ScalesEqualScaledKeysAndValues) {
   ASSERT_TRUE(ref::attention(p.attn, opts, v3.data(), s3.data()).ok());
   EXPECT_GT(std::abs(s3[0] - s1[0]), 1e-6);
 }
+
+// Sinks, written out: o = sum_j e^x_j v_j / (e^sink + sum_j e^x_j), with the
+// sink in the LSE too; a request without keys gets (0, sink * log2(e)).
+TEST(RefAttention, SinksJoinTheDenominatorOnce) {
+  std::mt19937_64 rng(11);
+  const int64_t ps = 4, hqo = 2, hkv = 1, d = 8;
+  Problem p =
+      makeProblem(rng, {2, 0}, {1, 1}, ps, hqo, hkv, d, ref::KvLayout::NHD, true);
+  const float sinks[hqo] = {0.75f, -2.5f};
+  ref::AttentionOptions opts;
+  opts.sinks = sinks;
+  std::vector<double> v(2 * hqo * d), s(2 * hqo);
+  ASSERT_TRUE(ref::attention(p.attn, opts, v.data(), s.data()).ok());
+  const int64_t kvLen = ref::kvLength(p.attn, 0);
+  ASSERT_GT(kvLen, 0);
+  for (int64_t h = 0; h < hqo; ++h) {
+    double denom = std::exp(double(sinks[h]));
+    std::vector<double> acc(d, 0.0);
+    for (int64_t t = 0; t < kvLen; ++t) {
+      const int32_t page = p.attn.kvIndices[p.attn.kvIndptr[0] + t / ps];
+      const float *key = p.attn.kv.k + p.attn.kv.offset(page, t % ps, 0);
+      const float *val = p.attn.kv.v + p.attn.kv.offset(page, t % ps, 0);
+      double dot = 0;
+      for (int64_t i = 0; i < d; ++i)
+        dot += double(p.q[h * d + i]) * key[i];
+      const double w = std::exp(dot / std::sqrt(double(d)));
+      denom += w;
+      for (int64_t i = 0; i < d; ++i)
+        acc[i] += w * val[i];
+    }
+    for (int64_t i = 0; i < d; ++i)
+      EXPECT_NEAR(v[h * d + i], acc[i] / denom, 1e-12);
+    EXPECT_NEAR(s[h], std::log2(denom), 1e-12);
+    // Request 1 has no keys: only the sink.
+    for (int64_t i = 0; i < d; ++i)
+      EXPECT_EQ(v[(hqo + h) * d + i], 0.0);
+    EXPECT_NEAR(s[hqo + h], sinks[h] * 1.4426950408889634, 1e-12);
+  }
+
+  // A cascade of the same keys applies them once, not once per level.
+  ref::AttentionBatch first = p.attn, second = p.attn;
+  first.kvIndptr = {0, 1, 1};
+  first.kvIndices = {p.attn.kvIndices[0]};
+  first.kvLastPageLen = {static_cast<int32_t>(ps), 1};
+  second.kvIndptr = {0, 1, 1};
+  second.kvIndices = {p.attn.kvIndices[1]};
+  std::vector<double> cv(v.size()), cs(s.size());
+  ASSERT_TRUE(
+      ref::cascade({first, second}, opts, cv.data(), cs.data()).ok());
+  for (int64_t h = 0; h < hqo; ++h) {
+    EXPECT_NEAR(cs[h], s[h], 1e-12);
+    for (int64_t i = 0; i < d; ++i)
+      EXPECT_NEAR(cv[h * d + i], v[h * d + i], 1e-12);
+  }
+}

@@ -48,6 +48,8 @@ struct AttentionArgs {
   /// A custom mask's packed bits (i8) and per-request byte offsets (i32);
   /// null without one.
   Value customMask, maskIndptr;
+  /// The attention sinks, f32 [Hqo] (null unless the epilogue adds them).
+  Value sinks;
   // The plan of a split-KV level.
   Value requestIndices, kvTileIndices, oIndptr, blockValidMask, kvChunkSize;
   Value tmpV, tmpS;
@@ -76,6 +78,8 @@ struct MergeArgs {
   // merge_states_indptr: rows indptr[i] .. indptr[i + 1] of tmp_v / tmp_s
   // into (o, lse); by row: the real rows are qo_indptr[batch_size].
   Value indptr, tmpV, tmpS, o, lse, qoIndptr, rowCapacity, batchSize, numRows;
+  /// The level's attention sinks, f32 [heads] (null without).
+  Value sinks;
 
   static MergeArgs bind(const MergeSpec &spec, gpu::GPUFuncOp fn);
 };

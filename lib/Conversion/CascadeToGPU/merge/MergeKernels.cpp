@@ -198,6 +198,12 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
   Value v = merged.v;
   Value s2 = k.select(merged.empty, k.negInf(), merged.lse);
+  if (c.sinks) {
+    // The level's sinks join once, after its chunks.
+    Value scale;
+    std::tie(scale, s2) = mergeSink(k, a.sinks, head, s2);
+    v = k.fmul(v, k.splat(scale));
+  }
   Value vOff = k.add(k.mul(task, k.idx(c.headDim)), laneOff);
   if (c.accumulate)
     std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);

@@ -189,6 +189,8 @@ struct AttentionView {
   float ropeScale, ropeTheta;
   /// The fp8 dequantization scales (null when absent).
   Value kScale, vScale;
+  /// The attention sinks, f32 [Hqo] (null when absent).
+  Value sinks;
 };
 
 /// Verifies q, the page pool, the destinations and the options.
@@ -291,6 +293,17 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
                                              lt.getElementType()))
            << ", got " << shapeStr(lt) << " " << lt.getElementType();
 
+  if (a.sinks) {
+    auto st = cast<ShapedType>(a.sinks.getType());
+    if (st.getRank() != 1 || !st.getElementType().isF32() ||
+        !dimsAgree(st.getDimSize(0), hqo))
+      return op->emitOpError("'sinks' must be f32 [Hqo] = [")
+             << (ShapedType::isDynamic(hqo) ? std::string("?")
+                                            : std::to_string(hqo))
+             << "] (one logit per query head), got " << shapeStr(st) << " "
+             << st.getElementType();
+  }
+
   // Options.
   if (a.smScale && !(std::isfinite(*a.smScale) && *a.smScale > 0.f))
     return op->emitOpError("sm_scale must be finite and > 0, got ")
@@ -327,7 +340,8 @@ template <typename OpTy> AttentionView viewOf(OpTy op) {
                        op.getRopeScale().convertToFloat(),
                        op.getRopeTheta().convertToFloat(),
                        op.getKScale(),
-                       op.getVScale()};
+                       op.getVScale(),
+                       op.getSinks()};
 }
 
 template <typename OpTy> float effectiveSmScale(OpTy op) {

@@ -75,6 +75,8 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getLevelKvIndices(l),
           op.getKvLastPageLen()[l], op.getKScale(), op.getVScale(),
+          // The sinks join the cascade's softmax once: in the first level.
+          l == 0 ? op.getSinks() : Value(),
           /*custom_mask=*/Value(),
           /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),

@@ -182,6 +182,14 @@ def Cascade_PagedAttentionOp
       and must be positive and finite (checked here when it is a
       constant), `v_scale` the attention output (`o = v_scale * sum p v`,
       so the LSE is unchanged by it).
+    - `sinks` (optional, 1-D f32 `[Hqo]`): attention sinks (FlashInfer's
+      `sinks`, as gpt-oss-class models learn them): one logit per query
+      head, in the units of the scaled scores (natural log), that joins the
+      softmax's denominator and attends to no value:
+      `o = sum_j e^(x_j) v_j / (e^sink + sum_j e^(x_j))`. In state terms the
+      level's state is merged with the empty-valued state
+      `(0, sink * log2(e))`, so the returned LSE includes the sink, and a
+      request with no keys gets `(0, sink)` instead of `(0, -inf)`.
     - `qo_indptr [B+1]` (optional), `kv_indptr [B+1]`, `kv_indices`
       (optional), `kv_last_page_len [B]`: i32 CSR index arrays. Without
       `qo_indptr` the op is a *decode*: one query per request (`rows = B`),
@@ -256,6 +264,7 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$kv_last_page_len,
       Optional<F32>:$k_scale,
       Optional<F32>:$v_scale,
+      Optional<Cascade_TensorOrMemRef>:$sinks,
       Optional<Cascade_TensorOrMemRef>:$custom_mask,
       Optional<Cascade_TensorOrMemRef>:$mask_indptr,
       Variadic<AnyType>:$plan,
@@ -269,6 +278,7 @@ def Cascade_PagedAttentionOp
     (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`custom_mask` `(` $custom_mask^ `,` $mask_indptr `:` type($custom_mask) `,`
         type($mask_indptr) `)`)?
     (`plan` `(` $plan^ `:` type($plan) `)`)?
@@ -299,7 +309,10 @@ def Cascade_MultiLevelAttentionOp
     pool, level `l` with its own `qo_indptr`, `kv_indptr`, `kv_indices` and
     `kv_last_page_len` (the four operand lists hold one value per level, in
     level order). Every level covers the same query rows. `k_scale` /
-    `v_scale` (fp8 KV) apply to every level. A shared prefix is a
+    `v_scale` (fp8 KV) apply to every level; `sinks` (`[Hqo]` f32, see
+    `cascade.paged_attention`) join the cascade's softmax once, as if one
+    more level had the state `(0, sink)`: the decomposition gives them to
+    the first level. A shared prefix is a
     level whose `qo_indptr` is `[0, B]`: all B queries form one group that
     reads the prefix pages once. The result is the merge over levels of every
     level's attention state; `causal` applies to the last level only. The
@@ -365,6 +378,7 @@ def Cascade_MultiLevelAttentionOp
       Variadic<Cascade_TensorOrMemRef>:$kv_last_page_len,
       Optional<F32>:$k_scale,
       Optional<F32>:$v_scale,
+      Optional<Cascade_TensorOrMemRef>:$sinks,
       Variadic<Cascade_PlanType>:$plans,
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
@@ -377,6 +391,7 @@ def Cascade_MultiLevelAttentionOp
     (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
     `kv_last_page_len` `(` $kv_last_page_len `:` type($kv_last_page_len) `)`
     (`k_scale` `(` $k_scale^ `)`)? (`v_scale` `(` $v_scale^ `)`)?
+    (`sinks` `(` $sinks^ `:` type($sinks) `)`)?
     (`plans` `(` $plans^ `:` type($plans) `)`)?
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
