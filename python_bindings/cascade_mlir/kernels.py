@@ -225,7 +225,7 @@ def _gpu_test_set() -> List[str]:
     sink_groups = (Group(decode=True, sinks=True), Group(decode=False, sinks=True),
                    Group(decode=False, causal=True, sinks=True))
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), groups=sink_groups)
-    keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), groups=sink_groups)
+    keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), groups=sink_groups + (decode,))
     return keys
 
 

@@ -75,7 +75,8 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
             out: Any = None, lse: Any = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
             sinks: Any = None) -> Any:
-        if (self._fast_run is not None and not args and q_scale is None and k_scale is None
+        if (self._fast_run is not None and not self._sinks and not args and q_scale is None
+                and k_scale is None
                 and v_scale is None and window_left is None and sinks is None):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,

@@ -309,33 +309,12 @@ def test_rope_cascade_check_tells_the_rule_from_its_neighbours(check_module, rot
     assert ok == passes and rule_ok == passes, note
 
 
-class SinkKernels(dict):
-    """The kernels of sink_kernels.mlir by name (check.py --sinks names
-    them): op, family and accumulate read off the name."""
-
-    def __missing__(self, name):
-        split = "_split_" in name
-        op = ("decode" if "dec_" in name else "prefill") + ("_split" if split else "")
-        family = "rows" if "_rows_" in name else "mma_sync" if "_mma" in name else "wgmma"
-        static = dict(kernel_family=family, accumulate="_acc_" in name, sinks=True)
-        if family != "rows" and op.startswith("prefill"):
-            static["qo_tile_size"] = 64
-        self[name] = {"op": op, "static": static}
-        return self[name]
-
-
 @pytest.mark.parametrize("small", [True, False])
 def test_every_sink_case_plans_and_binds_its_sinks(check, monkeypatch, small):
-    """check.py --sinks: every launch of a sink kernel binds one f32 sink
-    per query head, split levels merge with the sink-adding merge, and the
-    split plans are whole."""
-    make_bundle = check.Bundle
-
-    def sink_bundle(path):
-        b = make_bundle(path)
-        b.kernels = SinkKernels(b.kernels)
-        return b
-    monkeypatch.setattr(check, "Bundle", sink_bundle)
+    """check.py --sinks: every launch binds one f32 sink per query head;
+    unsplit kernels are the sink kernels, a split level's attention kernel
+    is the plain one and its merge adds the sinks; the split plans are
+    whole."""
     launches, results = run_check(check, monkeypatch, "--sinks",
                                   *(["--small"] if small else []))
     assert len(results) == 13
@@ -343,7 +322,7 @@ def test_every_sink_case_plans_and_binds_its_sinks(check, monkeypatch, small):
     assert {k["static"]["kernel_family"] for k, _ in attention} == \
         {"rows", "mma_sync", "wgmma"}
     for k, b in attention:
-        assert k["static"]["sinks"]
+        assert k["static"].get("sinks", False) == (not k["op"].endswith("_split"))
         assert b["sinks"].dtype == np.float32 and b["sinks"].shape == b["lse"].shape[1:]
     merges = [k for k, _ in launches if k["op"].startswith("merge")]
     assert merges and all(k["static"]["sinks"] for k in merges)

@@ -37,7 +37,8 @@ def test_decode_with_sinks(gpu, shape, batch, split):
     name, hq, hkv, d, page = shape
     dtype = tdtype(name)
     num_pages = 4096
-    indptr, indices, last = random_batch(batch, page, 64, num_pages, empty=(1,))
+    max_pages = max(1, min(64, num_pages // batch - 1))
+    indptr, indices, last = random_batch(batch, page, max_pages, num_pages, empty=(1,))
     cache = cache_for(num_pages, page, hkv, d, dtype, gpu)
     q = torch.randn(batch, hq, d, device=gpu).to(dtype)
     sinks = (torch.rand(hq, device=gpu) * 8 - 4).float()

@@ -262,7 +262,7 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
     kv_dtype = kv_dtype or dtype
     if kv_dtype != dtype:
         static = dict(static, kv_dtype=kv_dtype)
-    if sinks:
+    if sinks and not split_chunk:  # a split level's attention kernel has none
         static = dict(static, sinks=True)
     name = kernel
     for family in ("rows", TENSOR_CORE):
@@ -495,12 +495,13 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     kv_dtype = kv_dtype or dtype
     stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
-                accumulate=accumulate, **(static or {}))
+                accumulate=accumulate)
+    stat.update(static or {})
     if kv_dtype != dtype:
         stat["kv_dtype"] = kv_dtype
     if not decode:
         stat["causal"] = bool(opts.get("causal"))
-    if sinks:
+    if sinks and not split:  # a split level's attention kernel has none
         stat["sinks"] = True
     name = kernel or b.find(op, **stat)
     base_e = bool(opts.get("base_e"))
@@ -560,8 +561,9 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     if sinks:
         label = f"{label} sinks".strip()
     record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
-           dtype, oh, o_ref, lh, lse_ref, ex, (note + (f" empty->(0,-inf)={ex}"
-                                                      if not accumulate else "")).strip())
+           dtype, oh, o_ref, lh, lse_ref, ex,
+           (note + (f" empty->{'(0,sink)' if sinks else '(0,-inf)'}={ex}"
+                    if not accumulate else "")).strip())
 
 
 def cascade_ref(q64, keys, G):
@@ -1040,50 +1042,46 @@ def sink_cases(b, rng, small=False):
     """The kernels of sink_kernels.mlir (gen_mma_kernels.py --sinks):
     attention sinks in every family, unsplit and split (the split merge
     adds them), writing and accumulating, against the float64 reference
-    merged with each head's (0, sink) state."""
+    merged with each head's (0, sink) state. Kernels are found by their
+    statics (the sink kernels carry sinks = true, split merges too)."""
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     sc = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
     n = 3 if small else 1
+    rows, wg, mma = (dict(none, kernel_family=f) for f in ("rows", "wgmma", "mma_sync"))
     check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
-                 B=13 // n, max_len=300 // n, opts=sc(128), static=none, sinks=True,
-                 kernel="sink_rows_dec_f16_d128_g4")
+                 B=13 // n, max_len=300 // n, opts=sc(128), static=none, sinks=True)
     check_decode(b, rng, dtype="bf16", D=64, Hqo=32, Hkv=4, ps=16, layout="hnd", form="pair",
-                 B=9 // n, max_len=500 // n, opts=sc(64), static={}, split_chunk=3, pad=2,
-                 label="split", sinks=True, kernel="sink_rows_dec_split_bf16_d64_g8_hnd_pair")
+                 B=9 // n, max_len=500 // n, opts=sc(64), static=none, split_chunk=3, pad=2,
+                 label="split", sinks=True)
     check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
               B=12 // n, max_qo=1, max_len=300 // n, opts=sc(128), decode=True,
-              accumulate=True, sinks=True, kernel="sink_rows_dec_acc_f16_d128_g4")
+              accumulate=True, sinks=True, static=rows)
     check_decode(b, rng, dtype="f16", D=128, Hqo=8, Hkv=8, ps=16, layout="nhd", form="pool",
                  B=10 // n, max_len=250 // n,
                  opts=dict(sm_scale=1 / math.sqrt(128), soft_cap=30.0, window=40),
-                 static={}, label="softcap30 window40", sinks=True,
-                 kernel="sink_rows_dec_f16_d128_g1_softcap_window")
-    check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
-              B=13 // n, max_qo=1, max_len=600 // n, opts=sc(128), decode=True, sinks=True,
-              kernel="sink_mmadec_f16_d128_g16")
+                 static=dict(logits_soft_cap=30.0, window_left=40),
+                 label="softcap30 window40", sinks=True)
+    check_decode(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
+                 B=13 // n, max_len=600 // n, opts=sc(128), static=none, sinks=True)
     check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=2, ps=16, layout="nhd", form="pool",
               B=12 // n, max_qo=1, max_len=2000 // n, opts=sc(128), decode=True, split=16,
-              pad=4, sinks=True, kernel="sink_mmadec_split_f16_d128_g16")
-    for name, dtype, base_e in (("sink_pre_f16_d128_g4_causal", "f16", False),
-                                ("sink_pre_bf16_d128_g4_causal_basee", "bf16", True),
-                                ("sink_mmapre_f16_d128_g4_causal", "f16", False)):
+              pad=4, sinks=True, static=none)
+    for dtype, base_e, family in (("f16", False, wg), ("bf16", True, wg), ("f16", False, mma)):
         check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
                   form="pool", B=9 // n, max_qo=200 // n, max_len=500 // n,
-                  opts=dict(sc(128), causal=True, base_e=base_e), sinks=True, kernel=name,
+                  opts=dict(sc(128), causal=True, base_e=base_e), sinks=True, static=family,
                   label="causal" + (" base_e" if base_e else ""))
-    for name, dtype in (("sink_pre_split_f16_d128_g4", "f16"),
-                        ("sink_mmapre_split_bf16_d128_g4", "bf16")):
+    for dtype, family in (("f16", wg), ("bf16", mma)):
         check_mma(b, rng, dtype=dtype, D=128, Hqo=32, Hkv=8, ps=16, layout="nhd",
                   form="pool", B=12 // n, max_qo=150 // n, max_len=900 // n, opts=sc(128),
-                  split=6, pad=2, sinks=True, kernel=name)
+                  split=6, pad=2, sinks=True, static=family)
     check_mma(b, rng, dtype="f16", D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool",
               B=12 // n, max_qo=150 // n, max_len=500 // n, opts=dict(sc(128), causal=True),
-              accumulate=True, sinks=True, kernel="sink_pre_acc_f16_d128_g4_causal",
-              label="causal")
+              accumulate=True, sinks=True, static=wg, label="causal")
     check_mma(b, rng, dtype="f16", D=64, Hqo=32, Hkv=4, ps=16, layout="hnd", form="pair",
               B=12 // n, max_qo=100 // n, max_len=300 // n,
               opts=dict(sm_scale=1 / 8.0, causal=True, soft_cap=30.0, window=40),
-              sinks=True, kernel="sink_pre_f16_d64_g8_hnd_pair_causal_softcap_window",
+              static=dict(wg, logits_soft_cap=30.0, window_left=40), sinks=True,
               label="causal softcap30 window40")
 
 
