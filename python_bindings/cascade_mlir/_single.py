@@ -3,6 +3,7 @@ plan()/run() arguments, one attention level (or, with plan(...,
 auto_cascade=True), the levels of the cascade the runtime finds in the page
 tables, docs/auto-cascade.md), GPU kernels or the CPU reference."""
 
+from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
@@ -74,6 +75,24 @@ def auto_cascade_options(auto_cascade: Union[bool, None, Dict[str, float]]
     return {k: (int(v) if k in ("max_levels", "graph_group_capacity",
                                 "shared_qo_tile_size") else float(v))
             for k, v in auto_cascade.items()}
+
+
+@dataclass(frozen=True)
+class PlanOptions:
+    """plan()'s options beside the configuration and the index arrays,
+    checked: the automatic cascade (None: off; else the AutoCascadeOptions
+    fields given, docs/auto-cascade.md) and the split-KV options as the
+    runtime takes them (fixed_split_pages: 0 = automatic)."""
+
+    auto_cascade: Optional[Dict[str, Union[int, float]]] = None
+    fixed_split_pages: int = 0
+    disable_split_kv: bool = False
+
+    @property
+    def split(self) -> Dict[str, Any]:
+        """The runtime's split keywords (plan, auto_cascade, Level)."""
+        return {"fixed_split_pages": self.fixed_split_pages,
+                "disable_split_kv": self.disable_split_kv}
 
 
 class SingleLevelWrapper:
@@ -151,37 +170,31 @@ class SingleLevelWrapper:
         return [{k: (v.copy() if isinstance(v, np.ndarray) else v)
                  for k, v in lv.items() if k in keys} for lv in self._auto["levels"]]
 
-    def _plan(self, qo_indptr: Any, kv_indptr: Any, kv_indices: Any, last_page_len: Any,
-              num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
-              causal: bool, pos_encoding_mode: str, sm_scale: Optional[float],
-              window_left: int, logits_soft_cap: Optional[float],
-              rope_scale: Optional[float], rope_theta: Optional[float],
-              q_data_type: Any, kv_data_type: Any,
-              auto_cascade: Union[bool, Dict[str, float]] = False,
-              fixed_split_size: Optional[int] = None,
-              disable_split_kv: bool = False,
-              custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
-        """`custom_mask`: (packed bytes, byte offsets per request) of
-        FlashInfer's custom mask; it replaces the causal mask (FlashInfer's
-        MaskMode.CUSTOM)."""
-        args = (qo_indptr, kv_indptr, kv_indices, last_page_len, num_qo_heads,
-                num_kv_heads, head_dim, page_size, causal, pos_encoding_mode, sm_scale,
-                window_left, logits_soft_cap, rope_scale, rope_theta, q_data_type,
-                kv_data_type, auto_cascade, fixed_split_size, disable_split_kv,
-                custom_mask)
-        self._replan = lambda: self._plan(*args)
+    def _plan_options(self, auto_cascade: Union[bool, None, Dict[str, float]],
+                      fixed_split_size: Optional[int], disable_split_kv: bool,
+                      custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None
+                      ) -> PlanOptions:
+        """plan()'s `auto_cascade`, `fixed_split_size` and `disable_split_kv`,
+        checked (and `custom_mask`, when given, against CUDA-graph mode and
+        auto_cascade)."""
         auto = auto_cascade_options(auto_cascade)
         if custom_mask is not None:
             check_custom_mask_supported(self._use_cuda_graph, auto is not None)
         fixed_pages, no_split = split_options(fixed_split_size, disable_split_kv)
-        split: Dict[str, Any] = {"fixed_split_pages": fixed_pages,
-                                 "disable_split_kv": no_split}
-        cfg = AttentionConfig.make(
-            q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
-            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
-            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
-            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+        return PlanOptions(auto, fixed_pages, no_split)
+
+    def _plan(self, cfg: AttentionConfig, qo_indptr: Any, kv_indptr: Any,
+              kv_indices: Any, last_page_len: Any, *, causal: bool,
+              options: PlanOptions,
+              custom_mask: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> None:
+        """Plans `cfg` over the index arrays (qo_indptr None: decode, one
+        query per request). `options` from _plan_options; `custom_mask`:
+        (packed bytes, byte offsets per request) of FlashInfer's custom mask;
+        it replaces the causal mask (FlashInfer's MaskMode.CUSTOM)."""
+        self._replan = lambda: self._plan(cfg, qo_indptr, kv_indptr, kv_indices,
+                                          last_page_len, causal=causal, options=options,
+                                          custom_mask=custom_mask)
+        auto, split = options.auto_cascade, options.split
         kp = host_int32(kv_indptr, "indptr" if self._decode else "paged_kv_indptr")
         ki = host_int32(kv_indices, "indices" if self._decode else "paged_kv_indices")
         kl = host_int32(last_page_len,
@@ -190,8 +203,7 @@ class SingleLevelWrapper:
             else host_int32(qo_indptr, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "plan()", decode=self._decode)
         causal = bool(causal) and not self._decode
-        if auto is not None and (pos_encoding_mode not in ("NONE", "none")
-                                 or window_left >= 0):
+        if auto is not None and (cfg.pos_encoding != "none" or cfg.window_left >= 0):
             raise ValueError("auto_cascade needs pos_encoding_mode='NONE' and "
                              "window_left=-1: a cascade level does not see absolute "
                              "positions (apply RoPE before the call)")
@@ -221,8 +233,8 @@ class SingleLevelWrapper:
             self._host_plan = _runtime.plan(
                 "decode" if self._decode else "prefill", kp, kl,
                 qo_indptr=None if self._decode else qo, kv_indices=ki,
-                num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads,
-                head_dim=head_dim, page_size=page_size, num_sms=1, **split)
+                num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
+                head_dim=cfg.head_dim, page_size=cfg.page_size, num_sms=1, **split)
         mask = {} if custom_mask is None else \
             {"custom_mask": custom_mask[0], "mask_indptr": custom_mask[1]}
         self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,

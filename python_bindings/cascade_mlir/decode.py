@@ -4,6 +4,7 @@ per request over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
+from .config import AttentionConfig
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper"]
 
@@ -55,10 +56,15 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
                 kv_data_type = data_type
         if q_data_type is None:
             q_data_type = "float16"
-        self._plan(None, indptr, indices, last_page_len, num_qo_heads, num_kv_heads,
-                   head_dim, page_size, False, pos_encoding_mode, sm_scale, window_left,
-                   logits_soft_cap, rope_scale, rope_theta, q_data_type, kv_data_type,
-                   auto_cascade, fixed_split_size, disable_split_kv)
+        options = self._plan_options(auto_cascade, fixed_split_size, disable_split_kv)
+        cfg = AttentionConfig.make(
+            q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
+            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
+            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
+            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
+            rope_scale=rope_scale, rope_theta=rope_theta)
+        self._plan(cfg, None, indptr, indices, last_page_len, causal=False,
+                   options=options)
 
     begin_forward = plan
 

@@ -5,6 +5,7 @@ from typing import Any, Dict, Optional, Union
 
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
+from .config import AttentionConfig
 from .masks import check_no_custom_mask, paged_request_masks
 
 __all__ = ["BatchAttentionWithAttentionSinkWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
@@ -62,11 +63,17 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                              f"{head_dim_qk}")
         for name, value in unsupported.items():
             reject(name, value)
-        self._plan(qo_indptr, paged_kv_indptr, paged_kv_indices, paged_kv_last_page_len,
-                   num_qo_heads, num_kv_heads, head_dim_qk, page_size, causal,
-                   pos_encoding_mode, sm_scale, window_left, logits_soft_cap, rope_scale,
-                   rope_theta, q_data_type, kv_data_type, auto_cascade,
-                   fixed_split_size, disable_split_kv, mask)
+        options = self._plan_options(auto_cascade, fixed_split_size, disable_split_kv,
+                                     mask)
+        cfg = AttentionConfig.make(
+            q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
+            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
+            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
+            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
+            rope_scale=rope_scale, rope_theta=rope_theta)
+        self._plan(cfg, qo_indptr, paged_kv_indptr, paged_kv_indices,
+                   paged_kv_last_page_len, causal=causal, options=options,
+                   custom_mask=mask)
 
     begin_forward = plan
 

@@ -13,6 +13,7 @@ from ._contiguous import identity_table, token_pages
 from ._frameworks import host_int32
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import reject_multi_item_scoring
+from .config import AttentionConfig
 from .masks import check_no_custom_mask, request_masks
 
 __all__ = ["BatchPrefillWithRaggedKVCacheWrapper"]
@@ -77,10 +78,17 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         mask = request_masks(custom_mask, packed_custom_mask, np.diff(qo), np.diff(kp))
         indices, last = identity_table(kp)
         self._num_tokens = int(kp[-1])
-        self._plan(qo, kp, indices, last, num_qo_heads, num_kv_heads, head_dim_qk,
-                   1, causal, pos_encoding_mode, sm_scale, window_left, logits_soft_cap,
-                   rope_scale, rope_theta, q_data_type, kv_data_type, auto_cascade,
-                   fixed_split_size, disable_split_kv, mask)
+        options = self._plan_options(auto_cascade, fixed_split_size, disable_split_kv,
+                                     mask)
+        # One-token pages: the identity page table over the ragged K/V.
+        cfg = AttentionConfig.make(
+            q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
+            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=1,
+            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
+            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
+            rope_scale=rope_scale, rope_theta=rope_theta)
+        self._plan(cfg, qo, kp, indices, last, causal=causal, options=options,
+                   custom_mask=mask)
 
     begin_forward = plan
 
