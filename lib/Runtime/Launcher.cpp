@@ -9,6 +9,50 @@ namespace cascade::runtime {
 
 using namespace cuda;
 
+Status checkCascadeKernels(const Bundle &bundle, const CascadePlan &plan,
+                           const std::vector<LevelKernels> &kernels,
+                           const std::string &mergeKernel,
+                           const std::vector<PlanInputs> *inputs) {
+  const size_t n = plan.levels.size();
+  auto check = [&](const std::string &kernel, size_t l) {
+    const KernelSpec *spec = kernel.empty() ? nullptr : bundle.find(kernel);
+    if (!spec)
+      return Status::success();
+    Status s = checkKernelStatics(*spec, plan.levels[l],
+                                  inputs && inputs->size() == n ? &(*inputs)[l]
+                                                                : nullptr);
+    return s.ok() ? s
+                  : Status(s.code(),
+                           "level " + std::to_string(l) + ": " + s.message());
+  };
+  for (const PlanStep &step : plan.steps) {
+    const auto l = static_cast<size_t>(step.level);
+    if (step.level < 0 || l >= n || l >= kernels.size())
+      continue; // runCascade reports it
+    switch (step.kind) {
+    case WorkKind::Decode:
+    case WorkKind::DecodeSplit:
+    case WorkKind::Prefill:
+    case WorkKind::PrefillSplit:
+      CASCADE_RETURN_IF_ERROR(check(kernels[l].attention, l));
+      break;
+    case WorkKind::MergeSplits:
+      CASCADE_RETURN_IF_ERROR(check(kernels[l].merge, l));
+      break;
+    case WorkKind::MergeLevel: {
+      if (step.level == plan.base_level)
+        break;
+      const KernelSpec *attention = bundle.find(kernels[l].attention);
+      if (attention && attention->staticString("accumulate") == "true")
+        break;
+      CASCADE_RETURN_IF_ERROR(check(mergeKernel, l));
+      break;
+    }
+    }
+  }
+  return Status::success();
+}
+
 Status Launcher::create(const Bundle &bundle, int device,
                         std::unique_ptr<Launcher> &out) {
   std::shared_ptr<Device> d;
@@ -145,6 +189,12 @@ Status Launcher::uploadPlan(const CascadePlan &plan, uint64_t intWorkspace,
 Status Launcher::runLevel(const Plan &plan, uint64_t intWorkspace,
                           uint64_t floatWorkspace, const LevelKernels &kernels,
                           const ArgumentTable &args, CUstream stream) {
+  // The kernels' statics against the plan, before anything is launched.
+  if (const KernelSpec *attention = bundle_.find(kernels.attention))
+    CASCADE_RETURN_IF_ERROR(checkKernelStatics(*attention, plan));
+  if (const KernelSpec *merge =
+          plan.split_kv ? bundle_.find(kernels.merge) : nullptr)
+    CASCADE_RETURN_IF_ERROR(checkKernelStatics(*merge, plan));
   ArgumentTable table;
   addPlanBindings(table, plan, intWorkspace, floatWorkspace);
   table.merge(args);
@@ -191,6 +241,8 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
     const KernelSpec *attention = bundle_.find(kernels[l].attention);
     return attention && attention->staticString("accumulate") == "true";
   };
+  CASCADE_RETURN_IF_ERROR(
+      checkCascadeKernels(bundle_, plan, kernels, mergeKernel));
   std::vector<ArgumentTable> tables(n); // per level, from its attention step
   for (size_t si = 0; si < plan.steps.size(); ++si) {
     // The launches the previous step recorded were its own.

@@ -291,6 +291,39 @@ const KernelSpec *Bundle::select(
   return nullptr;
 }
 
+Status checkKernelStatics(const KernelSpec &kernel, const Plan &plan,
+                          const PlanInputs *inputs) {
+  namespace key = contract::key;
+  auto check = [&](const char *name, const std::string &planValue,
+                   ErrorCode code) {
+    const std::string have = kernel.staticString(name);
+    if (have.empty() || sameStaticValue(have, planValue))
+      return Status::success();
+    return makeError(code, "kernel %s was built for %s %s, the plan has %s",
+                     kernel.name.c_str(), name, have.c_str(),
+                     planValue.c_str());
+  };
+  const std::pair<const char *, int64_t> sizes[] = {
+      {key::kPageSize, plan.page_size},
+      {key::kHeadDim, plan.head_dim},
+      {key::kNumQoHeads, plan.num_qo_heads},
+      {key::kNumKvHeads, plan.num_kv_heads}};
+  for (const auto &[name, value] : sizes)
+    CASCADE_RETURN_IF_ERROR(
+        check(name, std::to_string(value), ErrorCode::SizeMismatch));
+  if (!inputs)
+    return Status::success();
+  const std::pair<const char *, DType> dtypes[] = {
+      {key::kQDType, inputs->q_dtype},
+      {key::kKvDType, inputs->kv_dtype},
+      {key::kODType, inputs->o_dtype},
+      {key::kVDType, inputs->o_dtype}};
+  for (const auto &[name, value] : dtypes)
+    CASCADE_RETURN_IF_ERROR(
+        check(name, dtypeName(value), ErrorCode::InvalidArgument));
+  return Status::success();
+}
+
 Status parseManifest(std::string_view text, Bundle &out) {
   Json root;
   Status s = json::parse(text, root);

@@ -439,6 +439,10 @@ Status Program::prepare(int variant,
     t.setFloat(contract::param::kKScale, 1.0);
     t.setFloat(contract::param::kVScale, 1.0);
   }
+  // The kernels' statics against the plan and the levels' dtypes, once
+  // here (run() only patches the bound launches).
+  CASCADE_RETURN_IF_ERROR(checkCascadeKernels(launcher_.bundle(), plan_,
+                                              kernels, merge, &spec_.levels));
   Variant v;
   std::vector<int32_t> steps;
   launcher_.setRecorder(&v.launches);

@@ -31,6 +31,19 @@ struct LevelKernels {
   std::string merge;
 };
 
+/// checkKernelStatics (Manifest.h) for every kernel of `bundle` that
+/// Launcher::runCascade launches for `plan` (by its steps: each level's
+/// attention kernel, its merge kernel where it splits KV, `mergeKernel`
+/// for a level that neither writes the output nor accumulates), against
+/// the plan of its level; `inputs`, if given, holds the PlanInputs of
+/// every level (their dtypes are checked as well). Kernels the bundle
+/// lacks are left to the launch, which reports them. Messages start with
+/// "level L: ".
+Status checkCascadeKernels(const Bundle &bundle, const CascadePlan &plan,
+                           const std::vector<LevelKernels> &kernels,
+                           const std::string &mergeKernel,
+                           const std::vector<PlanInputs> *inputs = nullptr);
+
 class Launcher {
 public:
   /// Loads the driver, makes device `device`'s primary context current and
@@ -91,7 +104,9 @@ public:
   /// One attention level. `args` holds the user's buffers (q, the KV pool,
   /// index arrays, o, lse) and options; the plan's arrays and scalars are
   /// added (addPlanBindings). In split mode the attention kernel writes
-  /// tmp_v/tmp_s and the merge kernel writes o/lse.
+  /// tmp_v/tmp_s and the merge kernel writes o/lse. Before anything is
+  /// launched, the kernels' statics are checked against the plan
+  /// (checkKernelStatics).
   Status runLevel(const Plan &plan, uint64_t intWorkspace,
                   uint64_t floatWorkspace, const LevelKernels &kernels,
                   const ArgumentTable &args, cuda::CUstream stream);
@@ -105,7 +120,9 @@ public:
   /// `mergeKernel` (op merge_state_in_place: v, s, v_other, s_other) merges
   /// it into o/lse (`mergeKernel` may be empty when every level
   /// accumulates). With `launchSteps`, while a recorder is set, the index
-  /// into plan.steps of every recorded launch is appended to it.
+  /// into plan.steps of every recorded launch is appended to it. Before
+  /// anything is launched, the kernels' statics are checked against the
+  /// plans of their levels (checkCascadeKernels).
   Status runCascade(const CascadePlan &plan, uint64_t intWorkspace,
                     uint64_t floatWorkspace,
                     const std::vector<LevelKernels> &kernels,

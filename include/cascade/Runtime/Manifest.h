@@ -79,6 +79,18 @@ struct Bundle {
          const std::vector<std::pair<std::string, std::string>> &statics) const;
 };
 
+/// Checks the statics `kernel` was specialised on against the plan of the
+/// level it runs: page_size, head_dim, num_qo_heads and num_kv_heads, and,
+/// where the caller states the level's dtypes (`inputs`, the PlanInputs the
+/// plan was made from), q_dtype, kv_dtype, o_dtype and a merge kernel's
+/// v_dtype (the output's). A static the kernel does not carry is not
+/// checked (merge kernels carry only head_dim, num_qo_heads and v_dtype).
+/// A size that differs is ErrorCode::SizeMismatch, a dtype
+/// ErrorCode::InvalidArgument, e.g. "kernel K was built for page_size 16,
+/// the plan has 8".
+Status checkKernelStatics(const KernelSpec &kernel, const Plan &plan,
+                          const PlanInputs *inputs = nullptr);
+
 /// Parses manifest.json text (no file access). Malformed JSON is
 /// ErrorCode::Parse with the line and column, content errors
 /// ErrorCode::Schema naming the kernel and the key.

@@ -34,7 +34,9 @@ namespace {
 //===----------------------------------------------------------------------===//
 
 /// The test bundle: attention kernels of both modes (the prefill one with a
-/// query tile of 64), the merge of KV splits and the merge of a level.
+/// query tile of 64), the merge of KV splits and the merge of a level. The
+/// `_p16` / `_h8` kernels carry the statics of TwoLevels' plans (page size
+/// 16, 8 / 2 heads, f16), which the runtime checks.
 const char *const kManifest = R"({
   "format": "cascade-kernel-bundle", "version": 1,
   "target": {"chip": "sm_90", "features": "+ptx80"},
@@ -59,6 +61,18 @@ const char *const kManifest = R"({
                 {"name": "k_scale", "kind": "f32"},
                 {"name": "v_scale", "kind": "f32"}],
      "plan_arrays": ["request_indices", "tmp_v"]},
+    {"name": "t_decode_split_p16", "ptx": "t.ptx", "op": "decode_split",
+     "block": [128, 1, 1],
+     "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
+     "dynamic_shared_bytes": 0,
+     "static": {"head_dim": 64, "num_qo_heads": 8, "num_kv_heads": 2,
+                "page_size": 16, "q_dtype": "f16", "kv_dtype": "f16",
+                "o_dtype": "f16"},
+     "params": [{"name": "q", "kind": "memref", "dtype": "f16"},
+                {"name": "o", "kind": "memref", "dtype": "f16"},
+                {"name": "request_indices", "kind": "memref", "dtype": "i32"},
+                {"name": "tmp_v", "kind": "memref", "dtype": "f32"}],
+     "plan_arrays": ["request_indices", "tmp_v"]},
     {"name": "t_prefill_split", "ptx": "t.ptx", "op": "prefill_split",
      "block": [128, 1, 1],
      "grid": [{"param": "padded_batch_size"}, {"param": "num_kv_heads"}, 1],
@@ -72,6 +86,15 @@ const char *const kManifest = R"({
      "block": [64, 1, 1],
      "grid": [{"param": "num_rows"}, {"param": "num_qo_heads"}, 1],
      "dynamic_shared_bytes": 0, "static": {"head_dim": 64},
+     "params": [{"name": "tmp_v", "kind": "memref", "dtype": "f32"},
+                {"name": "merge_indptr", "kind": "memref", "dtype": "i32"},
+                {"name": "o", "kind": "memref", "dtype": "f16"}],
+     "plan_arrays": ["tmp_v", "merge_indptr"]},
+    {"name": "t_merge_splits_h8", "ptx": "t.ptx",
+     "op": "merge_states_indptr", "block": [64, 1, 1],
+     "grid": [{"param": "num_rows"}, {"param": "num_qo_heads"}, 1],
+     "dynamic_shared_bytes": 0,
+     "static": {"head_dim": 64, "num_qo_heads": 8, "v_dtype": "f16"},
      "params": [{"name": "tmp_v", "kind": "memref", "dtype": "f32"},
                 {"name": "merge_indptr", "kind": "memref", "dtype": "i32"},
                 {"name": "o", "kind": "memref", "dtype": "f16"}],
@@ -153,12 +176,12 @@ struct TwoLevels {
   Batch shared, unique;
   ProgramSpec spec;
 
-  explicit TwoLevels(bool graph, int32_t longest = 40,
-                     int32_t prefixPages = 8) {
-    shared = makeBatch(PlanMode::Prefill, {prefixPages}, {6}, 16, 8, 2, 64, 0,
-                       1, false);
+  explicit TwoLevels(bool graph, int32_t longest = 40, int32_t prefixPages = 8,
+                     int64_t pageSize = 16) {
+    shared = makeBatch(PlanMode::Prefill, {prefixPages}, {6}, pageSize, 8, 2,
+                       64, 0, 1, false);
     unique = makeBatch(PlanMode::Decode, {1, 3, longest, 2, 9, 5},
-                       {1, 1, 1, 1, 1, 1}, 16, 8, 2, 64, 0, 1, false);
+                       {1, 1, 1, 1, 1, 1}, pageSize, 8, 2, 64, 0, 1, false);
     for (Batch *b : {&shared, &unique}) {
       b->in.num_pages = 1024 + prefixPages; // any id the batches use
       b->in.num_sms = 0; // the device facts come from the targets
@@ -505,6 +528,89 @@ TEST(LauncherOnStandIn, CascadeLaunchesFollowThePlansSteps) {
             "level 1 does not accumulate and no merge kernel was given");
 }
 
+TEST(LauncherOnStandIn, KernelStaticsMustMatchThePlan) {
+  NEED_FAKE();
+  Launcher &l = *fake().launcher;
+  TwoLevels t(false);
+  CascadePlan p;
+  ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
+  ASSERT_TRUE(p.levels[1].split_kv);
+  std::vector<ArgumentTable> args(2);
+  for (ArgumentTable &a : args) {
+    a.setBuffer("q", 0x1000, 6 * 8 * 64, "f16");
+    a.setBuffer("o", 0x2000, 6 * 8 * 64, "f16");
+    a.setBuffer("lse", 0x3000, 6 * 8, "f32");
+  }
+  const std::vector<LevelKernels> kernels = {
+      {"t_prefill_split", "t_merge_splits"},
+      {"t_decode_split_p16", "t_merge_splits_h8"}};
+  // The plan the kernels were built for runs as before.
+  ASSERT_TRUE(
+      l.runCascade(p, 0x10000, 0x20000, kernels, args, "t_merge_level", nullptr)
+          .ok());
+  ASSERT_EQ(fake().numLaunches(), 4);
+  EXPECT_STREQ(fake().launchName(1), "t_decode_split_p16");
+  EXPECT_STREQ(fake().launchName(2), "t_merge_splits_h8");
+  fake().reset();
+  ASSERT_TRUE(
+      l.runLevel(p.levels[1], 0x10000, 0x20000, kernels[1], args[1], nullptr)
+          .ok());
+  EXPECT_EQ(fake().numLaunches(), 2);
+
+  // A plan of another page size, head_dim or head count: a clear error
+  // before anything is launched.
+  const struct {
+    int64_t Plan::*field;
+    int64_t value;
+    const char *message;
+  } cases[] = {
+      {&Plan::page_size, 8,
+       "kernel t_decode_split_p16 was built for page_size 16, the plan has 8"},
+      {&Plan::head_dim, 128,
+       "kernel t_decode_split_p16 was built for head_dim 64, the plan has "
+       "128"},
+      {&Plan::num_qo_heads, 16,
+       "kernel t_decode_split_p16 was built for num_qo_heads 8, the plan has "
+       "16"},
+      {&Plan::num_kv_heads, 4,
+       "kernel t_decode_split_p16 was built for num_kv_heads 2, the plan has "
+       "4"}};
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.message);
+    CascadePlan bad = p;
+    bad.levels[1].*c.field = c.value;
+    fake().reset();
+    Status s = l.runCascade(bad, 0x10000, 0x20000, kernels, args,
+                            "t_merge_level", nullptr);
+    EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+    EXPECT_EQ(s.message(), std::string("level 1: ") + c.message);
+    s = l.runLevel(bad.levels[1], 0x10000, 0x20000, kernels[1], args[1],
+                   nullptr);
+    EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+    EXPECT_EQ(s.message(), c.message);
+    EXPECT_EQ(fake().numLaunches(), 0);
+  }
+
+  // A merge kernel is checked on what it carries (head_dim, num_qo_heads),
+  // and only where the plan launches it.
+  CascadePlan heads = p;
+  heads.levels[1].num_qo_heads = 16;
+  const std::vector<LevelKernels> plainAttention = {
+      {"t_prefill_split", "t_merge_splits"},
+      {"t_decode_split", "t_merge_splits_h8"}};
+  fake().reset();
+  Status s = l.runCascade(heads, 0x10000, 0x20000, plainAttention, args,
+                          "t_merge_level", nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "level 1: kernel t_merge_splits_h8 was built for "
+                         "num_qo_heads 8, the plan has 16");
+  EXPECT_EQ(fake().numLaunches(), 0);
+  heads.levels[1].split_kv = false;
+  EXPECT_TRUE(l.runLevel(heads.levels[1], 0x10000, 0x20000, plainAttention[1],
+                         args[1], nullptr)
+                  .ok());
+}
+
 TEST(ProgramOnStandIn, PlanIsTheDeviceFreePlan) {
   NEED_FAKE();
   for (bool graph : {false, true}) {
@@ -819,4 +925,64 @@ TEST(ProgramOnStandIn, Fp8ScalesReachTheirSlotsAndRewriteTheGraph) {
   }
   EXPECT_TRUE(d.free(ws.intWs).ok());
   EXPECT_TRUE(d.free(ws.floatWs).ok());
+}
+
+/// Plans `t`, uploads and prepares variant 0 with the checked kernels of
+/// the test bundle at level 1.
+static void prepareChecked(Program &program, TwoLevels &t, Status &prepared) {
+  Device &d = *fake().device;
+  std::vector<ProgramLevelKernels> levels(2);
+  levels[0].split = levels[0].unsplit = {"t_prefill_split", "t_merge_splits"};
+  levels[1].split =
+      levels[1].unsplit = {"t_decode_split_p16", "t_merge_splits_h8"};
+  ASSERT_TRUE(program.plan(t.spec).ok());
+  StandInWorkspaces ws;
+  ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, program, ws));
+  prepared = program.prepare(0, levels, "t_merge_level");
+  EXPECT_TRUE(d.free(ws.intWs).ok());
+  EXPECT_TRUE(d.free(ws.floatWs).ok());
+}
+
+TEST(ProgramOnStandIn, PrepareChecksTheKernelsStatics) {
+  NEED_FAKE();
+  {
+    // The plan the kernels were built for is prepared as before.
+    Program program(*fake().launcher);
+    TwoLevels t(false);
+    Status s;
+    ASSERT_NO_FATAL_FAILURE(prepareChecked(program, t, s));
+    ASSERT_TRUE(s.ok()) << s.message();
+    EXPECT_EQ(program.numLaunches(0),
+              static_cast<int64_t>(program.cascadePlan().steps.size()));
+  }
+  // Another page size, head count or q dtype: nothing is prepared.
+  TwoLevels page8(false, 40, 8, /*pageSize=*/8), heads(false), bf16(false);
+  for (PlanInputs &in : heads.spec.levels) {
+    in.num_qo_heads = 16;
+    in.num_kv_heads = 4;
+  }
+  bf16.spec.levels[1].q_dtype = DType::BF16;
+  const struct {
+    TwoLevels *t;
+    ErrorCode code;
+    const char *message;
+  } cases[] = {
+      {&page8, ErrorCode::SizeMismatch,
+       "level 1: kernel t_decode_split_p16 was built for page_size 16, the "
+       "plan has 8"},
+      {&heads, ErrorCode::SizeMismatch,
+       "level 1: kernel t_decode_split_p16 was built for num_qo_heads 8, the "
+       "plan has 16"},
+      {&bf16, ErrorCode::InvalidArgument,
+       "level 1: kernel t_decode_split_p16 was built for q_dtype f16, the "
+       "plan has bf16"}};
+  for (const auto &c : cases) {
+    SCOPED_TRACE(c.message);
+    Program program(*fake().launcher);
+    Status s;
+    ASSERT_NO_FATAL_FAILURE(prepareChecked(program, *c.t, s));
+    EXPECT_EQ(s.code(), c.code);
+    EXPECT_EQ(s.message(), c.message);
+    EXPECT_FALSE(program.prepared(0));
+  }
 }

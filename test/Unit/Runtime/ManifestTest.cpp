@@ -277,6 +277,57 @@ TEST(Manifest, FloatBindingsOutsideInt64AreWellDefined) {
   EXPECT_EQ(t.find("big")->floatValue, 9.3e18);
 }
 
+TEST(Manifest, KernelStaticsAreCheckedAgainstThePlan) {
+  Bundle b = loadTestBundle();
+  KernelSpec decode = *b.find("cascade_decode_split_f16_d128");
+  const KernelSpec &merge = *b.find("cascade_merge_state_f16_d128");
+  Plan plan;
+  plan.page_size = 16;
+  plan.head_dim = 128;
+  plan.num_qo_heads = 32;
+  plan.num_kv_heads = 8;
+  PlanInputs in;
+  EXPECT_TRUE(checkKernelStatics(decode, plan, &in).ok());
+  EXPECT_TRUE(checkKernelStatics(merge, plan, &in).ok());
+
+  // Only the statics a kernel carries are checked: the heads and dtypes
+  // once it carries them.
+  plan.num_qo_heads = 64;
+  in.q_dtype = DType::BF16;
+  EXPECT_TRUE(checkKernelStatics(decode, plan, &in).ok());
+  decode.statics.push_back({"num_qo_heads", "32"});
+  decode.statics.push_back({"q_dtype", "f16"});
+  Status s = checkKernelStatics(decode, plan, &in);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "kernel cascade_decode_split_f16_d128 was built for "
+                         "num_qo_heads 32, the plan has 64");
+  plan.num_qo_heads = 32;
+  s = checkKernelStatics(decode, plan, &in);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "kernel cascade_decode_split_f16_d128 was built for "
+                         "q_dtype f16, the plan has bf16");
+  // Without the caller's dtypes only the sizes are checked.
+  EXPECT_TRUE(checkKernelStatics(decode, plan).ok());
+
+  plan.page_size = 8;
+  s = checkKernelStatics(decode, plan);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "kernel cascade_decode_split_f16_d128 was built for "
+                         "page_size 16, the plan has 8");
+  // A merge kernel carries head_dim and v_dtype (the output's dtype).
+  EXPECT_TRUE(checkKernelStatics(merge, plan).ok());
+  in.o_dtype = DType::F32;
+  s = checkKernelStatics(merge, plan, &in);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128 was built for "
+                         "v_dtype f16, the plan has f32");
+  plan.head_dim = 64;
+  s = checkKernelStatics(merge, plan);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "kernel cascade_merge_state_f16_d128 was built for "
+                         "head_dim 128, the plan has 64");
+}
+
 TEST(Manifest, MissingBundleIsAnIOError) {
   Bundle b;
   Status s = loadBundle("/nonexistent/bundle", b);
