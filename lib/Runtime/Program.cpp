@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 namespace cascade::runtime {
 
@@ -464,8 +465,11 @@ Status Program::prepare(int variant,
                ? step.level
                : std::numeric_limits<int32_t>::max();
   };
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return rootLevel(a) < rootLevel(b);
+  // Stable by the launch index (order starts as the identity): std::sort
+  // with the index as the tie-break, since libstdc++'s stable_sort uses the
+  // deprecated std::get_temporary_buffer.
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::pair(rootLevel(a), a) < std::pair(rootLevel(b), b);
   });
   {
     std::vector<PreparedLaunch> launches;
