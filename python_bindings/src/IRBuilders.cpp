@@ -197,8 +197,7 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
       /*k_scale=*/Value(), /*v_scale=*/Value(), sinks, mask, maskIndptr, plan,
-      o, lse,
-      opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
+      o, lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
       opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
   func::ReturnOp::create(b, loc, op->getResults());
@@ -294,9 +293,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     op = MultiLevelAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*sinks=*/Value(),
-        /*plans=*/ValueRange{}, o,
-        lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-        opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base, levels,
+        /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
+        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
+        opt.ropeTheta, opt.base, levels,
         raggedLevels.empty() ? DenseBoolArrayAttr()
                              : b.getDenseBoolArrayAttr(ragged));
   }

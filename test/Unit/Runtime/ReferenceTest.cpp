@@ -507,8 +507,8 @@ TEST(RefAttention, Fp8ScalesEqualScaledKeysAndValues) {
 TEST(RefAttention, SinksJoinTheDenominatorOnce) {
   std::mt19937_64 rng(11);
   const int64_t ps = 4, hqo = 2, hkv = 1, d = 8;
-  Problem p =
-      makeProblem(rng, {2, 0}, {1, 1}, ps, hqo, hkv, d, ref::KvLayout::NHD, true);
+  Problem p = makeProblem(rng, {2, 0}, {1, 1}, ps, hqo, hkv, d,
+                          ref::KvLayout::NHD, true);
   const float sinks[hqo] = {0.75f, -2.5f};
   ref::AttentionOptions opts;
   opts.sinks = sinks;
@@ -548,8 +548,7 @@ TEST(RefAttention, SinksJoinTheDenominatorOnce) {
   second.kvIndptr = {0, 1, 1};
   second.kvIndices = {p.attn.kvIndices[1]};
   std::vector<double> cv(v.size()), cs(s.size());
-  ASSERT_TRUE(
-      ref::cascade({first, second}, opts, cv.data(), cs.data()).ok());
+  ASSERT_TRUE(ref::cascade({first, second}, opts, cv.data(), cs.data()).ok());
   for (int64_t h = 0; h < hqo; ++h) {
     EXPECT_NEAR(cs[h], s[h], 1e-12);
     for (int64_t i = 0; i < d; ++i)
