@@ -58,7 +58,8 @@ struct KernelFamilyTraits {
   int64_t (*registersPerThread)(KernelConfigAttr config,
                                 const TargetInfo &target);
   /// Why a kernel of `config` cannot run an attention op of `shape` (empty
-  /// where it can): the family's part of spec analysis.
+  /// where it can): the family's part of spec analysis (the limit on
+  /// dynamic shared memory is checked for every family in analyseAttention).
   std::string (*whyNotAttention)(KernelConfigAttr config,
                                  const AttentionShape &shape);
   /// Family-specific variants recorded in the spec (null: never): an fp8

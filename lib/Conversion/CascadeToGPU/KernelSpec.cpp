@@ -216,10 +216,10 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
          pool == o.pool && decode == o.decode && causal == o.causal &&
          split == o.split && accumulate == o.accumulate &&
-         customMask == o.customMask &&
-         epilogueSinks() == o.epilogueSinks() && pageTable == o.pageTable &&
-         qType == o.qType && kvType == o.kvType && oType == o.oType &&
-         bits(smScale) == bits(o.smScale) && bits(softCap) == bits(o.softCap) &&
+         customMask == o.customMask && epilogueSinks() == o.epilogueSinks() &&
+         pageTable == o.pageTable && qType == o.qType && kvType == o.kvType &&
+         oType == o.oType && bits(smScale) == bits(o.smScale) &&
+         bits(softCap) == bits(o.softCap) &&
          bits(ropeScale) == bits(o.ropeScale) &&
          bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
          pos == o.pos && baseE == o.baseE && config == o.config &&
@@ -503,6 +503,16 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   c.fp8DirectK = traits.fp8DirectK && traits.fp8DirectK(config, shape);
   c.fp8DirectV = traits.fp8DirectV && traits.fp8DirectV(config, shape);
   std::string why = traits.whyNotAttention(config, shape);
+  // Every family with dynamic shared memory: at most what any target lets a
+  // block opt into (the chip's own limit is checked against its target).
+  if (why.empty() && traits.dynamicSharedBytes) {
+    int64_t bytes = traits.dynamicSharedBytes(config, shape);
+    if (bytes > kMaxSharedBytesOnAnyTarget)
+      why =
+          ("it needs " + Twine(bytes) + " bytes of shared memory, more than " +
+           Twine(kMaxSharedBytesOnAnyTarget))
+              .str();
+  }
   if (!why.empty()) {
     op.emitError("kernel_config ")
         << config << " cannot run this attention: " << why;

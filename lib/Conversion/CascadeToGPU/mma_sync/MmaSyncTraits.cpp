@@ -126,11 +126,6 @@ static std::string whyNotAttention(KernelConfigAttr config,
             "q_tile must be >= " +
             Twine(s.groupSize))
         .str();
-  int64_t bytes = dynamicSharedBytes(config, s);
-  if (bytes > kMaxSharedBytesOnAnyTarget)
-    return ("it needs " + Twine(bytes) + " bytes of shared memory, more than " +
-            Twine(kMaxSharedBytesOnAnyTarget))
-        .str();
   return {};
 }
 

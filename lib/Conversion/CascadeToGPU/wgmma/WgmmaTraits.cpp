@@ -111,11 +111,6 @@ static std::string whyNotAttention(KernelConfigAttr config,
     return "the wgmma family runs prefill and append, not decode (a decode "
            "request fills too few of its 64-row warpgroup tiles; use rows or "
            "mma_sync)";
-  int64_t bytes = dynamicSharedBytes(config, s);
-  if (bytes > kMaxSharedBytesOnAnyTarget)
-    return ("it needs " + Twine(bytes) + " bytes of shared memory, more than " +
-            Twine(kMaxSharedBytesOnAnyTarget))
-        .str();
   return {};
 }
 
