@@ -291,17 +291,17 @@ class SingleLevelWrapper:
              v_scale: Optional[float] = None, sinks: Any = None) -> Any:
         if self._config is None:
             raise NotPlannedError("run() before plan(): call plan() first")
-        if (sinks is not None) != self._sinks and self._engine is not None:
-            # The kernels with sinks differ from those without: plan again.
-            assert self._replan is not None
-            self._sinks = sinks is not None
-            self._replan()
-        self._sinks = sinks is not None
         ks, vs = kv_scales(self._config, k_scale, v_scale)
         if window_left is not None and window_left != self._config.window_left:
             raise ValueError(f"window_left={window_left} differs from plan()'s "
                              f"{self._config.window_left}: the kernels are compiled for "
                              "the planned window")
+        if (sinks is not None) != self._sinks:
+            self._sinks = sinks is not None
+            if self._engine is not None:
+                # The kernels with sinks differ from those without: plan again.
+                assert self._replan is not None
+                self._replan()
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse,
                                     k_scale=ks, v_scale=vs, sinks=sinks)

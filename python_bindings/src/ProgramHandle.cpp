@@ -234,11 +234,7 @@ public:
         throw py::value_error("k_shared and v_shared are required");
       c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
     }
-    if (sinks.is_none() == program_.takesSinks())
-      throw py::value_error(
-          program_.takesSinks()
-              ? "sinks are required: the planned kernels take attention sinks"
-              : "sinks given, but the plan has none: plan with sinks");
+    // Whether the plan takes sinks is the runtime's check (Program::run).
     if (!sinks.is_none()) {
       TensorArg ts = probe(sinks, "sinks", stream);
       alive.push_back(ts.keepAlive);
