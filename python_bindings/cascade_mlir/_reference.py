@@ -67,11 +67,9 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
         kv = [np.asarray(_to_numpy(paged_kv_cache, "paged_kv_cache"), dtype=np.float32)]
     o, lse = _runtime.ref_attention(
         np.asarray(qn, dtype=np.float32), kv, levels, cfg.page_size,
-        cfg.kv_layout.upper(), causal=causal, sm_scale=cfg.sm_scale,
-        logits_soft_cap=cfg.logits_soft_cap, window_left=cfg.window_left,
-        pos_encoding_mode=cfg.pos_encoding.upper(), rope_scale=cfg.rope_scale,
-        rope_theta=cfg.rope_theta, k_scale=k_scale, v_scale=v_scale,
-        sinks=None if sinks is None else np.asarray(_to_numpy(sinks, "sinks"), np.float32))
+        cfg.kv_layout.upper(), causal=causal, k_scale=k_scale, v_scale=v_scale,
+        sinks=None if sinks is None else np.asarray(_to_numpy(sinks, "sinks"), np.float32),
+        **cfg.score_args())
     return o, lse
 
 

@@ -11,7 +11,7 @@ import numpy as np
 from . import _gpu, _runtime
 from ._frameworks import host_int32
 from ._gpu import NotPlannedError
-from .config import AttentionConfig, kv_scales
+from .config import AttentionConfig, ScoreArgs, kv_scales
 from .kernels import Group
 from .masks import check_custom_mask_supported
 
@@ -203,10 +203,11 @@ class SingleLevelWrapper:
             else host_int32(qo_indptr, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "plan()", decode=self._decode)
         causal = bool(causal) and not self._decode
-        if auto is not None and (cfg.pos_encoding != "none" or cfg.window_left >= 0):
-            raise ValueError("auto_cascade needs pos_encoding_mode='NONE' and "
-                             "window_left=-1: a cascade level does not see absolute "
-                             "positions (apply RoPE before the call)")
+        if auto is not None and not cfg.position_free:
+            raise ValueError("auto_cascade needs score options that do not depend on "
+                             "absolute positions (no RoPE, no window): a cascade level "
+                             "does not see them (apply RoPE before the call); plan() "
+                             f"has {cfg.describe()}")
         self._config, self._causal = cfg, causal
         buffers: Optional[List[Dict[str, Any]]]
         if auto is not None:
@@ -287,15 +288,14 @@ class SingleLevelWrapper:
         return levels, self._auto_buffers + [own]
 
     def _run(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
-             window_left: Optional[int], k_scale: Optional[float] = None,
+             planned: ScoreArgs, k_scale: Optional[float] = None,
              v_scale: Optional[float] = None, sinks: Any = None) -> Any:
+        """run() past its fast path; `planned`: the score options run() was
+        given again (checked against plan()'s)."""
         if self._config is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         ks, vs = kv_scales(self._config, k_scale, v_scale)
-        if window_left is not None and window_left != self._config.window_left:
-            raise ValueError(f"window_left={window_left} differs from plan()'s "
-                             f"{self._config.window_left}: the kernels are compiled for "
-                             "the planned window")
+        self._config.check_planned(planned)
         if (sinks is not None) != self._sinks:
             self._sinks = sinks is not None
             if self._engine is not None:
@@ -311,7 +311,7 @@ class SingleLevelWrapper:
                                   paged_kv_cache, out, lse, return_lse, ks, vs, sinks)
 
     def _run_checked(self, q: Any, paged_kv_cache: Any, args: Tuple[Any, ...], out: Any,
-                     lse: Any, return_lse: bool, window_left: Optional[int],
+                     lse: Any, return_lse: bool, planned: ScoreArgs,
                      k_scale: Optional[float] = None, v_scale: Optional[float] = None,
                      sinks: Any = None, **unsupported: Any) -> Any:
         if args:
@@ -319,7 +319,7 @@ class SingleLevelWrapper:
                             "rest by keyword")
         for name, value in unsupported.items():
             reject(name, value)
-        return self._run(q, paged_kv_cache, out, lse, return_lse, window_left,
+        return self._run(q, paged_kv_cache, out, lse, return_lse, planned,
                          k_scale, v_scale, sinks)
 
     def forward_return_lse(self, q: Any, paged_kv_cache: Any, **kwargs: Any) -> Any:

@@ -48,7 +48,8 @@ from ._reference import (  # noqa: F401
     _reference_run,
     _to_numpy,
 )
-from .config import AttentionConfig, kv_scales
+from ._signatures import flashinfer_signature
+from .config import AttentionConfig, ScoreArgs, kv_scales
 
 __all__ = [
     "merge_state",
@@ -145,22 +146,20 @@ class MultiLevelCascadeAttentionWrapper:
         self.__dict__.pop("forward", None)
         _gpu.one_call_run(self, None)
 
+    @flashinfer_signature("MultiLevelCascadeAttentionWrapper.plan")
     def plan(self, qo_indptr_arr: Sequence, paged_kv_indptr_arr: Sequence,
              paged_kv_indices_arr: Sequence, paged_kv_last_page_len: Sequence,
              num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
-             causal: bool = False, pos_encoding_mode: str = "NONE",
-             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
-             q_data_type: Any = "float16", kv_data_type: Any = None) -> None:
+             causal: bool = False, use_fp16_qk_reduction: bool = False,
+             q_data_type: Any = "float16", kv_data_type: Any = None, *,
+             score: ScoreArgs) -> None:
         """Plans every level (on the host) and uploads the plan; reused by
-        every run() until the next plan()."""
+        every run() until the next plan(). FlashInfer's signature
+        (_signatures.py: the score options arrive as `score`)."""
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
-            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
-            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+            kv_layout=self._kv_layout, **score)
         levels = _gpu.levels_from_arrays(qo_indptr_arr, paged_kv_indptr_arr,
                                          paged_kv_indices_arr, paged_kv_last_page_len,
                                          self._num_levels, causal)

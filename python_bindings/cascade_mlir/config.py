@@ -22,7 +22,7 @@ from dataclasses import KW_ONLY, dataclass, replace
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["AttentionConfig", "dtype_code", "DTYPES", "FP8_DTYPES", "KV_LAYOUTS", "KV_FORMS",
-           "POS_ENCODINGS", "KV_SCALES", "kv_scales"]
+           "POS_ENCODINGS", "KV_SCALES", "SCORE_OPTIONS", "ScoreArgs", "kv_scales"]
 
 #: Element type names of the bundle contract (cascade/Contract/DType.h)
 #: that q, KV and outputs may have today, and their numpy/torch spellings.
@@ -46,6 +46,17 @@ POS_ENCODINGS = ("none", "rope_llama", "alibi")
 #: field says; it stays in the key for a per-head variant.
 KV_SCALES = ("none", "per_tensor")
 LSE_BASES = ("2", "e")
+#: The score options as FlashInfer's entry points name them, with their
+#: defaults there: one unit that the wrappers take whole (`ScoreArgs`, see
+#: _signatures.py) and hand to `AttentionConfig.make`.
+SCORE_OPTIONS: Dict[str, Any] = {
+    "pos_encoding_mode": "NONE", "window_left": -1, "logits_soft_cap": None,
+    "sm_scale": None, "rope_scale": None, "rope_theta": None}
+#: Those of them that FlashInfer's run() repeats; run() checks them against
+#: plan()'s (the kernels are compiled for the planned value).
+RUN_SCORE_OPTIONS = ("window_left",)
+#: Score options by name (a subset of SCORE_OPTIONS).
+ScoreArgs = Dict[str, Any]
 _POS_NAMES: Dict[str, str] = {"NONE": "none", "ROPE_LLAMA": "rope_llama",
                               "ALIBI": "alibi", "none": "none",
                               "rope_llama": "rope_llama", "alibi": "alibi"}
@@ -167,18 +178,48 @@ class AttentionConfig:
     def make(cls, *, q_dtype: Any = "float16", kv_dtype: Any = None,
              o_dtype: Any = None, head_dim: int, num_qo_heads: int,
              num_kv_heads: int, page_size: int, kv_layout: str = "NHD",
-             kv_form: str = "pool", sm_scale: Optional[float] = None,
-             logits_soft_cap: Optional[float] = None, window_left: int = -1,
-             pos_encoding_mode: str = "NONE", rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None) -> "AttentionConfig":
-        """From FlashInfer's plan() arguments (its names and None defaults)."""
+             kv_form: str = "pool", **score: Any) -> "AttentionConfig":
+        """From FlashInfer's plan() arguments (its names and None defaults):
+        the dtypes and shapes, and the score options (SCORE_OPTIONS)."""
+        unknown = sorted(set(score) - set(SCORE_OPTIONS))
+        if unknown:
+            raise TypeError(f"unexpected score option(s) {', '.join(unknown)} "
+                            f"(known: {', '.join(SCORE_OPTIONS)})")
+        s = {**SCORE_OPTIONS, **score}
         return cls(num_qo_heads, num_kv_heads, head_dim, page_size,
                    q_dtype=q_dtype, kv_dtype=kv_dtype, o_dtype=o_dtype,
-                   kv_layout=kv_layout, kv_form=kv_form, sm_scale=sm_scale,
-                   logits_soft_cap=logits_soft_cap or 0.0, window_left=window_left,
-                   pos_encoding=pos_encoding_mode,
-                   rope_scale=1.0 if rope_scale is None else rope_scale,
-                   rope_theta=1e4 if rope_theta is None else rope_theta)
+                   kv_layout=kv_layout, kv_form=kv_form, sm_scale=s["sm_scale"],
+                   logits_soft_cap=s["logits_soft_cap"] or 0.0,
+                   window_left=s["window_left"], pos_encoding=s["pos_encoding_mode"],
+                   rope_scale=1.0 if s["rope_scale"] is None else s["rope_scale"],
+                   rope_theta=1e4 if s["rope_theta"] is None else s["rope_theta"])
+
+    def score_args(self) -> ScoreArgs:
+        """The score options as FlashInfer spells them (the inverse of
+        make()'s `score`; what the CPU reference takes)."""
+        return {"pos_encoding_mode": self.pos_encoding.upper(),
+                "window_left": self.window_left,
+                "logits_soft_cap": self.logits_soft_cap, "sm_scale": self.sm_scale,
+                "rope_scale": self.rope_scale, "rope_theta": self.rope_theta}
+
+    def check_planned(self, repeated: ScoreArgs) -> None:
+        """run()'s repetition of plan()'s score options (RUN_SCORE_OPTIONS;
+        None: not repeated): TypeError for another name, ValueError for a
+        value other than the planned one."""
+        planned = self.score_args()
+        for name, value in repeated.items():
+            if name not in RUN_SCORE_OPTIONS:
+                raise TypeError(f"run() got an unexpected keyword argument {name!r}")
+            if value is not None and value != planned[name]:
+                raise ValueError(f"{name}={value} differs from plan()'s {planned[name]}: "
+                                 "the kernels are compiled for the planned value")
+
+    @property
+    def position_free(self) -> bool:
+        """No score option depends on a key's absolute position (no RoPE, no
+        window): what a shared cascade level needs, whose queries do not
+        know their positions in it."""
+        return self.pos_encoding == "none" and self.window_left < 0
 
     @property
     def group_size(self) -> int:

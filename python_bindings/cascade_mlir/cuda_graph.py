@@ -11,6 +11,8 @@ plan() of the same batch size (docs/runtime.md, CUDA graphs).
 from typing import Any, Optional
 
 from ._frameworks import host_int32
+from ._signatures import flashinfer_signature
+from .config import ScoreArgs
 from .decode import BatchDecodeWithPagedKVCacheWrapper
 
 __all__ = ["CUDAGraphBatchDecodeWithPagedKVCacheWrapper", "fast_decode_plan"]
@@ -66,15 +68,13 @@ class CUDAGraphBatchDecodeWithPagedKVCacheWrapper(BatchDecodeWithPagedKVCacheWra
                              f"indices_buffer holds ({self._max_num_pages})")
 
 
+@flashinfer_signature("fast_decode_plan")
 def fast_decode_plan(self: Any, indptr: Any, indices: Any, last_page_len: Any,
                      num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
-                     pos_encoding_mode: str = "NONE", window_left: int = -1,
-                     logits_soft_cap: Optional[float] = None, q_data_type: Any = None,
-                     kv_data_type: Any = None, data_type: Any = None,
-                     sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-                     rope_theta: Optional[float] = None, non_blocking: bool = True,
-                     fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-                     global_override_indptr_cpu: Any = None) -> None:
+                     q_data_type: Any = None, kv_data_type: Any = None, data_type: Any = None,
+                     non_blocking: bool = True, fixed_split_size: Optional[int] = None,
+                     disable_split_kv: bool = False, global_override_indptr_cpu: Any = None,
+                     *, score: ScoreArgs) -> None:
     """FlashInfer's fast_decode_plan(wrapper, ...) (used as
     `wrapper.plan = functools.partial(fast_decode_plan, wrapper)`): the
     wrapper's plan with `global_override_indptr_cpu`, when given, as the
@@ -91,8 +91,6 @@ def fast_decode_plan(self: Any, indptr: Any, indices: Any, last_page_len: Any,
     # The class's plan, not self.plan: callers replace self.plan with this.
     BatchDecodeWithPagedKVCacheWrapper.plan(
         self, indptr, indices, last_page_len, num_qo_heads, num_kv_heads, head_dim,
-        page_size, pos_encoding_mode=pos_encoding_mode, window_left=window_left,
-        logits_soft_cap=logits_soft_cap, q_data_type=q_data_type,
-        kv_data_type=kv_data_type, data_type=data_type, sm_scale=sm_scale,
-        rope_scale=rope_scale, rope_theta=rope_theta, non_blocking=non_blocking,
-        fixed_split_size=fixed_split_size, disable_split_kv=disable_split_kv)
+        page_size, q_data_type=q_data_type, kv_data_type=kv_data_type,
+        data_type=data_type, non_blocking=non_blocking, fixed_split_size=fixed_split_size,
+        disable_split_kv=disable_split_kv, **score)

@@ -3,8 +3,9 @@ per request over a paged KV cache (see cascade.py for the conventions)."""
 
 from typing import Any, Dict, Optional, Union
 
+from ._signatures import flashinfer_signature
 from ._single import SingleLevelWrapper, reject
-from .config import AttentionConfig
+from .config import AttentionConfig, ScoreArgs
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper"]
 
@@ -27,17 +28,16 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
                           "kv_indices": paged_kv_indices_buffer,
                           "kv_last_page_len": paged_kv_last_page_len_buffer})
 
+    @flashinfer_signature("BatchDecodeWithPagedKVCacheWrapper.plan")
     def plan(self, indptr: Any, indices: Any, last_page_len: Any, num_qo_heads: int,
              num_kv_heads: int, head_dim: int, page_size: int,
-             pos_encoding_mode: str = "NONE", window_left: int = -1,
-             logits_soft_cap: Optional[float] = None, q_data_type: Any = "float16",
-             kv_data_type: Any = None, data_type: Any = None,
-             sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None, non_blocking: bool = True,
-             block_tables: Any = None, seq_lens: Any = None,
+             q_data_type: Any = "float16", kv_data_type: Any = None, data_type: Any = None,
+             non_blocking: bool = True, block_tables: Any = None, seq_lens: Any = None,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False, *,
-             auto_cascade: Union[bool, Dict[str, float]] = False) -> None:
-        """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
+             auto_cascade: Union[bool, Dict[str, float]] = False,
+             score: ScoreArgs) -> None:
+        """FlashInfer's plan() (its signature, _signatures.py: the score
+        options arrive as `score`). `auto_cascade=True` (keyword-only; or a dict
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
         that adjacent requests share and runs them as the shared levels of a
         cascade; without worthwhile sharing the plan is the plain one.
@@ -60,9 +60,7 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
-            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
-            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+            kv_layout=self._kv_layout, **score)
         self._plan(cfg, None, indptr, indices, last_page_len, causal=False,
                    options=options)
 
@@ -71,16 +69,17 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
     def run(self, q: Any, paged_kv_cache: Any, *args: Any, q_scale: Optional[float] = None,
             k_scale: Optional[float] = None, v_scale: Optional[float] = None,
             out: Any = None, lse: Any = None, return_lse: bool = False,
-            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
-            sinks: Any = None, q_len_per_req: Optional[int] = 1) -> Any:
-        if (self._fast_run is not None and not self._sinks and not args and q_scale is None
-                and k_scale is None
-                and v_scale is None and window_left is None and sinks is None
-                and q_len_per_req == 1):
+            enable_pdl: Optional[bool] = None, sinks: Any = None,
+            q_len_per_req: Optional[int] = 1, **planned: Any) -> Any:
+        """FlashInfer's run(); `planned`: the score options FlashInfer's
+        run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
+        if (self._fast_run is not None and not self._sinks and not args and not planned
+                and q_scale is None and k_scale is None and v_scale is None
+                and sinks is None and q_len_per_req == 1):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         reject("q_len_per_req", q_len_per_req, 1)
-        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
-                                 window_left, q_scale=q_scale, k_scale=k_scale,
-                                 v_scale=v_scale, sinks=sinks)
+        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse, planned,
+                                 q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                                 sinks=sinks)
 
     forward = run

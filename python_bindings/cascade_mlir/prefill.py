@@ -3,9 +3,10 @@ ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 
 from typing import Any, Dict, Optional, Union
 
+from ._signatures import flashinfer_signature
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
-from .config import AttentionConfig
+from .config import AttentionConfig, ScoreArgs
 from .masks import check_no_custom_mask, paged_request_masks
 
 __all__ = ["BatchAttentionWithAttentionSinkWrapper", "BatchPrefillWithPagedKVCacheWrapper"]
@@ -33,20 +34,19 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
                           "kv_indices": paged_kv_indices_buf,
                           "kv_last_page_len": paged_kv_last_page_len_buf})
 
+    @flashinfer_signature("BatchPrefillWithPagedKVCacheWrapper.plan")
     def plan(self, qo_indptr: Any, paged_kv_indptr: Any, paged_kv_indices: Any,
              paged_kv_last_page_len: Any, num_qo_heads: int, num_kv_heads: int,
              head_dim_qk: int, page_size: int, head_dim_vo: Optional[int] = None,
              custom_mask: Any = None, packed_custom_mask: Any = None,
-             causal: bool = False, pos_encoding_mode: str = "NONE",
-             use_fp16_qk_reduction: bool = False, sm_scale: Optional[float] = None,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             rope_scale: Optional[float] = None, rope_theta: Optional[float] = None,
+             causal: bool = False, use_fp16_qk_reduction: bool = False,
              q_data_type: Any = "float16", kv_data_type: Any = None,
-             non_blocking: bool = True, *,
+             non_blocking: bool = True, fixed_split_size: Optional[int] = None,
+             disable_split_kv: bool = False, *,
              auto_cascade: Union[bool, Dict[str, float]] = False,
-             fixed_split_size: Optional[int] = None, disable_split_kv: bool = False,
-             **unsupported: Any) -> None:
-        """FlashInfer's plan(). `auto_cascade=True` (keyword-only; or a dict
+             score: ScoreArgs, **unsupported: Any) -> None:
+        """FlashInfer's plan() (its signature, _signatures.py: the score
+        options arrive as `score`). `auto_cascade=True` (keyword-only; or a dict
         of cost-model options, docs/auto-cascade.md) finds the page prefixes
         that adjacent requests share and runs them as the shared levels of a
         cascade (non-causal; `causal` masks the last level, and only pages
@@ -68,9 +68,7 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
-            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
-            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+            kv_layout=self._kv_layout, **score)
         self._plan(cfg, qo_indptr, paged_kv_indptr, paged_kv_indices,
                    paged_kv_last_page_len, causal=causal, options=options,
                    custom_mask=mask)
@@ -80,15 +78,16 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
     def run(self, q: Any, paged_kv_cache: Any, *args: Any, q_scale: Optional[float] = None,
             k_scale: Optional[float] = None, v_scale: Optional[float] = None,
             out: Any = None, lse: Any = None, return_lse: bool = False,
-            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None,
-            sinks: Any = None) -> Any:
-        if (self._fast_run is not None and not self._sinks and not args and q_scale is None
-                and k_scale is None
-                and v_scale is None and window_left is None and sinks is None):
+            enable_pdl: Optional[bool] = None, sinks: Any = None, **planned: Any) -> Any:
+        """FlashInfer's run(); `planned`: the score options FlashInfer's
+        run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
+        if (self._fast_run is not None and not self._sinks and not args and not planned
+                and q_scale is None and k_scale is None and v_scale is None
+                and sinks is None):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
-        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse,
-                                 window_left, q_scale=q_scale, k_scale=k_scale,
-                                 v_scale=v_scale, sinks=sinks)
+        return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse, planned,
+                                 q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
+                                 sinks=sinks)
 
     forward = run
 
@@ -100,21 +99,21 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
     (FlashInfer passes them as the JIT variant's extra arguments) or
     `run(..., sinks=...)`. Each sink joins its head's softmax denominator
     (docs/semantics.md, "Attention sinks"); the returned lse includes it.
-    The JIT-module arguments of the constructor (dtypes, head dims,
-    pos_encoding_mode, window_left, use_fp16_qk_reduction, backend) are
-    accepted; plan() decides the configuration, as for the base wrapper.
+    The JIT-module arguments of the constructor (dtypes, head dims, score
+    options, use_fp16_qk_reduction, backend) are accepted; plan() decides
+    the configuration, as for the base wrapper.
     `sm_scale` given to run() must be plan()'s (the kernels are compiled
     for it)."""
 
+    @flashinfer_signature("BatchAttentionWithAttentionSinkWrapper.__init__")
     def __init__(self, float_workspace_buffer: Any, kv_layout: str = "NHD",
                  use_cuda_graph: bool = False, qo_indptr_buf: Any = None,
                  paged_kv_indptr_buf: Any = None, paged_kv_indices_buf: Any = None,
                  paged_kv_last_page_len_buf: Any = None, custom_mask_buf: Any = None,
                  mask_indptr_buf: Any = None, backend: str = "auto",
-                 pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
-                 q_data_type: Any = None, kv_data_type: Any = None,
-                 head_dim_qk: int = 128, head_dim_vo: int = 128,
-                 window_left: int = -1) -> None:
+                 use_fp16_qk_reduction: bool = False, q_data_type: Any = None,
+                 kv_data_type: Any = None, head_dim_qk: int = 128, head_dim_vo: int = 128,
+                 *, score: ScoreArgs) -> None:
         if head_dim_vo != head_dim_qk:
             raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
                              f"{head_dim_qk}")

@@ -11,9 +11,10 @@ import numpy as np
 
 from ._contiguous import identity_table, token_pages
 from ._frameworks import host_int32
+from ._signatures import flashinfer_signature
 from ._single import SingleLevelWrapper, reject
 from ._unsupported import reject_multi_item_scoring
-from .config import AttentionConfig
+from .config import AttentionConfig, ScoreArgs
 from .masks import check_no_custom_mask, request_masks
 
 __all__ = ["BatchPrefillWithRaggedKVCacheWrapper"]
@@ -42,19 +43,19 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         self._ragged_layout = kv_layout
         self._num_tokens = 0
 
+    @flashinfer_signature("BatchPrefillWithRaggedKVCacheWrapper.plan")
     def plan(self, qo_indptr: Any, kv_indptr: Any, num_qo_heads: int, num_kv_heads: int,
              head_dim_qk: int, head_dim_vo: Optional[int] = None, custom_mask: Any = None,
              packed_custom_mask: Any = None, causal: bool = False,
-             pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
-             window_left: int = -1, logits_soft_cap: Optional[float] = None,
-             sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-             rope_theta: Optional[float] = None, q_data_type: Any = "float16",
+             use_fp16_qk_reduction: bool = False, q_data_type: Any = "float16",
              kv_data_type: Any = None, non_blocking: bool = True,
              prefix_len_ptr: Any = None, token_pos_in_items_ptr: Any = None,
              token_pos_in_items_len: int = 0, max_item_len_ptr: Any = None,
              fixed_split_size: Optional[int] = None, disable_split_kv: bool = False, *,
-             auto_cascade: Union[bool, Dict[str, float]] = False) -> None:
-        """FlashInfer's plan(): request i has queries qo_indptr[i] ..
+             auto_cascade: Union[bool, Dict[str, float]] = False,
+             score: ScoreArgs) -> None:
+        """FlashInfer's plan() (its signature, _signatures.py: the score
+        options arrive as `score`): request i has queries qo_indptr[i] ..
         qo_indptr[i+1] - 1 and keys kv_indptr[i] .. kv_indptr[i+1] - 1 of
         the K/V given to run(); `causal` aligns each request's queries with
         its last keys. `custom_mask` / `packed_custom_mask` (FlashInfer's
@@ -84,9 +85,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
             num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=1,
-            kv_layout=self._kv_layout, sm_scale=sm_scale, logits_soft_cap=logits_soft_cap,
-            window_left=window_left, pos_encoding_mode=pos_encoding_mode,
-            rope_scale=rope_scale, rope_theta=rope_theta)
+            kv_layout=self._kv_layout, **score)
         self._plan(cfg, qo, kp, indices, last, causal=causal, options=options,
                    custom_mask=mask)
 
@@ -95,10 +94,11 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
     def run(self, q: Any, k: Any, v: Any, *args: Any, q_scale: Optional[float] = None,
             k_scale: Optional[float] = None, v_scale: Optional[float] = None,
             out: Any = None, lse: Any = None, return_lse: bool = False,
-            enable_pdl: Optional[bool] = None, window_left: Optional[int] = None) -> Any:
+            enable_pdl: Optional[bool] = None, **planned: Any) -> Any:
         """Attention of q [qo_indptr[-1], num_qo_heads, head_dim] over k, v
         [kv_indptr[-1], num_kv_heads, head_dim] (NHD; HND: [num_kv_heads,
-        kv_indptr[-1], head_dim], copied to NHD)."""
+        kv_indptr[-1], head_dim], copied to NHD). `planned`: score options
+        repeated from plan() (config.RUN_SCORE_OPTIONS), checked against it."""
         if args:
             raise TypeError("run() takes q, k and v positionally; pass the rest by keyword")
         for name, value in (("q_scale", q_scale), ("k_scale", k_scale),
@@ -108,7 +108,7 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         if self._config is not None and n < self._num_tokens:
             raise ValueError(f"k and v hold {n} tokens; plan()'s kv_indptr[-1] is "
                              f"{self._num_tokens}")
-        return self._run(q, kv, out, lse, return_lse, window_left)
+        return self._run(q, kv, out, lse, return_lse, planned)
 
     forward = run
 

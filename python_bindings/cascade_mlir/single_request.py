@@ -14,7 +14,9 @@ import numpy as np
 
 from ._contiguous import token_pages
 from ._frameworks import framework_of
+from ._signatures import flashinfer_signature
 from ._unsupported import UnsupportedFeatureError
+from .config import ScoreArgs
 from .decode import BatchDecodeWithPagedKVCacheWrapper
 from .prefill import BatchPrefillWithPagedKVCacheWrapper
 
@@ -85,13 +87,12 @@ def _check_q(q: Any, rank: int, what: str) -> None:
         raise ValueError(f"q must be {what}, got shape {list(getattr(q, 'shape', []))}")
 
 
+@flashinfer_signature("single_decode_with_kv_cache")
 def single_decode_with_kv_cache(
-        q: Any, k: Any, v: Any, kv_layout: str = "NHD", pos_encoding_mode: str = "NONE",
-        use_tensor_cores: bool = False, q_scale: Optional[float] = None,
-        k_scale: Optional[float] = None, v_scale: Optional[float] = None,
-        window_left: int = -1, logits_soft_cap: Optional[float] = None,
-        sm_scale: Optional[float] = None, rope_scale: Optional[float] = None,
-        rope_theta: Optional[float] = None, return_lse: bool = False) -> Any:
+        q: Any, k: Any, v: Any, kv_layout: str = "NHD", use_tensor_cores: bool = False,
+        q_scale: Optional[float] = None, k_scale: Optional[float] = None,
+        v_scale: Optional[float] = None, return_lse: bool = False, *,
+        score: ScoreArgs) -> Any:
     """Decode attention of one query, q [num_qo_heads, head_dim], over k, v
     [kv_len, num_kv_heads, head_dim] (NHD) or [num_kv_heads, kv_len,
     head_dim] (HND). Returns o [num_qo_heads, head_dim] (and lse
@@ -106,12 +107,10 @@ def single_decode_with_kv_cache(
     hkv = int(kv[0].shape[2])
     w = _wrapper(q, "decode")
     _plan(w, q, np.array([0, n], np.int32), np.arange(n, dtype=np.int32),
-           np.array([1], np.int32), hq, hkv, d, 1, pos_encoding_mode=pos_encoding_mode,
-           window_left=window_left, logits_soft_cap=logits_soft_cap,
+           np.array([1], np.int32), hq, hkv, d, 1,
            q_data_type=_kernel_dtype(q, w.is_cuda),
            kv_data_type=_kernel_dtype(kv[0], w.is_cuda),
-           sm_scale=_scaled_sm_scale(d, sm_scale, q_scale, k_scale),
-           rope_scale=rope_scale, rope_theta=rope_theta)
+           **{**score, "sm_scale": _scaled_sm_scale(d, score["sm_scale"], q_scale, k_scale)})
     o, lse = w.run(q.reshape(1, hq, d), kv, return_lse=True)
     o, lse = o[0], lse[0]
     if v_scale is not None:
@@ -119,15 +118,13 @@ def single_decode_with_kv_cache(
     return (o, lse) if return_lse else o
 
 
+@flashinfer_signature("single_prefill_with_kv_cache")
 def single_prefill_with_kv_cache(
         q: Any, k: Any, v: Any, scale_q: Any = None, scale_k: Any = None,
         scale_v: Any = None, o_dtype: Any = None, custom_mask: Any = None,
         packed_custom_mask: Any = None, causal: bool = False, kv_layout: str = "NHD",
-        pos_encoding_mode: str = "NONE", use_fp16_qk_reduction: bool = False,
-        sm_scale: Optional[float] = None, window_left: int = -1,
-        logits_soft_cap: Optional[float] = None, rope_scale: Optional[float] = None,
-        rope_theta: Optional[float] = None, backend: str = "auto",
-        return_lse: bool = False) -> Any:
+        use_fp16_qk_reduction: bool = False, backend: str = "auto",
+        return_lse: bool = False, *, score: ScoreArgs) -> Any:
     """Prefill/append attention of one request: q [qo_len, num_qo_heads,
     head_dim] over k, v [kv_len, num_kv_heads, head_dim] (NHD; HND:
     [num_kv_heads, kv_len, head_dim]). `causal` aligns the queries with the
@@ -156,11 +153,8 @@ def single_prefill_with_kv_cache(
     _plan(w, q, np.array([0, rows], np.int32), np.array([0, n], np.int32),
            np.arange(n, dtype=np.int32), np.array([1], np.int32), hq, hkv, d, 1,
            custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
-           causal=causal, pos_encoding_mode=pos_encoding_mode, sm_scale=sm_scale,
-           window_left=window_left, logits_soft_cap=logits_soft_cap,
-           rope_scale=rope_scale, rope_theta=rope_theta,
-           q_data_type=_kernel_dtype(q, w.is_cuda),
-           kv_data_type=_kernel_dtype(kv[0], w.is_cuda))
+           causal=causal, q_data_type=_kernel_dtype(q, w.is_cuda),
+           kv_data_type=_kernel_dtype(kv[0], w.is_cuda), **score)
     return w.run(q, kv, return_lse=return_lse)
 
 

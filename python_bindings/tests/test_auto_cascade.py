@@ -4,6 +4,7 @@ runtime's makeAutoCascadePlan gives, here through the binding and through
 the cascade-plan tool), and results of the float64 CPU reference against a
 numpy float64 attention and against the plain plan. The GPU path is in
 gpu/test_gpu_auto_cascade.py and fake_cuda/fake_device_checks.py."""
+import inspect
 import json
 import os
 import shutil
@@ -289,7 +290,8 @@ def test_auto_cascade_is_keyword_only_and_rejects_position_dependent_options(rng
         w.plan(kp, ki, kl, HQ, HKV, D, PAGE, "NONE", -1, None, "float16", None, None,
                None, None, None, True, None, None, None, False, True)
     for kw in ({"pos_encoding_mode": "ROPE_LLAMA"}, {"window_left": 8}):
-        with pytest.raises(ValueError, match="auto_cascade needs pos_encoding_mode"):
+        with pytest.raises(ValueError, match="auto_cascade needs score options that "
+                           "do not depend on absolute positions"):
             w.plan(kp, ki, kl, HQ, HKV, D, PAGE, auto_cascade=True, **kw)
     # Bad page tables get the runtime's plan errors, naming the problem.
     bad = ki.copy()
@@ -298,9 +300,11 @@ def test_auto_cascade_is_keyword_only_and_rejects_position_dependent_options(rng
         w.plan(kp, bad, kl, HQ, HKV, D, PAGE, auto_cascade=True)
     p = cm.BatchPrefillWithPagedKVCacheWrapper(None)
     qo = np.arange(kp.size, dtype=np.int32)
+    # FlashInfer's positional parameters all given, auto_cascade one more.
+    n = sum(1 for a in inspect.signature(p.plan).parameters.values()
+            if a.kind is a.POSITIONAL_OR_KEYWORD)
     with pytest.raises(TypeError):
-        p.plan(qo, kp, ki, kl, HQ, HKV, D, PAGE, None, None, None, False, "NONE", False,
-               None, -1, None, None, None, "float16", None, True, True)
+        p.plan(qo, kp, ki, kl, HQ, HKV, D, PAGE, *([None] * (n - 8)), True)
 
 
 def test_binding_rejects_unknown_options(rng):
