@@ -322,8 +322,16 @@ class SingleLevelWrapper:
         return self._run(q, paged_kv_cache, out, lse, return_lse, planned,
                          k_scale, v_scale, sinks)
 
-    def forward_return_lse(self, q: Any, paged_kv_cache: Any, **kwargs: Any) -> Any:
-        return self.run(q, paged_kv_cache, return_lse=True, **kwargs)
+    def run_return_lse(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any:
+        """run(..., return_lse=True): (o, lse), as FlashInfer's
+        `functools.partialmethod(run, return_lse=True)` (through the
+        instance's run, which plan() may have made the program's)."""
+        return self.run(q, paged_kv_cache, *args, return_lse=True, **kwargs)
+
+    def forward_return_lse(self, q: Any, paged_kv_cache: Any, *args: Any,
+                           **kwargs: Any) -> Any:
+        """FlashInfer's deprecated name of run_return_lse."""
+        return self.run(q, paged_kv_cache, *args, return_lse=True, **kwargs)
 
     def end_forward(self) -> None:
         """Deprecated in FlashInfer; does nothing."""

@@ -113,6 +113,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
     forward = run
 
     # FlashInfer's ragged signature (q, k, v), not the paged one.
+    def run_return_lse(self, q: Any, k: Any, v: Any,  # type: ignore[override]
+                       *args: Any, **kwargs: Any) -> Any:
+        """run(q, k, v, return_lse=True): (o, lse)."""
+        return self.run(q, k, v, *args, return_lse=True, **kwargs)
+
     def forward_return_lse(self, q: Any, k: Any, v: Any,  # type: ignore[override]
-                           **kwargs: Any) -> Any:
-        return self.run(q, k, v, return_lse=True, **kwargs)
+                           *args: Any, **kwargs: Any) -> Any:
+        """FlashInfer's deprecated name of run_return_lse."""
+        return self.run(q, k, v, *args, return_lse=True, **kwargs)
