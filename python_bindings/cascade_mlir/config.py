@@ -18,7 +18,11 @@ without RoPE.
 
 import math
 import struct
-from dataclasses import KW_ONLY, dataclass, replace
+import sys
+from dataclasses import dataclass, replace
+
+if sys.version_info >= (3, 10):
+    from dataclasses import KW_ONLY
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["AttentionConfig", "dtype_code", "DTYPES", "FP8_DTYPES", "KV_LAYOUTS", "KV_FORMS",
@@ -112,7 +116,8 @@ class AttentionConfig:
     num_kv_heads: int = 8
     head_dim: int = 128
     page_size: int = 16
-    _: KW_ONLY
+    if sys.version_info >= (3, 10):  # the rest keyword-only (3.9: positional too)
+        _: KW_ONLY
     q_dtype: str = "f16"
     #: None: q's dtype.
     kv_dtype: Optional[str] = None
