@@ -615,7 +615,7 @@ OwnIdsCheck emitOwnLevel(const Batch &bt, const std::vector<int32_t> &consumed,
   own.num_page_groups = b;
   if (!shared) {
     own.kv_indptr = in.kv_indptr;
-    own.kv_indices = in.kv_indices;
+    own.kv_indices = in.usedKvIndices(); // not a preallocated buffer's tail
     return check;
   }
   std::vector<int32_t> &kvp = own.kvIndptrStorage;

@@ -19,6 +19,7 @@
 #include "cascade/Runtime/AutoCascade.h"
 #include "cascade/Runtime/Plan.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -78,19 +79,31 @@ struct MgpuAutoPlan {
   Workspaces ws;
 };
 
-/// A view of a 1-D i32 memref; absent when it has no elements and
-/// `optional`; strided ones are copied into `copy`.
+/// A view of the first `limit` (at most) elements of a 1-D i32 memref;
+/// absent when it has no elements and `optional`; strided ones are copied
+/// into `copy`.
 ArrayView<int32_t> view(const MemRef<int32_t, 1> *m, bool optional,
-                        std::vector<int32_t> &copy) {
+                        std::vector<int32_t> &copy, int64_t limit = INT64_MAX) {
   if (!m || (optional && m->sizes[0] == 0))
     return {};
   const int32_t *base = m->aligned + m->offset;
+  const int64_t n = std::min(m->sizes[0], std::max<int64_t>(limit, 0));
   if (m->strides[0] == 1)
-    return {base, m->sizes[0]};
-  copy.resize(static_cast<size_t>(m->sizes[0]));
-  for (int64_t i = 0; i < m->sizes[0]; ++i)
+    return {base, n};
+  copy.resize(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i)
     copy[static_cast<size_t>(i)] = base[i * m->strides[0]];
   return copy;
+}
+
+/// The entries of kv_indices that a plan over `kvIndptr` reads: its first
+/// kv_indptr[B] (a preallocated buffer may be longer; its tail is neither
+/// copied nor checked). No limit when kv_indptr is empty or its last entry
+/// negative (validation reports those).
+int64_t usedKvIndices(ArrayView<int32_t> kvIndptr) {
+  if (kvIndptr.size() < 1 || kvIndptr[kvIndptr.size() - 1] < 0)
+    return INT64_MAX;
+  return kvIndptr[kvIndptr.size() - 1];
 }
 
 /// Makes room for `bytes` at `ptr` (`capacity` bytes now): grows outside
@@ -154,7 +167,7 @@ PlanInputs planInputs(Device &device, std::vector<int32_t> (&copies)[4],
       prefill ? view(qoIndptr, false, copies[0]) : ArrayView<int32_t>();
   in.kv_indptr = view(kvIndptr, false, copies[1]);
   in.kv_last_page_len = view(kvLastPageLen, false, copies[2]);
-  in.kv_indices = view(kvIndices, true, copies[3]);
+  in.kv_indices = view(kvIndices, true, copies[3], usedKvIndices(in.kv_indptr));
   in.num_qo_heads = numQoHeads;
   in.num_kv_heads = numKvHeads;
   in.head_dim = headDim;

@@ -67,8 +67,9 @@ Status layoutCascadeWorkspaces(CascadePlan &c);
 /// validatePlanInputs checks before the page ids.
 Status validateBeforePageIds(const PlanInputs &in);
 
-/// The range check of kv_indices (if present) against num_pages, with
-/// makePlan's message for the first bad id. Needs validateBeforePageIds.
+/// The range check of kv_indices (if present; its first kv_indptr[B]
+/// entries) against num_pages, with makePlan's message for the first bad
+/// id. Needs validateBeforePageIds.
 Status checkPageIds(const PlanInputs &in);
 
 /// kv_last_page_len, KV lengths and the row bounds: what validatePlanInputs

@@ -187,10 +187,14 @@ Status detail::validateBeforePageIds(const PlanInputs &in) {
                            "request %lld has %d (use mode prefill)",
                            ll(i), in.qo_indptr[i + 1] - in.qo_indptr[i]);
   }
+  // A longer kv_indices is a preallocated buffer: only its first
+  // kv_indptr[B] entries are read (usedKvIndices).
   const int64_t totalPages = in.kv_indptr[b];
-  if (in.kv_indices.present() && in.kv_indices.size() != totalPages)
+  if (in.kv_indices.present() && in.kv_indices.size() < totalPages)
     return makeError(ErrorCode::SizeMismatch,
-                     "kv_indices has %lld entries but kv_indptr[%lld] = %lld",
+                     "kv_indices has %lld entries but kv_indptr[%lld] = %lld "
+                     "(it needs at least kv_indptr[batch_size] entries; "
+                     "entries beyond are ignored)",
                      ll(in.kv_indices.size()), ll(b), ll(totalPages));
   return Status::success();
 }
@@ -209,12 +213,14 @@ bool detail::pageIdsInRange(const int32_t *ids, int64_t n, int64_t numPages) {
 Status detail::checkPageIds(const PlanInputs &in) {
   if (!in.kv_indices.present())
     return Status::success();
-  // Branch-free scan first; the culprit is located only on error.
-  const int64_t totalPages = in.kv_indices.size();
-  if (pageIdsInRange(in.kv_indices.data(), totalPages, in.num_pages))
+  // Branch-free scan first; the culprit is located only on error. Only the
+  // pages the requests use: a preallocated buffer's tail is not looked at.
+  const ArrayView<int32_t> ids = in.usedKvIndices();
+  const int64_t totalPages = ids.size();
+  if (pageIdsInRange(ids.data(), totalPages, in.num_pages))
     return Status::success();
   for (int64_t i = 0; i < totalPages; ++i) {
-    int32_t id = in.kv_indices[i];
+    int32_t id = ids[i];
     if (id < 0 || (in.num_pages >= 0 && id >= in.num_pages)) {
       if (in.num_pages >= 0)
         return makeError(ErrorCode::PageOutOfRange,

@@ -142,9 +142,11 @@ Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
   takesSinks_ = false;
   uploaded_ = false;
   maxPageId_ = -1;
-  for (const PlanInputs &in : spec.levels)
-    for (int64_t i = 0; i < in.kv_indices.size(); ++i)
-      maxPageId_ = std::max<int64_t>(maxPageId_, in.kv_indices[i]);
+  for (const PlanInputs &in : spec.levels) {
+    const ArrayView<int32_t> ids = in.usedKvIndices();
+    for (int64_t i = 0; i < ids.size(); ++i)
+      maxPageId_ = std::max<int64_t>(maxPageId_, ids[i]);
+  }
   return layout(spec);
 }
 
@@ -202,7 +204,8 @@ Status Program::layout(const ProgramSpec &spec) {
     const IndexBuffers *user =
         spec.indexBuffers.empty() ? nullptr : &spec.indexBuffers[l];
     LevelArrays &a = arrays[l];
-    const int64_t count = in.kv_indices.size();
+    // The pages the requests read (a preallocated kv_indices may be longer).
+    const int64_t count = in.usedKvIndices().size();
     if (user && user->kvIndices) {
       if (user->kvIndicesCapacity < count)
         return makeError(ErrorCode::SizeMismatch,
@@ -270,8 +273,8 @@ Status Program::stage(uint64_t intWorkspace, CUstream stream) {
                      a.kvIndptr});
     items.push_back({in.kv_last_page_len.data(), in.kv_last_page_len.size(),
                      a.lastOffset, a.last});
-    items.push_back({in.kv_indices.data(), in.kv_indices.size(),
-                     a.indicesOffset, a.indices});
+    const ArrayView<int32_t> ids = in.usedKvIndices();
+    items.push_back({ids.data(), ids.size(), a.indicesOffset, a.indices});
     if (a.maskIndptrOffset >= 0) {
       const CustomMaskArrays &m = spec_.masks[l];
       items.push_back(

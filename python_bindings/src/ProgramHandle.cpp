@@ -113,9 +113,11 @@ public:
       const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
       if (slot != 0 && slot != 1)
         throw py::value_error("kv_slot must be 0 or 1");
-      for (int64_t i = 0; i < in.kv_indices.size(); ++i)
-        nextMaxPage[slot] =
-            std::max<int64_t>(nextMaxPage[slot], in.kv_indices[i]);
+      // Only the pages the requests use: a preallocated kv_indices buffer
+      // may hold anything past kv_indptr[B].
+      const ArrayView<int32_t> ids = in.usedKvIndices();
+      for (int64_t i = 0; i < ids.size(); ++i)
+        nextMaxPage[slot] = std::max<int64_t>(nextMaxPage[slot], ids[i]);
       spec.levels.push_back(in);
     }
     if (!indexBuffers.is_none())

@@ -88,7 +88,11 @@ struct PlanInputs {
   ArrayView<int32_t> kv_indptr;
   /// [B] tokens in the last page, in [1, page_size] for non-empty requests.
   ArrayView<int32_t> kv_last_page_len;
-  /// [kv_indptr[B]] page ids; optional, only validated against num_pages.
+  /// Page ids: request i's pages are kv_indices[kv_indptr[i] ..
+  /// kv_indptr[i+1]-1]; optional, only validated against num_pages. It may
+  /// be longer than kv_indptr[B] (a serving engine's buffer of the largest
+  /// size, as FlashInfer accepts): only the first kv_indptr[B] entries are
+  /// read, the rest is ignored. Fewer entries are an error.
   ArrayView<int32_t> kv_indices;
   /// Pages in the pool (-1 = unknown: page ids are only checked >= 0).
   int64_t num_pages = -1;
@@ -117,6 +121,17 @@ struct PlanInputs {
   /// Never split KV, not even in CUDA-graph mode (FlashInfer's
   /// disable_split_kv). Exclusive with fixed_split_pages.
   bool disable_split_kv = false;
+
+  /// The entries of kv_indices that the plan reads: its first kv_indptr[B]
+  /// (all of it when it is absent or shorter, or kv_indptr is empty).
+  ArrayView<int32_t> usedKvIndices() const {
+    if (!kv_indices.present() || kv_indptr.size() < 1)
+      return kv_indices;
+    const int64_t n = kv_indptr[kv_indptr.size() - 1];
+    return n >= 0 && n < kv_indices.size()
+               ? ArrayView<int32_t>(kv_indices.data(), n)
+               : kv_indices;
+  }
 
   /// The device facts above as one value, and back.
   PlanTarget target() const { return {num_sms, occupancy, qo_tile_size}; }

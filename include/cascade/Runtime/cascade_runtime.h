@@ -67,7 +67,9 @@ typedef struct cascade_plan_inputs_t {
   const int32_t *qo_indptr;        /**< [B+1]; NULL in decode = arange */
   const int32_t *kv_indptr;        /**< [B+1] */
   const int32_t *kv_last_page_len; /**< [B] */
-  const int32_t *kv_indices;       /**< [kv_indptr[B]] or NULL (no check) */
+  /** Page ids or NULL (no check): only the first kv_indptr[B] entries are
+   *  read, so a longer (preallocated) buffer may be passed. */
+  const int32_t *kv_indices;
   int64_t num_pages;               /**< pool size, -1 = unknown */
   int64_t num_qo_heads, num_kv_heads, head_dim, page_size;
   int64_t num_sms;      /**< multiprocessors of the device */

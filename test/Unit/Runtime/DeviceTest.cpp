@@ -986,3 +986,53 @@ TEST(ProgramOnStandIn, PrepareChecksTheKernelsStatics) {
     EXPECT_FALSE(program.prepared(0));
   }
 }
+
+TEST(ProgramOnStandIn, PreallocatedKvIndicesBufferIsReadUpToKvIndptrB) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  for (bool graph : {false, true}) {
+    SCOPED_TRACE(graph ? "CUDA graph" : "plain");
+    // The decode level's page list in a buffer 4 times its length whose
+    // tail holds ids past the pool (a serving engine's stale entries).
+    TwoLevels exact(graph), longer(graph);
+    const size_t used = exact.unique.kvIndices.size();
+    longer.unique.kvIndices.resize(4 * used, 1 << 30);
+    longer.spec.levels[1] = longer.unique.inputs(/*withQo=*/false);
+    Program a(*fake().launcher), b(*fake().launcher);
+    ASSERT_TRUE(a.plan(exact.spec).ok());
+    Status s = b.plan(longer.spec);
+    ASSERT_TRUE(s.ok()) << s.message();
+    expectSameCascade(b.cascadePlan(), a.cascadePlan());
+    EXPECT_EQ(b.maxPageId(), a.maxPageId()); // run() checks caches by it
+    EXPECT_EQ(b.intBytesNeeded(), a.intBytesNeeded());
+    EXPECT_EQ(b.floatBytesNeeded(), a.floatBytesNeeded());
+    StandInWorkspaces wa, wb;
+    ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, a, wa));
+    ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, b, wb));
+    EXPECT_EQ(std::memcmp(reinterpret_cast<const void *>(wa.intAt),
+                          reinterpret_cast<const void *>(wb.intAt),
+                          static_cast<size_t>(a.intBytesNeeded())),
+              0)
+        << "the same int workspace: only the used page ids are uploaded";
+    for (uint64_t p : {wa.intWs, wa.floatWs, wb.intWs, wb.floatWs})
+      EXPECT_TRUE(d.free(p).ok());
+
+    // A caller's device buffer of exactly kv_indptr[B] entries is enough.
+    uint64_t buf = 0;
+    ASSERT_TRUE(d.alloc(4 * used, buf).ok());
+    IndexBuffers user;
+    user.kvIndices = buf;
+    user.kvIndicesCapacity = static_cast<int64_t>(used);
+    longer.spec.indexBuffers = {IndexBuffers(), user};
+    Program c(*fake().launcher);
+    s = c.plan(longer.spec);
+    ASSERT_TRUE(s.ok()) << s.message();
+    StandInWorkspaces wc;
+    ASSERT_NO_FATAL_FAILURE(allocAndUpload(d, c, wc));
+    EXPECT_EQ(std::memcmp(reinterpret_cast<const void *>(buf),
+                          exact.unique.kvIndices.data(), 4 * used),
+              0);
+    for (uint64_t p : {wc.intWs, wc.floatWs, buf})
+      EXPECT_TRUE(d.free(p).ok());
+  }
+}

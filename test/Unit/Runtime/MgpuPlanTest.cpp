@@ -12,9 +12,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <string>
 #include <vector>
 
 namespace {
@@ -192,6 +194,50 @@ TEST_F(MgpuPlanTest, BadInputIsANullPlan) {
   EXPECT_EQ(slot, nullptr);
 }
 
+/// The request_indices and kv_chunk_size of a plan, uploaded (device memory
+/// is host memory here).
+std::vector<int32_t> plannedArrays(void *plan) {
+  Array ri{}, chunk{};
+  _mlir_ciface_cascade_mgpu_plan_i32(&ri, plan, 0);
+  _mlir_ciface_cascade_mgpu_plan_i32(&chunk, plan, 4);
+  std::vector<int32_t> out(ri.aligned, ri.aligned + ri.sizes[0]);
+  out.push_back(*chunk.aligned);
+  return out;
+}
+
+TEST_F(MgpuPlanTest, PreallocatedKvIndicesBufferIsReadUpToKvIndptrB) {
+  // 4 requests of 300 pages in a buffer of 4096 whose tail is stale
+  // (negative ids, which the plan would reject among the used entries).
+  Batch batch(4, 300, /*prefill=*/false);
+  std::vector<int32_t> exact(1200), buffer(4096, -1), strided(2 * 4096, -1);
+  std::iota(exact.begin(), exact.end(), 0);
+  std::copy(exact.begin(), exact.end(), buffer.begin());
+  for (size_t i = 0; i < exact.size(); ++i)
+    strided[2 * i] = exact[i];
+  Array q = view(batch.qo), k = view(batch.kvIndptr), l = view(batch.last);
+  auto plan = [&](void **s, Array ids) {
+    return _mlir_ciface_cascade_mgpu_plan(s, &q, &k, &l, &ids, 0, 32, 8, 128,
+                                          16, 0, 2, 0, 0, 0);
+  };
+  void *want = plan(&slot, view(exact));
+  ASSERT_NE(want, nullptr);
+  const std::vector<int32_t> wanted = plannedArrays(want);
+  for (int stride : {1, 2}) {
+    SCOPED_TRACE("stride " + std::to_string(stride));
+    void *other = nullptr;
+    Array ids = stride == 1 ? view(buffer) : view(strided);
+    ids.sizes[0] = 4096;
+    ids.strides[0] = stride;
+    void *got = plan(&other, ids);
+    ASSERT_NE(got, nullptr);
+    EXPECT_EQ(plannedArrays(got), wanted);
+    // Fewer entries than kv_indptr[B]: an error, a null plan.
+    ids.sizes[0] = 1199;
+    EXPECT_EQ(plan(&other, ids), nullptr);
+    cascade_mgpu_plan_destroy(&other);
+  }
+}
+
 /// A decode batch of `b` requests, each with `shared` pages that all
 /// requests share (the same ids) and 3 pages of its own.
 struct SharedBatch {
@@ -245,6 +291,31 @@ TEST_F(MgpuPlanTest, AutoCascadeFindsTheSharedPrefix) {
   EXPECT_EQ(merge.sizes[0], 65);
   EXPECT_EQ(cascade_mgpu_auto_level(plan, 2), nullptr);
   cascade_mgpu_auto_plan_destroy(&slot);
+}
+
+TEST_F(MgpuPlanTest, AutoCascadeIgnoresAPreallocatedBuffersTail) {
+  for (int32_t shared : {512, 0}) {
+    SCOPED_TRACE("shared pages: " + std::to_string(shared));
+    SharedBatch exact(64, shared), longer(64, shared);
+    longer.indices.resize(longer.indices.size() + 5000, -7);
+    void *other = nullptr;
+    void *want = exact.plan(&slot), *got = longer.plan(&other);
+    ASSERT_NE(want, nullptr);
+    ASSERT_NE(got, nullptr);
+    const int64_t levels = cascade_mgpu_auto_num_levels(want);
+    ASSERT_EQ(cascade_mgpu_auto_num_levels(got), levels);
+    for (int64_t lv = 0; lv < levels; ++lv)
+      for (int64_t which = 0; which < 4; ++which) {
+        Array a{}, b{};
+        _mlir_ciface_cascade_mgpu_auto_array(&a, want, lv, which);
+        _mlir_ciface_cascade_mgpu_auto_array(&b, got, lv, which);
+        ASSERT_EQ(a.sizes[0], b.sizes[0]) << lv << " " << which;
+        EXPECT_TRUE(std::equal(a.aligned, a.aligned + a.sizes[0], b.aligned))
+            << lv << " " << which;
+      }
+    cascade_mgpu_auto_plan_destroy(&slot);
+    cascade_mgpu_auto_plan_destroy(&other);
+  }
 }
 
 TEST_F(MgpuPlanTest, AutoCascadeWithoutSharingIsOneLevel) {

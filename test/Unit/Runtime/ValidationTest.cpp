@@ -102,7 +102,13 @@ TEST(Validation, Sizes) {
   b = good();
   b.kvIndices.pop_back();
   expectError(b, true, ErrorCode::SizeMismatch,
-              "kv_indices has 4 entries but kv_indptr[2] = 5");
+              "kv_indices has 4 entries but kv_indptr[2] = 5 (it needs at "
+              "least kv_indptr[batch_size] entries; entries beyond are "
+              "ignored)");
+  // A longer kv_indices (a preallocated buffer) is not an error.
+  b = good();
+  b.kvIndices.push_back(1 << 30);
+  EXPECT_TRUE(validatePlanInputs(b.inputs()).ok());
 }
 
 TEST(Validation, Indptr) {
