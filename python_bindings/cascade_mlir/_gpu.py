@@ -148,6 +148,22 @@ class Level:
         return d
 
 
+def host_kv_indices(kv_indices: Any, kv_indptr: np.ndarray, name: str) -> np.ndarray:
+    """The host copy of the page indices that `kv_indptr` (host) uses: the
+    first kv_indptr[-1] entries. A serving engine passes its buffer of the
+    largest size whole (FlashInfer reads only that prefix), so a device
+    buffer's tail is not copied to the host. A shorter array stays whole, for
+    check_csr to report."""
+    if kv_indptr.size and int(kv_indptr[-1]) >= 0 and hasattr(kv_indices, "__getitem__") \
+            and not isinstance(kv_indices, (str, bytes)):
+        try:
+            if len(kv_indices) > int(kv_indptr[-1]):
+                kv_indices = kv_indices[:int(kv_indptr[-1])]
+        except TypeError:  # no len() (a 0-d array): host_int32 reports it
+            pass
+    return host_int32(kv_indices, name)
+
+
 def check_csr(qo: Optional[np.ndarray], kv_indptr: np.ndarray, kv_indices: np.ndarray,
               last: np.ndarray, what: str, decode: bool) -> None:
     """Shape checks with argument names (the runtime's plan checks values)."""
@@ -160,9 +176,12 @@ def check_csr(qo: Optional[np.ndarray], kv_indptr: np.ndarray, kv_indices: np.nd
     if qo is not None and qo.size != b + 1:
         raise ValueError(f"{what}: qo_indptr has {qo.size} entries, kv_indptr "
                          f"{kv_indptr.size}: they must agree (batch_size + 1)")
+    # A longer kv_indices is a preallocated buffer (as FlashInfer takes it):
+    # only its first kv_indptr[-1] entries are read.
     if kv_indptr.size and kv_indices.size < kv_indptr[-1]:
         raise ValueError(f"{what}: kv_indices has {kv_indices.size} entries but "
-                         f"kv_indptr[-1] = {kv_indptr[-1]}")
+                         f"kv_indptr[-1] = {kv_indptr[-1]} (it needs at least "
+                         "kv_indptr[-1] entries; entries beyond are ignored)")
     if decode and qo is not None and not np.array_equal(qo, np.arange(b + 1)):
         raise ValueError(f"{what}: a decode level has one query per request "
                          "(qo_indptr must be arange(batch_size + 1))")
@@ -345,7 +364,7 @@ def levels_from_arrays(qo_arr: Sequence[Any], kv_indptr_arr: Sequence[Any],
     for lvl in range(num_levels):
         qo = host_int32(qo_arr[lvl], f"{names[0]}[{lvl}]")
         kp = host_int32(kv_indptr_arr[lvl], f"{names[1]}[{lvl}]")
-        ki = host_int32(kv_indices_arr[lvl], f"{names[2]}[{lvl}]")
+        ki = host_kv_indices(kv_indices_arr[lvl], kp, f"{names[2]}[{lvl}]")
         kl = host_int32(last_arr[lvl], f"{names[3]}[{lvl}]")
         if qo.size < 2:
             raise ValueError(f"level {lvl}: qo_indptr must have batch_size + 1 >= 2 entries")

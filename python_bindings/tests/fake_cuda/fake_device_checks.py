@@ -606,6 +606,84 @@ def scenario_missing_kernels():
         check("heads=24/8" in str(e) and "python -m cascade_mlir.aot --key" in str(e), str(e))
 
 
+def scenario_index_buffers():
+    """A page-index buffer of the largest size passed whole (vLLM's and
+    SGLang's FlashInfer backends): only its first kv_indptr[-1] entries are
+    read. Its tail holds ids past the cache and negative ids, which plan()
+    or run()'s cache-size check would refuse were they read; the launches
+    are the exact array's, and the page lists uploaded are the used ones."""
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    last = np.array([5, 1, 16], np.int32)
+    exact = np.arange(10, dtype=np.int32)[::-1].copy()
+    buf = np.full(4096, 1 << 20, np.int32)
+    buf[:10] = exact
+    buf[11::2] = -3
+    q = Dev(aligned((3, 32, 128), np.float16))
+    cache = Dev(aligned((10, 2, 16, 8, 128), np.float16))
+
+    def shape(rec):
+        return [(r["name"], r["grid"]) for r in rec]
+
+    def page_list(rec):
+        ptr, n = arg(next(r for r in rec if "kv_indices" in manifest_params(r["name"])[0]),
+                     "kv_indices")
+        return read_i32(ptr, 10), n
+
+    # Decode from a host buffer, prefill from a device one.
+    for make, plan_args, rows in (
+            (cm.BatchDecodeWithPagedKVCacheWrapper, (), 3),
+            (cm.BatchPrefillWithPagedKVCacheWrapper, (np.array([0, 5, 6, 40], np.int32),), 40)):
+        qq = Dev(aligned((rows, 32, 128), np.float16))
+        recs = []
+        for indices in (exact, buf if rows == 3 else Dev(aligned((4096,), np.int32, buf))):
+            w = make(ws)
+            w.plan(*plan_args, indptr, indices, last, 32, 8, 128, 16)
+            w.run(qq, cache)
+            recs.append(launches())
+            got, n = page_list(recs[-1])
+            check(np.array_equal(got, exact) and n == 10,
+                  f"{make.__name__}: the used page ids uploaded ({n} entries)")
+        check(shape(recs[0]) == shape(recs[1]), f"{make.__name__}: the exact array's launches")
+
+    # The CUDA-graph decode wrapper, its own buffer passed whole every step.
+    ind_buf = Dev(aligned((4096,), np.int32, buf))
+    g = cm.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(
+        ws, Dev(aligned((4,), np.int32)), ind_buf, Dev(aligned((3,), np.int32)))
+    out = Dev(aligned(q.shape, np.float16))
+    g.plan(indptr, ind_buf, last, 32, 8, 128, 16)
+    g.run(q, cache, out=out)
+    first = launches()
+    ptr, cap = arg(next(r for r in first if "decode" in r["name"]), "kv_indices")
+    check(ptr == ind_buf.ptr and cap == 4096, "the caller's indices buffer is bound")
+    check(np.array_equal(ind_buf.a[:10], exact) and (ind_buf.a[11::2] == -3).all(),
+          "the used entries rewritten in place, the tail untouched")
+    indptr2 = np.array([0, 1, 5, 7], np.int32)
+    ind_buf.a[:7] = [9, 0, 1, 2, 3, 8, 4]
+    g.plan(indptr2, ind_buf, last, 32, 8, 128, 16)
+    g.run(q, cache, out=out)
+    check(shape(launches()) == shape(first), "a replan from the same buffer: same launches")
+
+    # A CUDA-graph cascade whose levels' page lists are the caller's
+    # paged_kv_indices_buf_arr buffers, passed whole.
+    total, levels = seed_levels()
+    bufs = [Dev(aligned((600,), np.int32, -1)), Dev(aligned((400,), np.int32, 1 << 20))]
+    for b, ids in zip(bufs, levels[2]):
+        b.a[:ids.size] = ids
+    qc = Dev(aligned((7, 64, 128), np.float16))
+    cc = Dev(aligned((total, 2, 16, 8, 128), np.float16))
+    recs = []
+    for arrays in (levels[2], bufs):
+        w = cm.MultiLevelCascadeAttentionWrapper(2, ws, "NHD", use_cuda_graph=True,
+                                                 paged_kv_indices_buf_arr=bufs)
+        w.plan(levels[0], levels[1], arrays, levels[3], 64, 8, 128, 16)
+        w.run(qc, cc)
+        recs.append(launches())
+        for b, ids in zip(bufs, levels[2]):
+            check(np.array_equal(b.a[:ids.size], ids), "a level's page list in its buffer")
+    check(shape(recs[0]) == shape(recs[1]), "cascade: the exact arrays' launches")
+
+
 def _leak_cycle(kind):
     """Constructs, plans, runs and returns one wrapper of `kind` with a fresh
     float workspace, and the objects whose lifetime the test follows."""
