@@ -154,13 +154,16 @@ def host_kv_indices(kv_indices: Any, kv_indptr: np.ndarray, name: str) -> np.nda
     largest size whole (FlashInfer reads only that prefix), so a device
     buffer's tail is not copied to the host. A shorter array stays whole, for
     check_csr to report."""
-    if kv_indptr.size and int(kv_indptr[-1]) >= 0 and hasattr(kv_indices, "__getitem__") \
-            and not isinstance(kv_indices, (str, bytes)):
+    used = int(kv_indptr[-1]) if kv_indptr.size else -1
+    if used >= 0 and hasattr(kv_indices, "__getitem__") and \
+            not isinstance(kv_indices, (str, bytes)):
         try:
-            if len(kv_indices) > int(kv_indptr[-1]):
-                kv_indices = kv_indices[:int(kv_indptr[-1])]
-        except TypeError:  # no len() (a 0-d array): host_int32 reports it
-            pass
+            size = len(kv_indices)
+        except TypeError:  # a tensor type without len(), or a 0-d array
+            shape = getattr(kv_indices, "shape", None)
+            size = int(shape[0]) if shape else None
+        if size is not None and size > used:
+            kv_indices = kv_indices[:used]
     return host_int32(kv_indices, name)
 
 

@@ -74,7 +74,7 @@ class _SharedPrefixBase:
                num_qo_heads: int, num_kv_heads: int, head_dim: int, page_size: int,
                dtype: Any, kv_dtype: Any = None) -> None:
         kp = host_int32(kv_indptr, "paged_kv_indptr")
-        ki = host_int32(kv_indices, "paged_kv_indices")
+        ki = _gpu.host_kv_indices(kv_indices, kp, "paged_kv_indices")  # the used prefix
         kl = host_int32(last, "paged_kv_last_page_len")
         qo = np.arange(kp.size, dtype=np.int32) if qo is None else host_int32(qo, "qo_indptr")
         _gpu.check_csr(qo, kp, ki, kl, "the unique level", decode=self._decode)

@@ -646,6 +646,15 @@ def scenario_index_buffers():
                   f"{make.__name__}: the used page ids uploaded ({n} entries)")
         check(shape(recs[0]) == shape(recs[1]), f"{make.__name__}: the exact array's launches")
 
+    # The deprecated shared-prefix decode wrapper: its unique level keeps the
+    # used ids only (the tail is not even copied to the host).
+    shared_kv = [Dev(aligned((32, 8, 128), np.float16)) for _ in range(2)]
+    sp = cm.BatchDecodeWithSharedPrefixPagedKVCacheWrapper(ws)
+    sp.begin_forward(indptr, Dev(aligned((4096,), np.int32, buf)), last, 64, 8, 128, 16)
+    check(np.array_equal(sp._unique[2], exact), "shared-prefix wrapper: the used ids")
+    sp.forward(Dev(aligned((3, 64, 128), np.float16)), *shared_kv, cache)
+    check(len(launches()) >= 2, "shared-prefix wrapper: both levels run")
+
     # The CUDA-graph decode wrapper, its own buffer passed whole every step.
     ind_buf = Dev(aligned((4096,), np.int32, buf))
     g = cm.CUDAGraphBatchDecodeWithPagedKVCacheWrapper(
