@@ -251,6 +251,7 @@ class Engine:
              index_buffers: Optional[List[Dict[str, Any]]] = None) -> None:
         self.cfg, self.levels = cfg, levels
         form = self._plan_form()
+        kernels.ensure_bundles(self._keys(form), self.dev.chip)  # in parallel
         roles = [load_bundle(self.dev, k) for k in self._keys(form)]
         if self.program is None:
             self.program = _runtime.Program(self.dev)

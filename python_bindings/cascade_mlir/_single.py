@@ -196,7 +196,8 @@ class SingleLevelWrapper:
                                           custom_mask=custom_mask)
         auto, split = options.auto_cascade, options.split
         kp = host_int32(kv_indptr, "indptr" if self._decode else "paged_kv_indptr")
-        ki = host_int32(kv_indices, "indices" if self._decode else "paged_kv_indices")
+        ki = _gpu.host_kv_indices(kv_indices, kp,
+                                  "indices" if self._decode else "paged_kv_indices")
         kl = host_int32(last_page_len,
                         "last_page_len" if self._decode else "paged_kv_last_page_len")
         qo = np.arange(kp.size, dtype=np.int32) if qo_indptr is None \

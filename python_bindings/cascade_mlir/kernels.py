@@ -24,12 +24,16 @@ compiled in-process into the cache; otherwise the error names the
 configuration and the command that builds its bundle elsewhere.
 """
 
+import contextlib
+import fcntl
 import hashlib
 import os
 import shutil
+import subprocess
 import tempfile
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple, Union
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
+                    Union)
 
 from .config import AttentionConfig, dtype_code, f32
 
@@ -47,6 +51,9 @@ __all__ = [
     "search_roots",
     "find_bundle",
     "ensure_bundle",
+    "ensure_bundles",
+    "build_with_executable",
+    "compiler_executable",
     "build_bundle",
     "cache_dir",
     "DEFAULT_MODELS",
@@ -260,6 +267,8 @@ def _package_kernels() -> str:
 
 
 def _compiler() -> Any:
+    """The in-process compiler module (a build against the system's LLVM),
+    None where the package has none."""
     try:
         from . import _compiler
         return _compiler
@@ -267,14 +276,28 @@ def _compiler() -> Any:
         return None
 
 
+def compiler_executable() -> Optional[str]:
+    """The self-contained compiler (`cascade-compile`, linked statically: it
+    needs only the C library, and serves every Python): CASCADE_MLIR_COMPILER,
+    else the one the package carries (cascade_mlir/bin); None without."""
+    env = os.environ.get("CASCADE_MLIR_COMPILER")
+    cands = [env] if env else [os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                            "bin", "cascade-compile")]
+    for c in cands:
+        if c and os.path.isfile(c) and os.access(c, os.X_OK):
+            return c
+    return None
+
+
 def compiler_id() -> str:
-    """Identifies the compiler build (version + the module file), so that a
-    rebuilt compiler does not reuse kernels of another."""
+    """Identifies the compiler build (version + the module or executable
+    file), so that a rebuilt compiler does not reuse kernels of another."""
     from . import __version__
     comp = _compiler()
-    if comp is None:
+    path = comp.__file__ if comp is not None else compiler_executable()
+    if path is None:
         return f"{__version__}-runtime"
-    st = os.stat(comp.__file__)
+    st = os.stat(path)
     h = hashlib.sha1(f"{__version__}:{st.st_size}:{st.st_mtime_ns}".encode())
     return f"{__version__}-{h.hexdigest()[:12]}"
 
@@ -336,45 +359,95 @@ def _ptxas() -> Optional[str]:
     return None
 
 
+def _cubin(ptxas: Optional[str], bundle: str, chip: str) -> None:
+    """A cubin beside the bundle's PTX (the driver then need not JIT it)."""
+    if ptxas:
+        subprocess.run([ptxas, f"-arch={chip}", os.path.join(bundle, "kernels.ptx"),
+                        "-o", os.path.join(bundle, f"kernels.{chip}.cubin")],
+                       check=True, capture_output=True)
+
+
+@contextlib.contextmanager
+def _key_lock(dest: str) -> Iterator[None]:
+    """An exclusive lock on .KEY.lock beside DEST (the one cascade-compile
+    takes; hidden, as the temporary build directories are, from whatever
+    lists a root's bundles): processes and threads building the same bundle
+    build it once."""
+    head, key = os.path.split(dest)
+    fd = os.open(os.path.join(head, f".{key}.lock"), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
 def build_bundle(key: str, out_root: str, chip: str = "sm_90",
                  cubin: bool = True) -> str:
-    """Compiles bundle `key` into OUT_ROOT/CHIP/KEY with the in-process
-    compiler (and, with ptxas available, a cubin next to the PTX so the
-    driver need not JIT it). Written to a temporary directory first and
-    renamed, so concurrent builders never see half a bundle."""
-    comp = _compiler()
-    if comp is None:
-        raise MissingKernelsError(
-            f"cannot build kernel bundle {key}: this cascade_mlir was built "
-            "without the compiler (runtime only)")
+    """Compiles bundle `key` into OUT_ROOT/CHIP/KEY: with the in-process
+    compiler where the package has it, else with the self-contained
+    executable (and, with ptxas available, a cubin next to the PTX so the
+    driver need not JIT it). Under an exclusive lock on the key and written
+    to a temporary directory first and renamed, so concurrent builders (threads
+    or processes) build it once and never see half a bundle."""
     parsed = parse_key(key)
     dest = os.path.join(out_root, chip, key)
+    comp = _compiler()
+    if comp is None:
+        if compiler_executable() is None:
+            raise MissingKernelsError(
+                f"cannot build kernel bundle {key}: this cascade_mlir has no compiler "
+                "(runtime only)")
+        build_with_executable([key], out_root, chip, cubin=cubin)
+        return dest
     os.makedirs(os.path.dirname(dest), exist_ok=True)
-    tmp = tempfile.mkdtemp(prefix=".build-", dir=os.path.dirname(dest))
-    os.chmod(tmp, 0o755)
-    try:
-        if isinstance(parsed[0], str):
-            comp.compile_merge_bundle(parsed[1], parsed[2], tmp, chip, _features(chip))
-        else:
-            cfg, group = parsed
-            comp.compile_attention_bundle(cfg.as_dict(), [group.as_dict()], tmp, chip,
-                                          _features(chip))
-        ptxas = _ptxas() if cubin else None
-        if ptxas:
-            import subprocess
-            subprocess.run([ptxas, f"-arch={chip}", os.path.join(tmp, "kernels.ptx"),
-                            "-o", os.path.join(tmp, f"kernels.{chip}.cubin")],
-                           check=True, capture_output=True)
+    with _key_lock(dest):
+        if os.path.isfile(os.path.join(dest, "manifest.json")):
+            return dest
+        tmp = tempfile.mkdtemp(prefix=".build-", dir=os.path.dirname(dest))
+        os.chmod(tmp, 0o755)
         try:
-            os.rename(tmp, dest)
-        except OSError:  # another process won the race, or a stale copy
-            if not os.path.isfile(os.path.join(dest, "manifest.json")):
+            if isinstance(parsed[0], str):
+                comp.compile_merge_bundle(parsed[1], parsed[2], tmp, chip, _features(chip))
+            else:
+                cfg, group = parsed
+                comp.compile_attention_bundle(cfg.as_dict(), [group.as_dict()], tmp, chip,
+                                              _features(chip))
+            _cubin(_ptxas() if cubin else None, tmp, chip)
+            if os.path.isdir(dest):  # a stale partial copy
                 shutil.rmtree(dest, ignore_errors=True)
-                os.rename(tmp, dest)
-    finally:
-        if os.path.isdir(tmp):
-            shutil.rmtree(tmp, ignore_errors=True)
+            os.rename(tmp, dest)
+        finally:
+            if os.path.isdir(tmp):
+                shutil.rmtree(tmp, ignore_errors=True)
     return dest
+
+
+def build_with_executable(keys: Sequence[str], out_root: str, chip: str = "sm_90",
+                          jobs: int = 0, cubin: bool = True) -> List[Tuple[str, float]]:
+    """Compiles `keys` into OUT_ROOT/CHIP/ with cascade-compile, in
+    parallel (one process, `jobs` threads; 0: one per core); returns (key,
+    seconds) of those it built. MissingKernelsError with the compiler's
+    diagnostics if any fails."""
+    exe = compiler_executable()
+    if exe is None:
+        raise MissingKernelsError("no cascade-compile executable here")
+    keys = list(dict.fromkeys(keys))
+    for k in keys:
+        parse_key(k)  # names a bad key before any compiling
+    r = subprocess.run([exe, "--out", out_root, "--chip", chip, f"-j={jobs}", *keys],
+                       capture_output=True, text=True)
+    if r.returncode != 0:
+        raise MissingKernelsError(f"cascade-compile failed for {chip} {' '.join(keys)}:\n"
+                                  f"{r.stderr.strip()}")
+    built = []
+    ptxas = _ptxas() if cubin else None
+    for line in r.stdout.splitlines():
+        status, _, key, secs = line.split()
+        if status == "built":
+            _cubin(ptxas, os.path.join(out_root, chip, key), chip)
+            built.append((key, float(secs)))
+    return built
 
 
 def describe_key(key: str) -> str:
@@ -387,7 +460,19 @@ def describe_key(key: str) -> str:
 
 def can_compile() -> bool:
     """Whether a missing bundle would be compiled on demand here."""
-    return _compiler() is not None and os.environ.get("CASCADE_MLIR_NO_JIT") != "1"
+    return (_compiler() is not None or compiler_executable() is not None) and \
+        os.environ.get("CASCADE_MLIR_NO_JIT") != "1"
+
+
+def ensure_bundles(keys: Iterable[str], chip: str = "sm_90") -> None:
+    """Compiles, at once and in parallel where the self-contained compiler
+    serves, every bundle of `keys` that is missing (a plan's kernel groups);
+    ensure_bundle then finds them."""
+    if not can_compile():
+        return
+    missing = [k for k in dict.fromkeys(keys) if not find_bundle(k, chip, own_chip_only=True)]
+    if len(missing) > 1 and _compiler() is None:
+        build_with_executable(missing, cache_dir(), chip)
 
 
 def ensure_bundle(key: str, chip: str = "sm_90") -> str:
@@ -401,9 +486,9 @@ def ensure_bundle(key: str, chip: str = "sm_90") -> str:
         return found
     if can_build:
         return build_bundle(key, cache_dir(), chip)
-    why = ("this cascade_mlir was built without the compiler (no LLVM/MLIR "
-           "where it was built)" if _compiler() is None else
-           "CASCADE_MLIR_NO_JIT=1")
+    why = ("this cascade_mlir has no compiler (neither its compiler module nor "
+           "the cascade-compile executable)" if not (_compiler() or compiler_executable())
+           else "CASCADE_MLIR_NO_JIT=1")
     raise MissingKernelsError(
         f"no GPU kernels for {describe_key(key)} (bundle key {key}, {chip}).\n"
         f"Searched: {', '.join(search_roots())}.\n"
@@ -421,7 +506,14 @@ def build_keys(keys: Iterable[str], out_root: str, chip: str = "sm_90",
     """Builds every key missing under OUT_ROOT; returns (key, seconds)."""
     todo = [(k, out_root, chip) for k in dict.fromkeys(keys)
             if not os.path.isfile(os.path.join(out_root, chip, k, "manifest.json"))]
-    done = []
+    done: List[Tuple[str, float]] = []
+    if todo and _compiler() is None and compiler_executable() is not None:
+        # One cascade-compile process compiles them all, on `jobs` threads.
+        done = build_with_executable([k for k, _, _ in todo], out_root, chip, jobs)
+        for i, r in enumerate(done):
+            if progress:
+                progress(i + 1, len(done), r)
+        return done
     if jobs > 1 and len(todo) > 1:
         from concurrent.futures import ProcessPoolExecutor
         pool = ProcessPoolExecutor(jobs)

@@ -163,7 +163,10 @@ def manifest_params(name):
     for root in os.environ["CASCADE_MLIR_KERNEL_PATH"].split(os.pathsep):
         for chip in os.listdir(root):
             for key in os.listdir(os.path.join(root, chip)):
-                with open(os.path.join(root, chip, key, "manifest.json")) as f:
+                manifest = os.path.join(root, chip, key, "manifest.json")
+                if not os.path.isfile(manifest):  # a lock or temporary entry
+                    continue
+                with open(manifest) as f:
                     for k in json.load(f)["kernels"]:
                         if k["name"] == name:
                             slots, i = {}, 0
