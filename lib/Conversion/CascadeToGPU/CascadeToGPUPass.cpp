@@ -286,7 +286,7 @@ FailureOr<OpLaunches> lowerOp(KernelSet &kernels, Operation *op,
 }
 
 struct ConvertCascadeToGPUPass
-    : cascade::impl::ConvertCascadeToGPUBase<ConvertCascadeToGPUPass> {
+    : mlir::cascade::impl::ConvertCascadeToGPUBase<ConvertCascadeToGPUPass> {
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(checkLayouts(module)))

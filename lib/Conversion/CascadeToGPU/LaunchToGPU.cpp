@@ -213,8 +213,8 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
 
 } // namespace
 
-void cascade::populateCascadeLaunchPatterns(RewritePatternSet &patterns,
-                                            const LaunchTable &table) {
+void mlir::cascade::populateCascadeLaunchPatterns(RewritePatternSet &patterns,
+                                                  const LaunchTable &table) {
   MLIRContext *ctx = patterns.getContext();
   patterns.add<LaunchPattern<MergeStateOp>, LaunchPattern<MergeStateInPlaceOp>,
                LaunchPattern<MergeStatesOp>, LaunchPattern<PagedAttentionOp>>(

@@ -7,26 +7,26 @@
 using namespace mlir;
 using namespace mlir::cascade;
 
-Value cascade::lseToBase2(KernelBuilder &k, Value s, bool baseE) {
+Value mlir::cascade::lseToBase2(KernelBuilder &k, Value s, bool baseE) {
   return baseE ? k.fmul(s, k.f32(M_LOG2E)) : s;
 }
 
-Value cascade::lseFromBase2(KernelBuilder &k, Value s, bool baseE) {
+Value mlir::cascade::lseFromBase2(KernelBuilder &k, Value s, bool baseE) {
   return baseE ? k.fmul(s, k.f32(M_LN2)) : s;
 }
 
-Value cascade::stateIndex(KernelBuilder &k, Value row, int64_t numHeads,
-                          Value head) {
+Value mlir::cascade::stateIndex(KernelBuilder &k, Value row, int64_t numHeads,
+                                Value head) {
   return k.add(k.mul(row, k.idx(numHeads)), head);
 }
 
-Value cascade::partialRowBase(KernelBuilder &k, const AttentionArgs &args,
-                              Value req) {
+Value mlir::cascade::partialRowBase(KernelBuilder &k, const AttentionArgs &args,
+                                    Value req) {
   return k.toIndex(k.loadScalar(args.oIndptr, req));
 }
 
-std::pair<Value, Value> cascade::mergeSink(KernelBuilder &k, Value sinks,
-                                           Value head, Value s2) {
+std::pair<Value, Value> mlir::cascade::mergeSink(KernelBuilder &k, Value sinks,
+                                                 Value head, Value s2) {
   Value sink2 = k.fmul(k.loadScalar(sinks, head), k.f32(M_LOG2E));
   // The state (1, s2) merged with (0, sink2): its v is the weight that
   // scales the row's output, by merge_state's rules (an empty row gets
@@ -75,8 +75,8 @@ static void mergeSlices(KernelBuilder &k, const RowsOutput &out, int64_t g,
   acc = aa;
 }
 
-void cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
-                           ValueRange states) {
+void mlir::cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
+                                 ValueRange states) {
   OpBuilder &b = k.b;
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
@@ -305,7 +305,8 @@ static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
   k.storeScalar(sOut, sDst, outIdx);
 }
 
-void cascade::mmaEpilogue(KernelBuilder &k, const MmaOutput &out, MmaState st) {
+void mlir::cascade::mmaEpilogue(KernelBuilder &k, const MmaOutput &out,
+                                MmaState st) {
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
   const MmaTiles &t = out.tiles;

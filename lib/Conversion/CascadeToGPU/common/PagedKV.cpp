@@ -9,9 +9,9 @@
 using namespace mlir;
 using namespace mlir::cascade;
 
-RequestKv cascade::requestKv(KernelBuilder &k, Value kvIndptr, Value lastLen,
-                             Value req, int64_t pageSize, Value chunkSize,
-                             Value chunk) {
+RequestKv mlir::cascade::requestKv(KernelBuilder &k, Value kvIndptr,
+                                   Value lastLen, Value req, int64_t pageSize,
+                                   Value chunkSize, Value chunk) {
   RequestKv r;
   r.pageStart = k.toIndex(k.loadScalar(kvIndptr, req));
   Value pageEnd = k.toIndex(k.loadScalar(kvIndptr, k.add(req, k.idx(1))));
@@ -157,8 +157,8 @@ Value PagedKVRowGather::issue(OpBuilder &b, Value i, Value stage,
   return nvgpu::DeviceAsyncCreateGroupOp::create(b, loc, toks).getResult();
 }
 
-Value cascade::fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
-                                 int64_t headDim) {
+Value mlir::cascade::fp8KStagingOffset(KernelBuilder &k, Value row,
+                                       Value byteCol, int64_t headDim) {
   assert(headDim >= 16 && headDim <= 128 &&
          llvm::isPowerOf2_64(static_cast<uint64_t>(headDim)) &&
          "fp8 K staging rows of 16 to 128 bytes");
@@ -175,8 +175,8 @@ Value cascade::fp8KStagingOffset(KernelBuilder &k, Value row, Value byteCol,
                k.add(k.mul(chunk, k.idx(16)), k.rem(byteCol, k.idx(16))));
 }
 
-Value cascade::fp8VStagingOffset(KernelBuilder &k, Value row, Value byteCol,
-                                 int64_t headDim) {
+Value mlir::cascade::fp8VStagingOffset(KernelBuilder &k, Value row,
+                                       Value byteCol, int64_t headDim) {
   assert((headDim == 32 || headDim == 64 || headDim == 128) &&
          "fp8 V staging rows of 32, 64 or 128 bytes");
   int64_t mask = (headDim / 16 - 1) & 6;

@@ -217,8 +217,8 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
 
 } // namespace
 
-void cascade::buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                               gpu::GPUModuleOp, const MergeSpec &spec) {
+void mlir::cascade::buildMergeKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                                     gpu::GPUModuleOp, const MergeSpec &spec) {
   switch (spec.kind) {
   case MergeKind::Pair:
     return buildPairBody(b, fn, spec);

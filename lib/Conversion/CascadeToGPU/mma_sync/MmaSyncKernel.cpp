@@ -244,8 +244,8 @@ void MmaSyncKernel::run() {
   epilogue(std::move(state));
 }
 
-void cascade::buildMmaSyncAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                                          gpu::GPUModuleOp module,
-                                          const AttentionSpec &spec) {
+void mlir::cascade::buildMmaSyncAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                                                gpu::GPUModuleOp module,
+                                                const AttentionSpec &spec) {
   MmaSyncKernel(b, fn, module, spec).build();
 }

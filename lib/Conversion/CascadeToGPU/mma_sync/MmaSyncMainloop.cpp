@@ -9,7 +9,7 @@
 using namespace mlir;
 using namespace mlir::cascade;
 
-MmaTiles cascade::mmaSyncTiles(const AttentionSpec &spec) {
+MmaTiles mlir::cascade::mmaSyncTiles(const AttentionSpec &spec) {
   const KernelConfigAttr &cfg = spec.config;
   MmaTiles t;
   t.d = spec.headDim;
@@ -47,7 +47,7 @@ MmaTiles cascade::mmaSyncTiles(const AttentionSpec &spec) {
   return t;
 }
 
-MmaThread cascade::mmaSyncThread(KernelBuilder &k, const MmaTiles &t) {
+MmaThread mlir::cascade::mmaSyncThread(KernelBuilder &k, const MmaTiles &t) {
   MmaThread th;
   th.lane = k.threadId(gpu::Dimension::x);
   th.warpQ = k.threadId(gpu::Dimension::y);

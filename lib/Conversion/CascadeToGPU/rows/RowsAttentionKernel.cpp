@@ -368,8 +368,8 @@ SmallVector<Value> RowsAttentionKernel::step(const PagedKVRowGather &gather,
 
 } // namespace
 
-void cascade::buildRowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                                       gpu::GPUModuleOp module,
-                                       const AttentionSpec &spec) {
+void mlir::cascade::buildRowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                                             gpu::GPUModuleOp module,
+                                             const AttentionSpec &spec) {
   RowsAttentionKernel(b, fn, module, spec).build();
 }

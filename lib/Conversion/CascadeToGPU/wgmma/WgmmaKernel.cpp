@@ -323,8 +323,8 @@ void WgmmaKernel::run() {
   epilogue(std::move(state), consumers);
 }
 
-void cascade::buildWgmmaAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
-                                        gpu::GPUModuleOp module,
-                                        const AttentionSpec &spec) {
+void mlir::cascade::buildWgmmaAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
+                                              gpu::GPUModuleOp module,
+                                              const AttentionSpec &spec) {
   WgmmaKernel(b, fn, module, spec).build();
 }

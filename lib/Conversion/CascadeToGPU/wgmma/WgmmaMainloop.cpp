@@ -23,7 +23,7 @@ static constexpr int64_t kK16Bytes = 32;
 /// Columns (16-bit elements) of a 128-byte panel.
 static constexpr int64_t kPanelCols = 64;
 
-MmaTiles cascade::wgmmaTiles(const AttentionSpec &spec) {
+MmaTiles mlir::cascade::wgmmaTiles(const AttentionSpec &spec) {
   // Each consumer warp holds 16 rows of its warpgroup's 64 (the wgmma
   // accumulator is mma.sync's per warp) and every key of a tile.
   const KernelConfigAttr &cfg = spec.config;
@@ -46,7 +46,7 @@ MmaTiles cascade::wgmmaTiles(const AttentionSpec &spec) {
   return t;
 }
 
-MmaThread cascade::wgmmaThread(KernelBuilder &k, const MmaTiles &t) {
+MmaThread mlir::cascade::wgmmaThread(KernelBuilder &k, const MmaTiles &t) {
   MmaThread th;
   Value x = k.threadId(gpu::Dimension::x);
   Value wg = k.sub(k.threadId(gpu::Dimension::y), k.idx(1));
