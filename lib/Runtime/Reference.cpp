@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace cascade::runtime::ref {
 
@@ -43,6 +44,14 @@ Status validateCustomMask(const AttentionBatch &batch) {
   return Status::success();
 }
 
+/// The score options, as the IR verifier checks them.
+Status validateOptions(const AttentionOptions &opts) {
+  const std::string why = opts.score.validate();
+  if (!why.empty())
+    return makeError(ErrorCode::InvalidArgument, "%s", why.c_str());
+  return Status::success();
+}
+
 Status validateBatch(const AttentionBatch &batch) {
   if (!batch.q || !batch.kv.k || !batch.kv.v)
     return makeError(ErrorCode::InvalidArgument,
@@ -67,9 +76,9 @@ Status validateBatch(const AttentionBatch &batch) {
 void applyRope(const float *x, double *out, int64_t headDim, double pos,
                const AttentionOptions &opts) {
   const int64_t half = headDim / 2;
+  const double theta = opts.score.ropeTheta, scale = opts.score.ropeScale;
   for (int64_t i = 0; i < half; ++i) {
-    double freq = std::pow(opts.ropeTheta, -2.0 * double(i) / double(headDim)) /
-                  opts.ropeScale;
+    double freq = std::pow(theta, -2.0 * double(i) / double(headDim)) / scale;
     double angle = pos * freq;
     double c = std::cos(angle), s = std::sin(angle);
     double a = x[i], b = x[i + half];
@@ -141,10 +150,13 @@ Status attentionRequest(const AttentionBatch &batch,
   const int64_t kvLen = kvLength(batch, request);
   const int64_t lo = std::max<int64_t>(kvBegin, 0);
   const int64_t hi = kvEnd < 0 ? kvLen : std::min(kvEnd, kvLen);
+  const contract::ScoreOptions &so = opts.score;
   const double smScale =
-      (opts.smScale > 0 ? opts.smScale : 1.0 / std::sqrt(double(d))) *
+      (so.smScale ? double(*so.smScale) : 1.0 / std::sqrt(double(d))) *
       opts.kScale;
-  const bool rope = opts.posEncoding == PosEncoding::RopeLlama;
+  const double softCap = so.logitsSoftCap;
+  const int64_t windowLeft = so.windowLeft;
+  const bool rope = so.rope(), alibi = so.alibi();
 
   // Keys and values of [lo, hi) per KV head, keys rotated if RoPE.
   const int64_t n = std::max<int64_t>(hi - lo, 0);
@@ -185,14 +197,13 @@ Status attentionRequest(const AttentionBatch &batch,
         for (int64_t i = 0; i < d; ++i)
           q[i] = qRow[i];
       const int64_t kh = h / group;
-      const double slope =
-          opts.posEncoding == PosEncoding::Alibi ? alibiSlope(h, hqo) : 0.0;
+      const double slope = alibi ? alibiSlope(h, hqo) : 0.0;
       double m = kNegInf;
       for (int64_t t = 0; t < n; ++t) {
         const int64_t pos = lo + t;
         bool visible =
             (custom ? maskBit(j, pos) != 0 : !opts.causal || pos <= qPos) &&
-            (opts.windowLeft < 0 || pos >= qPos - opts.windowLeft);
+            (windowLeft < 0 || pos >= qPos - windowLeft);
         if (!visible) {
           score[t] = kNegInf;
           continue;
@@ -202,10 +213,10 @@ Status attentionRequest(const AttentionBatch &batch,
         for (int64_t i = 0; i < d; ++i)
           dot += q[i] * kd[i];
         double x = dot * smScale;
-        if (opts.posEncoding == PosEncoding::Alibi)
+        if (alibi)
           x += slope * double(pos - qPos);
-        if (opts.logitsSoftCap > 0)
-          x = opts.logitsSoftCap * std::tanh(x / opts.logitsSoftCap);
+        if (softCap > 0)
+          x = softCap * std::tanh(x / softCap);
         score[t] = x * kLog2e; // base 2
         m = std::max(m, score[t]);
       }
@@ -250,6 +261,7 @@ void applySinks(const float *sinks, int64_t rows, int64_t numQoHeads,
 
 Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
                  double *outV, double *outS) {
+  CASCADE_RETURN_IF_ERROR(validateOptions(opts));
   CASCADE_RETURN_IF_ERROR(validateBatch(batch));
   const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
   const int64_t hqo = batch.numQoHeads, d = batch.kv.headDim;
@@ -264,6 +276,7 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
 
 Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                       const Plan &plan, double *outV, double *outS) {
+  CASCADE_RETURN_IF_ERROR(validateOptions(opts));
   CASCADE_RETURN_IF_ERROR(validateBatch(batch));
   const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
   if (plan.batch_size != b)

@@ -15,30 +15,90 @@
 
 #include <pybind11/pybind11.h>
 
+#include <optional>
 #include <string>
+#include <type_traits>
 
 namespace cascade::python {
 
 namespace py = pybind11;
 
+namespace detail {
+// One score option from a dict value (not None).
+inline void scoreFromPy(const py::handle &v, std::optional<float> &f) {
+  f = static_cast<float>(v.cast<double>());
+}
+inline void scoreFromPy(const py::handle &v, float &f) {
+  f = static_cast<float>(v.cast<double>());
+}
+inline void scoreFromPy(const py::handle &v, int64_t &i) {
+  i = v.cast<int64_t>();
+}
+/// false: not a position encoding's name.
+inline bool scoreFromPy(const py::handle &v, contract::PosEncoding &p) {
+  return contract::parsePosEncoding(std::string(py::str(v)), p);
+}
+
+// One score option as a dict value.
+inline py::object scoreToPy(const std::optional<float> &f) {
+  return f ? py::object(py::float_(*f)) : py::object(py::none());
+}
+inline py::object scoreToPy(float f) { return py::float_(f); }
+inline py::object scoreToPy(int64_t i) { return py::int_(i); }
+inline py::object scoreToPy(contract::PosEncoding p) {
+  return py::str(contract::posEncodingName(p));
+}
+} // namespace detail
+
+/// Reads the score options of `d` into `s`, each under the key `keyOf`
+/// maps its contract name to (ScoreOptions::forEachField); absent or None
+/// keeps the value `s` has. A bad position encoding raises ValueError
+/// "<context><key> must be none, rope_llama or alibi, got '<value>'".
+template <class KeyOf>
+void scoreOptionsFromDict(const py::dict &d, contract::ScoreOptions &s,
+                          const std::string &context, KeyOf &&keyOf) {
+  contract::ScoreOptions::forEachField(s, [&](const char *name, auto &field) {
+    const std::string k = keyOf(name);
+    if (!d.contains(k) || d[k.c_str()].is_none())
+      return;
+    py::object v = d[k.c_str()];
+    using Field = std::decay_t<decltype(field)>;
+    if constexpr (std::is_same_v<Field, contract::PosEncoding>) {
+      if (!detail::scoreFromPy(v, field))
+        throw py::value_error(context + k +
+                              " must be none, rope_llama or alibi, got '" +
+                              std::string(py::str(v)) + "'");
+    } else {
+      detail::scoreFromPy(v, field);
+    }
+  });
+}
+
+/// Writes every score option into `d` under its contract name (sm_scale
+/// None for the default).
+inline void scoreOptionsToDict(const contract::ScoreOptions &s, py::dict &d) {
+  contract::ScoreOptions::forEachField(s, [&](const char *name, auto &field) {
+    d[name] = detail::scoreToPy(field);
+  });
+}
+
 /// The configuration of a dict; absent keys keep the defaults of
-/// contract::AttentionConfig, None means the default of sm_scale,
-/// logits_soft_cap, rope_scale and rope_theta.
+/// contract::AttentionConfig, None means the default (of sm_scale and the
+/// other score options too).
 inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
   namespace key = contract::key;
   using namespace contract;
   static const char *const known[] = {
-      key::kQDType,     key::kKvDType,     key::kODType,
-      key::kKvScale,    key::kHeadDim,     key::kNumQoHeads,
-      key::kNumKvHeads, key::kPageSize,    key::kKvLayout,
-      key::kKvForm,     key::kSmScale,     key::kLogitsSoftCap,
-      key::kWindowLeft, key::kPosEncoding, key::kRopeScale,
-      key::kRopeTheta,  key::kLseBase};
+      key::kQDType,   key::kKvDType,    key::kODType,     key::kKvScale,
+      key::kHeadDim,  key::kNumQoHeads, key::kNumKvHeads, key::kPageSize,
+      key::kKvLayout, key::kKvForm,     key::kLseBase};
   for (auto item : d) {
     const std::string k = py::str(item.first);
     bool ok = false;
     for (const char *n : known)
       ok = ok || k == n;
+    ScoreOptions::forEachMember(
+        [&](const char *n, auto) { ok = ok || k == n; });
     if (!ok)
       throw py::value_error("attention configuration: unknown key '" + k + "'");
   }
@@ -65,25 +125,14 @@ inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
   i64(key::kNumQoHeads, c.numQoHeads);
   i64(key::kNumKvHeads, c.numKvHeads);
   i64(key::kPageSize, c.pageSize);
-  i64(key::kWindowLeft, c.windowLeft);
-  auto f32 = [&](const char *k, float &out) {
-    if (has(k))
-      out = static_cast<float>(d[k].cast<double>());
-  };
-  if (has(key::kSmScale))
-    c.smScale = static_cast<float>(d[key::kSmScale].cast<double>());
-  f32(key::kLogitsSoftCap, c.logitsSoftCap);
-  f32(key::kRopeScale, c.ropeScale);
-  f32(key::kRopeTheta, c.ropeTheta);
   if (has(key::kKvScale) && !parseKvScale(text(key::kKvScale), c.kvScale))
     throw bad(key::kKvScale, "none or per_tensor");
   if (has(key::kKvLayout) && !parseKvLayout(text(key::kKvLayout), c.layout))
     throw bad(key::kKvLayout, "'nhd' or 'hnd'");
   if (has(key::kKvForm) && !parseKvForm(text(key::kKvForm), c.form))
     throw bad(key::kKvForm, "'pool', 'pair' or 'ragged'");
-  if (has(key::kPosEncoding) &&
-      !parsePosEncoding(text(key::kPosEncoding), c.pos))
-    throw bad(key::kPosEncoding, "none, rope_llama or alibi");
+  scoreOptionsFromDict(d, c.score, "attention configuration: ",
+                       [](const char *name) { return std::string(name); });
   if (has(key::kLseBase) && !parseLseBase(text(key::kLseBase), c.lseBase))
     throw bad(key::kLseBase, "2 or e");
   const std::string why = c.validate();
@@ -107,13 +156,7 @@ inline py::dict attentionConfigToDict(const contract::AttentionConfig &c) {
   d[key::kPageSize] = c.pageSize;
   d[key::kKvLayout] = kvLayoutName(c.layout);
   d[key::kKvForm] = kvFormName(c.form);
-  d[key::kSmScale] =
-      c.smScale ? py::object(py::float_(*c.smScale)) : py::object(py::none());
-  d[key::kLogitsSoftCap] = c.logitsSoftCap;
-  d[key::kWindowLeft] = c.windowLeft;
-  d[key::kPosEncoding] = posEncodingName(c.pos);
-  d[key::kRopeScale] = c.ropeScale;
-  d[key::kRopeTheta] = c.ropeTheta;
+  scoreOptionsToDict(c.score, d);
   d[key::kLseBase] = lseBaseName(c.lseBase);
   return d;
 }

@@ -2,6 +2,7 @@
 
 #include "IRBuilders.h"
 
+#include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 
@@ -48,25 +49,12 @@ struct Shaper {
   }
 };
 
-PosEncoding posEncoding(contract::PosEncoding p) {
-  switch (p) {
-  case contract::PosEncoding::None:
-    return PosEncoding::None;
-  case contract::PosEncoding::RopeLlama:
-    return PosEncoding::RopeLlama;
-  case contract::PosEncoding::ALiBi:
-    return PosEncoding::ALiBi;
-  }
-  llvm_unreachable("pos encoding");
-}
-
-/// The attributes both attention ops share.
+/// The attributes both attention ops share, the score options aside
+/// (setScoreOptions sets them on the op).
 struct Options {
-  IntegerAttr pageSize, windowLeft;
+  IntegerAttr pageSize;
   KVLayoutAttr layout;
   UnitAttr causal;
-  FloatAttr smScale, softCap, ropeScale, ropeTheta;
-  PosEncodingAttr pos;
   LSEBaseAttr base;
 };
 
@@ -74,16 +62,9 @@ Options options(Builder &b, const AttentionConfig &c, bool causal) {
   MLIRContext *ctx = b.getContext();
   Options o;
   o.pageSize = b.getI64IntegerAttr(c.pageSize);
-  o.windowLeft = b.getI64IntegerAttr(c.windowLeft);
   o.layout = KVLayoutAttr::get(
       ctx, c.layout == contract::KvLayout::HND ? KVLayout::HND : KVLayout::NHD);
   o.causal = causal ? b.getUnitAttr() : UnitAttr();
-  if (c.smScale)
-    o.smScale = b.getF32FloatAttr(*c.smScale);
-  o.softCap = b.getF32FloatAttr(c.logitsSoftCap);
-  o.ropeScale = b.getF32FloatAttr(c.ropeScale);
-  o.ropeTheta = b.getF32FloatAttr(c.ropeTheta);
-  o.pos = PosEncodingAttr::get(ctx, posEncoding(c.pos));
   o.base = LSEBaseAttr::get(ctx, c.lseBase == contract::LseBase::BaseE
                                      ? LSEBase::BaseE
                                      : LSEBase::Base2);
@@ -197,9 +178,10 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
       /*k_scale=*/Value(), /*v_scale=*/Value(), sinks, mask, maskIndptr, plan,
-      o, lse, opt.pageSize, opt.layout, opt.causal, opt.smScale, opt.softCap,
-      opt.windowLeft, opt.pos, opt.ropeScale, opt.ropeTheta, opt.base,
+      o, lse, opt.pageSize, opt.layout, opt.causal,
+      /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,
       call.accumulate ? b.getUnitAttr() : UnitAttr());
+  setScoreOptions(op, c.score);
   func::ReturnOp::create(b, loc, op->getResults());
 }
 
@@ -282,8 +264,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         /*v_scale=*/Value(), /*sinks=*/Value(),
         /*custom_mask=*/Value(),
         /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
-        opt.causal, opt.smScale, opt.softCap, opt.windowLeft, opt.pos,
-        opt.ropeScale, opt.ropeTheta, opt.base, UnitAttr());
+        opt.causal, /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {},
+        opt.base, UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {
@@ -294,11 +276,12 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
         b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*sinks=*/Value(),
         /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
-        opt.smScale, opt.softCap, opt.windowLeft, opt.pos, opt.ropeScale,
-        opt.ropeTheta, opt.base, levels,
+        /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,
+        levels,
         raggedLevels.empty() ? DenseBoolArrayAttr()
                              : b.getDenseBoolArrayAttr(ragged));
   }
+  setScoreOptions(op, c.score);
   func::ReturnOp::create(b, loc, op->getResults());
 }
 

@@ -317,39 +317,23 @@ py::tuple refMergeStates(const F64Array &v, const F64Array &s) {
   return py::make_tuple(vo, so);
 }
 
+/// The reference's options from ref_attention's keywords: the score
+/// options under their contract names (the position encoding as
+/// `pos_encoding_mode`, FlashInfer's spelling), causal, k_scale, v_scale.
 ref::AttentionOptions makeOptions(const py::dict &o) {
   ref::AttentionOptions opts;
   if (o.contains("causal"))
     opts.causal = o["causal"].cast<bool>();
-  if (o.contains("sm_scale") && !o["sm_scale"].is_none())
-    opts.smScale = o["sm_scale"].cast<double>();
-  if (o.contains("logits_soft_cap") && !o["logits_soft_cap"].is_none())
-    opts.logitsSoftCap = o["logits_soft_cap"].cast<double>();
-  if (o.contains("window_left"))
-    opts.windowLeft = o["window_left"].cast<int64_t>();
-  if (o.contains("rope_scale") && !o["rope_scale"].is_none())
-    opts.ropeScale = o["rope_scale"].cast<double>();
-  if (o.contains("rope_theta") && !o["rope_theta"].is_none())
-    opts.ropeTheta = o["rope_theta"].cast<double>();
+  cascade::python::scoreOptionsFromDict(
+      o, opts.score, "", [](const std::string &name) {
+        return name == "pos_encoding" ? name + "_mode" : name;
+      });
   // fp8 KV dequantization (docs/semantics.md): k_scale on the logits,
   // v_scale on the output.
   if (o.contains("k_scale") && !o["k_scale"].is_none())
     opts.kScale = o["k_scale"].cast<double>();
   if (o.contains("v_scale") && !o["v_scale"].is_none())
     opts.vScale = o["v_scale"].cast<double>();
-  if (o.contains("pos_encoding_mode")) {
-    auto mode = o["pos_encoding_mode"].cast<std::string>();
-    if (mode == "NONE")
-      opts.posEncoding = ref::PosEncoding::None;
-    else if (mode == "ROPE_LLAMA")
-      opts.posEncoding = ref::PosEncoding::RopeLlama;
-    else if (mode == "ALIBI")
-      opts.posEncoding = ref::PosEncoding::Alibi;
-    else
-      throw py::value_error("pos_encoding_mode must be NONE, ROPE_LLAMA or "
-                            "ALIBI, got '" +
-                            mode + "'");
-  }
   return opts;
 }
 

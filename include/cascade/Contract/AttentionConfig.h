@@ -20,6 +20,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <string>
@@ -97,87 +98,103 @@ constexpr bool parseKvScale(std::string_view s, KvScale &out) {
   return false;
 }
 
-/// The static configuration of an attention call.
-struct AttentionConfig {
-  DType qType = DType::F16, kvType = DType::F16, oType = DType::F16;
-  KvScale kvScale = KvScale::None;
-  int64_t numQoHeads = 32, numKvHeads = 8, headDim = 128, pageSize = 16;
-  KvLayout layout = KvLayout::NHD;
-  KvForm form = KvForm::Pool;
+/// The options that transform or mask a score (docs/semantics.md), as one
+/// unit: the IR's attention attributes, the configuration dict's keys and
+/// the manifest's statics spell them as forEachField names them.
+struct ScoreOptions {
   /// Absent: 1 / sqrt(head_dim).
   std::optional<float> smScale;
-  float logitsSoftCap = 0.f, ropeScale = 1.f, ropeTheta = 1e4f;
+  /// 0: off; else cap * tanh(x / cap).
+  float logitsSoftCap = 0.f;
+  /// -1: off; else a query at position p sees the keys >= p - window.
   int64_t windowLeft = -1;
   PosEncoding pos = PosEncoding::None;
-  LseBase lseBase = LseBase::Base2;
+  float ropeScale = 1.f, ropeTheta = 1e4f;
 
-  int64_t groupSize() const {
-    return numKvHeads > 0 ? numQoHeads / numKvHeads : 0;
+  /// The field table: calls f(name, &ScoreOptions::field) for every field,
+  /// in this order. The names are the IR attributes' and the dict's keys.
+  template <class F> static void forEachMember(F &&f) {
+    f("sm_scale", &ScoreOptions::smScale);
+    f("logits_soft_cap", &ScoreOptions::logitsSoftCap);
+    f("window_left", &ScoreOptions::windowLeft);
+    f("pos_encoding", &ScoreOptions::pos);
+    f("rope_scale", &ScoreOptions::ropeScale);
+    f("rope_theta", &ScoreOptions::ropeTheta);
   }
-  float effectiveSmScale() const {
-    return smScale ? *smScale : float(1.0 / std::sqrt(double(headDim)));
+  /// Calls f(name, s.field) for every field (Self: ScoreOptions, const or
+  /// not).
+  template <class Self, class F> static void forEachField(Self &s, F &&f) {
+    forEachMember([&](const char *name, auto member) { f(name, s.*member); });
   }
 
-  /// Field by field; floats compare by their bits (so a NaN option equals
-  /// itself and -0 differs from 0, as the kernel names do).
-  bool operator==(const AttentionConfig &o) const {
-    return qType == o.qType && kvType == o.kvType && oType == o.oType &&
-           kvScale == o.kvScale && numQoHeads == o.numQoHeads &&
-           numKvHeads == o.numKvHeads && headDim == o.headDim &&
-           pageSize == o.pageSize && layout == o.layout && form == o.form &&
-           smScale.has_value() == o.smScale.has_value() &&
-           (!smScale || bits(*smScale) == bits(*o.smScale)) &&
-           bits(logitsSoftCap) == bits(o.logitsSoftCap) &&
-           bits(ropeScale) == bits(o.ropeScale) &&
-           bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
-           pos == o.pos && lseBase == o.lseBase;
+  /// One field's values compare equal: floats by their bits (so a NaN
+  /// option equals itself and -0 differs from 0, as the kernel names do).
+  static bool same(float a, float b) { return bits(a) == bits(b); }
+  static bool same(const std::optional<float> &a,
+                   const std::optional<float> &b) {
+    return a.has_value() == b.has_value() && (!a || same(*a, *b));
   }
-  bool operator!=(const AttentionConfig &o) const { return !(*this == o); }
+  static bool same(int64_t a, int64_t b) { return a == b; }
+  static bool same(PosEncoding a, PosEncoding b) { return a == b; }
 
-  /// The first thing wrong with the configuration, "" if nothing is.
+  bool operator==(const ScoreOptions &o) const {
+    bool eq = true;
+    forEachMember(
+        [&](const char *, auto m) { eq = eq && same(this->*m, o.*m); });
+    return eq;
+  }
+  bool operator!=(const ScoreOptions &o) const { return !(*this == o); }
+
+  float effectiveSmScale(int64_t headDim) const {
+    return smScale ? *smScale : defaultSmScale(headDim);
+  }
+  static float defaultSmScale(int64_t headDim) {
+    return float(1.0 / std::sqrt(double(headDim)));
+  }
+  bool alibi() const { return pos == PosEncoding::ALiBi; }
+  bool rope() const { return pos == PosEncoding::RopeLlama; }
+  bool softCapped() const { return logitsSoftCap != 0.f; }
+  bool windowed() const { return windowLeft >= 0; }
+  /// Scores need no transformation besides the scale (no soft cap, no
+  /// ALiBi): the scale then folds into the exponent.
+  bool plainScores() const { return !softCapped() && !alibi(); }
+
+  /// The first thing wrong with the options, "" if nothing is (the IR
+  /// verifier's messages; floats as MLIR diagnostics print them).
   std::string validate() const {
-    if (numQoHeads <= 0 || numKvHeads <= 0 || headDim <= 0 || pageSize <= 0)
-      return "head_dim, num_qo_heads, num_kv_heads and page_size must be "
-             "positive";
+    auto positive = [](float f) { return std::isfinite(f) && f > 0.f; };
+    if (smScale && !positive(*smScale))
+      return "sm_scale must be finite and > 0, got " + diagFloat(*smScale);
+    if (!(std::isfinite(logitsSoftCap) && logitsSoftCap >= 0.f))
+      return "logits_soft_cap must be finite and >= 0 (0 = off), got " +
+             diagFloat(logitsSoftCap);
     if (windowLeft < -1)
-      return "window_left must be >= -1, got " + std::to_string(windowLeft);
-    if (!(logitsSoftCap >= 0.f))
-      return "logits_soft_cap must be >= 0";
-    if (smScale && !(*smScale > 0.f))
-      return "sm_scale must be positive";
+      return "window_left must be >= -1 (-1 = off), got " +
+             std::to_string(windowLeft);
+    if (!positive(ropeScale))
+      return "rope_scale must be finite and > 0, got " + diagFloat(ropeScale);
+    if (!positive(ropeTheta))
+      return "rope_theta must be finite and > 0, got " + diagFloat(ropeTheta);
     return "";
   }
 
-  /// The configuration's part of a kernel bundle key, as the Python package
-  /// spells it (`<q>-<kv>.d<D>.h<Hqo>x<Hkv>.p<page>.<layout>.<form>`, then
-  /// the options that differ from their defaults, floats as their IEEE bits
-  /// in hex): `f16-f16.d128.h32x8.p16.nhd.pool`.
-  std::string key() const {
-    std::string s =
-        std::string(dtypeName(qType)) + "-" + dtypeName(kvType) + ".d" +
-        std::to_string(headDim) + ".h" + std::to_string(numQoHeads) + "x" +
-        std::to_string(numKvHeads) + ".p" + std::to_string(pageSize) + "." +
-        kvLayoutName(layout) + "." + kvFormName(form);
-    if (smScale && bits(*smScale) != bits(effectiveDefaultScale()))
+  /// The options' part of a bundle key (AttentionConfig::key()): those
+  /// that differ from their defaults, floats as their IEEE bits in hex.
+  std::string keySuffix(int64_t headDim) const {
+    std::string s;
+    if (smScale && bits(*smScale) != bits(defaultSmScale(headDim)))
       s += ".sm" + hex(*smScale);
-    if (logitsSoftCap != 0.f)
+    if (softCapped())
       s += ".cap" + hex(logitsSoftCap);
-    if (windowLeft >= 0)
+    if (windowed())
       s += ".win" + std::to_string(windowLeft);
-    if (pos == PosEncoding::RopeLlama)
+    if (rope())
       s += ".rope" + hex(ropeScale) + "x" + hex(ropeTheta);
-    if (pos == PosEncoding::ALiBi)
+    if (alibi())
       s += ".alibi";
-    if (oType != qType)
-      s += std::string(".o") + dtypeName(oType);
-    if (kvScale != KvScale::None)
-      s += std::string(".kvscale_") + kvScaleName(kvScale);
-    if (lseBase == LseBase::BaseE)
-      s += ".lsee";
     return s;
   }
 
-private:
   static uint32_t bits(float f) {
     uint32_t u;
     std::memcpy(&u, &f, sizeof u);
@@ -191,8 +208,70 @@ private:
       s[i] = digits[u & 0xf];
     return s;
   }
-  float effectiveDefaultScale() const {
-    return float(1.0 / std::sqrt(double(headDim)));
+  /// As llvm::raw_ostream prints a double (MLIR diagnostics): "%e", "nan",
+  /// "INF" / "-INF".
+  static std::string diagFloat(double d) {
+    if (std::isnan(d))
+      return "nan";
+    if (std::isinf(d))
+      return d < 0 ? "-INF" : "INF";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%e", d);
+    return buf;
+  }
+};
+
+/// The static configuration of an attention call.
+struct AttentionConfig {
+  DType qType = DType::F16, kvType = DType::F16, oType = DType::F16;
+  KvScale kvScale = KvScale::None;
+  int64_t numQoHeads = 32, numKvHeads = 8, headDim = 128, pageSize = 16;
+  KvLayout layout = KvLayout::NHD;
+  KvForm form = KvForm::Pool;
+  ScoreOptions score;
+  LseBase lseBase = LseBase::Base2;
+
+  int64_t groupSize() const {
+    return numKvHeads > 0 ? numQoHeads / numKvHeads : 0;
+  }
+  float effectiveSmScale() const { return score.effectiveSmScale(headDim); }
+
+  /// Field by field; the score options as ScoreOptions compares them.
+  bool operator==(const AttentionConfig &o) const {
+    return qType == o.qType && kvType == o.kvType && oType == o.oType &&
+           kvScale == o.kvScale && numQoHeads == o.numQoHeads &&
+           numKvHeads == o.numKvHeads && headDim == o.headDim &&
+           pageSize == o.pageSize && layout == o.layout && form == o.form &&
+           score == o.score && lseBase == o.lseBase;
+  }
+  bool operator!=(const AttentionConfig &o) const { return !(*this == o); }
+
+  /// The first thing wrong with the configuration, "" if nothing is.
+  std::string validate() const {
+    if (numQoHeads <= 0 || numKvHeads <= 0 || headDim <= 0 || pageSize <= 0)
+      return "head_dim, num_qo_heads, num_kv_heads and page_size must be "
+             "positive";
+    return score.validate();
+  }
+
+  /// The configuration's part of a kernel bundle key, as the Python package
+  /// spells it (`<q>-<kv>.d<D>.h<Hqo>x<Hkv>.p<page>.<layout>.<form>`, then
+  /// the options that differ from their defaults, floats as their IEEE bits
+  /// in hex): `f16-f16.d128.h32x8.p16.nhd.pool`.
+  std::string key() const {
+    std::string s = std::string(dtypeName(qType)) + "-" + dtypeName(kvType) +
+                    ".d" + std::to_string(headDim) + ".h" +
+                    std::to_string(numQoHeads) + "x" +
+                    std::to_string(numKvHeads) + ".p" +
+                    std::to_string(pageSize) + "." + kvLayoutName(layout) +
+                    "." + kvFormName(form) + score.keySuffix(headDim);
+    if (oType != qType)
+      s += std::string(".o") + dtypeName(oType);
+    if (kvScale != KvScale::None)
+      s += std::string(".kvscale_") + kvScaleName(kvScale);
+    if (lseBase == LseBase::BaseE)
+      s += ".lsee";
+    return s;
   }
 };
 

@@ -98,12 +98,7 @@ inline constexpr char kODType[] = "o_dtype";
 inline constexpr char kVDType[] = "v_dtype";
 inline constexpr char kKvScale[] = "kv_scale"; ///< "none" / "per_tensor"
 inline constexpr char kCausal[] = "causal";
-inline constexpr char kSmScale[] = "sm_scale";
-inline constexpr char kLogitsSoftCap[] = "logits_soft_cap";
-inline constexpr char kWindowLeft[] = "window_left";
-inline constexpr char kPosEncoding[] = "pos_encoding";
-inline constexpr char kRopeScale[] = "rope_scale";
-inline constexpr char kRopeTheta[] = "rope_theta";
+// The score options' keys: ScoreOptions::forEachMember (AttentionConfig.h).
 inline constexpr char kLseBase[] = "lse_base"; ///< 2 or "e"
 inline constexpr char kTileTokens[] = "tile_tokens";
 inline constexpr char kStages[] = "stages";

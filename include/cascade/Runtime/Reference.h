@@ -13,6 +13,7 @@
 #ifndef CASCADE_RUNTIME_REFERENCE_H
 #define CASCADE_RUNTIME_REFERENCE_H
 
+#include "cascade/Contract/AttentionConfig.h"
 #include "cascade/Runtime/Plan.h"
 #include "cascade/Runtime/Status.h"
 
@@ -115,7 +116,6 @@ void mergeStates(const V *v, const S *s, V *vOut, S *sOut, int64_t rows,
 //===----------------------------------------------------------------------===//
 
 enum class KvLayout { NHD, HND };
-enum class PosEncoding { None, RopeLlama, Alibi };
 
 /// A paged KV cache over float data (convert fp16/bf16 with Half.h).
 struct PagedKvCache {
@@ -145,12 +145,9 @@ struct PagedKvCache {
 
 struct AttentionOptions {
   bool causal = false;
-  double smScale = 0;       ///< 0: 1/sqrt(head_dim)
-  double logitsSoftCap = 0; ///< 0: off; else cap * tanh(x / cap)
-  int64_t windowLeft = -1;  ///< -1: off; else keys >= pos - windowLeft
-  PosEncoding posEncoding = PosEncoding::None;
-  double ropeScale = 1;
-  double ropeTheta = 1e4;
+  /// sm_scale, soft cap, sliding window, position encoding
+  /// (docs/semantics.md); checked by ScoreOptions::validate().
+  contract::ScoreOptions score;
   /// fp8 KV dequantization (docs/semantics.md): k_scale multiplies the
   /// logits (with sm_scale), v_scale the output; 1 for f16/bf16 KV.
   double kScale = 1;

@@ -14,6 +14,7 @@
 #include "FamilyRegistry.h"
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 #include "cascade/Conversion/Passes.h"
+#include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -70,7 +71,7 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
   shape.kvType =
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType();
   shape.decode = attention.isDecode();
-  shape.rope = attention.getPosEncoding() == PosEncoding::RopeLlama;
+  shape.rope = getScoreOptions(attention).rope();
   if (int64_t group = maskGroupSize(attention)) {
     shape.customMask = true;
     shape.groupSize = group;
@@ -113,9 +114,8 @@ static bool fitsTarget(Operation *op, KernelConfigAttr config,
   return whyNotFits(op, config, target).empty();
 }
 
-LogicalResult cascade::verifyKernelConfigFitsTarget(Operation *op,
-                                                    KernelConfigAttr config,
-                                                    const TargetInfo &target) {
+LogicalResult mlir::cascade::verifyKernelConfigFitsTarget(
+    Operation *op, KernelConfigAttr config, const TargetInfo &target) {
   std::string why = whyNotFits(op, config, target);
   if (why.empty())
     return success();
@@ -123,7 +123,7 @@ LogicalResult cascade::verifyKernelConfigFitsTarget(Operation *op,
 }
 
 FailureOr<const TargetInfo *>
-cascade::resolveSelectionTarget(ModuleOp module, StringRef chipOption) {
+mlir::cascade::resolveSelectionTarget(ModuleOp module, StringRef chipOption) {
   // The chips the kernels are built for, where a target is attached.
   llvm::SetVector<StringRef> attached;
   module.walk([&](gpu::GPUModuleOp gpuModule) {
@@ -199,19 +199,19 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.qType = qt.getElementType();
   s.kvType = kt.getElementType();
   s.mixedTypes = s.qType != s.kvType;
-  s.heavyOptions =
-      a.getPosEncoding() != PosEncoding::None || !a.getLogitsSoftCap().isZero();
+  ScoreOptions score = getScoreOptions(a);
+  // Options that touch every score (soft cap, ALiBi) or q and k (RoPE).
+  s.heavyOptions = !score.plainScores() || score.rope();
   s.customMask = a.hasCustomMask();
   s.planned = !a.getPlan().empty();
   s.accumulate = a.getAccumulate();
   s.causal = a.getCausal();
-  s.rope = a.getPosEncoding() == PosEncoding::RopeLlama;
+  s.rope = score.rope();
   return s;
 }
 
-FailureOr<KernelConfigAttr>
-cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts,
-                            const TargetInfo &target) {
+FailureOr<KernelConfigAttr> mlir::cascade::selectKernelConfig(
+    Operation *op, const KernelConfigOptions &opts, const TargetInfo &target) {
   FailureOr<OpShape> shape = analyseOp(op);
   if (failed(shape))
     return failure();
@@ -241,7 +241,8 @@ cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts,
 }
 
 FailureOr<KernelConfigAttr>
-cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts) {
+mlir::cascade::selectKernelConfig(Operation *op,
+                                  const KernelConfigOptions &opts) {
   StringRef chip = opts.chip.empty() ? StringRef(kDefaultChip) : opts.chip;
   const TargetInfo *target = lookupTarget(chip);
   if (!target)
@@ -257,7 +258,8 @@ cascade::selectKernelConfig(Operation *op, const KernelConfigOptions &opts) {
 
 namespace {
 struct SelectKernelConfigPass
-    : cascade::impl::CascadeSelectKernelConfigBase<SelectKernelConfigPass> {
+    : mlir::cascade::impl::CascadeSelectKernelConfigBase<
+          SelectKernelConfigPass> {
   using Base::Base;
 
   /// The pass's options as the generated struct that selection takes.

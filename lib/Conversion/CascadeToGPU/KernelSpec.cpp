@@ -218,12 +218,9 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          split == o.split && accumulate == o.accumulate &&
          customMask == o.customMask && epilogueSinks() == o.epilogueSinks() &&
          pageTable == o.pageTable && qType == o.qType && kvType == o.kvType &&
-         oType == o.oType && bits(smScale) == bits(o.smScale) &&
-         bits(softCap) == bits(o.softCap) &&
-         bits(ropeScale) == bits(o.ropeScale) &&
-         bits(ropeTheta) == bits(o.ropeTheta) && windowLeft == o.windowLeft &&
-         pos == o.pos && baseE == o.baseE && config == o.config &&
-         fp8DirectK == o.fp8DirectK && fp8DirectV == o.fp8DirectV;
+         oType == o.oType && score == o.score && baseE == o.baseE &&
+         config == o.config && fp8DirectK == o.fp8DirectK &&
+         fp8DirectV == o.fp8DirectV;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -244,20 +241,20 @@ std::string AttentionSpec::name() const {
      << (pool ? "_pool" : "_pair") << (pageTable ? "" : "_ragged");
   // Options that differ from their defaults, spelled out (floats as their
   // IEEE bits, so that the name is exact and stable).
-  if (bits(smScale) != bits(float(1.0 / std::sqrt(double(headDim)))))
-    os << "_sm" << llvm::format_hex_no_prefix(bits(smScale), 8);
-  if (softCap != 0.f)
-    os << "_cap" << llvm::format_hex_no_prefix(bits(softCap), 8);
-  if (windowLeft >= 0)
-    os << "_win" << windowLeft;
+  auto hex = [](float f) { return llvm::format_hex_no_prefix(bits(f), 8); };
+  if (bits(smScale()) != bits(float(1.0 / std::sqrt(double(headDim)))))
+    os << "_sm" << hex(smScale());
+  if (score.softCapped())
+    os << "_cap" << hex(score.logitsSoftCap);
+  if (score.windowed())
+    os << "_win" << score.windowLeft;
   if (customMask)
     os << "_cmask";
   if (epilogueSinks())
     os << "_sink";
-  if (pos == PosEncoding::RopeLlama)
-    os << "_rope" << llvm::format_hex_no_prefix(bits(ropeScale), 8) << "x"
-       << llvm::format_hex_no_prefix(bits(ropeTheta), 8);
-  if (pos == PosEncoding::ALiBi)
+  if (score.rope())
+    os << "_rope" << hex(score.ropeScale) << "x" << hex(score.ropeTheta);
+  if (score.alibi())
     os << "_alibi";
   if (baseE)
     os << "_lsee";
@@ -375,10 +372,21 @@ SmallVector<StringRef> AttentionSpec::planArrays() const {
   return a;
 }
 
+// A score option's static (its manifest value).
+static Attribute scoreStatic(Builder &b, const std::optional<float> &f) {
+  return b.getF32FloatAttr(f.value());
+}
+static Attribute scoreStatic(Builder &b, float f) {
+  return b.getF32FloatAttr(f);
+}
+static Attribute scoreStatic(Builder &b, int64_t i) {
+  return b.getI64IntegerAttr(i);
+}
+static Attribute scoreStatic(Builder &b, ::cascade::contract::PosEncoding p) {
+  return b.getStringAttr(::cascade::contract::posEncodingName(p));
+}
+
 SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
-  StringRef posName = pos == PosEncoding::None        ? "none"
-                      : pos == PosEncoding::RopeLlama ? "rope_llama"
-                                                      : "alibi";
   bool mma = tensorCore();
   StringRef familyName = traits->contractName;
   SmallVector<NamedAttribute> s = {
@@ -396,19 +404,20 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
                                                                 : "ragged")),
       b.getNamedAttr(ckey::kQDType, b.getStringAttr(dtypeName(qType))),
       b.getNamedAttr(ckey::kKvDType, b.getStringAttr(dtypeName(kvType))),
-      b.getNamedAttr(ckey::kSmScale, b.getF32FloatAttr(smScale)),
-      b.getNamedAttr(ckey::kLogitsSoftCap, b.getF32FloatAttr(softCap)),
-      b.getNamedAttr(ckey::kWindowLeft, b.getI64IntegerAttr(windowLeft)),
-      b.getNamedAttr(ckey::kPosEncoding, b.getStringAttr(posName)),
-      b.getNamedAttr(ckey::kRopeScale, b.getF32FloatAttr(ropeScale)),
-      b.getNamedAttr(ckey::kRopeTheta, b.getF32FloatAttr(ropeTheta)),
+  };
+  // The score options (sm_scale: the effective scale), as the contract's
+  // field table names them.
+  ScoreOptions::forEachField(score, [&](const char *name, const auto &field) {
+    s.push_back(b.getNamedAttr(name, scoreStatic(b, field)));
+  });
+  s.append({
       b.getNamedAttr(ckey::kLseBase, lseBaseStatic(b, baseE)),
       b.getNamedAttr(ckey::kTileTokens,
                      b.getI64IntegerAttr(config.getKvTile())),
       b.getNamedAttr(ckey::kStages, b.getI64IntegerAttr(config.getStages())),
       b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(familyName)),
       b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
-  };
+  });
   if (customMask)
     s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
   if (epilogueSinks())
@@ -436,7 +445,7 @@ AttentionShape mlir::cascade::attentionShape(const AttentionSpec &spec) {
   s.kvType = spec.kvType;
   s.decode = spec.decode;
   s.split = spec.split;
-  s.rope = spec.pos == PosEncoding::RopeLlama;
+  s.rope = spec.score.rope();
   s.customMask = spec.customMask;
   return s;
 }
@@ -492,12 +501,8 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   c.sinks = static_cast<bool>(op.getSinks());
   c.pageTable = !op.hasIdentityPages();
   c.accumulate = op.getAccumulate();
-  c.smScale = op.getEffectiveSmScale();
-  c.softCap = op.getLogitsSoftCap().convertToFloat();
-  c.windowLeft = op.getWindowLeft();
-  c.pos = op.getPosEncoding();
-  c.ropeScale = op.getRopeScale().convertToFloat();
-  c.ropeTheta = op.getRopeTheta().convertToFloat();
+  c.score = getScoreOptions(op);
+  c.score.smScale = op.getEffectiveSmScale();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
   AttentionShape shape = attentionShape(c);
   c.fp8DirectK = traits.fp8DirectK && traits.fp8DirectK(config, shape);

@@ -16,6 +16,7 @@
 #include "FamilyTraits.h"
 #include "common/KernelSupport.h"
 
+#include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 
 #include "llvm/ADT/DenseMap.h"
@@ -92,9 +93,10 @@ struct AttentionSpec {
   /// Element types of q, KV and the output (o is q's type today; the
   /// verifier requires it).
   Type qType, kvType, oType;
-  float smScale = 0.f, softCap = 0.f, ropeScale = 1.f, ropeTheta = 1e4f;
-  int64_t windowLeft = -1;
-  PosEncoding pos = PosEncoding::None;
+  /// The op's score options, sm_scale always set: the effective scale
+  /// (`1/sqrt(head_dim)` when the op has none), so that kernels with the
+  /// same scale compare equal.
+  ScoreOptions score;
   bool baseE = false;
   KernelConfigAttr config;
   /// The traits of config's family (FamilyRegistry.h).
@@ -117,9 +119,9 @@ struct AttentionSpec {
   bool tensorCore() const { return config.isTensorCore(); }
   /// Scores need no transformation besides the scale (no soft cap, no
   /// ALiBi): the scale then folds into the exponent.
-  bool plainScores() const {
-    return softCap == 0.f && pos != PosEncoding::ALiBi;
-  }
+  bool plainScores() const { return score.plainScores(); }
+  /// The effective softmax scale.
+  float smScale() const { return *score.smScale; }
   /// The manifest op: decode, decode_split, prefill or prefill_split.
   StringRef opName() const;
   std::string name() const;

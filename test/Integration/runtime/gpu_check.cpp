@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <random>
 
 using namespace cascade::runtime;
@@ -200,6 +201,23 @@ void checkDriver(Launcher &l) {
   std::printf("%-4s graph capture + replay\n", same ? "OK" : "FAIL");
   failures += !same;
   CHECK_OK(l.destroyStream(stream));
+}
+
+// A score option from its static (absent: the default stays).
+void readStatic(const std::string &v, std::optional<float> &f) {
+  if (!v.empty())
+    f = std::stof(v);
+}
+void readStatic(const std::string &v, float &f) {
+  if (!v.empty())
+    f = std::stof(v);
+}
+void readStatic(const std::string &v, int64_t &i) {
+  if (!v.empty())
+    i = std::stoll(v);
+}
+void readStatic(const std::string &v, cascade::contract::PosEncoding &p) {
+  cascade::contract::parsePosEncoding(v, p);
 }
 
 int64_t staticInt(const KernelSpec &k, const char *key, int64_t dflt) {
@@ -429,19 +447,10 @@ void checkAttention(Launcher &l, const Bundle &bundle, const KernelSpec &k,
     // manifest's "static" section records them.
     ref::AttentionOptions opts;
     opts.causal = causal;
-    auto staticFloat = [&](const char *key, double dflt) {
-      std::string v = k.staticString(key);
-      return v.empty() ? dflt : std::stod(v);
-    };
-    opts.smScale = staticFloat("sm_scale", 0);
-    opts.logitsSoftCap = staticFloat("logits_soft_cap", 0);
-    opts.windowLeft = staticInt(k, "window_left", -1);
-    opts.ropeScale = staticFloat("rope_scale", 1);
-    opts.ropeTheta = staticFloat("rope_theta", 1e4);
-    const std::string pos = k.staticString("pos_encoding");
-    opts.posEncoding = pos == "rope_llama" ? ref::PosEncoding::RopeLlama
-                       : pos == "alibi"    ? ref::PosEncoding::Alibi
-                                           : ref::PosEncoding::None;
+    cascade::contract::ScoreOptions::forEachField(
+        opts.score, [&](const char *key, auto &field) {
+          readStatic(k.staticString(key), field);
+        });
     std::vector<double> rv(size_t(rows) * hqo * d), rs(size_t(rows) * hqo);
     CHECK_OK(ref::attention(rb, opts, rv.data(), rs.data()));
     if (k.staticString("lse_base") == "e")

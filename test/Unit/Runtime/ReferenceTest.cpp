@@ -247,6 +247,27 @@ TEST(RefAttention, CustomMaskEqualsTheMaskItSpells) {
   EXPECT_NE(v, ev); // the causal option did not apply
 }
 
+// The score options are checked as the IR verifier checks them.
+TEST(RefAttention, RejectsInvalidScoreOptions) {
+  std::mt19937_64 rng(10);
+  Problem p =
+      makeProblem(rng, {2, 1}, {3, 2}, 4, 2, 1, 8, ref::KvLayout::NHD, true);
+  std::vector<double> v(5 * 2 * 8), s(5 * 2);
+  ref::AttentionOptions opts;
+  opts.score.windowLeft = -2;
+  Status st = ref::attention(p.attn, opts, v.data(), s.data());
+  EXPECT_EQ(st.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(st.message(), "window_left must be >= -1 (-1 = off), got -2");
+  opts.score = {};
+  opts.score.smScale = 0.f;
+  st = ref::attention(p.attn, opts, v.data(), s.data());
+  EXPECT_EQ(st.message(), "sm_scale must be finite and > 0, got 0.000000e+00");
+  opts.score = {};
+  opts.score.ropeTheta = -INFINITY;
+  st = ref::attention(p.attn, opts, v.data(), s.data());
+  EXPECT_EQ(st.message(), "rope_theta must be finite and > 0, got -INF");
+}
+
 TEST(RefAttention, RejectsCustomMasksOfTheWrongSize) {
   std::mt19937_64 rng(9);
   Problem p =
@@ -285,14 +306,15 @@ TEST(RefAttention, SplitThenMergeEqualsUnsplit) {
   for (int c = 0; c < 12; ++c) {
     Case k;
     k.opts.causal = c % 2;
-    k.opts.smScale = c % 3 == 0 ? 0.0 : 0.2;
-    k.opts.logitsSoftCap = c % 4 == 1 ? 5.0 : 0.0;
-    k.opts.windowLeft = c % 5 == 2 ? 7 : -1;
-    k.opts.posEncoding = c % 3 == 1   ? ref::PosEncoding::RopeLlama
-                         : c % 3 == 2 ? ref::PosEncoding::Alibi
-                                      : ref::PosEncoding::None;
-    k.opts.ropeScale = c % 2 ? 2.0 : 1.0;
-    k.opts.ropeTheta = 1e4;
+    cascade::contract::ScoreOptions &score = k.opts.score;
+    if (c % 3 != 0)
+      score.smScale = 0.2f;
+    score.logitsSoftCap = c % 4 == 1 ? 5.f : 0.f;
+    score.windowLeft = c % 5 == 2 ? 7 : -1;
+    score.pos = c % 3 == 1   ? cascade::contract::PosEncoding::RopeLlama
+                : c % 3 == 2 ? cascade::contract::PosEncoding::ALiBi
+                             : cascade::contract::PosEncoding::None;
+    score.ropeScale = c % 2 ? 2.f : 1.f;
     k.layout = c % 2 ? ref::KvLayout::HND : ref::KvLayout::NHD;
     k.combined = c % 3 != 0;
     k.hqo = c % 2 ? 4 : 6;
@@ -480,8 +502,8 @@ TEST(RefAttention, Fp8ScalesEqualScaledKeysAndValues) {
     scaled[i] =
         float(double(scaled[i]) * ((int64_t(i) / half) % 2 == 0 ? ks : vs));
   ref::AttentionOptions opts;
-  opts.logitsSoftCap = 7;
-  opts.posEncoding = ref::PosEncoding::RopeLlama;
+  opts.score.logitsSoftCap = 7;
+  opts.score.pos = cascade::contract::PosEncoding::RopeLlama;
   const int64_t rows = p.batch.qoIndptr.back();
   std::vector<double> v1(rows * 4 * 16), s1(rows * 4), v2(v1), s2(s1);
   ref::AttentionBatch plain = p.attn;

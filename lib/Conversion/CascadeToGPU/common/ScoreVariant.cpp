@@ -38,35 +38,34 @@ static Value constantTable(OpBuilder &b, Location loc, gpu::GPUModuleOp module,
 /// share it): 1 / (rope_scale * rope_theta^(2 (i mod d/2) / d)).
 static SmallVector<float> inverseFrequencies(const AttentionSpec &s) {
   SmallVector<float> inv;
+  const ScoreOptions &o = s.score;
   for (int64_t i = 0; i < s.headDim; ++i) {
     int64_t fi = i % (s.headDim / 2);
     inv.push_back(float(
         1.0 /
-        (double(s.ropeScale) *
-         std::pow(double(s.ropeTheta), 2.0 * double(fi) / double(s.headDim)))));
+        (double(o.ropeScale) *
+         std::pow(double(o.ropeTheta), 2.0 * double(fi) / double(s.headDim)))));
   }
   return inv;
 }
 
 ScoreVariant::ScoreVariant(const AttentionSpec &spec)
-    : pos(spec.pos), isCausal(spec.causal), plainScores(spec.plainScores()),
-      hasCustomMask(spec.customMask), smScale(spec.smScale),
-      softCap(spec.softCap), windowLeft(spec.windowLeft),
-      numQoHeads(spec.numQoHeads) {
+    : score(spec.score), isCausal(spec.causal), plainScores(spec.plainScores()),
+      hasCustomMask(spec.customMask), numQoHeads(spec.numQoHeads) {
   if (rope())
     ropeInvFreq = inverseFrequencies(spec);
 }
 
 double ScoreVariant::expScale() const {
-  return plainScores ? double(smScale) * M_LOG2E : 1.0;
+  return plainScores ? double(smScale()) * M_LOG2E : 1.0;
 }
 
 double ScoreVariant::queryScale() const {
-  return plainScores ? smScale * M_LOG2E : smScale;
+  return plainScores ? smScale() * M_LOG2E : smScale();
 }
 
 Value ScoreVariant::scale(KernelBuilder &k, Value x) const {
-  return plainScores ? x : k.fmul(x, k.f32(smScale));
+  return plainScores ? x : k.fmul(x, k.f32(smScale()));
 }
 
 Value ScoreVariant::logits(KernelBuilder &k, Value x,
@@ -74,8 +73,8 @@ Value ScoreVariant::logits(KernelBuilder &k, Value x,
                            function_ref<Value()> distance) const {
   if (alibi())
     x = k.fma(slope(), distance(), x);
-  if (softCap > 0.f)
-    x = k.fmul(k.tanhFast(k.fmul(x, k.f32(1.0 / softCap))), k.f32(softCap));
+  if (float cap = score.logitsSoftCap; cap > 0.f)
+    x = k.fmul(k.tanhFast(k.fmul(x, k.f32(1.0 / cap))), k.f32(cap));
   if (!plainScores)
     x = k.fmul(x, k.f32(M_LOG2E));
   return x;
@@ -89,9 +88,9 @@ Value ScoreVariant::maskKey(KernelBuilder &k, Value x, Value t, Value pos,
     off = arith::OrIOp::create(k.b, k.loc, off,
                                k.cmp(arith::CmpIPredicate::sgt, t, pos));
   if (window())
-    off = arith::OrIOp::create(
-        k.b, k.loc, off,
-        k.cmp(arith::CmpIPredicate::slt, t, k.sub(pos, k.idx(windowLeft))));
+    off = arith::OrIOp::create(k.b, k.loc, off,
+                               k.cmp(arith::CmpIPredicate::slt, t,
+                                     k.sub(pos, k.idx(score.windowLeft))));
   return k.select(off, k.negInf(), x);
 }
 
@@ -225,7 +224,7 @@ void ScoreVariant::clampKeyRange(KernelBuilder &k, Value &t0, Value &t1,
   }
   if (window()) {
     // Keys before the first query's window.
-    Value start = k.maxS(k.sub(firstPos(), k.idx(windowLeft)), k.idx(0));
+    Value start = k.maxS(k.sub(firstPos(), k.idx(score.windowLeft)), k.idx(0));
     t0 = k.minU(k.maxS(t0, start), t1);
   }
 }
@@ -245,7 +244,7 @@ Value ScoreVariant::tileNeedsMask(KernelBuilder &k, Value tileStart,
   if (window())
     need = arith::OrIOp::create(k.b, k.loc, need,
                                 k.cmp(arith::CmpIPredicate::slt, tileStart,
-                                      k.sub(lastPos, k.idx(windowLeft))));
+                                      k.sub(lastPos, k.idx(score.windowLeft))));
   return need;
 }
 
@@ -268,8 +267,8 @@ Value ScoreVariant::ropeInverseFrequencies(KernelBuilder &k,
 // RoPE
 //===----------------------------------------------------------------------===//
 
-std::pair<Value, Value> cascade::ropeCosSin(KernelBuilder &k, Value angle,
-                                            bool nonNegative) {
+std::pair<Value, Value> mlir::cascade::ropeCosSin(KernelBuilder &k, Value angle,
+                                                  bool nonNegative) {
   OpBuilder &b = k.b;
   // Range-reduce to [-pi, pi] for sin/cos.approx: subtract the nearest
   // multiple of 2 pi (rounding half away from zero).
@@ -287,8 +286,8 @@ std::pair<Value, Value> cascade::ropeCosSin(KernelBuilder &k, Value angle,
   return {c, k.sinApprox(r)};
 }
 
-Value cascade::ropeLane8(KernelBuilder &k, Value x, Value partner,
-                         Value invFreq8, Value posF, Value firstHalf) {
+Value mlir::cascade::ropeLane8(KernelBuilder &k, Value x, Value partner,
+                               Value invFreq8, Value posF, Value firstHalf) {
   Value ang = k.fmul(invFreq8, k.splat(posF));
   SmallVector<Value> cs, sn;
   for (int64_t e = 0; e < 8; ++e) {
@@ -305,11 +304,11 @@ Value cascade::ropeLane8(KernelBuilder &k, Value x, Value partner,
   return k.fadd(k.fmul(x, cv), k.fmul(k.fmul(partner, sv), k.splat(sgn)));
 }
 
-void cascade::ropeSmemTile(KernelBuilder &k, Value smem, Value tileBase,
-                           const SmemTileLayout &layout, int64_t rows,
-                           int64_t headDim, Type elementType,
-                           int64_t numThreads, Value tid, Value invFreq,
-                           function_ref<Value(Value)> position) {
+void mlir::cascade::ropeSmemTile(KernelBuilder &k, Value smem, Value tileBase,
+                                 const SmemTileLayout &layout, int64_t rows,
+                                 int64_t headDim, Type elementType,
+                                 int64_t numThreads, Value tid, Value invFreq,
+                                 function_ref<Value(Value)> position) {
   OpBuilder &b = k.b;
   Location loc = k.loc;
   int64_t halfChunks = headDim / 16;

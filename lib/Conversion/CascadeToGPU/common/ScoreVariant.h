@@ -24,10 +24,10 @@ class ScoreVariant {
 public:
   explicit ScoreVariant(const AttentionSpec &spec);
 
-  bool alibi() const { return pos == PosEncoding::ALiBi; }
-  bool rope() const { return pos == PosEncoding::RopeLlama; }
+  bool alibi() const { return score.alibi(); }
+  bool rope() const { return score.rope(); }
   bool causal() const { return isCausal; }
-  bool window() const { return windowLeft >= 0; }
+  bool window() const { return score.windowed(); }
   /// A custom mask decides which keys each query sees (every tile masks).
   bool customMask() const { return hasCustomMask; }
   /// Scores need no transformation besides the scale (no soft cap, no
@@ -86,9 +86,9 @@ public:
   static Value customMaskShowsAny(KernelBuilder &k, ArrayRef<Value> chunks,
                                   ArrayRef<uint32_t> used);
   /// Narrows the key range [t0, t1) to the keys some query at positions
-  /// [firstPos, lastPos] sees: causal ends it after lastPos, the window
-  /// starts it at firstPos - window_left. The positions are built where
-  /// they are needed.
+  /// [firstPos, lastPos] sees: causal ends it after lastPos, the sliding
+  /// window starts it that many keys before firstPos. The positions are
+  /// built where they are needed.
   void clampKeyRange(KernelBuilder &k, Value &t0, Value &t1,
                      function_ref<Value()> firstPos,
                      function_ref<Value()> lastPos) const;
@@ -110,10 +110,12 @@ public:
                                StringRef kernel) const;
 
 private:
-  PosEncoding pos;
+  float smScale() const { return *score.smScale; }
+
+  /// The spec's score options (sm_scale: the effective scale).
+  ScoreOptions score;
   bool isCausal, plainScores, hasCustomMask;
-  float smScale, softCap;
-  int64_t windowLeft, numQoHeads;
+  int64_t numQoHeads;
   SmallVector<float> ropeInvFreq;
 };
 

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+#include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -183,10 +184,7 @@ struct AttentionView {
   Value o, lse;
   int64_t pageSize;
   KVLayout layout;
-  std::optional<float> smScale;
-  float softCap;
-  int64_t windowLeft;
-  float ropeScale, ropeTheta;
+  ScoreOptions score;
   /// The fp8 dequantization scales (null when absent).
   Value kScale, vScale;
   /// The attention sinks, f32 [Hqo] (null when absent).
@@ -305,48 +303,28 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
   }
 
   // Options.
-  if (a.smScale && !(std::isfinite(*a.smScale) && *a.smScale > 0.f))
-    return op->emitOpError("sm_scale must be finite and > 0, got ")
-           << *a.smScale;
-  if (!(std::isfinite(a.softCap) && a.softCap >= 0.f))
-    return op->emitOpError(
-               "logits_soft_cap must be finite and >= 0 (0 = off), got ")
-           << a.softCap;
-  if (a.windowLeft < -1)
-    return op->emitOpError("window_left must be >= -1 (-1 = off), got ")
-           << a.windowLeft;
-  if (!(std::isfinite(a.ropeScale) && a.ropeScale > 0.f))
-    return op->emitOpError("rope_scale must be finite and > 0, got ")
-           << a.ropeScale;
-  if (!(std::isfinite(a.ropeTheta) && a.ropeTheta > 0.f))
-    return op->emitOpError("rope_theta must be finite and > 0, got ")
-           << a.ropeTheta;
+  std::string why = a.score.validate();
+  if (!why.empty())
+    return op->emitOpError(why);
   return success();
 }
 
 template <typename OpTy> AttentionView viewOf(OpTy op) {
-  std::optional<float> sm;
-  if (auto attr = op.getSmScaleAttr())
-    sm = attr.getValueAsDouble();
   return AttentionView{op.getQ(),
                        op.getKv(),
                        op.getO(),
                        op.getLse(),
                        static_cast<int64_t>(op.getPageSize()),
                        op.getKvLayout(),
-                       sm,
-                       op.getLogitsSoftCap().convertToFloat(),
-                       op.getWindowLeftAttr().getValue().getSExtValue(),
-                       op.getRopeScale().convertToFloat(),
-                       op.getRopeTheta().convertToFloat(),
+                       getScoreOptions(op),
                        op.getKScale(),
                        op.getVScale(),
                        op.getSinks()};
 }
 
 template <typename OpTy> float effectiveSmScale(OpTy op) {
-  if (auto attr = op.getSmScaleAttr())
-    return attr.getValueAsDouble();
+  if (std::optional<float> sm = getScoreOptions(op).smScale)
+    return *sm;
   int64_t d = cast<ShapedType>(op.getQ().getType()).getDimSize(2);
   return 1.0f / std::sqrt(static_cast<float>(d));
 }

@@ -6,6 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 #include "cascade/Dialect/Cascade/Transforms/Passes.h"
 
@@ -71,7 +72,7 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       // The level keeps its plan (if the cascade is planned).
       ValueRange plan =
           op.getPlans().empty() ? ValueRange{} : op.getPlans().slice(l, 1);
-      return PagedAttentionOp::create(
+      auto level = PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getLevelKvIndices(l),
           op.getKvLastPageLen()[l], op.getKScale(), op.getVScale(),
@@ -80,10 +81,11 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
           /*custom_mask=*/Value(),
           /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
-          op.getSmScaleAttr(), op.getLogitsSoftCapAttr(),
-          op.getWindowLeftAttr(), op.getPosEncodingAttr(),
-          op.getRopeScaleAttr(), op.getRopeThetaAttr(), op.getLseBaseAttr(),
+          // The score options: copied whole below.
+          {}, {}, {}, {}, {}, {}, op.getLseBaseAttr(),
           accumulate ? rewriter.getUnitAttr() : UnitAttr());
+      rewriter.modifyOpInPlace(level, [&] { copyScoreOptions(op, level); });
+      return level;
     };
 
     PagedAttentionOp first = emitLevel(0, op.getO(), op.getLse(), false);
@@ -130,7 +132,8 @@ private:
 };
 
 struct CascadeDecomposeLevelsPass
-    : cascade::impl::CascadeDecomposeLevelsBase<CascadeDecomposeLevelsPass> {
+    : mlir::cascade::impl::CascadeDecomposeLevelsBase<
+          CascadeDecomposeLevelsPass> {
   using Base::Base;
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
