@@ -45,8 +45,10 @@ add_subdirectory(${CASCADE_SOURCE_DIR}/include/cascade ${CASCADE_BINARY_DIR}/inc
 add_subdirectory(${CASCADE_SOURCE_DIR}/lib/Dialect ${CASCADE_BINARY_DIR}/lib/Dialect)
 add_subdirectory(${CASCADE_SOURCE_DIR}/lib/Conversion ${CASCADE_BINARY_DIR}/lib/Conversion)
 add_subdirectory(${CASCADE_SOURCE_DIR}/lib/Registration ${CASCADE_BINARY_DIR}/lib/Registration)
+add_subdirectory(${CASCADE_SOURCE_DIR}/lib/Builders ${CASCADE_BINARY_DIR}/lib/Builders)
 add_subdirectory(${CASCADE_SOURCE_DIR}/test/lib ${CASCADE_BINARY_DIR}/test/lib)
 add_subdirectory(${CASCADE_SOURCE_DIR}/tools/cascade-opt ${CASCADE_BINARY_DIR}/tools/cascade-opt)
+add_subdirectory(${CASCADE_SOURCE_DIR}/tools/cascade-compile ${CASCADE_BINARY_DIR}/tools/cascade-compile)
 
 # Dialect reference generated from ODS (see docs/README.md).
 add_custom_target(cascade-doc DEPENDS CascadeOpsDocGen CascadePassesDocGen)

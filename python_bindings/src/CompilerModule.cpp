@@ -9,16 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ConfigDict.h"
-#include "IRBuilders.h"
 
-#include "cascade/Conversion/Passes.h"
-#include "cascade/InitAllCascade.h"
+#include "cascade/Builders/CompileBundle.h"
+#include "cascade/Builders/IRBuilders.h"
+#include "cascade/Builders/Session.h"
 
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/Diagnostics.h"
-#include "mlir/IR/DialectRegistry.h"
-#include "mlir/IR/MLIRContext.h"
-#include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -28,63 +24,20 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
-#include <mutex>
 #include <string>
 
 namespace py = pybind11;
+namespace builders = cascade::builders;
 
 namespace {
 
-/// One context per call keeps calls independent; registration is global and
-/// done once.
-void registerOnce() {
-  static std::once_flag flag;
-  std::call_once(flag, [] { mlir::cascade::registerAllCascadePasses(); });
-}
+using builders::Session;
 
-/// A context with every cascade dialect loaded, collecting diagnostics.
-struct Session {
-  mlir::MLIRContext context;
-  std::string diagnostics;
-  llvm::raw_string_ostream diagOs{diagnostics};
-  std::unique_ptr<mlir::ScopedDiagnosticHandler> handler;
-
-  Session() : context(registry(), mlir::MLIRContext::Threading::DISABLED) {
-    context.loadAllAvailableDialects();
-    handler = std::make_unique<mlir::ScopedDiagnosticHandler>(
-        &context, [this](mlir::Diagnostic &d) {
-          diagOs << d.getLocation() << ": "
-                 << (d.getSeverity() == mlir::DiagnosticSeverity::Error
-                         ? "error"
-                         : "note")
-                 << ": " << d << "\n";
-          for (mlir::Diagnostic &note : d.getNotes())
-            diagOs << note.getLocation() << ": note: " << note << "\n";
-          return mlir::success();
-        });
-  }
-  static const mlir::DialectRegistry &registry() {
-    registerOnce();
-    static mlir::DialectRegistry *r = [] {
-      auto *reg = new mlir::DialectRegistry();
-      mlir::cascade::registerAllCascadeDialects(*reg);
-      return reg;
-    }();
-    return *r;
-  }
-};
-
-std::string print(mlir::ModuleOp module) {
-  std::string out;
-  llvm::raw_string_ostream os(out);
-  module->print(os);
-  return out;
-}
+std::string print(mlir::ModuleOp module) { return builders::print(module); }
 
 void verifyOrThrow(Session &s, mlir::ModuleOp module, const char *what) {
-  if (mlir::failed(mlir::verify(module)))
-    throw py::value_error(std::string(what) + " does not verify:\n" +
-                          s.diagnostics);
+  if (std::string err = s.verify(module, what); !err.empty())
+    throw py::value_error(err);
 }
 
 /// Parses `source`, runs `pipeline` (an anchored `builtin.module(...)`
@@ -131,11 +84,10 @@ std::string attentionIr(const py::dict &config, bool decode, bool causal,
                         const std::string &name) {
   return translateErrors([&] {
     Session s;
-    auto module = cascade::python::newModule(s.context);
-    cascade::python::AttentionCall call{decode, causal, accumulate, split,
-                                        tensors};
-    cascade::python::addAttentionFunc(*module, name,
-                                      attentionConfigFromDict(config), call);
+    auto module = builders::newModule(s.context);
+    builders::AttentionCall call{decode, causal, accumulate, split, tensors};
+    builders::addAttentionFunc(*module, name, attentionConfigFromDict(config),
+                               call);
     verifyOrThrow(s, *module, "the attention module");
     return print(*module);
   });
@@ -148,76 +100,61 @@ std::string multiLevelIr(const py::dict &config, int64_t numLevels,
                          const std::vector<int64_t> &raggedLevels) {
   return translateErrors([&] {
     Session s;
-    auto module = cascade::python::newModule(s.context);
-    cascade::python::addMultiLevelFunc(
-        *module, name, attentionConfigFromDict(config), numLevels, sharedLevels,
-        decodeLevels, causal, raggedLevels);
+    auto module = builders::newModule(s.context);
+    builders::addMultiLevelFunc(*module, name, attentionConfigFromDict(config),
+                                numLevels, sharedLevels, decodeLevels, causal,
+                                raggedLevels);
     verifyOrThrow(s, *module, "the cascade module");
     return print(*module);
   });
 }
 
-/// Lowers `module` with cascade-to-ptx and writes the bundle to `dir`.
-void lowerToBundle(Session &s, mlir::ModuleOp module, const std::string &dir,
-                   const std::string &chip, const std::string &features) {
-  verifyOrThrow(s, module, "the kernel module");
-  mlir::PassManager pm(&s.context);
-  mlir::cascade::CascadeToPTXOptions options;
-  options.chip = chip;
-  options.features = features;
-  options.bundleDir = dir;
-  mlir::cascade::buildCascadeToPTXPipeline(pm, options);
-  if (mlir::failed(pm.run(module)))
-    throw py::value_error("compiling the kernels failed:\n" + s.diagnostics);
-}
-
 /// groups: dicts {decode, causal, accumulate[, custom_mask, sinks]}; each
 /// gets an unsplit and a split kernel (and the split kernel's merge), in the
-/// configuration's KV form.
+/// configuration's KV form. The GIL is released while compiling: threads
+/// compile in parallel.
 void compileAttentionBundle(const py::dict &config, const py::list &groups,
                             const std::string &dir, const std::string &chip,
                             const std::string &features) {
-  translateErrors([&] {
-    Session s;
-    auto module = cascade::python::newModule(s.context);
-    cascade::python::AttentionConfig c = attentionConfigFromDict(config);
-    int i = 0;
-    for (py::handle h : groups) {
-      py::dict g = py::reinterpret_borrow<py::dict>(h);
-      for (bool split : {false, true}) {
-        cascade::python::AttentionCall call;
-        call.decode = g["decode"].cast<bool>();
-        call.causal = g["causal"].cast<bool>();
-        call.accumulate = g["accumulate"].cast<bool>();
-        call.customMask =
-            g.contains("custom_mask") && g["custom_mask"].cast<bool>();
-        call.sinks = g.contains("sinks") && g["sinks"].cast<bool>();
-        call.split = split;
-        cascade::python::addAttentionFunc(
-            *module, "group" + std::to_string(i) + (split ? "_split" : ""), c,
-            call);
-      }
-      ++i;
-    }
-    lowerToBundle(s, *module, dir, chip, features);
-    return 0;
-  });
+  cascade::contract::AttentionConfig c =
+      translateErrors([&] { return attentionConfigFromDict(config); });
+  std::vector<cascade::contract::AttentionGroup> gs;
+  for (py::handle h : groups) {
+    py::dict g = py::reinterpret_borrow<py::dict>(h);
+    auto flag = [&](const char *name) {
+      return g.contains(name) && g[name].cast<bool>();
+    };
+    cascade::contract::AttentionGroup group;
+    group.decode = g["decode"].cast<bool>();
+    group.causal = g["causal"].cast<bool>();
+    group.accumulate = g["accumulate"].cast<bool>();
+    group.customMask = flag("custom_mask");
+    group.sinks = flag("sinks");
+    gs.push_back(group);
+  }
+  std::string err;
+  {
+    py::gil_scoped_release release;
+    err = builders::compileAttentionBundle(c, gs, dir, chip, features);
+  }
+  if (!err.empty())
+    throw py::value_error(err);
 }
 
 void compileMergeBundle(const std::string &vType, int64_t headDim,
                         const std::string &dir, const std::string &chip,
                         const std::string &features) {
-  translateErrors([&] {
-    cascade::contract::DType t;
-    if (!cascade::contract::parseDType(vType, t))
-      throw py::value_error("v_dtype must be f16, bf16 or f32, got '" + vType +
-                            "'");
-    Session s;
-    auto module = cascade::python::newModule(s.context);
-    cascade::python::addMergeFuncs(*module, t, headDim);
-    lowerToBundle(s, *module, dir, chip, features);
-    return 0;
-  });
+  cascade::contract::DType t;
+  if (!cascade::contract::parseDType(vType, t))
+    throw py::value_error("v_dtype must be f16, bf16 or f32, got '" + vType +
+                          "'");
+  std::string err;
+  {
+    py::gil_scoped_release release;
+    err = builders::compileMergeBundle(t, headDim, dir, chip, features);
+  }
+  if (!err.empty())
+    throw py::value_error(err);
 }
 
 } // namespace

@@ -103,6 +103,7 @@ def test_bad_configurations_name_the_argument(kwargs, match):
 
 def test_missing_bundle_without_compiler_names_config_and_command(isolated, monkeypatch):
     monkeypatch.setattr(K, "_compiler", lambda: None)
+    monkeypatch.setattr(K, "compiler_executable", lambda: None)
     key = "decode.bf16-bf16.d64.h16x2.p8.hnd.pair"
     with pytest.raises(K.MissingKernelsError) as err:
         K.ensure_bundle(key)
@@ -151,6 +152,7 @@ def test_sm90a_looks_for_its_own_bundles_first_then_sm90(isolated, monkeypatch):
 
 def test_without_compiler_sm90a_runs_the_sm90_bundle(isolated, monkeypatch):
     monkeypatch.setattr(K, "_compiler", lambda: None)
+    monkeypatch.setattr(K, "compiler_executable", lambda: None)
     key = "merge.f16.d64"
     d = isolated / "kp" / "sm_90" / key
     d.mkdir(parents=True)

@@ -1,6 +1,6 @@
 //===- IRBuilders.cpp - Cascade IR built through the C++ API --------------===//
 
-#include "IRBuilders.h"
+#include "cascade/Builders/IRBuilders.h"
 
 #include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 #include "cascade/Dialect/Cascade/IR/CascadeDialect.h"
@@ -16,7 +16,7 @@
 using namespace mlir;
 using namespace mlir::cascade;
 
-namespace cascade::python {
+namespace cascade::builders {
 
 namespace {
 
@@ -333,4 +333,4 @@ void addMergeFuncs(ModuleOp module, contract::DType vType, int64_t headDim) {
   }
 }
 
-} // namespace cascade::python
+} // namespace cascade::builders

@@ -1,13 +1,14 @@
 //===- IRBuilders.h - Cascade IR built through the C++ API ------*- C++ -*-===//
 //
-// The modules the Python package needs (an attention call for inspection,
-// the kernels of a bundle) built with the dialect's C++ builders: no IR text
-// is formatted, so every attribute value (sm_scale = 1e-05, say) is exact.
+// The modules an embedder with a configuration needs (an attention call for
+// inspection, the kernels of a bundle; the Python package and cascade-compile
+// are two) built with the dialect's C++ builders: no IR text is formatted, so
+// every attribute value (sm_scale = 1e-05, say) is exact.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef CASCADE_PYTHON_IRBUILDERS_H
-#define CASCADE_PYTHON_IRBUILDERS_H
+#ifndef CASCADE_BUILDERS_IRBUILDERS_H
+#define CASCADE_BUILDERS_IRBUILDERS_H
 
 #include "cascade/Contract/AttentionConfig.h"
 
@@ -17,7 +18,7 @@
 #include <string>
 #include <vector>
 
-namespace cascade::python {
+namespace cascade::builders {
 
 /// The static configuration of an attention call (docs/semantics.md): the
 /// contract's, which the runtime and the GPU program's checks share.
@@ -58,6 +59,6 @@ void addMergeFuncs(mlir::ModuleOp module, contract::DType vType,
 
 mlir::OwningOpRef<mlir::ModuleOp> newModule(mlir::MLIRContext &context);
 
-} // namespace cascade::python
+} // namespace cascade::builders
 
-#endif // CASCADE_PYTHON_IRBUILDERS_H
+#endif // CASCADE_BUILDERS_IRBUILDERS_H

@@ -1,0 +1,101 @@
+//===- BundleKeyTest.cpp - Bundle keys parse and spell back --------------===//
+
+#include "cascade/Contract/BundleKey.h"
+
+#include <gtest/gtest.h>
+
+using namespace cascade::contract;
+
+namespace {
+BundleKey parse(const std::string &key) {
+  BundleKey k;
+  std::string why = parseBundleKey(key, k);
+  EXPECT_EQ(why, "") << key;
+  return k;
+}
+std::string error(const std::string &key) {
+  BundleKey k;
+  return parseBundleKey(key, k);
+}
+} // namespace
+
+TEST(BundleKey, PlainAttentionKey) {
+  BundleKey k = parse("decode.f16-f16.d128.h32x8.p16.nhd.pool");
+  EXPECT_EQ(k.kind, BundleKey::Kind::Attention);
+  EXPECT_TRUE(k.group.decode);
+  EXPECT_FALSE(k.group.causal);
+  EXPECT_EQ(k.config.headDim, 128);
+  EXPECT_EQ(k.config.numQoHeads, 32);
+  EXPECT_EQ(k.config.numKvHeads, 8);
+  EXPECT_EQ(k.config.pageSize, 16);
+  EXPECT_EQ(k.config.layout, KvLayout::NHD);
+  EXPECT_EQ(k.config.form, KvForm::Pool);
+  EXPECT_EQ(k.config.oType, DType::F16);
+  EXPECT_EQ(k.config, AttentionConfig{});
+}
+
+TEST(BundleKey, EveryOptionRoundTrips) {
+  AttentionConfig c;
+  c.qType = DType::BF16;
+  c.kvType = DType::F8E4M3;
+  c.oType = DType::F32;
+  c.kvScale = KvScale::PerTensor;
+  c.numQoHeads = 40;
+  c.numKvHeads = 8;
+  c.headDim = 96;
+  c.pageSize = 32;
+  c.layout = KvLayout::HND;
+  c.form = KvForm::Pair;
+  c.score.smScale = 0.1f;
+  c.score.logitsSoftCap = 30.f;
+  c.score.windowLeft = 0;
+  c.score.pos = PosEncoding::RopeLlama;
+  c.score.ropeScale = 2.f;
+  c.score.ropeTheta = 5e5f;
+  c.lseBase = LseBase::BaseE;
+  AttentionGroup g{false, true, true, false, true};
+  std::string key = g.name() + "." + c.key();
+  BundleKey k = parse(key);
+  EXPECT_EQ(k.config, c);
+  EXPECT_EQ(k.group, g);
+  EXPECT_EQ(k.str(), key);
+  EXPECT_EQ(g.name(), "prefill-causal-acc-sink");
+}
+
+TEST(BundleKey, MergeKey) {
+  BundleKey k = parse("merge.f32.d256");
+  EXPECT_EQ(k.kind, BundleKey::Kind::Merge);
+  EXPECT_EQ(k.vType, DType::F32);
+  EXPECT_EQ(k.headDim, 256);
+}
+
+TEST(BundleKey, OnlyTheNormalSpellingIsAKey) {
+  // The default sm_scale is no option; groups in their one order; dtypes by
+  // their contract names.
+  float def = ScoreOptions::defaultSmScale(128);
+  EXPECT_NE(error("decode.f16-f16.d128.h32x8.p16.nhd.pool.sm" +
+                  ScoreOptions::hex(def)),
+            "");
+  EXPECT_NE(error("prefill-acc-causal.f16-f16.d128.h32x8.p16.nhd.pool"), "");
+  EXPECT_NE(error("decode.float16-f16.d128.h32x8.p16.nhd.pool"), "");
+  EXPECT_NE(error("decode.f16-f16.d128.h32x8.p16.nhd.pool.win-1"), "");
+  EXPECT_NE(error("merge.f16.d0128"), "");
+}
+
+TEST(BundleKey, BadKeysSayWhy) {
+  for (const char *key :
+       {"", "decode", "decode.f16-f16", "decode.f16-f16.d128.h32x8.p16.nhd",
+        "encode.f16-f16.d128.h32x8.p16.nhd.pool",
+        "decode.f16-f16.d128.h32x8.p16.nhd.pool.foo",
+        "decode.f16-f16.d0.h32x8.p16.nhd.pool",
+        "decode.f16-f16.d128.h32x8.p16.xyz.pool",
+        "decode.f16-f16.d128.h32x8.p16.nhd.pool.cap1234", "merge.f16",
+        "merge.f16.d"}) {
+    std::string why = error(key);
+    EXPECT_NE(why.find("is not a kernel bundle key"), std::string::npos)
+        << key << ": " << why;
+  }
+  EXPECT_NE(error("decode.f16-f16.d128.h32x8.p16.nhd.pool.cap7fc00000")
+                .find("logits_soft_cap must be finite"),
+            std::string::npos);
+}
