@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Time to the first kernel of configurations that no kernel set has, on
+the GPU, compiled on first use (issue 42), and their results against float64.
+
+    python3 -m benchmarks.python.first_use [--json FILE]
+
+(from the repository root, with python_bindings/tests/gpu on sys.path for
+the float64 reference.) Each configuration gets an empty kernel cache
+(CASCADE_MLIR_CACHE_DIR), no prebuilt bundle (CASCADE_MLIR_KERNEL_PATH and
+the package's own set hidden), and is timed three ways:
+
+- cold: plan() that compiles every kernel group of the plan (the package's
+  compiler module, or the self-contained bin/cascade-compile), assembles the
+  cubin (ptxas, where the toolkit is) and loads the module, then one run();
+- disk: the same in a fresh device context of this process (the bundle found
+  in the cache, loaded again);
+- hot: plan() again with the kernels already loaded.
+
+The compiler used is reported (module / executable). Exit status 1 if an
+output differs from the float64 reference beyond the dtype's tolerance.
+"""
+import argparse
+import json
+import math
+import os
+import sys
+import tempfile
+import time
+
+import torch
+
+import cascade_mlir as cm
+from cascade_mlir import _gpu, kernels
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python_bindings",
+                                "tests", "gpu"))
+from gpu_support import TOL, attention_ref, merge_ref, random_batch, rel_err  # noqa: E402
+
+#: Configurations outside every kernel set (issue 42's examples).
+CONFIGS = [
+    dict(name="prefill causal bf16 RoPE D128 32/8 p16", decode=False, causal=True,
+         q="bfloat16", kv="bfloat16", hq=32, hkv=8, d=128, page=16,
+         score=dict(pos_encoding_mode="ROPE_LLAMA", rope_theta=5e5)),
+    dict(name="prefill causal f16 D256 16/4 p16", decode=False, causal=True,
+         q="float16", kv="float16", hq=16, hkv=4, d=256, page=16, score={}),
+    dict(name="decode bf16 fp8-KV D96 40/8 p32 window cap sink", decode=True, causal=False,
+         q="bfloat16", kv="float8_e4m3fn", hq=40, hkv=8, d=96, page=32,
+         score=dict(window_left=200, logits_soft_cap=30.0), sinks=True),
+    dict(name="prefill bf16 fp8-KV D96 40/8 p32 window cap sink", decode=False,
+         causal=True, q="bfloat16", kv="float8_e4m3fn", hq=40, hkv=8, d=96, page=32,
+         score=dict(window_left=200, logits_soft_cap=30.0), sinks=True),
+]
+
+
+def fresh_device():
+    """Forget every loaded bundle (the next plan loads them again)."""
+    _gpu._groups.clear()
+    _gpu._devices.clear()
+
+
+def one(cfg, dev):
+    B = 24
+    qd, kd = getattr(torch, cfg["q"]), getattr(torch, cfg["kv"])
+    num_pages = 1024
+    indptr, indices, last = random_batch(B, cfg["page"], 12, num_pages, empty=(3,))
+    cache = torch.randn(num_pages, 2, cfg["page"], cfg["hkv"], cfg["d"], device=dev)
+    cache = (cache * 0.5).to(kd)
+    if cfg["decode"]:
+        qo = torch.arange(B + 1, dtype=torch.int32)
+    else:
+        lens = torch.randint(1, 9, (B,))
+        kv_len = torch.tensor([(int(indptr[i + 1] - indptr[i]) - 1) * cfg["page"] +
+                               int(last[i]) if indptr[i + 1] > indptr[i] else 0
+                               for i in range(B)])
+        lens = torch.minimum(lens, kv_len.clamp_min(1))
+        qo = torch.cat([torch.zeros(1, dtype=torch.int64), lens.cumsum(0)]).int()
+    q = torch.randn(int(qo[-1]), cfg["hq"], cfg["d"], device=dev).to(qd)
+    sinks = (torch.rand(cfg["hq"], device=dev) * 4 - 2).float() if cfg.get("sinks") else None
+    ws = torch.empty(128 << 20, dtype=torch.uint8, device=dev)
+
+    def plan_run():
+        if cfg["decode"]:
+            w = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+            w.plan(indptr.to(dev), indices.to(dev), last.to(dev), cfg["hq"], cfg["hkv"],
+                   cfg["d"], cfg["page"], q_data_type=qd, kv_data_type=kd, **cfg["score"])
+        else:
+            w = cm.BatchPrefillWithPagedKVCacheWrapper(ws)
+            w.plan(qo.to(dev), indptr.to(dev), indices.to(dev), last.to(dev), cfg["hq"],
+                   cfg["hkv"], cfg["d"], cfg["page"], causal=cfg["causal"],
+                   q_data_type=qd, kv_data_type=kd, **cfg["score"])
+        out = w.run(q, cache, sinks=sinks, return_lse=True)
+        torch.cuda.synchronize()
+        return out
+
+    times = {}
+    for phase in ("cold", "disk", "hot"):
+        if phase == "disk":
+            fresh_device()
+        t = time.perf_counter()
+        o, lse = plan_run()
+        times[phase] = time.perf_counter() - t
+    s = cfg["score"]
+    eo, el = attention_ref(q, cache, "NHD", qo, indptr, indices, last, cfg["page"],
+                           causal=cfg["causal"],
+                           logits_soft_cap=s.get("logits_soft_cap", 0.0),
+                           window_left=s.get("window_left", -1),
+                           pos_encoding=s.get("pos_encoding_mode", "NONE"),
+                           rope_theta=s.get("rope_theta", 1e4))
+    if sinks is not None:
+        s2 = (sinks.double() / math.log(2.0))[None, :].expand_as(el)
+        eo, el = merge_ref([(eo, el), (torch.zeros_like(eo), s2)])
+    err = max(rel_err(o, eo), rel_err(lse, el))
+    return times, err, TOL[cfg["q"]]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    dev = torch.device("cuda:0")
+    which = "module" if kernels._compiler() is not None else \
+        f"executable {kernels.compiler_executable()}"
+    print(f"compiler: {which}; GPU: {torch.cuda.get_device_name(0)}")
+    rows, bad = [], 0
+    for cfg in CONFIGS:
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["CASCADE_MLIR_CACHE_DIR"] = cache
+            os.environ["CASCADE_MLIR_KERNEL_PATH"] = ""
+            kernels._package_kernels = lambda: os.path.join(cache, "none")  # type: ignore
+            fresh_device()
+            times, err, tol = one(cfg, dev)
+        ok = err <= tol
+        bad += not ok
+        rows.append(dict(config=cfg["name"], **{k: round(v, 4) for k, v in times.items()},
+                         rel_err=err, tol=tol, ok=ok))
+        print(f"{cfg['name']:<50} cold {times['cold']:6.2f} s  disk "
+              f"{times['disk'] * 1e3:7.1f} ms  hot {times['hot'] * 1e3:6.1f} ms  "
+              f"err {err:.2e} (tol {tol:.0e}) {'ok' if ok else 'FAIL'}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(dict(compiler=which, gpu=torch.cuda.get_device_name(0), rows=rows),
+                      f, indent=1)
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
