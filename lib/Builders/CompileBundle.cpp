@@ -9,7 +9,6 @@
 #include "mlir/Pass/PassManager.h"
 
 using namespace cascade::builders;
-namespace contract = cascade::contract;
 
 std::string cascade::builders::defaultFeatures(const std::string &chip) {
   int cc = 90;

@@ -211,8 +211,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Type lseT = shaped({kDyn, c.numQoHeads}, b.getF32Type());
   Type poolT = kvTypes(c, kvElem, shaped)[0];
   auto isShared = [&](int64_t l) {
-    return std::find(sharedLevels.begin(), sharedLevels.end(), l) !=
-           sharedLevels.end();
+    return llvm::is_contained(sharedLevels, l);
   };
   for (int64_t l : raggedLevels)
     if (l < 0 || l >= numLevels)
@@ -220,8 +219,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
                                   std::to_string(l) + " of " +
                                   std::to_string(numLevels));
   auto isRagged = [&](int64_t l) {
-    return std::find(raggedLevels.begin(), raggedLevels.end(), l) !=
-           raggedLevels.end();
+    return llvm::is_contained(raggedLevels, l);
   };
   // Per level: qo_indptr, kv_indptr, kv_indices (not for a ragged level),
   // kv_last_page_len.

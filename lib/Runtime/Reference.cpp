@@ -26,7 +26,7 @@ Status validateCustomMask(const AttentionBatch &batch) {
                      "mask_indptr has %lld entries, expected batch_size + 1 "
                      "= %lld",
                      static_cast<long long>(batch.maskIndptr.size()),
-                     static_cast<long long>(b + 1));
+                     static_cast<long long>(b) + 1);
   for (int64_t i = 0; i < b; ++i) {
     const int64_t bits = (int64_t(batch.qoIndptr[i + 1]) - batch.qoIndptr[i]) *
                          kvLength(batch, i);

@@ -114,7 +114,9 @@ std::string run(const Task &t, double &seconds, bool &cached) {
           (chipDir + "/.build-" + t.key).str(), tmp))
     return "cannot create a temporary directory: " + ec.message();
   // Readable by all, as a bundle the package ships is.
-  llvm::sys::fs::setPermissions(tmp, llvm::sys::fs::perms(0755));
+  if (std::error_code ec =
+          llvm::sys::fs::setPermissions(tmp, llvm::sys::fs::perms(0755)))
+    return "cannot make " + std::string(tmp) + " readable: " + ec.message();
   auto start = std::chrono::steady_clock::now();
   std::string err = cascade::builders::compileBundle(
       t.parsed, std::string(tmp), t.chip,
@@ -125,13 +127,19 @@ std::string run(const Task &t, double &seconds, bool &cached) {
           .count();
   if (err.empty()) {
     // A stale partial copy (no manifest) is replaced.
+    std::error_code ec;
     if (llvm::sys::fs::exists(dest))
-      llvm::sys::fs::remove_directories(dest);
-    if (std::error_code ec = llvm::sys::fs::rename(tmp, dest))
+      ec = llvm::sys::fs::remove_directories(dest);
+    if (!ec)
+      ec = llvm::sys::fs::rename(tmp, dest);
+    if (ec)
       err = "cannot rename the bundle into " + dest + ": " + ec.message();
   }
-  if (!err.empty())
-    llvm::sys::fs::remove_directories(tmp);
+  if (!err.empty()) {
+    // Best effort: a leftover temporary directory is hidden and harmless.
+    std::error_code ignored = llvm::sys::fs::remove_directories(tmp);
+    (void)ignored;
+  }
   return err;
 }
 } // namespace

@@ -180,7 +180,7 @@ inline bool parseAttentionConfig(const std::vector<std::string_view> &parts,
 
 /// Parses `key` into `out`: "" on success, else why it is not a key.
 inline std::string parseBundleKey(std::string_view key, BundleKey &out) {
-  const std::string bad =
+  std::string bad =
       "'" + std::string(key) +
       "' is not a kernel bundle key (e.g. "
       "'decode.f16-f16.d128.h32x8.p16.nhd.pool' or 'merge.f16.d128')";
