@@ -55,16 +55,9 @@ std::string cascade::builders::compileAttentionBundle(
     int i = 0;
     for (const contract::AttentionGroup &g : groups) {
       for (bool split : {false, true}) {
-        AttentionCall call;
-        call.decode = g.decode;
-        call.causal = g.causal;
-        call.accumulate = g.accumulate;
-        call.customMask = g.customMask;
-        call.sinks = g.sinks;
-        call.split = split;
         addAttentionFunc(*module,
                          "group" + std::to_string(i) + (split ? "_split" : ""),
-                         config, call);
+                         config, AttentionCall(g, split));
       }
       ++i;
     }

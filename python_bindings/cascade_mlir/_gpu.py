@@ -157,6 +157,7 @@ def host_kv_indices(kv_indices: Any, kv_indptr: np.ndarray, name: str) -> np.nda
     used = int(kv_indptr[-1]) if kv_indptr.size else -1
     if used >= 0 and hasattr(kv_indices, "__getitem__") and \
             not isinstance(kv_indices, (str, bytes)):
+        size: Optional[int]
         try:
             size = len(kv_indices)
         except TypeError:  # a tensor type without len(), or a 0-d array

@@ -85,7 +85,11 @@ std::string attentionIr(const py::dict &config, bool decode, bool causal,
   return translateErrors([&] {
     Session s;
     auto module = builders::newModule(s.context);
-    builders::AttentionCall call{decode, causal, accumulate, split, tensors};
+    cascade::contract::AttentionGroup group;
+    group.decode = decode;
+    group.causal = causal;
+    group.accumulate = accumulate;
+    builders::AttentionCall call(group, split, tensors);
     builders::addAttentionFunc(*module, name, attentionConfigFromDict(config),
                                call);
     verifyOrThrow(s, *module, "the attention module");

@@ -11,6 +11,7 @@
 #define CASCADE_BUILDERS_IRBUILDERS_H
 
 #include "cascade/Contract/AttentionConfig.h"
+#include "cascade/Contract/BundleKey.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/OwningOpRef.h"
@@ -25,17 +26,20 @@ namespace cascade::builders {
 using AttentionConfig = contract::AttentionConfig;
 
 /// One cascade.paged_attention in a function `name` (its KV form is the
-/// configuration's).
-struct AttentionCall {
-  bool decode = true, causal = false, accumulate = false, split = false;
+/// configuration's): a kernel group (decode or prefill, causal, accumulating,
+/// FlashInfer's custom mask as custom_mask i8 / mask_indptr i32 operands
+/// after kv_last_page_len, attention sinks as an f32 [Hqo] operand after
+/// them), split-KV or not.
+struct AttentionCall : contract::AttentionGroup {
+  bool split = false;
   /// Tensor form (value semantics, the function returns (o, lse)); else the
   /// buffer form the GPU lowering consumes.
   bool tensors = false;
-  /// A prefill with FlashInfer's custom mask (custom_mask i8, mask_indptr
-  /// i32 operands after kv_last_page_len).
-  bool customMask = false;
-  /// Attention sinks (an f32 [Hqo] operand after the custom mask's).
-  bool sinks = false;
+
+  AttentionCall() = default;
+  AttentionCall(const contract::AttentionGroup &group, bool split,
+                bool tensors = false)
+      : contract::AttentionGroup(group), split(split), tensors(tensors) {}
 };
 
 void addAttentionFunc(mlir::ModuleOp module, const std::string &name,
