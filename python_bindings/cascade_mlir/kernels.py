@@ -441,12 +441,17 @@ def build_with_executable(keys: Sequence[str], out_root: str, chip: str = "sm_90
         raise MissingKernelsError(f"cascade-compile failed for {chip} {' '.join(keys)}:\n"
                                   f"{r.stderr.strip()}")
     built = []
-    ptxas = _ptxas() if cubin else None
     for line in r.stdout.splitlines():
         status, _, key, secs = line.split()
         if status == "built":
-            _cubin(ptxas, os.path.join(out_root, chip, key), chip)
             built.append((key, float(secs)))
+    ptxas = _ptxas() if cubin else None
+    if ptxas and built:
+        # One ptxas process per bundle, at once (a plan's groups).
+        from concurrent.futures import ThreadPoolExecutor
+        with ThreadPoolExecutor(min(len(built), os.cpu_count() or 1)) as pool:
+            list(pool.map(lambda kb: _cubin(ptxas, os.path.join(out_root, chip, kb[0]),
+                                            chip), built))
     return built
 
 
