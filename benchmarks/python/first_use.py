@@ -18,11 +18,18 @@ the package's own set hidden), and is timed three ways:
 
 The compiler used is reported (module / executable). Exit status 1 if an
 output differs from the float64 reference beyond the dtype's tolerance.
+
+`--breakdown` (the self-contained compiler and ptxas needed) times the parts
+of a cold start per configuration instead: cascade-compile (one chip, one
+thread), ptxas to cubin, the module load of that cubin, and the load of the
+PTX alone (the driver's JIT: what a machine without the toolkit pays).
 """
 import argparse
 import json
 import math
 import os
+import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +37,7 @@ import time
 import torch
 
 import cascade_mlir as cm
-from cascade_mlir import _gpu, kernels
+from cascade_mlir import _gpu, _runtime, kernels
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python_bindings",
                                 "tests", "gpu"))
@@ -113,10 +120,55 @@ def one(cfg, dev):
     return times, err, TOL[cfg["q"]]
 
 
+def key_of(cfg):
+    """The bundle key of a configuration's (only) kernel group."""
+    c = cm.AttentionConfig.make(
+        q_dtype=cfg["q"], kv_dtype=cfg["kv"], head_dim=cfg["d"], num_qo_heads=cfg["hq"],
+        num_kv_heads=cfg["hkv"], page_size=cfg["page"], **cfg["score"])
+    group = kernels.Group(decode=cfg["decode"], causal=cfg["causal"],
+                          sinks=bool(cfg.get("sinks")))
+    return kernels.attention_key(c, group)
+
+
+def breakdown(chip="sm_90a"):
+    exe, ptxas = kernels.compiler_executable(), kernels._ptxas()
+    if exe is None or ptxas is None:
+        print("--breakdown needs cascade-compile and ptxas")
+        return 1
+    for cfg in CONFIGS:
+        key = key_of(cfg)
+        with tempfile.TemporaryDirectory() as root:
+            t = time.perf_counter()
+            subprocess.run([exe, "--out", root, "--chip", chip, "-j=1", key], check=True,
+                           capture_output=True)
+            compile_s = time.perf_counter() - t
+            b = os.path.join(root, chip, key)
+            cubin = os.path.join(b, f"kernels.{chip}.cubin")
+            t = time.perf_counter()
+            subprocess.run([ptxas, f"-arch={chip}", os.path.join(b, "kernels.ptx"), "-o",
+                            cubin], check=True)
+            ptxas_s = time.perf_counter() - t
+            t = time.perf_counter()
+            _runtime.Device(0).add_bundle(b, key + "#cubin")
+            load_s = time.perf_counter() - t
+            ptx_only = os.path.join(root, "ptx-only")
+            shutil.copytree(b, ptx_only)
+            os.remove(os.path.join(ptx_only, f"kernels.{chip}.cubin"))
+            t = time.perf_counter()
+            _runtime.Device(0).add_bundle(ptx_only, key + "#ptx")
+            jit_s = time.perf_counter() - t
+        print(f"{cfg['name']:<50} compile {compile_s:.3f} s  ptxas {ptxas_s:.3f} s  "
+              f"load cubin {load_s * 1e3:.1f} ms  load PTX (driver JIT) {jit_s:.3f} s")
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
+    ap.add_argument("--breakdown", action="store_true")
     args = ap.parse_args()
+    if args.breakdown:
+        return breakdown()
     dev = torch.device("cuda:0")
     which = "module" if kernels._compiler() is not None else \
         f"executable {kernels.compiler_executable()}"
