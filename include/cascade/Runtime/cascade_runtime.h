@@ -70,7 +70,7 @@ typedef struct cascade_plan_inputs_t {
   /** Page ids or NULL (no check): only the first kv_indptr[B] entries are
    *  read, so a longer (preallocated) buffer may be passed. */
   const int32_t *kv_indices;
-  int64_t num_pages;               /**< pool size, -1 = unknown */
+  int64_t num_pages; /**< pool size, -1 = unknown */
   int64_t num_qo_heads, num_kv_heads, head_dim, page_size;
   int64_t num_sms;      /**< multiprocessors of the device */
   int64_t occupancy;    /**< blocks per SM of the kernel (>= 1) */
