@@ -15,6 +15,7 @@ import pytest
 
 import cascade_mlir as cm
 from cascade_mlir import _runtime
+from page_batches import grouped_pages
 
 HQ, HKV, D, PAGE = 8, 2, 64, 4
 EAGER = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0}
@@ -40,17 +41,7 @@ def batch(rng, pages=(3, 0, 5, 1, 7), num_pages=40):
 
 def grouped(groups=((3, 6), (1, 0), (4, 9)), own=2):
     """Requests in groups sharing their leading pages, `own` pages each."""
-    ids, indptr, nxt = [], [0], 0
-    for members, shared in groups:
-        prefix = list(range(nxt, nxt + shared))
-        nxt += shared
-        for _ in range(members):
-            ids += prefix + list(range(nxt, nxt + own))
-            nxt += own
-            indptr.append(len(ids))
-    b = len(indptr) - 1
-    return (np.array(indptr, np.int32), np.array(ids, np.int32),
-            np.full(b, 3, np.int32), nxt)
+    return grouped_pages(groups, own, last_page_len=3)
 
 
 def assert_same_dict(a, b):

@@ -21,6 +21,10 @@ import numpy as np
 import cascade_mlir as cm
 from cascade_mlir import _frameworks, _gpu, kernels
 
+# The test helpers of python_bindings/tests (run as a script from here).
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from page_batches import grouped_pages  # noqa: E402
+
 FAKE = ctypes.CDLL(os.environ["CASCADE_CUDA_DRIVER"])
 FAKE.fake_cuda_launch_name.restype = ctypes.c_char_p
 FAKE.fake_cuda_launch_param.restype = ctypes.c_uint64
@@ -506,17 +510,7 @@ def scenario_parity():
 def grouped_decode_batch(groups, own=2):
     """Requests in groups sharing `shared` leading pages, `own` pages each
     after them; page ids in order of first use."""
-    ids, indptr, nxt = [], [0], 0
-    for members, shared in groups:
-        prefix = list(range(nxt, nxt + shared))
-        nxt += shared
-        for _ in range(members):
-            ids += prefix + list(range(nxt, nxt + own))
-            nxt += own
-            indptr.append(len(ids))
-    b = len(indptr) - 1
-    return (np.array(indptr, np.int32), np.array(ids, np.int32),
-            np.full(b, 9, np.int32), nxt)
+    return grouped_pages(groups, own, last_page_len=9)
 
 
 def scenario_auto():

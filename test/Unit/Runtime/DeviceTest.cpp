@@ -190,6 +190,17 @@ struct TwoLevels {
     spec.planKernels = {"t_prefill_split", "t_decode_split"};
     spec.cudaGraph = graph;
   }
+
+  /// Each level's arguments: q, o and lse of the 6 query rows, 8 heads of 64.
+  std::vector<ArgumentTable> argumentTables() const {
+    std::vector<ArgumentTable> args(2);
+    for (ArgumentTable &a : args) {
+      a.setBuffer("q", 0x1000, 6 * 8 * 64, "f16");
+      a.setBuffer("o", 0x2000, 6 * 8 * 64, "f16");
+      a.setBuffer("lse", 0x3000, 6 * 8, "f32");
+    }
+    return args;
+  }
 };
 
 /// What the stand-in device measures for the test kernels.
@@ -497,12 +508,7 @@ TEST(LauncherOnStandIn, CascadeLaunchesFollowThePlansSteps) {
   TwoLevels t(false);
   CascadePlan p;
   ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
-  std::vector<ArgumentTable> args(2);
-  for (ArgumentTable &a : args) {
-    a.setBuffer("q", 0x1000, 6 * 8 * 64, "f16");
-    a.setBuffer("o", 0x2000, 6 * 8 * 64, "f16");
-    a.setBuffer("lse", 0x3000, 6 * 8, "f32");
-  }
+  std::vector<ArgumentTable> args = t.argumentTables();
   const std::vector<LevelKernels> kernels = {
       {"t_prefill_split", "t_merge_splits"},
       {"t_decode_split", "t_merge_splits"}};
@@ -535,12 +541,7 @@ TEST(LauncherOnStandIn, KernelStaticsMustMatchThePlan) {
   CascadePlan p;
   ASSERT_TRUE(makeCascadePlan(t.spec.levels, kFakeTargets, false, 0, p).ok());
   ASSERT_TRUE(p.levels[1].split_kv);
-  std::vector<ArgumentTable> args(2);
-  for (ArgumentTable &a : args) {
-    a.setBuffer("q", 0x1000, 6 * 8 * 64, "f16");
-    a.setBuffer("o", 0x2000, 6 * 8 * 64, "f16");
-    a.setBuffer("lse", 0x3000, 6 * 8, "f32");
-  }
+  std::vector<ArgumentTable> args = t.argumentTables();
   const std::vector<LevelKernels> kernels = {
       {"t_prefill_split", "t_merge_splits"},
       {"t_decode_split_p16", "t_merge_splits_h8"}};
