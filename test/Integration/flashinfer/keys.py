@@ -11,8 +11,9 @@ and test_shared_prefix_kernels.py. Each test function maps to the kernel
 groups and KV forms its wrappers and references use (RULES below), fp8 KV
 caches included; custom-mask tests compare the masked group with the
 causal one; multi-item tests need none (they skip, naming the
-limitation). The GPU machine has no compiler: these bundles are built here
-and carried (`tools/cascade-dev gpu prepare flashinfer`).
+limitation). With the prebuilt carry these bundles are built here and
+carried (`tools/cascade-dev gpu prepare flashinfer`); on demand (the wheel,
+`KERNELS=on-demand`) on_demand.py compiles them there, through the package.
 """
 import argparse
 import ast

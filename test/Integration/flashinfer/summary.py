@@ -3,18 +3,24 @@
 failed / errors / skipped
 per FlashInfer test file from pytest's JUnit XML, and the skip reasons with
 their counts (ours name a documented limitation; the rest are the test
-files' own skips). Exit status 1 if a test failed or errored.
+files' own skips). Exit status 1 if a test failed or errored, or none ran.
 
     python3 summary.py DIR    # DIR holds <file>.xml (or <file>.shard<i>of<n>.xml)
 
-With more than one XML file (files, or the shards of several calls copied
-into one DIR) a last row gives the totals.
+The shards of one file (one call's, or several calls' copied into one DIR)
+make one row; with more than one XML file a last row gives the totals.
+Failures that ran out of GPU memory (shards side by side on one GPU) are
+counted apart.
 """
 import collections
 import glob
 import os
+import re
 import sys
 import xml.etree.ElementTree as ET
+from typing import Dict
+
+OOM = re.compile(r"out of memory|OutOfMemoryError|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 
 
 def row(name: str, counts: collections.Counter) -> None:
@@ -32,30 +38,39 @@ def main(folder: str) -> int:
         print(f"no JUnit XML in {folder}")
         return 1
     total: collections.Counter = collections.Counter()
+    per_file: Dict[str, collections.Counter] = {}
     for path in files:
-        counts = collections.Counter()
+        name = re.sub(r"\.shard\d+of\d+$", "", os.path.basename(path)[:-4])
+        counts = per_file.setdefault(name, collections.Counter())
         for case in ET.parse(path).getroot().iter("testcase"):
             counts["tests"] += 1
             kids = {c.tag: c for c in case}
-            if "failure" in kids:
-                counts["failed"] += 1
-            elif "error" in kids:
-                counts["errors"] += 1
+            if "failure" in kids or "error" in kids:
+                counts["failed" if "failure" in kids else "errors"] += 1
+                bad_kid = kids.get("failure", kids.get("error"))
+                if OOM.search((bad_kid.get("message") or "") + (bad_kid.text or "")):
+                    counts["oom"] += 1
             elif "skipped" in kids:
                 counts["skipped"] += 1
                 msg = kids["skipped"].get("message", "").split("\n")[0]
                 reasons[msg[:160]] += 1
             else:
                 counts["passed"] += 1
+    for name, counts in per_file.items():
         bad += counts["failed"] + counts["errors"]
         total += counts
-        row(os.path.basename(path)[:-4], counts)
+        row(name, counts)
     if len(files) > 1:
         row("total", total)
+    if total["oom"]:
+        print(f"\n{total['oom']} of the failures / errors ran out of GPU memory "
+              "(fewer shards side by side: CASCADE_FI_JOBS)")
     print("\nskip reasons:")
     for msg, n in reasons.most_common():
         print(f"{n:6}  {msg}")
-    return 1 if bad else 0
+    if not total["tests"]:
+        print("\nno test ran")
+    return 1 if bad or not total["tests"] else 0
 
 
 if __name__ == "__main__":
