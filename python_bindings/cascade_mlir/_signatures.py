@@ -31,8 +31,24 @@ _DECODE_PLAN = ("indptr", "indices", "last_page_len", "num_qo_heads", "num_kv_he
                 "logits_soft_cap", "q_data_type", "kv_data_type", "data_type", "sm_scale",
                 "rope_scale", "rope_theta", "non_blocking")
 
+#: The deprecated forward() / forward_return_lse() (one signature each pair).
+_DECODE_FORWARD = ("q", "paged_kv_cache", "pos_encoding_mode", "q_scale", "k_scale",
+                   "v_scale", "window_left", "logits_soft_cap", "sm_scale", "rope_scale",
+                   "rope_theta")
+_PREFILL_FORWARD = ("q", "paged_kv_cache", "causal", "pos_encoding_mode",
+                    "use_fp16_qk_reduction", "k_scale", "v_scale", "window_left",
+                    "logits_soft_cap", "sm_scale", "rope_scale", "rope_theta")
+_RAGGED_FORWARD = ("q", "k", "v", "causal", "pos_encoding_mode", "use_fp16_qk_reduction",
+                   "window_left", "logits_soft_cap", "sm_scale", "rope_scale", "rope_theta")
+
 #: Parameter names in FlashInfer 0.5.3's order (after `self`), per entry point.
 SIGNATURES: Dict[str, Tuple[str, ...]] = {
+    "BatchDecodeWithPagedKVCacheWrapper.forward": _DECODE_FORWARD,
+    "BatchDecodeWithPagedKVCacheWrapper.forward_return_lse": _DECODE_FORWARD,
+    "BatchPrefillWithPagedKVCacheWrapper.forward": _PREFILL_FORWARD,
+    "BatchPrefillWithPagedKVCacheWrapper.forward_return_lse": _PREFILL_FORWARD,
+    "BatchPrefillWithRaggedKVCacheWrapper.forward": _RAGGED_FORWARD,
+    "BatchPrefillWithRaggedKVCacheWrapper.forward_return_lse": _RAGGED_FORWARD,
     "BatchDecodeWithPagedKVCacheWrapper.plan": _DECODE_PLAN + (
         "block_tables", "seq_lens", "fixed_split_size", "disable_split_kv"),
     "fast_decode_plan": _DECODE_PLAN + (

@@ -26,7 +26,8 @@ if sys.version_info >= (3, 10):
 from typing import Any, Dict, Optional, Tuple
 
 __all__ = ["AttentionConfig", "dtype_code", "DTYPES", "FP8_DTYPES", "KV_LAYOUTS", "KV_FORMS",
-           "POS_ENCODINGS", "KV_SCALES", "SCORE_OPTIONS", "ScoreArgs", "kv_scales"]
+           "POS_ENCODINGS", "KV_SCALES", "SCORE_OPTIONS", "ScoreArgs", "kv_scales",
+           "run_scale"]
 
 #: Element type names of the bundle contract (cascade/Contract/DType.h)
 #: that q, KV and outputs may have today, and their numpy/torch spellings.
@@ -389,3 +390,21 @@ def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
             raise ValueError(f"k_scale must be positive (a dequantization scale), got {value!r}")
         out.append(f)
     return out[0], out[1]
+
+
+def run_scale(name: str, value: Any, positive: bool = True) -> float:
+    """One of run()'s q_scale / k_scale / v_scale (None = 1) as a float:
+    finite, and positive for the scales that multiply the softmax scale
+    (q_scale, k_scale: FlashInfer folds them into sm_scale)."""
+    if value is None:
+        return 1.0
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a float, got {value!r}") from None
+    if not math.isfinite(f):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if positive and f <= 0:
+        raise ValueError(f"{name} must be positive (it multiplies the softmax scale), "
+                         f"got {value!r}")
+    return f

@@ -4,7 +4,7 @@ per request over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._signatures import flashinfer_signature
-from ._single import SingleLevelWrapper, reject
+from ._single import SingleLevelWrapper, _is_one, reject
 from .config import AttentionConfig, ScoreArgs
 
 __all__ = ["BatchDecodeWithPagedKVCacheWrapper"]
@@ -74,7 +74,7 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
         """FlashInfer's run(); `planned`: the score options FlashInfer's
         run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
         if (self._fast_run is not None and not self._sinks and not args and not planned
-                and q_scale is None and k_scale is None and v_scale is None
+                and _is_one(q_scale) and _is_one(k_scale) and _is_one(v_scale)
                 and sinks is None and q_len_per_req == 1):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         reject("q_len_per_req", q_len_per_req, 1)
@@ -82,4 +82,21 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
                                  q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                                  sinks=sinks)
 
-    forward = run
+    @flashinfer_signature("BatchDecodeWithPagedKVCacheWrapper.forward")
+    def forward(self, q: Any, paged_kv_cache: Any, q_scale: Optional[float] = None,
+                k_scale: Optional[float] = None, v_scale: Optional[float] = None, *,
+                score: ScoreArgs) -> Any:
+        """FlashInfer's deprecated forward(): sets the score options it
+        takes for this and later run() calls (until plan(); those not passed
+        at their defaults, pos_encoding_mode excepted: plan()'s), then runs
+        (SingleLevelWrapper._forward)."""
+        return self._forward(False, q, (paged_kv_cache,), False, score, q_scale=q_scale,
+                             k_scale=k_scale, v_scale=v_scale)
+
+    @flashinfer_signature("BatchDecodeWithPagedKVCacheWrapper.forward_return_lse")
+    def forward_return_lse(self, q: Any, paged_kv_cache: Any,  # type: ignore[override]
+                           q_scale: Optional[float] = None, k_scale: Optional[float] = None,
+                           v_scale: Optional[float] = None, *, score: ScoreArgs) -> Any:
+        """forward() returning (o, lse)."""
+        return self._forward(True, q, (paged_kv_cache,), False, score, q_scale=q_scale,
+                             k_scale=k_scale, v_scale=v_scale)

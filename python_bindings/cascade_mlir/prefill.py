@@ -4,7 +4,7 @@ ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._signatures import flashinfer_signature
-from ._single import SingleLevelWrapper, reject
+from ._single import SingleLevelWrapper, _is_one, reject
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
 from .config import AttentionConfig, ScoreArgs
 from .masks import check_no_custom_mask, paged_request_masks
@@ -82,14 +82,32 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         """FlashInfer's run(); `planned`: the score options FlashInfer's
         run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
         if (self._fast_run is not None and not self._sinks and not args and not planned
-                and q_scale is None and k_scale is None and v_scale is None
+                and _is_one(q_scale) and _is_one(k_scale) and _is_one(v_scale)
                 and sinks is None):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse, planned,
                                  q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
                                  sinks=sinks)
 
-    forward = run
+    @flashinfer_signature("BatchPrefillWithPagedKVCacheWrapper.forward")
+    def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
+                use_fp16_qk_reduction: bool = False, k_scale: Optional[float] = None,
+                v_scale: Optional[float] = None, *, score: ScoreArgs) -> Any:
+        """FlashInfer's deprecated forward(): sets `causal` and the score
+        options it takes for this and later run() calls (until plan(); those
+        not passed at their defaults, pos_encoding_mode excepted: plan()'s),
+        then runs (SingleLevelWrapper._forward)."""
+        return self._forward(False, q, (paged_kv_cache,), causal, score, k_scale=k_scale,
+                             v_scale=v_scale)
+
+    @flashinfer_signature("BatchPrefillWithPagedKVCacheWrapper.forward_return_lse")
+    def forward_return_lse(self, q: Any, paged_kv_cache: Any,  # type: ignore[override]
+                           causal: bool = False, use_fp16_qk_reduction: bool = False,
+                           k_scale: Optional[float] = None, v_scale: Optional[float] = None,
+                           *, score: ScoreArgs) -> Any:
+        """forward() returning (o, lse)."""
+        return self._forward(True, q, (paged_kv_cache,), causal, score, k_scale=k_scale,
+                             v_scale=v_scale)
 
 
 class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper):
@@ -140,4 +158,7 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
             raise ValueError("run() needs the attention sinks ([num_qo_heads] float32)")
         return super().run(q, paged_kv_cache, **kwargs)
 
+    # FlashInfer's sink wrapper inherits forward() from the paged wrapper,
+    # which cannot pass the sinks: here they are run()'s.
     forward = run
+    forward_return_lse = SingleLevelWrapper.forward_return_lse

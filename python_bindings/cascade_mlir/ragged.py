@@ -110,7 +110,14 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
                              f"{self._num_tokens}")
         return self._run(q, kv, out, lse, return_lse, planned)
 
-    forward = run
+    @flashinfer_signature("BatchPrefillWithRaggedKVCacheWrapper.forward")
+    def forward(self, q: Any, k: Any, v: Any, causal: bool = False,
+                use_fp16_qk_reduction: bool = False, *, score: ScoreArgs) -> Any:
+        """FlashInfer's deprecated forward(): sets `causal` and the score
+        options it takes for this and later run() calls (until plan(); those
+        not passed at their defaults, pos_encoding_mode excepted: plan()'s),
+        then runs (SingleLevelWrapper._forward)."""
+        return self._forward(False, q, (k, v), causal, score)
 
     # FlashInfer's ragged signature (q, k, v), not the paged one.
     def run_return_lse(self, q: Any, k: Any, v: Any,  # type: ignore[override]
@@ -118,7 +125,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         """run(q, k, v, return_lse=True): (o, lse)."""
         return self.run(q, k, v, *args, return_lse=True, **kwargs)
 
+    @flashinfer_signature("BatchPrefillWithRaggedKVCacheWrapper.forward_return_lse")
     def forward_return_lse(self, q: Any, k: Any, v: Any,  # type: ignore[override]
-                           *args: Any, **kwargs: Any) -> Any:
-        """FlashInfer's deprecated name of run_return_lse."""
-        return self.run(q, k, v, *args, return_lse=True, **kwargs)
+                           causal: bool = False, use_fp16_qk_reduction: bool = False, *,
+                           score: ScoreArgs) -> Any:
+        """forward() returning (o, lse)."""
+        return self._forward(True, q, (k, v), causal, score)

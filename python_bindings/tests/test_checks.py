@@ -143,8 +143,8 @@ def test_flashinfer_arguments_not_supported_are_rejected():
     w.plan(np.array([0, 1]), np.array([0]), np.array([1]), 4, 4, 8, 4)
     q = np.zeros((1, 4, 8), np.float32)
     kv = np.zeros((1, 2, 4, 4, 8), np.float32)
-    with pytest.raises(ValueError, match="k_scale"):
-        w.run(q, kv, k_scale=0.5)
+    with pytest.raises(ValueError, match="q_len_per_req"):
+        w.run(q, kv, q_len_per_req=2)
     with pytest.raises(ValueError, match="window_left=3 differs"):
         w.run(q, kv, window_left=3)
     with pytest.raises(TypeError, match="by keyword"):

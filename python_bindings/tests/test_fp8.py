@@ -156,7 +156,11 @@ def test_scale_errors_before_any_launch(rng):
     w.run(q, kv, v_scale=-2.0)
     with pytest.raises(ValueError, match="v_scale must be a float"):
         w.run(q, kv, v_scale="two")
+    # An f16 cache takes them too (FlashInfer: k_scale multiplies sm_scale,
+    # v_scale the output), with the same checks.
     f16 = cm.BatchPrefillWithPagedKVCacheWrapper(None)
     f16.plan(np.array([0, 1, 2, 3], np.int32), indptr, indices, last, 4, 2, 16, 4)
-    with pytest.raises(ValueError, match="v_scale dequantizes an fp8 KV cache; plan"):
-        f16.run(q, kv, v_scale=2.0)
+    with pytest.raises(ValueError, match="k_scale must be positive"):
+        f16.run(q, kv, k_scale=0.0)
+    with pytest.raises(ValueError, match="v_scale must be finite"):
+        f16.run(q, kv, v_scale=float("nan"))

@@ -188,3 +188,131 @@ def test_wrappers_reject_too_short_page_indices(rng):
     c = cm.MultiLevelCascadeAttentionWrapper(1)
     with pytest.raises(ValueError, match=r"level 0: kv_indices has 15 entries"):
         c.plan([np.arange(kp.size, dtype=np.int32)], [kp], [ki[:-1]], [kl], HQ, HKV, D, PAGE)
+
+
+# --- a kv_indptr that does not start at 0 (vLLM's mixed batches) -------------------
+#
+# vLLM plans the decodes of a step on paged_kv_indptr[:num_decodes + 1] and
+# the prefills on paged_kv_indptr[num_decodes:] (first entry not 0), both
+# over the step's whole kv_indices: FlashInfer reads request i's pages at
+# kv_indices[kv_indptr[i]:kv_indptr[i+1]]. The wrappers rebase (indptr -
+# indptr[0] over kv_indices[indptr[0]:]).
+
+def mixed_step(rng, decodes=(2, 5, 1), prefills=(3, 0, 4), num_pages=40):
+    """One page table over decodes then prefills; the prefill queries."""
+    kp, ki, kl = batch(rng, decodes + prefills, num_pages)
+    nd = len(decodes)
+    lens = np.where(np.diff(kp) > 0, (np.diff(kp) - 1) * PAGE + kl, 0)[nd:]
+    qo_lens = np.minimum(rng.integers(1, 6, size=len(prefills)), np.maximum(lens, 1))
+    qo = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
+    return kp, ki, kl, nd, qo
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_prefill_tail_of_a_mixed_page_table(rng, causal):
+    kp, ki, kl, nd, qo = mixed_step(rng)
+    assert kp[nd] != 0
+    kv = cache(rng, 40)
+    q = rng.standard_normal((int(qo[-1]), HQ, D)).astype(np.float32)
+    rebased = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+    rebased.plan(qo, kp[nd:] - kp[nd], ki[kp[nd]:], kl[nd:], HQ, HKV, D, PAGE,
+                 causal=causal)
+    want = rebased.run(q, kv, return_lse=True)
+    for indices in (ki, padded(ki, 1000, 40, rng)):
+        w = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+        w.plan(qo, kp[nd:], indices, kl[nd:], HQ, HKV, D, PAGE, causal=causal)
+        assert_same_dict(w._host_plan, rebased._host_plan)
+        for a, b in zip(w.run(q, kv, return_lse=True), want):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_decode_slice_of_a_page_table(rng):
+    """A decode plan over the middle of a step's table (indptr[1:4])."""
+    kp, ki, kl = batch(rng, (2, 5, 1, 3, 4))
+    kv = cache(rng, 40)
+    q = rng.standard_normal((3, HQ, D)).astype(np.float32)
+    rebased = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+    rebased.plan(kp[1:5] - kp[1], ki[kp[1]:], kl[1:4], HQ, HKV, D, PAGE)
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+    w.plan(kp[1:5], ki, kl[1:4], HQ, HKV, D, PAGE)
+    for a, b in zip(w.run(q, kv, return_lse=True), rebased.run(q, kv, return_lse=True)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_mixed_page_table_on_torch_tensors(rng):
+    """The same with torch CPU tensors (the slice of kv_indices is a view)."""
+    torch = pytest.importorskip("torch")
+    kp, ki, kl, nd, qo = mixed_step(rng)
+    kv = cache(rng, 40)
+    q = rng.standard_normal((int(qo[-1]), HQ, D)).astype(np.float32)
+    want = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+    want.plan(qo, kp[nd:] - kp[nd], ki[kp[nd]:], kl[nd:], HQ, HKV, D, PAGE, causal=True)
+    w = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+    t = torch.from_numpy
+    w.plan(t(qo), t(kp)[nd:], t(padded(ki, 200, 40, rng)), t(kl)[nd:], HQ, HKV, D, PAGE,
+           causal=True)
+    o = w.run(t(q), t(kv))
+    np.testing.assert_array_equal(o.numpy(), want.run(q, kv))
+
+
+def test_offset_indptr_errors(rng):
+    kp, ki, kl, nd, qo = mixed_step(rng)
+    w = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+    # The rebased indptr still needs its pages.
+    with pytest.raises(ValueError, match="kv_indices has"):
+        w.plan(qo, kp[nd:], ki[:-1], kl[nd:], HQ, HKV, D, PAGE)
+    with pytest.raises(ValueError, match=r"paged_kv_indptr\[0\] = -3 is negative"):
+        w.plan(qo, kp[nd:] - kp[nd] - 3, ki, kl[nd:], HQ, HKV, D, PAGE)
+    # qo_indptr must start at 0 (FlashInfer's split-KV merge writes rows
+    # from 0 while its kernels read q at qo_indptr): named, with the fix.
+    with pytest.raises(ValueError, match=r"qo_indptr\[0\] must be 0, got 5.*q\[5:\]"):
+        w.plan(qo + 5, kp[nd:], ki, kl[nd:], HQ, HKV, D, PAGE)
+
+
+class FakeDeviceArray:
+    """A stand-in for a device int32 array: an address (`ptr`) and views."""
+
+    def __init__(self, n, ptr=1 << 20):
+        self.n, self.ptr = n, ptr
+
+    def __getitem__(self, s):
+        start = s.start or 0
+        stop = self.n if s.stop is None else s.stop
+        return FakeDeviceArray(stop - start, self.ptr + 4 * start)
+
+    def __len__(self):
+        return self.n
+
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_rebased_caller_buffers(graph):
+    """Which caller buffers a plan with kv_indptr[0] = base binds (the GPU
+    path's choice, _single.SingleLevelWrapper._rebased_buffers): the
+    wrapper's own kv_indices buffer passed as kv_indices is bound from entry
+    base on (the kernels read the caller's pages where they are); another
+    array goes to the buffer's start; an indptr that is the wrapper's own
+    indptr buffer is not overwritten with rebased values."""
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+    ix, ip = FakeDeviceArray(100), FakeDeviceArray(9, ptr=1 << 24)
+    w._buffers = {"kv_indptr": ip, "kv_indices": ix, "kv_last_page_len": None}
+    w._use_cuda_graph = graph
+    got = w._rebased_buffers(0, ip, ix)  # base 0: as given
+    assert got["kv_indices"] is ix and got["kv_indptr"] is ip
+    if graph:
+        with pytest.raises(ValueError, match="from entry 27, which moves the page list"):
+            w._rebased_buffers(27, ip[2:], ix)
+        with pytest.raises(ValueError, match="own kv_indptr buffer"):
+            w._rebased_buffers(27, ip, FakeDeviceArray(50, ptr=1 << 28))
+        w._graph_kv_offset = None
+    got = w._rebased_buffers(27, ip[2:], ix[:60])
+    assert got["kv_indices"].ptr == ix.ptr + 4 * 27 and len(got["kv_indices"]) == 73
+    assert got["kv_indptr"] is ip
+    other = FakeDeviceArray(50, ptr=1 << 28)
+    if graph:  # the first plan bound entry 27 on: other arrays cannot move it
+        with pytest.raises(ValueError, match="from entry 27"):
+            w._rebased_buffers(27, ip[2:], other)
+        return
+    got = w._rebased_buffers(27, ip[2:], other)
+    assert got["kv_indices"] is ix
+    got = w._rebased_buffers(27, ip, other)
+    assert got["kv_indptr"] is None and got["kv_indices"] is ix

@@ -20,10 +20,14 @@ def inputs():
     return rng, kp, ki, kl, kv
 
 
-def check_same(w, call_args, **kw):
+def check_same(w, call_args, causal=None, **kw):
+    """run_return_lse and forward_return_lse against run(return_lse=True);
+    `causal`: plan()'s mask, which FlashInfer's forward_return_lse() sets
+    again (its default: False)."""
     o, lse = w.run(*call_args, return_lse=True, **kw)
+    fwd = {} if causal is None else {"causal": causal}
     for name in ("run_return_lse", "forward_return_lse"):
-        o2, lse2 = getattr(w, name)(*call_args, **kw)
+        o2, lse2 = getattr(w, name)(*call_args, **kw, **(fwd if name[0] == "f" else {}))
         np.testing.assert_array_equal(o2, o)
         np.testing.assert_array_equal(lse2, lse)
     assert np.isfinite(lse).all()
@@ -40,7 +44,7 @@ def test_paged_prefill(inputs):
     rng, kp, ki, kl, kv = inputs
     w = cm.BatchPrefillWithPagedKVCacheWrapper(None)
     w.plan(np.array([0, 3, 4], np.int32), kp, ki, kl, HQ, HKV, D, PAGE, causal=True)
-    check_same(w, (rng.standard_normal((4, HQ, D)).astype(np.float16), kv))
+    check_same(w, (rng.standard_normal((4, HQ, D)).astype(np.float16), kv), causal=True)
 
 
 def test_sink_wrapper_takes_sinks_positionally(inputs):
@@ -59,4 +63,4 @@ def test_ragged(inputs):
     q = rng.standard_normal((5, HQ, D)).astype(np.float16)
     k = rng.standard_normal((9, HKV, D)).astype(np.float16)
     v = rng.standard_normal((9, HKV, D)).astype(np.float16)
-    check_same(w, (q, k, v))
+    check_same(w, (q, k, v), causal=True)

@@ -25,6 +25,11 @@ ENTRY_POINTS = {
     "MultiLevelCascadeAttentionWrapper.plan": cm.MultiLevelCascadeAttentionWrapper.plan,
     "single_decode_with_kv_cache": cm.single_decode_with_kv_cache,
     "single_prefill_with_kv_cache": cm.single_prefill_with_kv_cache,
+    **{f"{cls.__name__}.{name}": getattr(cls, name)
+       for cls in (cm.BatchDecodeWithPagedKVCacheWrapper,
+                   cm.BatchPrefillWithPagedKVCacheWrapper,
+                   cm.BatchPrefillWithRaggedKVCacheWrapper)
+       for name in ("forward", "forward_return_lse")},
 }
 
 

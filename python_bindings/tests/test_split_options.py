@@ -101,6 +101,27 @@ def test_decode_wrapper_fixed_split_size(rng):
         np.testing.assert_array_equal(lse, outs[0][1])
 
 
+def test_minus_one_is_automatic_as_in_flashinfer(rng):
+    """fixed_split_size=-1 (what vLLM passes; FlashInfer 0.5.3 turns None
+    into -1) plans as None does: the automatic split."""
+    kp, ki, kl, pool, q = decode_case(rng, [9, 2, 5])
+    plans, outs = [], []
+    for size in (None, -1):
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(None)
+        w.plan(kp, ki, kl, 8, 2, 16, PAGE, fixed_split_size=size)
+        plans.append(w._host_plan)
+        outs.append(w.run(q, pool))
+        p = cm.BatchPrefillWithPagedKVCacheWrapper(None)
+        p.plan(np.arange(4, dtype=np.int32), kp, ki, kl, 8, 2, 16, PAGE,
+               fixed_split_size=size)
+        plans.append(p._host_plan)
+    for a, b in ((plans[0], plans[2]), (plans[1], plans[3])):
+        assert a.keys() == b.keys()
+        for k in a:
+            np.testing.assert_array_equal(a[k], b[k])
+    np.testing.assert_array_equal(outs[1], outs[0])
+
+
 def test_prefill_wrapper_fixed_split_size(rng):
     kp, ki, kl, pool, _ = decode_case(rng, [9, 2, 5])
     qo = np.array([0, 3, 4, 9], np.int32)
@@ -122,7 +143,7 @@ def test_prefill_wrapper_fixed_split_size(rng):
 
 @pytest.mark.parametrize("opts, match", [
     ({"fixed_split_size": 0}, "fixed_split_size must be a positive"),
-    ({"fixed_split_size": -1}, "fixed_split_size must be a positive"),
+    ({"fixed_split_size": -2}, "fixed_split_size must be a positive"),
     ({"fixed_split_size": 2.5}, "fixed_split_size must be a positive"),
     ({"fixed_split_size": True}, "fixed_split_size must be a positive"),
     ({"fixed_split_size": 4, "disable_split_kv": True}, "exclusive"),
