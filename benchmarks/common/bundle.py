@@ -78,7 +78,9 @@ class Bundle:
         args = []
         scalars = {}
         for p in k["params"]:
-            v = bufs[p["name"]]
+            # A scalar the caller does not give takes the manifest's default
+            # (q's and o's contiguous strides).
+            v = bufs[p["name"]] if p["name"] in bufs or "default" not in p else p["default"]
             if p["kind"] == "memref":
                 ptr = np.uint64(v.data.ptr if v.size else 0)
                 args += [ptr, ptr, np.uint64(0), np.uint64(v.size), np.uint64(1)]

@@ -199,6 +199,13 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
         return schema(pw + ": \"dtype\" must be a string");
       spec.dtype = dt->get<std::string>();
     }
+    if (const Json *dv = json::find(p, mf::kDefault)) {
+      if (!dv->is_number_integer() || spec.kind == ParamKind::Memref ||
+          spec.kind == ParamKind::Ptr || spec.kind == ParamKind::F32)
+        return schema(pw + ": \"default\" must be an integer, on an i32 or "
+                           "i64 param");
+      spec.defaultValue = dv->get<int64_t>();
+    }
     if (!names.insert(spec.name).second)
       return schema(at + ": duplicate param \"" + spec.name + "\"");
     out.params.push_back(std::move(spec));
@@ -490,6 +497,12 @@ Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
     const Binding *b = table.find(p.name);
     const bool wantsBuffer =
         p.kind == ParamKind::Memref || p.kind == ParamKind::Ptr;
+    Binding fallback;
+    if (!b && p.defaultValue) {
+      fallback.hasScalar = true;
+      fallback.intValue = *p.defaultValue;
+      b = &fallback;
+    }
     if (!b || (wantsBuffer && !b->hasBuffer) || (!wantsBuffer && !b->hasScalar))
       return makeError(ErrorCode::NotFound,
                        "kernel %s: no %s bound for parameter '%s' (%s%s%s)",

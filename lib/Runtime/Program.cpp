@@ -493,7 +493,24 @@ Status Program::prepare(int variant,
     pl.finalize();
     std::vector<Patch> patches;
     std::vector<ScalePatch> scalePatches;
+    std::vector<StridePatch> stridePatches;
     const std::vector<uint64_t> &slots = pl.launch.slots;
+    const std::vector<std::string> &names = pl.launch.slotNames;
+    // The stride slots of a buffer param `name` bound to q or o.
+    auto strideSlots = [&](const std::string &name, Role role) {
+      const uint8_t base = role == Role::Q ? 0 : 2;
+      bool found[2] = {false, false};
+      for (size_t j = 0; j < slots.size(); ++j)
+        for (uint8_t h = 0; h < 2; ++h)
+          if (names[j] == name + (h ? "_stride_h" : "_stride_n")) {
+            stridePatches.push_back({static_cast<uint32_t>(j),
+                                     static_cast<uint8_t>(base + h),
+                                     static_cast<int64_t>(slots[j])});
+            found[h] = true;
+          }
+      if (!found[0] || !found[1])
+        v.unstrided[base / 2] = true;
+    };
     for (size_t i = 0; i < slots.size(); ++i) {
       const std::string &slotName = pl.launch.slotNames[i];
       if (slotName == contract::param::kKScale ||
@@ -515,11 +532,16 @@ Status Program::prepare(int variant,
       const std::string &name = pl.launch.slotNames[i];
       if (name.size() > 8 &&
           name.compare(name.size() - 8, 8, ".aligned") == 0 &&
-          i + 2 < slots.size())
+          i + 2 < slots.size()) {
         patches.push_back({static_cast<uint32_t>(i + 2), role, true});
+        if (role == static_cast<uint8_t>(Role::Q) ||
+            role == static_cast<uint8_t>(Role::O))
+          strideSlots(name.substr(0, name.size() - 8), static_cast<Role>(role));
+      }
     }
     v.patches.push_back(std::move(patches));
     v.scalePatches.push_back(std::move(scalePatches));
+    v.stridePatches.push_back(std::move(stridePatches));
   }
   variants_[variant] = std::move(v);
   return Status::success();
@@ -570,13 +592,31 @@ int64_t Program::numLaunches(int variant) const {
              : static_cast<int64_t>(it->second.launches.size());
 }
 
+bool Program::takesStrides(int variant, Role role) const {
+  auto it = variants_.find(variant);
+  return it != variants_.end() && (role == Role::Q || role == Role::O) &&
+         !it->second.unstrided[role == Role::Q ? 0 : 1];
+}
+
 Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
                     const std::array<int64_t, kNumRoles> &counts,
-                    CUstream stream, float kScale, float vScale) {
+                    CUstream stream, float kScale, float vScale,
+                    const RowStrides &strides) {
   auto it = variants_.find(variant);
   if (it == variants_.end())
     return makeError(ErrorCode::InvalidArgument,
                      "variant %d of this program is not prepared", variant);
+  for (Role role : {Role::Q, Role::O})
+    if (strides.strided(role) && !takesStrides(variant, role))
+      return makeError(ErrorCode::InvalidArgument,
+                       "a strided %s: a kernel of this plan reads it as a "
+                       "contiguous buffer",
+                       role == Role::Q ? "q" : "o");
+  for (int64_t x : strides.values)
+    if (x > std::numeric_limits<int32_t>::max())
+      return makeError(ErrorCode::Overflow,
+                       "stride %lld of q or o is out of range",
+                       static_cast<long long>(x));
   std::array<uint64_t, kNumRoles> p = ptrs;
   std::array<int64_t, kNumRoles> c = counts;
   const size_t lse = static_cast<size_t>(Role::LSE);
@@ -618,6 +658,15 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     for (const Patch &patch : v.patches[i]) {
       const uint64_t value =
           patch.count ? static_cast<uint64_t>(c[patch.role]) : p[patch.role];
+      if (pl.launch.slots[patch.slot] != value) {
+        pl.launch.slots[patch.slot] = value;
+        if (v.graph)
+          v.dirty[i] = 1;
+      }
+    }
+    for (const StridePatch &patch : v.stridePatches[i]) {
+      const int64_t x = strides.values[patch.which];
+      const auto value = static_cast<uint64_t>(x >= 0 ? x : patch.contiguous);
       if (pl.launch.slots[patch.slot] != value) {
         pl.launch.slots[patch.slot] = value;
         if (v.graph)

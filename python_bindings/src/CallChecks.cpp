@@ -30,9 +30,46 @@ static std::string dims(const std::vector<int64_t> &v) {
   return s + "]";
 }
 
+int64_t spannedElements(const TensorArg &a) {
+  if (a.numel() == 0)
+    return 0;
+  int64_t last = 0;
+  for (int i = 0; i < a.ndim; ++i)
+    last += (a.shape[i] - 1) * a.strides[i];
+  return last + 1;
+}
+
+/// Whether a 3-D [rows, heads, head_dim] view has a contiguous head_dim
+/// and non-negative row and head strides; `written`: and no two of its
+/// (row, head) vectors overlap.
+static bool rowsStrided(const TensorArg &a, bool written) {
+  if (a.ndim != 3 || a.numel() == 0)
+    return a.contiguous();
+  if (a.shape[2] != 1 && a.strides[2] != 1)
+    return false;
+  if (a.strides[0] < 0 || a.strides[1] < 0)
+    return false;
+  if (!written)
+    return true;
+  // The two outer dimensions, inner (smaller stride) first: each step of
+  // a dimension must clear everything the dimensions inside it span.
+  int inner = a.strides[0] <= a.strides[1] ? 0 : 1, outer = 1 - inner;
+  if (a.shape[inner] == 1)
+    std::swap(inner, outer);
+  int64_t span = a.shape[2];
+  for (int d : {inner, outer}) {
+    if (a.shape[d] == 1)
+      continue;
+    if (a.strides[d] < span)
+      return false;
+    span = a.strides[d] * (a.shape[d] - 1) + span;
+  }
+  return true;
+}
+
 void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
                   ElemType dtype, const std::vector<int64_t> &shape,
-                  const char *what) {
+                  const char *what, Layout layout) {
   const bool here = sig.device < 0 ? !a.cuda && a.device == -1
                                    : a.cuda && a.device == sig.device;
   if (!here)
@@ -55,10 +92,20 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
   if (!ok)
     throw py::value_error(std::string(name) + " has shape " + a.shapeString() +
                           ", expected " + dims(shape) + " (" + what + ")");
-  if (!a.contiguous())
+  if (layout == Layout::Contiguous && !a.contiguous())
     throw py::value_error(std::string(name) +
                           " must be contiguous (row-major): the kernels "
                           "address it as one flat buffer");
+  if (layout != Layout::Contiguous &&
+      !rowsStrided(a, layout == Layout::RowsStridedWritten))
+    throw py::value_error(
+        std::string(name) + " has strides " + a.stridesString() +
+        (layout == Layout::RowsStridedWritten
+             ? ": the kernels take an output whose head_dim is contiguous "
+               "(stride 1) and whose rows and heads do not overlap"
+             : ": the kernels take a view whose head_dim is contiguous "
+               "(stride 1) and whose row and head strides are not "
+               "negative"));
 }
 
 TensorArg Checker::checkQ(py::handle q, int64_t stream) const {
@@ -73,7 +120,8 @@ void Checker::checkQ(const TensorArg &tq) const {
       tq, "q", sig, sig.qType,
       {qRows == cap ? cap : rows, sig.config.numQoHeads, sig.config.headDim},
       "[rows planned, num_qo_heads, head_dim] in the planned "
-      "q_data_type");
+      "q_data_type",
+      Layout::RowsStrided);
 }
 
 TensorArg Checker::checkOut(py::handle out, const TensorArg &q,
@@ -85,7 +133,8 @@ TensorArg Checker::checkOut(py::handle out, const TensorArg &q,
 
 void Checker::checkOut(const TensorArg &to, const TensorArg &q) const {
   expectTensor(to, "out", sig, sig.oType, {q.shape[0], q.shape[1], q.shape[2]},
-               "the shape of q, in the planned output dtype");
+               "the shape of q, in the planned output dtype",
+               Layout::RowsStridedWritten);
 }
 
 TensorArg Checker::checkLse(py::handle lse, const TensorArg &q,

@@ -49,10 +49,19 @@ struct Signature {
 void setPlanStatics(runtime::PlanInputs &in,
                     const contract::AttentionConfig &c);
 
-/// Checks device, dtype, rank, sizes (-1 = any) and contiguity.
+/// How a tensor may be laid out: contiguous, or (q, out) any strides of
+/// its rows and heads with head_dim contiguous, as FlashInfer takes them;
+/// a written tensor's rows and heads must not overlap.
+enum class Layout { Contiguous, RowsStrided, RowsStridedWritten };
+
+/// Checks device, dtype, rank, sizes (-1 = any) and the layout.
 void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
                   ElemType dtype, const std::vector<int64_t> &shape,
-                  const char *what);
+                  const char *what, Layout layout = Layout::Contiguous);
+
+/// The elements a [rows, heads, head_dim] view spans from its first (the
+/// memref size the kernels are given).
+int64_t spannedElements(const TensorArg &a);
 
 /// The checks of one call against what was planned (Signature, rows):
 /// ValueError / TypeError naming the argument, before anything is launched.

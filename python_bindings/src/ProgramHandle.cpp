@@ -266,8 +266,12 @@ public:
     TensorArg tout;
     if (!out.is_none()) {
       tout = probe(o, "out", stream); // checked above
-    } else if (tq.torch) {
+    } else if (tq.torch && tq.contiguous()) {
       o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
+    } else if (tq.torch) {
+      TensorArg like = tq; // a strided q (a view): a contiguous output
+      like.setRowMajorStrides();
+      o = torchEmptyStrided(like, tout);
     } else {
       o = framework_.attr("empty_like")(q);
       tout = probe(o, "out", stream);
@@ -299,10 +303,58 @@ public:
       if (!program_.prepared(variant))
         throw py::value_error("no kernels were prepared for this call");
     }
-    launch(variant, ptrs, counts, stream, kScale, vScale);
+    RowStrides strides = rowStrides(tq, tout);
+    // A kernel that reads q or o as a flat buffer (one built without their
+    // strides, a merge_state_in_place into o): a contiguous copy, counted.
+    py::object qCopy, oCopy;
+    if (strides.strided(Role::Q) && !program_.takesStrides(variant, Role::Q)) {
+      qCopy = contiguousCopy(q, tq, "q");
+      alive.push_back(qCopy);
+      setRole(ptrs, counts, Role::Q, probe(qCopy, "q", stream));
+    }
+    if (strides.strided(Role::O) && !program_.takesStrides(variant, Role::O)) {
+      TensorArg like = tout, tmp;
+      like.setRowMajorStrides();
+      if (!tout.torch)
+        throw py::value_error("a strided out needs torch here: this plan's "
+                              "kernels write o as a contiguous buffer");
+      oCopy = torchEmptyStrided(like, tmp);
+      alive.push_back(oCopy);
+      setRole(ptrs, counts, Role::O, tmp);
+      ++copyFallbacks_;
+    }
+    if (qCopy || oCopy)
+      strides = rowStrides(qCopy ? probe(qCopy, "q", stream) : tq,
+                           oCopy ? probe(oCopy, "out", stream) : tout);
+    launch(variant, ptrs, counts, stream, kScale, vScale, strides);
+    if (oCopy)
+      o.attr("copy_")(oCopy);
     if (returnLse)
       return py::make_tuple(o, l);
     return o;
+  }
+
+  /// The row and head strides of q and o that are not contiguous.
+  static RowStrides rowStrides(const TensorArg &q, const TensorArg &o) {
+    RowStrides r;
+    if (!q.contiguous())
+      r.values = {q.strides[0], q.strides[1], -1, -1};
+    if (!o.contiguous()) {
+      r.values[2] = o.strides[0];
+      r.values[3] = o.strides[1];
+    }
+    return r;
+  }
+
+  /// A contiguous copy of a strided q (torch), counted in copy_fallbacks.
+  py::object contiguousCopy(py::handle x, const TensorArg &t,
+                            const char *name) {
+    if (!t.torch)
+      throw py::value_error(std::string("a strided ") + name +
+                            " needs torch here: this plan's kernels read it "
+                            "as a contiguous buffer");
+    ++copyFallbacks_;
+    return x.attr("contiguous")();
   }
 
   /// run() for the torch bridge (the runner's function): the same checks
@@ -315,6 +367,7 @@ public:
     std::array<uint64_t, kNumRoles> ptrs{};
     std::array<int64_t, kNumRoles> counts{};
     int variant = 0;
+    RowStrides strides;
     try {
       // Sinks come only through run(): its Python kernel passes them.
       if (!planned_ || sig_.sharedSlot || program_.takesSinks())
@@ -338,14 +391,20 @@ public:
       }
       if (!program_.prepared(variant))
         return 1;
+      strides = rowStrides(tq, to);
+      for (Role role : {Role::Q, Role::O})
+        if (strides.strided(role) && !program_.takesStrides(variant, role))
+          return 1; // run() copies
     } catch (const std::exception &) {
       return 1;
     }
-    launch(variant, ptrs, counts, static_cast<int64_t>(c.stream), 1.f, 1.f);
+    launch(variant, ptrs, counts, static_cast<int64_t>(c.stream), 1.f, 1.f,
+           strides);
     return 0;
   }
 
   int64_t numRows() const { return program_.numRows(); }
+  int64_t copyFallbacks() const { return copyFallbacks_; }
   int64_t rowCapacity() const { return program_.rowCapacity(); }
   int64_t numLaunches(int variant) const {
     return program_.numLaunches(variant);
@@ -385,7 +444,8 @@ public:
     if (!last_.valid)
       throw py::value_error("_relaunch() before run()");
     check(program_.run(last_.variant, last_.ptrs, last_.counts,
-                       asStream(last_.stream), last_.kScale, last_.vScale));
+                       asStream(last_.stream), last_.kScale, last_.vScale,
+                       last_.strides));
   }
 
 private:
@@ -393,17 +453,19 @@ private:
                       std::array<int64_t, kNumRoles> &counts, Role role,
                       const TensorArg &a) {
     ptrs[static_cast<size_t>(role)] = a.ptr;
-    counts[static_cast<size_t>(role)] = a.numel();
+    // A view's memref size is what it spans (q and o may be strided).
+    counts[static_cast<size_t>(role)] =
+        a.contiguous() ? a.numel() : spannedElements(a);
   }
 
   /// Launches the prepared `variant` on the bound addresses (and remembers
   /// the call for relaunch()).
   void launch(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
               const std::array<int64_t, kNumRoles> &counts, int64_t stream,
-              float kScale, float vScale) {
-    check(
-        program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale));
-    last_ = {variant, ptrs, counts, stream, kScale, vScale};
+              float kScale, float vScale, const RowStrides &strides = {}) {
+    check(program_.run(variant, ptrs, counts, asStream(stream), kScale, vScale,
+                       strides));
+    last_ = {variant, ptrs, counts, stream, kScale, vScale, strides};
   }
 
   std::shared_ptr<Device> device_;
@@ -418,15 +480,18 @@ private:
     std::array<int64_t, kNumRoles> counts{};
     int64_t stream = 0;
     float kScale = 1.f, vScale = 1.f;
+    RowStrides strides;
     bool valid = false;
     LastCall() = default;
     LastCall(int v, const std::array<uint64_t, kNumRoles> &p,
              const std::array<int64_t, kNumRoles> &c, int64_t s, float ks,
-             float vs)
+             float vs, const RowStrides &st)
         : variant(v), ptrs(p), counts(c), stream(s), kScale(ks), vScale(vs),
-          valid(true) {}
+          strides(st), valid(true) {}
   } last_;
   std::vector<I32Array> arrays_;
+  /// run()s that copied a strided q or out (see run()).
+  int64_t copyFallbacks_ = 0;
   py::object resolver_ = py::none(), framework_ = py::none();
 };
 
@@ -454,6 +519,12 @@ void bindProgram(py::module_ &m) {
            py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none(),
            py::arg("sinks") = py::none())
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
+      .def_property_readonly(
+          "copy_fallbacks",
+          [](const ProgramHandle &h) { return h.copyFallbacks(); },
+          "run()s that copied a strided q or out because a kernel of the "
+          "plan reads it as a contiguous buffer (0 on the kernels built "
+          "today: every attention and split-merge kernel takes strides).")
       .def_property_readonly("row_capacity", &ProgramHandle::rowCapacity)
       .def_property_readonly("split_kv", &ProgramHandle::splitKv)
       .def_property_readonly(

@@ -355,14 +355,20 @@ void TensorArg::setRowMajorStrides() {
   }
 }
 
-std::string TensorArg::shapeString() const {
-  // No iostreams: on the H200 machine (torch 2.11, Python 3.12) building
-  // this message with std::ostringstream segfaulted inside run()'s error
-  // path; std::to_string does not.
+/// "[a, b, ...]" of the first n values. No iostreams: on the H200 machine
+/// (torch 2.11, Python 3.12) building a message with std::ostringstream
+/// segfaulted inside run()'s error path; std::to_string does not.
+static std::string listString(const int64_t *v, int n) {
   std::string s = "[";
-  for (int i = 0; i < ndim; ++i)
-    s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (int i = 0; i < n; ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "]";
+}
+
+std::string TensorArg::shapeString() const { return listString(shape, ndim); }
+
+std::string TensorArg::stridesString() const {
+  return listString(strides, ndim);
 }
 
 std::string TensorArg::deviceString() const {

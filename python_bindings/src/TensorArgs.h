@@ -66,6 +66,7 @@ struct TensorArg {
   /// Sets `strides` to the row-major strides of `shape`.
   void setRowMajorStrides();
   std::string shapeString() const;
+  std::string stridesString() const;
   std::string deviceString() const;
 };
 

@@ -33,8 +33,10 @@ def test_good_call_passes(good):
     (lambda q, kv: (q.astype(np.float32), kv), TypeError, "q has dtype float32"),
     (lambda q, kv: (q[:, :16], kv), ValueError, r"q has shape \[7, 16, 128\]"),
     (lambda q, kv: (q[:6], kv), ValueError, "q has shape"),
-    (lambda q, kv: (q.transpose(1, 0, 2).copy().transpose(1, 0, 2), kv), ValueError,
-     "q must be contiguous"),
+    # q may be a strided view (rows and heads), but its head_dim must be
+    # contiguous.
+    (lambda q, kv: (q.transpose(2, 1, 0).copy().transpose(2, 1, 0), kv), ValueError,
+     r"q has strides \[1, 7, 224\]: the kernels take a view whose head_dim is contiguous"),
     (lambda q, kv: (q, kv.astype(np.float32)), TypeError, "paged_kv_cache has dtype"),
     (lambda q, kv: (q, kv[:, :, :, :4]), ValueError, "paged_kv_cache has shape"),
     (lambda q, kv: (q, kv[:9]), ValueError, "plan reads page 9"),

@@ -51,6 +51,8 @@ inline constexpr const char *kKernelKeys[] = {
 // Keys of one parameter ("name" as above) and the parameter kinds.
 inline constexpr char kKind[] = "kind";
 inline constexpr char kDType[] = "dtype";
+/// A scalar parameter's value where the caller binds none (an integer).
+inline constexpr char kDefault[] = "default";
 inline constexpr char kKindMemref[] = "memref";
 inline constexpr char kKindPtr[] = "ptr";
 inline constexpr char kKindI32[] = "i32";
@@ -189,6 +191,16 @@ inline constexpr char kMaskIndptr[] = "mask_indptr";
 /// The attention sinks of the kernels that take them: f32 [num_qo_heads],
 /// one logit per query head (docs/semantics.md).
 inline constexpr char kSinks[] = "sinks";
+/// Element strides of q's and o's rows and heads (i64; head_dim is
+/// contiguous): attention kernels take q_stride_n / q_stride_h and, where
+/// they write o (and the split merge), o_stride_n / o_stride_h, each with
+/// the contiguous layout's value as the manifest's "default". A caller
+/// binds them for a strided view (a q sliced from a packed QKV projection,
+/// an `out` view of a larger buffer).
+inline constexpr char kQStrideN[] = "q_stride_n";
+inline constexpr char kQStrideH[] = "q_stride_h";
+inline constexpr char kOStrideN[] = "o_stride_n";
+inline constexpr char kOStrideH[] = "o_stride_h";
 } // namespace param
 
 } // namespace cascade::contract

@@ -15,6 +15,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +30,9 @@ struct ParamSpec {
   std::string name;
   ParamKind kind = ParamKind::I64;
   std::string dtype; ///< element type of memref/ptr ("" if not given)
+  /// A scalar's value where the argument table binds none (the manifest's
+  /// "default": the contiguous strides of q and o).
+  std::optional<int64_t> defaultValue;
 };
 
 /// One grid entry: a constant, or ceil(value(param) * mul / div) +
@@ -154,8 +158,10 @@ struct KernelLaunch {
   std::vector<void *> paramPointers();
 };
 
-/// Binds `kernel`'s params from `table` and computes its grid. Errors name
-/// the kernel and the parameter (missing binding, buffer vs scalar, dtype).
+/// Binds `kernel`'s params from `table` and computes its grid; a scalar
+/// param the table lacks takes its manifest default where it has one.
+/// Errors name the kernel and the parameter (missing binding, buffer vs
+/// scalar, dtype).
 Status bindKernel(const KernelSpec &kernel, const ArgumentTable &table,
                   KernelLaunch &out);
 

@@ -38,6 +38,16 @@ namespace cascade::runtime {
 enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Sinks, Count };
 constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
 
+/// Element strides of q's and o's rows and heads (q_stride_n, q_stride_h,
+/// o_stride_n, o_stride_h); negative = the contiguous layout's.
+struct RowStrides {
+  std::array<int64_t, 4> values{-1, -1, -1, -1};
+  bool strided(Role role) const {
+    const size_t i = role == Role::Q ? 0 : 2;
+    return values[i] >= 0 || values[i + 1] >= 0;
+  }
+};
+
 /// Optional caller-owned device buffers for a level's index arrays (the
 /// CUDA-graph buffers of FlashInfer's wrappers); 0 = inside the int
 /// workspace. Capacities are in int32 elements.
@@ -132,9 +142,20 @@ public:
   /// dequantization scales, bound to the kernels' k_scale / v_scale
   /// parameters (kernels over f16/bf16 KV have none); a changed scale
   /// rewrites the graph nodes that take it, as a moved tensor does.
+  ///
+  /// `strides`: the element strides of the rows and heads of q and o
+  /// (head_dim contiguous); a negative value (the default) is the contiguous
+  /// layout's. They are bound to the kernels' q_stride_* / o_stride_*
+  /// parameters (docs/kernel-bundle.md). A strided q or o where a prepared
+  /// launch reads it without strides (a kernel built before they existed, a
+  /// merge_state_in_place into o) is refused: ask takesStrides() first.
   Status run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
              const std::array<int64_t, kNumRoles> &counts,
-             cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f);
+             cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f,
+             const RowStrides &strides = {});
+  /// Whether every prepared launch of `variant` that takes `role` (Q or O)
+  /// takes its strides too.
+  bool takesStrides(int variant, Role role) const;
 
   const CascadePlan &cascadePlan() const { return plan_; }
   /// The level that writes the output (CascadePlan::base_level).
@@ -170,10 +191,20 @@ private:
     uint32_t slot;
     bool v;
   };
+  /// An i64 slot bound to a stride of q or o: `which` indexes
+  /// RowStrides::values; `contiguous` is the kernel's default.
+  struct StridePatch {
+    uint32_t slot;
+    uint8_t which;
+    int64_t contiguous;
+  };
   struct Variant {
     std::vector<PreparedLaunch> launches;
-    std::vector<std::vector<Patch>> patches;           ///< per launch
-    std::vector<std::vector<ScalePatch>> scalePatches; ///< per launch
+    std::vector<std::vector<Patch>> patches;             ///< per launch
+    std::vector<std::vector<ScalePatch>> scalePatches;   ///< per launch
+    std::vector<std::vector<StridePatch>> stridePatches; ///< per launch
+    /// Per role (Q, O): some launch takes the buffer but not its strides.
+    std::array<bool, 2> unstrided{false, false};
     /// Per launch, the earlier launches it waits for in the graph (see
     /// dependencies()).
     std::vector<std::vector<uint32_t>> deps;

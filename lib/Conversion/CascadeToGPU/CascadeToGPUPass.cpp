@@ -57,19 +57,37 @@ bool isContiguousRowMajor(MemRefType t) {
   return true;
 }
 
+/// A [rows, heads, head_dim] view whose head_dim is contiguous (stride 1)
+/// and whose row and head strides are any (static or dynamic): the q and o
+/// of paged attention, whose strides are kernel parameters.
+bool isRowsStrided(MemRefType t) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  return t.getRank() == 3 &&
+         succeeded(t.getStridesAndOffset(strides, offset)) &&
+         (strides[2] == 1 || t.getDimSize(2) == 1);
+}
+
 /// Checks every buffer operand of the cascade ops in `module`; the mask of
-/// merge_state_in_place is exempt (its stride is passed to the kernel).
+/// merge_state_in_place is exempt (its stride is passed to the kernel), and
+/// paged attention's q and o may be row-strided views.
 LogicalResult checkLayouts(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
     if (!isa<CascadeDialect>(op->getDialect()))
       return;
     auto inPlace = dyn_cast<MergeStateInPlaceOp>(op);
+    auto attention = dyn_cast<PagedAttentionOp>(op);
     for (OpOperand &operand : op->getOpOperands()) {
       auto t = dyn_cast<MemRefType>(operand.get().getType());
       if (!t || (inPlace && operand.get() == inPlace.getMask()))
         continue;
       if (isContiguousRowMajor(t))
+        continue;
+      if (attention &&
+          (operand.get() == attention.getQ() ||
+           operand.get() == attention.getO()) &&
+          isRowsStrided(t))
         continue;
       op->emitOpError("operand #")
           << operand.getOperandNumber() << " of type " << t

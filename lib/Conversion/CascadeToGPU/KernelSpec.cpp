@@ -113,6 +113,8 @@ SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
     } else {
       p.push_back(scalar(cplan::kNumRows));
     }
+    p.push_back({cparam::kOStrideN, "i64", i64, numHeads * headDim});
+    p.push_back({cparam::kOStrideH, "i64", i64, headDim});
     return p;
   }
   }
@@ -347,6 +349,13 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   p.push_back(mem(cparam::kO, oType));
   p.push_back(mem(cparam::kLse, f32));
   p.push_back({gridParam().str(), "i64", i64});
+  // Strided q and o: element strides of a row and a head, by default the
+  // contiguous layout's. A split kernel takes o (and its strides) without
+  // writing it: every kernel that takes a buffer takes its strides.
+  p.push_back({cparam::kQStrideN, "i64", i64, numQoHeads * headDim});
+  p.push_back({cparam::kQStrideH, "i64", i64, headDim});
+  p.push_back({cparam::kOStrideN, "i64", i64, numQoHeads * headDim});
+  p.push_back({cparam::kOStrideH, "i64", i64, headDim});
   bool mma = tensorCore();
   if (!decode || (mma && gridParam() != cplan::kBatchSize))
     p.push_back({cplan::kBatchSize, "i64", i64});

@@ -34,6 +34,14 @@ public:
   void strided(StringRef name, Value memref) { stridedBuffers[name] = memref; }
   /// An index-valued scalar (passed as i64).
   void scalar(StringRef name, Value index) { scalars[name] = index; }
+  /// A [rows, heads, head_dim] view (q, o) whose row and head strides are
+  /// the parameters `<name>_stride_n` and `<name>_stride_h`.
+  void rowsStrided(StringRef name, Value memref) {
+    spannedBuffers[name] = memref;
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    scalars[(name + "_stride_n").str()] = md.getStrides()[0];
+    scalars[(name + "_stride_h").str()] = md.getStrides()[1];
+  }
   /// An f32 scalar; where `value` is null, a launch that takes it gets
   /// `absent`.
   void f32(StringRef name, Value value, float absent) {
@@ -53,6 +61,8 @@ public:
         scalars[p.name + "_stride"] = stride;
         return flat;
       }
+      if (auto it = spannedBuffers.find(p.name); it != spannedBuffers.end())
+        return flattenSpanned(b, loc, it->second);
       auto it = buffers.find(p.name);
       assert(it != buffers.end() && "no host value for a buffer parameter");
       return flattenContiguous(b, loc, it->second).first;
@@ -71,7 +81,7 @@ public:
 private:
   OpBuilder &b;
   Location loc;
-  llvm::StringMap<Value> buffers, stridedBuffers, scalars;
+  llvm::StringMap<Value> buffers, stridedBuffers, spannedBuffers, scalars;
   llvm::StringMap<std::pair<Value, float>> floats;
 };
 
@@ -171,7 +181,7 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
   }
   void bind(PagedAttentionOp op, OpBuilder &b, HostValues &v) const {
     Location loc = op.getLoc();
-    v.buffer("q", op.getQ());
+    v.rowsStrided("q", op.getQ());
     auto kv = op.getKv();
     if (kv.size() == 1) {
       v.buffer("kv_cache", kv[0]);
@@ -186,7 +196,7 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     v.buffer("custom_mask", op.getCustomMask());
     v.buffer("mask_indptr", op.getMaskIndptr());
     v.buffer("sinks", op.getSinks());
-    v.buffer("o", op.getO());
+    v.rowsStrided("o", op.getO());
     v.buffer("lse", op.getLse());
     Value rows = dim(b, loc, op.getQ(), 0);
     Value batch = dim(b, loc, op.getKvLastPageLen(), 0);

@@ -690,6 +690,79 @@ def scenario_index_buffers():
     check(shape(recs[0]) == shape(recs[1]), "cascade: the exact arrays' launches")
 
 
+def scenario_strides():
+    """q sliced from a packed QKV projection and `out` a view of a larger
+    buffer (how vLLM's and SGLang's backends call run()): the kernels get
+    the views' own addresses and their row and head strides, no copy is
+    made, and every other argument is the contiguous call's."""
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    hq, hkv, d = 32, 8, 128
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    last = np.array([5, 1, 16], np.int32)
+    cache = Dev(aligned((10, 2, 16, hkv, d), np.float16))
+    for make, plan_args, rows in (
+            (cm.BatchDecodeWithPagedKVCacheWrapper, (), 3),
+            (cm.BatchPrefillWithPagedKVCacheWrapper, (np.array([0, 5, 6, 40], np.int32),), 40)):
+        # [rows, (hq + 2 hkv) * d]: q is the first hq * d columns.
+        qkv = aligned((rows, (hq + 2 * hkv) * d), np.float16)
+        q_view = Dev(qkv[:, :hq * d].reshape(rows, hq, d))
+        # out: every other 128-column block of [rows, hq, 2 d].
+        big = aligned((rows, hq, 2 * d), np.float16)
+        o_view = Dev(big[:, :, d:])
+        check(not q_view.a.flags.c_contiguous and not o_view.a.flags.c_contiguous,
+              "the views are strided")
+        w = make(ws)
+        w.plan(*plan_args, indptr, np.arange(10, dtype=np.int32), last, hq, hkv, d, 16)
+        w.run(Dev(aligned((rows, hq, d), np.float16)), cache,
+              out=Dev(aligned((rows, hq, d), np.float16)))
+        tidy = launches()
+        w.run(q_view, cache, out=o_view)
+        strided = launches()
+        name = make.__name__
+        check([r["name"] for r in tidy] == [r["name"] for r in strided],
+              f"{name}: the same kernels")
+        check(w._engine.program.copy_fallbacks == 0, f"{name}: no copy of q or out")
+        saw_q = saw_o = False
+        for t, r in zip(tidy, strided):
+            slots, _ = manifest_params(r["name"])
+            if "q" in slots:
+                saw_q = True
+                check(arg(r, "q")[0] == q_view.ptr, f"{name}: q is the view itself")
+                check((arg(r, "q_stride_n"), arg(r, "q_stride_h")) == ((hq + 2 * hkv) * d, d),
+                      f"{name}: q's strides")
+                check((arg(t, "q_stride_n"), arg(t, "q_stride_h")) == (hq * d, d),
+                      f"{name}: contiguous q's strides")
+            if "o_stride_n" in slots and arg(r, "o")[0] == o_view.ptr:
+                saw_o = True
+                check((arg(r, "o_stride_n"), arg(r, "o_stride_h")) == (hq * 2 * d, 2 * d),
+                      f"{name}: out's strides")
+            # Everything but q, o and their strides is the tidy call's.
+            skip = set()
+            for p in ("q", "o"):
+                if p in slots:
+                    skip |= {slots[p], slots[p] + 1, slots[p] + 3}
+                for h in ("_stride_n", "_stride_h"):
+                    if p + h in slots:
+                        skip.add(slots[p + h])
+            diff = [i for i, (a, b) in enumerate(zip(t["params"], r["params"]))
+                    if a != b and i not in skip]
+            check(not diff, f"{name}: {r['name']}: only q and o's slots differ ({diff})")
+        check(saw_q and saw_o, f"{name}: a launch reads q and one writes the out view")
+        # A view whose head_dim is not contiguous, and an out whose heads
+        # overlap, are refused with the reason.
+        for bad_q, bad_o, what in (
+                (Dev(qkv[:, :hq * d].reshape(rows, hq, d)[:, :, ::-1]), None, "q has strides"),
+                (q_view, Dev(np.lib.stride_tricks.as_strided(
+                    big, (rows, hq, d), (big.strides[0], 2 * 64, 2))), "out has strides")):
+            try:
+                w.run(bad_q, cache, out=bad_o)
+            except ValueError as e:
+                check(what in str(e) and "contiguous" in str(e), f"{name}: {e}")
+            else:
+                raise AssertionError(f"{name}: {what} accepted")
+        launches()
+
+
 def _leak_cycle(kind):
     """Constructs, plans, runs and returns one wrapper of `kind` with a fresh
     float workspace, and the objects whose lifetime the test follows."""

@@ -32,3 +32,37 @@ func.func @contiguous_view(%vo: memref<?x8x64xf16, strided<[512, 64, 1], offset:
       mask(%m : memref<?xi8, strided<[?]>>) outs(%v, %s : memref<?x8x64xf16>, memref<?x8xf32>)
   return
 }
+
+// -----
+
+// Paged attention's q and o may be views whose head_dim is contiguous: q
+// sliced from a packed QKV projection, o a slice of a larger buffer. Their
+// row and head strides are kernel parameters: this lowers.
+func.func @strided_q_o(%q: memref<?x32x128xf16, strided<[?, 128, 1], offset: ?>>,
+                       %cache: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>,
+                       %kvi: memref<?xi32>, %last: memref<?xi32>,
+                       %o: memref<?x32x128xf16, strided<[8192, 256, 1], offset: ?>>,
+                       %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16, strided<[?, 128, 1], offset: ?>>)
+      kv(%cache : memref<?x2x16x8x128xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16, strided<[8192, 256, 1], offset: ?>>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}
+
+// -----
+
+// A head_dim that is not contiguous cannot be addressed.
+func.func @strided_head_dim(%q: memref<?x32x128xf16, strided<[8192, 256, 2]>>,
+                            %cache: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>,
+                            %kvi: memref<?xi32>, %last: memref<?xi32>,
+                            %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{operand #0 of type 'memref<?x32x128xf16, strided<[8192, 256, 2]>>' is not contiguous row-major}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16, strided<[8192, 256, 2]>>)
+      kv(%cache : memref<?x2x16x8x128xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}

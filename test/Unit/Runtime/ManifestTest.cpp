@@ -261,6 +261,54 @@ TEST(Manifest, GridOfHugeValuesIsAnOverflowError) {
   EXPECT_EQ(l.grid[0], 3u);
 }
 
+TEST(Manifest, ScalarDefaultsBindWhereTheTableHasNone) {
+  // q_stride_n / q_stride_h: the contiguous layout's strides unless the
+  // caller binds a strided view's.
+  Bundle b;
+  ASSERT_TRUE(parseManifest(manifestWith(R"({"name": "k", "ptx": "a.ptx",
+      "op": "decode", "block": [1, 1, 1], "grid": [1, 1, 1],
+      "params": [{"name": "q_stride_n", "kind": "i64", "default": 4096},
+                 {"name": "q_stride_h", "kind": "i32", "default": 128},
+                 {"name": "n", "kind": "i64"}]})"),
+                            b)
+                  .ok());
+  const KernelSpec &k = b.kernels[0];
+  ASSERT_TRUE(k.params[0].defaultValue.has_value());
+  EXPECT_EQ(*k.params[0].defaultValue, 4096);
+  EXPECT_FALSE(k.params[2].defaultValue.has_value());
+  ArgumentTable t;
+  KernelLaunch l;
+  // A param without a default still needs a binding.
+  Status s = bindKernel(k, t, l);
+  EXPECT_EQ(s.code(), ErrorCode::NotFound);
+  EXPECT_EQ(s.message(), "kernel k: no scalar bound for parameter 'n' (i64)");
+  t.setInt("n", 7);
+  ASSERT_TRUE(bindKernel(k, t, l).ok());
+  ASSERT_EQ(l.slots.size(), 3u);
+  EXPECT_EQ(l.slots[0], 4096u);
+  EXPECT_EQ(l.slots[1], 128u);
+  // A bound value wins over the default.
+  t.setInt("q_stride_n", 6144);
+  t.setInt("q_stride_h", 256);
+  ASSERT_TRUE(bindKernel(k, t, l).ok());
+  EXPECT_EQ(l.slots[0], 6144u);
+  EXPECT_EQ(l.slots[1], 256u);
+  // A default only on integer scalars.
+  for (const char *bad : {R"({"name": "q", "kind": "memref", "default": 1})",
+                          R"({"name": "x", "kind": "f32", "default": 1})",
+                          R"({"name": "x", "kind": "i64", "default": 1.5})",
+                          R"({"name": "x", "kind": "i64", "default": "1"})"}) {
+    Status e = parseKernel(std::string(R"({"name": "k", "ptx": "a.ptx",
+        "op": "decode", "block": [1, 1, 1], "grid": [1, 1, 1], "params": [)") +
+                           bad + "]}");
+    EXPECT_EQ(e.code(), ErrorCode::Schema) << bad;
+    EXPECT_EQ(e.message(),
+              "manifest: kernels[0] (k): params[0]: \"default\" must "
+              "be an integer, on an i32 or i64 param")
+        << bad;
+  }
+}
+
 TEST(Manifest, FloatBindingsOutsideInt64AreWellDefined) {
   // Converting 2^63 or NaN to int64 is undefined behaviour (found by
   // test/Fuzz/manifest_fuzzer); the integer view saturates instead.

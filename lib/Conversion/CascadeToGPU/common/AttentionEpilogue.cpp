@@ -109,25 +109,26 @@ void mlir::cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
     auto ifz = scf::IfOp::create(b, k.loc, isZ0, false);
     OpBuilder::InsertionGuard gd(b);
     b.setInsertionPointToStart(ifz.thenBlock());
-    Value outRow, vDst, sDst, outS;
+    Value outRow, vBase, vDst, sDst, outS;
     if (c.split) {
       Value qoHead = k.add(k.mul(out.kvHead, k.idx(c.groupSize)), k.idx(g));
       outRow = stateIndex(k, prow, c.numQoHeads, qoHead);
+      vBase = k.mul(outRow, k.idx(c.headDim));
       vDst = a.tmpV;
       sDst = a.tmpS;
       outS = outS2;
     } else {
       outRow = out.qRows[g];
+      vBase = out.oBases[g];
       vDst = a.o;
       sDst = a.lse;
       if (c.accumulate) {
-        Value oldV =
-            k.load8(a.o, k.add(k.mul(outRow, k.idx(c.headDim)), out.laneOff));
+        Value oldV = k.load8(a.o, k.add(vBase, out.laneOff));
         std::tie(outV, outS2) = k.mergeStates(oldV, oldS[g], outV, outS2);
       }
       outS = lseFromBase2(k, outS2, c.baseE);
     }
-    k.store8(outV, vDst, k.add(k.mul(outRow, k.idx(c.headDim)), out.laneOff));
+    k.store8(outV, vDst, k.add(vBase, out.laneOff));
     auto ifx = scf::IfOp::create(b, k.loc, isTx0, false);
     b.setInsertionPointToStart(ifx.thenBlock());
     k.storeScalar(outS, sDst, outRow);
@@ -244,16 +245,18 @@ static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
     std::tie(scale, s2) = mergeSink(k, a.sinks, row.head, s2);
     inv = k.fmul(inv, scale);
   }
-  Value outIdx, vDst = a.o, sDst = a.lse;
+  Value outIdx, vBase, vDst = a.o, sDst = a.lse;
   if (c.split) {
     Value prow =
         c.decode ? k.add(prowBase, out.chunk)
                  : k.add(prowBase, k.add(k.mul(row.query, nChunks), out.chunk));
     outIdx = stateIndex(k, prow, c.numQoHeads, row.head);
+    vBase = k.mul(outIdx, k.idx(d));
     vDst = a.tmpV;
     sDst = a.tmpS;
   } else {
     outIdx = outRow();
+    vBase = a.oOffset(k, k.add(out.qoStart, row.query), row.head);
   }
   Value sOut = s2;
   // The row's columns this lane holds, as runs of consecutive columns:
@@ -275,8 +278,7 @@ static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
     vals.push_back(vector::FromElementsOp::create(b, k.loc, runTy, els));
     runCols.push_back(t.permutedOColumnBase(n0, 0));
   }
-  Value colBase = k.add(k.mul(outIdx, k.idx(d)),
-                        k.mul(quadLane, k.idx(t.oColumnsPerQuadLane())));
+  Value colBase = k.add(vBase, k.mul(quadLane, k.idx(t.oColumnsPerQuadLane())));
   if (c.accumulate && !c.split) {
     Value merged;
     for (size_t i = 0; i < vals.size(); ++i) {

@@ -43,8 +43,9 @@ struct RowsOutput {
   /// Shared memory for the slices' merge: O [bdz][d] and (m, d) [bdz][2].
   Value redO, redM;
   int64_t bdz;
-  /// The (o, lse) row of each head of the group (unsplit).
-  ArrayRef<Value> qRows;
+  /// The lse index of each head of the group (unsplit), and the element
+  /// offset of its o row (o's strides).
+  ArrayRef<Value> qRows, oBases;
   Value request, chunk;
 };
 /// Merges, finishes and writes the G states (m, d, acc per head, in that

@@ -63,7 +63,29 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.batchSize = a.lookup(cplan::kBatchSize);
   r.kScale = a.lookup(cparam::kKScale);
   r.vScale = a.lookup(cparam::kVScale);
+  r.qStrideN = a.get(cparam::kQStrideN);
+  r.qStrideH = a.get(cparam::kQStrideH);
+  r.oStrideN = a.get(cparam::kOStrideN);
+  r.oStrideH = a.get(cparam::kOStrideH);
   return r;
+}
+
+/// token * strideN + head * strideH, in index arithmetic.
+static Value rowOffset(KernelBuilder &k, Value strideN, Value strideH,
+                       Value token, Value head) {
+  assert(strideN && strideH && "the kernel takes no strides for this buffer");
+  return k.add(k.mul(token, k.toIndex(strideN)),
+               k.mul(head, k.toIndex(strideH)));
+}
+
+Value mlir::cascade::AttentionArgs::qOffset(KernelBuilder &k, Value token,
+                                            Value head) const {
+  return rowOffset(k, qStrideN, qStrideH, token, head);
+}
+
+Value mlir::cascade::AttentionArgs::oOffset(KernelBuilder &k, Value token,
+                                            Value head) const {
+  return rowOffset(k, oStrideN, oStrideH, token, head);
 }
 
 MergeArgs mlir::cascade::MergeArgs::bind(const MergeSpec &spec,
@@ -96,5 +118,7 @@ MergeArgs mlir::cascade::MergeArgs::bind(const MergeSpec &spec,
   r.rowCapacity = a.lookup(cplan::kRowCapacity);
   r.batchSize = a.lookup(cplan::kBatchSize);
   r.numRows = a.lookup(cplan::kNumRows);
+  r.oStrideN = a.lookup(cparam::kOStrideN);
+  r.oStrideH = a.lookup(cparam::kOStrideH);
   return r;
 }

@@ -61,6 +61,12 @@ struct AttentionArgs {
   Value batchSize;
   /// The fp8 dequantization scales, f32 (null unless KV is fp8).
   Value kScale, vScale;
+  /// Element strides (i64) of q's and o's rows and heads.
+  Value qStrideN, qStrideH, oStrideN, oStrideH;
+
+  /// Element offsets of (token, head)'s row of q and of o (index values).
+  Value qOffset(KernelBuilder &k, Value token, Value head) const;
+  Value oOffset(KernelBuilder &k, Value token, Value head) const;
 
   static AttentionArgs bind(const AttentionSpec &spec, gpu::GPUFuncOp fn);
 };
@@ -80,6 +86,8 @@ struct MergeArgs {
   Value indptr, tmpV, tmpS, o, lse, qoIndptr, rowCapacity, batchSize, numRows;
   /// The level's attention sinks, f32 [heads] (null without).
   Value sinks;
+  /// merge_states_indptr: element strides (i64) of o's rows and heads.
+  Value oStrideN, oStrideH;
 
   static MergeArgs bind(const MergeSpec &spec, gpu::GPUFuncOp fn);
 };

@@ -54,6 +54,29 @@ cascade::flattenStrided1D(OpBuilder &b, Location loc, Value m) {
   return {flat, n, stride};
 }
 
+Value cascade::flattenSpanned(OpBuilder &b, Location loc, Value m) {
+  auto mt = cast<MemRefType>(m.getType());
+  auto md = memref::ExtractStridedMetadataOp::create(b, loc, m);
+  Value c0 = arith::ConstantIndexOp::create(b, loc, 0);
+  Value c1 = arith::ConstantIndexOp::create(b, loc, 1);
+  Value span = c1, empty = arith::ConstantIntOp::create(b, loc, 0, 1);
+  for (int64_t i = 0; i < mt.getRank(); ++i) {
+    Value n = md.getSizes()[i];
+    span = arith::AddIOp::create(
+        b, loc, span,
+        arith::MulIOp::create(b, loc, arith::SubIOp::create(b, loc, n, c1),
+                              md.getStrides()[i]));
+    empty = arith::OrIOp::create(
+        b, loc, empty,
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, c0));
+  }
+  span = arith::SelectOp::create(b, loc, empty, c0, span);
+  return memref::ReinterpretCastOp::create(
+      b, loc, flatMemRefType(mt.getElementType()), md.getBaseBuffer(),
+      OpFoldResult(md.getOffset()), ArrayRef<OpFoldResult>{OpFoldResult(span)},
+      ArrayRef<OpFoldResult>{OpFoldResult(b.getIndexAttr(1))});
+}
+
 gpu::GPUModuleOp cascade::getOrCreateKernelModule(ModuleOp module) {
   module->setAttr(gpu::GPUDialect::getContainerModuleAttrName(),
                   UnitAttr::get(module.getContext()));
@@ -116,6 +139,9 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
       f.push_back(b.getNamedAttr(
           "dtype", b.getStringAttr(
                        dtypeName(cast<MemRefType>(p.type).getElementType()))));
+    if (p.defaultValue)
+      f.push_back(
+          b.getNamedAttr("default", b.getI64IntegerAttr(*p.defaultValue)));
     ps.push_back(b.getDictionaryAttr(f));
   }
   SmallVector<Attribute> pa;

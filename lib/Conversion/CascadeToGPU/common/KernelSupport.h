@@ -14,6 +14,7 @@
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/BuiltinOps.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -39,6 +40,11 @@ std::pair<Value, Value> flattenContiguous(OpBuilder &b, Location loc, Value m);
 /// (index values).
 std::tuple<Value, Value, Value> flattenStrided1D(OpBuilder &b, Location loc,
                                                  Value m);
+/// Host side: flattens a memref of any strides to memref<?xT> starting at
+/// its first element and covering the elements it spans (1 + sum of
+/// (size - 1) * stride; 0 when empty): a q or o view whose strides are
+/// kernel parameters.
+Value flattenSpanned(OpBuilder &b, Location loc, Value m);
 
 /// Gets (or creates) `gpu.module @cascade_kernels` in `module` and marks the
 /// module a gpu.container_module.
@@ -49,6 +55,10 @@ struct KernelParam {
   std::string name;
   std::string kind; // memref | i32 | i64 | f32
   Type type;        // memref<?xT> or scalar
+  /// A scalar's value when the caller binds none (the manifest's
+  /// "default"): the element strides of q and o are those of the
+  /// contiguous layout unless a caller passes a strided view.
+  std::optional<int64_t> defaultValue = std::nullopt;
 };
 
 /// Creates the gpu.func kernel `name` in the kernel module with `params`,

@@ -79,9 +79,7 @@ void TensorCoreAttention::copyQTile() {
     Value head = k.add(k.mul(th.kvHead, k.idx(c.groupSize)),
                        k.rem(packed, k.idx(c.groupSize)));
     valid.push_back(k.cmp(arith::CmpIPredicate::ult, j, queries.len));
-    offs.push_back(
-        k.mul(k.add(k.mul(k.add(queries.start, j), k.idx(c.numQoHeads)), head),
-              k.idx(d)));
+    offs.push_back(args.qOffset(k, k.add(queries.start, j), head));
   }
   qGroup = commitGroup(k, issueTileCopy(k, smem, k.idx(0), tiles.qLayout, qCopy,
                                         args.q, offs, valid, d / 8));

@@ -204,7 +204,11 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
     std::tie(scale, s2) = mergeSink(k, a.sinks, head, s2);
     v = k.fmul(v, k.splat(scale));
   }
-  Value vOff = k.add(k.mul(task, k.idx(c.headDim)), laneOff);
+  // o may be a strided view: row `req` (a request of a decode, a query
+  // row of a prefill) and head at the bound strides.
+  Value vOff = k.add(k.add(k.mul(req, k.toIndex(a.oStrideN)),
+                           k.mul(head, k.toIndex(a.oStrideH))),
+                     laneOff);
   if (c.accumulate)
     std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);
   Value s = lseFromBase2(k, s2, c.baseE);

@@ -104,7 +104,7 @@ private:
   // Per block.
   Value t0, t1, kvLen, pageStart, qPos, numTiles, qIndex;
   Value laneOff, firstHalf, partnerOff, invFreq8;
-  SmallVector<Value> qRows, q8s, slopes;
+  SmallVector<Value> qRows, oBases, q8s, slopes;
 };
 
 RowsAttentionKernel::RowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
@@ -219,7 +219,7 @@ void RowsAttentionKernel::loadQueries() {
   for (int64_t g = 0; g < c.groupSize; ++g) {
     Value qoHead = k.add(k.mul(kvh, k.idx(c.groupSize)), k.idx(g));
     Value qRow = stateIndex(k, qIndex, c.numQoHeads, qoHead);
-    Value qBase = k.mul(qRow, k.idx(d));
+    Value qBase = args.qOffset(k, qIndex, qoHead);
     Value q8 = k.load8(args.q, k.add(qBase, laneOff));
     if (variant.rope()) {
       Value qp = k.load8(args.q, k.add(qBase, partnerOff));
@@ -231,6 +231,8 @@ void RowsAttentionKernel::loadQueries() {
     else
       q8s.push_back(k.fmul(q8, k.vsplat(qScale)));
     qRows.push_back(qRow);
+    if (!c.split)
+      oBases.push_back(args.oOffset(k, qIndex, qoHead));
     if (variant.alibi())
       slopes.push_back(k.loadScalar(alibiTab, qoHead));
   }
@@ -249,8 +251,8 @@ void RowsAttentionKernel::block() {
   if (args.vScale)
     for (int64_t g = 0; g < c.groupSize; ++g)
       states[3 * g + 2] = k.fmul(states[3 * g + 2], k.splat(args.vScale));
-  RowsOutput out{c,    args, tx,  tz,    kvh, laneOff,
-                 redO, redM, bdz, qRows, req, chunk};
+  RowsOutput out{c,    args, tx,    tz,     kvh, laneOff, redO,
+                 redM, bdz,  qRows, oBases, req, chunk};
   rowsEpilogue(k, out, states);
 }
 
