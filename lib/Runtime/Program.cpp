@@ -496,20 +496,24 @@ Status Program::prepare(int variant,
     std::vector<StridePatch> stridePatches;
     const std::vector<uint64_t> &slots = pl.launch.slots;
     const std::vector<std::string> &names = pl.launch.slotNames;
-    // The stride slots of a buffer param `name` bound to q or o.
+    // The stride slots of a buffer param `name` bound to q or o
+    // (<name>_stride_n / _h), or to ragged K or V (kv_stride_n / _h, K's
+    // role patches them: V's strides must be K's).
     auto strideSlots = [&](const std::string &name, Role role) {
-      const uint8_t base = role == Role::Q ? 0 : 2;
+      const bool kv = role != Role::Q && role != Role::O;
+      const std::string prefix = kv ? "kv" : name;
       bool found[2] = {false, false};
       for (size_t j = 0; j < slots.size(); ++j)
         for (uint8_t h = 0; h < 2; ++h)
-          if (names[j] == name + (h ? "_stride_h" : "_stride_n")) {
-            stridePatches.push_back({static_cast<uint32_t>(j),
-                                     static_cast<uint8_t>(base + h),
-                                     static_cast<int64_t>(slots[j])});
+          if (names[j] == prefix + (h ? "_stride_h" : "_stride_n")) {
+            if (role != Role::V0)
+              stridePatches.push_back({static_cast<uint32_t>(j),
+                                       static_cast<uint8_t>(role), h,
+                                       static_cast<int64_t>(slots[j])});
             found[h] = true;
           }
       if (!found[0] || !found[1])
-        v.unstrided[base / 2] = true;
+        v.unstrided[static_cast<size_t>(role)] = true;
     };
     for (size_t i = 0; i < slots.size(); ++i) {
       const std::string &slotName = pl.launch.slotNames[i];
@@ -535,7 +539,9 @@ Status Program::prepare(int variant,
           i + 2 < slots.size()) {
         patches.push_back({static_cast<uint32_t>(i + 2), role, true});
         if (role == static_cast<uint8_t>(Role::Q) ||
-            role == static_cast<uint8_t>(Role::O))
+            role == static_cast<uint8_t>(Role::O) ||
+            role == static_cast<uint8_t>(Role::K0) ||
+            role == static_cast<uint8_t>(Role::V0))
           strideSlots(name.substr(0, name.size() - 8), static_cast<Role>(role));
       }
     }
@@ -594,8 +600,8 @@ int64_t Program::numLaunches(int variant) const {
 
 bool Program::takesStrides(int variant, Role role) const {
   auto it = variants_.find(variant);
-  return it != variants_.end() && (role == Role::Q || role == Role::O) &&
-         !it->second.unstrided[role == Role::Q ? 0 : 1];
+  return it != variants_.end() &&
+         !it->second.unstrided[static_cast<size_t>(role)];
 }
 
 Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
@@ -606,17 +612,23 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
   if (it == variants_.end())
     return makeError(ErrorCode::InvalidArgument,
                      "variant %d of this program is not prepared", variant);
-  for (Role role : {Role::Q, Role::O})
+  for (auto [role, name] : {std::pair(Role::Q, "q"), std::pair(Role::O, "o"),
+                            std::pair(Role::K0, "k"), std::pair(Role::V0, "v")})
     if (strides.strided(role) && !takesStrides(variant, role))
       return makeError(ErrorCode::InvalidArgument,
                        "a strided %s: a kernel of this plan reads it as a "
                        "contiguous buffer",
-                       role == Role::Q ? "q" : "o");
-  for (int64_t x : strides.values)
-    if (x > std::numeric_limits<int32_t>::max())
-      return makeError(ErrorCode::Overflow,
-                       "stride %lld of q or o is out of range",
-                       static_cast<long long>(x));
+                       name);
+  if (strides.values[static_cast<size_t>(Role::K0)] !=
+      strides.values[static_cast<size_t>(Role::V0)])
+    return Status(ErrorCode::InvalidArgument,
+                  "k and v must have the same strides (the kernels take one "
+                  "kv_stride_n / kv_stride_h)");
+  for (const auto &rs : strides.values)
+    for (int64_t x : rs)
+      if (x > std::numeric_limits<int32_t>::max())
+        return makeError(ErrorCode::Overflow, "stride %lld is out of range",
+                         static_cast<long long>(x));
   std::array<uint64_t, kNumRoles> p = ptrs;
   std::array<int64_t, kNumRoles> c = counts;
   const size_t lse = static_cast<size_t>(Role::LSE);
@@ -665,7 +677,7 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
       }
     }
     for (const StridePatch &patch : v.stridePatches[i]) {
-      const int64_t x = strides.values[patch.which];
+      const int64_t x = strides.values[patch.role][patch.h];
       const auto value = static_cast<uint64_t>(x >= 0 ? x : patch.contiguous);
       if (pl.launch.slots[patch.slot] != value) {
         pl.launch.slots[patch.slot] = value;

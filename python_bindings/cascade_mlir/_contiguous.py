@@ -9,7 +9,10 @@ kv_indices, so a key's page is kv_indptr[i] + its position, computed, not
 loaded); the single-request functions and automatic cascades over ragged
 K/V pass the identity table below to the paged (pair) kernels, which look
 up the page of every key row they load. HND input ([num_kv_heads, tokens,
-head_dim]) is copied to NHD first.
+head_dim]) and views (K and V sliced from a packed QKV projection) stay
+views: the ragged kernels take K's and V's token and head strides
+(kv_stride_n / kv_stride_h); run() makes contiguous copies, counted in
+`program.copy_fallbacks`, only for kernels with a page table.
 """
 
 from typing import Any, Tuple
@@ -17,40 +20,26 @@ from typing import Any, Tuple
 import numpy as np
 
 
-def _xp(x: Any) -> Any:
-    """The array module of a numpy or cupy array (torch has methods)."""
-    if type(x).__module__.split(".")[0].startswith("cupy"):
-        import cupy
-        return cupy
-    return np
-
-
-def contiguous(x: Any) -> Any:
-    if hasattr(x, "contiguous"):
-        return x.contiguous()
-    return _xp(x).ascontiguousarray(x)
-
-
 def nhd(x: Any, kv_layout: str, name: str) -> Any:
-    """A 3-D contiguous K or V in NHD ([tokens, heads, dim]); HND input
-    ([heads, tokens, dim]) is transposed into a copy."""
+    """A 3-D K or V as an NHD view ([tokens, heads, dim]); HND input
+    ([heads, tokens, dim]) is its transposed view (no copy)."""
     if len(getattr(x, "shape", ())) != 3:
         raise ValueError(f"{name} must be 3-D ([tokens, num_kv_heads, head_dim] for NHD, "
                          f"[num_kv_heads, tokens, head_dim] for HND), got "
                          f"{list(getattr(x, 'shape', []))}")
     if kv_layout == "HND":
-        return contiguous(x.swapaxes(0, 1))
+        return x.swapaxes(0, 1)
     return x
 
 
 def token_pages(k: Any, v: Any, kv_layout: str) -> Tuple[Tuple[Any, Any], int]:
-    """(k, v) as a page-size-1 NHD pair pool and the number of tokens."""
+    """(k, v) as a page-size-1 NHD pair pool (views of k and v: a new axis
+    of one token a page) and the number of tokens."""
     k, v = nhd(k, kv_layout, "k"), nhd(v, kv_layout, "v")
     if tuple(k.shape) != tuple(v.shape):
         raise ValueError(f"k has shape {list(k.shape)} but v {list(v.shape)}: they must "
                          "agree (head_dim_vo == head_dim_qk)")
-    t, h, d = (int(s) for s in k.shape)
-    return (k.reshape(t, 1, h, d), v.reshape(t, 1, h, d)), t
+    return (k[:, None], v[:, None]), int(k.shape[0])
 
 
 def identity_table(kv_indptr: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:

@@ -96,6 +96,19 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
     throw py::value_error(std::string(name) +
                           " must be contiguous (row-major): the kernels "
                           "address it as one flat buffer");
+  if (layout == Layout::PagesStrided) {
+    bool ok = a.numel() == 0 || a.shape[a.ndim - 1] == 1 ||
+              a.strides[a.ndim - 1] == 1;
+    for (int i = 0; i + 1 < a.ndim; ++i)
+      ok = ok && a.strides[i] >= 0;
+    if (!ok)
+      throw py::value_error(std::string(name) + " has strides " +
+                            a.stridesString() +
+                            ": the kernels take a cache whose head_dim is "
+                            "contiguous (stride 1) and whose other strides "
+                            "are not negative");
+    return;
+  }
   if (layout != Layout::Contiguous &&
       !rowsStrided(a, layout == Layout::RowsStridedWritten))
     throw py::value_error(
@@ -152,7 +165,8 @@ void Checker::checkLse(const TensorArg &tl, const TensorArg &q) const {
 bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
                      std::array<uint64_t, kNumRoles> &ptrs,
                      std::array<int64_t, kNumRoles> &counts,
-                     std::vector<py::object> &alive) const {
+                     std::vector<py::object> &alive,
+                     std::array<TensorArg, 2> *pairOut) const {
   const bool pair =
       py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
   if (!pair) {
@@ -170,7 +184,43 @@ bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
   TensorArg v = probe(seq[1], "v_cache", stream);
   alive.push_back(k.keepAlive);
   alive.push_back(v.keepAlive);
+  // (pool[:, 0], pool[:, 1]) of one 5-D pool: the pool itself.
+  TensorArg pool;
+  if (poolOfPair(k, v, pool)) {
+    bindPool(pool, slot, ptrs, counts);
+    return false;
+  }
   bindPair(k, v, slot, ptrs, counts);
+  if (pairOut)
+    *pairOut = {k, v};
+  return true;
+}
+
+bool Checker::poolOfPair(const TensorArg &k, const TensorArg &v,
+                         TensorArg &pool) const {
+  if (k.ndim != 4 || v.ndim != 4 || k.dtype != v.dtype || k.cuda != v.cuda ||
+      k.device != v.device || k.shape[0] < 1)
+    return false;
+  int64_t inner = 1;
+  for (int i = 3; i >= 1; --i) {
+    if (k.shape[i] != v.shape[i] || k.strides[i] != inner ||
+        v.strides[i] != inner)
+      return false;
+    inner *= k.shape[i];
+  }
+  const int64_t bytes = elemTypeBytes(k.dtype);
+  if (k.shape[0] != v.shape[0] ||
+      (k.shape[0] > 1 &&
+       (k.strides[0] != 2 * inner || v.strides[0] != 2 * inner)) ||
+      v.ptr != k.ptr + static_cast<uint64_t>(inner * bytes))
+    return false;
+  pool = k;
+  pool.ndim = 5;
+  pool.shape[0] = k.shape[0];
+  pool.shape[1] = 2;
+  for (int i = 1; i < 4; ++i)
+    pool.shape[i + 1] = k.shape[i];
+  pool.setRowMajorStrides();
   return true;
 }
 
@@ -208,8 +258,11 @@ void Checker::bindPair(const TensorArg &k, const TensorArg &v, int slot,
                                          : std::vector<int64_t>{-1, page, h, d};
   const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
   const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
-  expectTensor(k, kName, sig, sig.kvType, shape, what);
-  expectTensor(v, vName, sig, sig.kvType, shape, what);
+  // Slot 0 may be strided views (run() binds their strides or copies);
+  // the shared prefix of slot 1 is contiguous.
+  const Layout layout = slot ? Layout::Contiguous : Layout::PagesStrided;
+  expectTensor(k, kName, sig, sig.kvType, shape, what, layout);
+  expectTensor(v, vName, sig, sig.kvType, shape, what, layout);
   if (k.shape[0] != v.shape[0])
     throw py::value_error(std::string(kName) + " and " + vName +
                           " have different numbers of pages");
@@ -217,9 +270,9 @@ void Checker::bindPair(const TensorArg &k, const TensorArg &v, int slot,
   const size_t kr = static_cast<size_t>(slot ? Role::K1 : Role::K0);
   const size_t vr = static_cast<size_t>(slot ? Role::V1 : Role::V0);
   ptrs[kr] = k.ptr;
-  counts[kr] = k.numel();
+  counts[kr] = k.contiguous() ? k.numel() : spannedElements(k);
   ptrs[vr] = v.ptr;
-  counts[vr] = v.numel();
+  counts[vr] = v.contiguous() ? v.numel() : spannedElements(v);
 }
 
 void Checker::checkPages(int64_t pages, int slot, const char *name) const {

@@ -52,7 +52,10 @@ void setPlanStatics(runtime::PlanInputs &in,
 /// How a tensor may be laid out: contiguous, or (q, out) any strides of
 /// its rows and heads with head_dim contiguous, as FlashInfer takes them;
 /// a written tensor's rows and heads must not overlap.
-enum class Layout { Contiguous, RowsStrided, RowsStridedWritten };
+/// PagesStrided: a (k, v) pair's pools, any strides with head_dim
+/// contiguous (the kernels of ragged K/V take their token and head strides;
+/// for the others run() makes contiguous copies, counted).
+enum class Layout { Contiguous, RowsStrided, RowsStridedWritten, PagesStrided };
 
 /// Checks device, dtype, rank, sizes (-1 = any) and the layout.
 void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
@@ -83,8 +86,14 @@ struct Checker {
   bool bindKv(py::handle kv, int slot, int64_t stream,
               std::array<uint64_t, runtime::kNumRoles> &ptrs,
               std::array<int64_t, runtime::kNumRoles> &counts,
-              std::vector<py::object> &alive) const;
+              std::vector<py::object> &alive,
+              std::array<TensorArg, 2> *pair = nullptr) const;
 
+  /// Whether (k, v) are the K and V halves of one contiguous 5-D pool
+  /// (`pool[:, 0]`, `pool[:, 1]`, as FlashInfer's tests and engines slice a
+  /// cache), and that pool.
+  bool poolOfPair(const TensorArg &k, const TensorArg &v,
+                  TensorArg &pool) const;
   /// A 5-D pool [pages, 2, page, Hkv, D] (NHD) / [pages, 2, Hkv, page, D].
   void bindPool(const TensorArg &a, int slot,
                 std::array<uint64_t, runtime::kNumRoles> &ptrs,

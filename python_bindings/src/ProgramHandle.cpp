@@ -230,7 +230,8 @@ public:
     std::array<uint64_t, kNumRoles> ptrs{};
     std::array<int64_t, kNumRoles> counts{};
     setRole(ptrs, counts, Role::Q, tq);
-    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive) ? 1 : 0;
+    std::array<TensorArg, 2> pair;
+    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive, &pair) ? 1 : 0;
     if (sig_.sharedSlot) {
       if (kvShared.is_none())
         throw py::value_error("k_shared and v_shared are required");
@@ -304,6 +305,27 @@ public:
         throw py::value_error("no kernels were prepared for this call");
     }
     RowStrides strides = rowStrides(tq, tout);
+    // A strided (k, v) pair: ragged K/V (one-token pages) whose kernels
+    // take their token and head strides, else contiguous copies, counted.
+    if (variant == 1 && (!pair[0].contiguous() || !pair[1].contiguous())) {
+      const int hd = sig_.hnd() ? 1 : 2;
+      const bool same = pair[0].strides[0] == pair[1].strides[0] &&
+                        pair[0].strides[hd] == pair[1].strides[hd];
+      if (sig_.config.pageSize == 1 && same &&
+          program_.takesStrides(variant, Role::K0) &&
+          program_.takesStrides(variant, Role::V0)) {
+        strides.set(Role::K0, pair[0].strides[0], pair[0].strides[hd]);
+        strides.set(Role::V0, pair[1].strides[0], pair[1].strides[hd]);
+      } else {
+        py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
+        for (int i = 0; i < 2; ++i) {
+          py::object copy = contiguousCopy(seq[i], pair[i], i ? "v" : "k");
+          alive.push_back(copy);
+          setRole(ptrs, counts, i ? Role::V0 : Role::K0,
+                  probe(copy, i ? "v" : "k", stream));
+        }
+      }
+    }
     // A kernel that reads q or o as a flat buffer (one built without their
     // strides, a merge_state_in_place into o): a contiguous copy, counted.
     py::object qCopy, oCopy;
@@ -323,9 +345,10 @@ public:
       setRole(ptrs, counts, Role::O, tmp);
       ++copyFallbacks_;
     }
-    if (qCopy || oCopy)
-      strides = rowStrides(qCopy ? probe(qCopy, "q", stream) : tq,
-                           oCopy ? probe(oCopy, "out", stream) : tout);
+    if (qCopy)
+      strides.set(Role::Q, -1, -1);
+    if (oCopy)
+      strides.set(Role::O, -1, -1);
     launch(variant, ptrs, counts, stream, kScale, vScale, strides);
     if (oCopy)
       o.attr("copy_")(oCopy);
@@ -338,15 +361,14 @@ public:
   static RowStrides rowStrides(const TensorArg &q, const TensorArg &o) {
     RowStrides r;
     if (!q.contiguous())
-      r.values = {q.strides[0], q.strides[1], -1, -1};
-    if (!o.contiguous()) {
-      r.values[2] = o.strides[0];
-      r.values[3] = o.strides[1];
-    }
+      r.set(Role::Q, q.strides[0], q.strides[1]);
+    if (!o.contiguous())
+      r.set(Role::O, o.strides[0], o.strides[1]);
     return r;
   }
 
-  /// A contiguous copy of a strided q (torch), counted in copy_fallbacks.
+  /// A contiguous copy of a strided tensor (torch), counted in
+  /// copy_fallbacks.
   py::object contiguousCopy(py::handle x, const TensorArg &t,
                             const char *name) {
     if (!t.torch)
@@ -375,8 +397,14 @@ public:
       Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
       const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
       ch.checkQ(tq);
-      if (c.has_v) {
-        ch.bindPair(fromBridge(c.kv), fromBridge(c.v), 0, ptrs, counts);
+      TensorArg pool;
+      if (c.has_v && ch.poolOfPair(fromBridge(c.kv), fromBridge(c.v), pool)) {
+        ch.bindPool(pool, 0, ptrs, counts);
+      } else if (c.has_v) {
+        const TensorArg k = fromBridge(c.kv), v = fromBridge(c.v);
+        if (!k.contiguous() || !v.contiguous())
+          return 1; // run() binds their strides or copies them
+        ch.bindPair(k, v, 0, ptrs, counts);
         variant = 1;
       } else {
         ch.bindPool(fromBridge(c.kv), 0, ptrs, counts);

@@ -26,6 +26,7 @@ def test_good_call_passes(good):
     q, kv = good
     call(q, kv, out=np.zeros_like(q), lse=np.zeros((7, 32), np.float32))
     call(q, (kv[:, 0].copy(), kv[:, 1].copy()))
+    call(q, (kv[:, 0], kv[:, 1]))  # the halves of one pool: the pool
     call(q, np.zeros((10, 2, 8, 16, 128), np.float16), kv_layout="hnd")
 
 
@@ -40,8 +41,10 @@ def test_good_call_passes(good):
     (lambda q, kv: (q, kv.astype(np.float32)), TypeError, "paged_kv_cache has dtype"),
     (lambda q, kv: (q, kv[:, :, :, :4]), ValueError, "paged_kv_cache has shape"),
     (lambda q, kv: (q, kv[:9]), ValueError, "plan reads page 9"),
-    (lambda q, kv: (q, (kv[:, 0], kv[:, 1])), ValueError, r"paged_kv_cache\[0\] must be "
-     "contiguous"),
+    # A (k, v) pair may be strided views, but not along head_dim.
+    (lambda q, kv: (q, tuple(kv[:, i].transpose(3, 1, 2, 0).copy().transpose(3, 1, 2, 0)
+                             for i in range(2))), ValueError,
+     r"paged_kv_cache\[0\] has strides .*head_dim is contiguous"),
     (lambda q, kv: (q, (kv[:, 0].copy(), kv[:5, 1].copy())), ValueError,
      "different numbers of pages"),
     (lambda q, kv: (q, (kv[:, 0].copy(),)), ValueError, "one 5-D tensor or a"),

@@ -201,6 +201,10 @@ inline constexpr char kQStrideN[] = "q_stride_n";
 inline constexpr char kQStrideH[] = "q_stride_h";
 inline constexpr char kOStrideN[] = "o_stride_n";
 inline constexpr char kOStrideH[] = "o_stride_h";
+/// Element strides of ragged K and V (kernels without a page table): of a
+/// token (a one-token page) and of a head, shared by K and V.
+inline constexpr char kKvStrideN[] = "kv_stride_n";
+inline constexpr char kKvStrideH[] = "kv_stride_h";
 } // namespace param
 
 } // namespace cascade::contract

@@ -38,13 +38,23 @@ namespace cascade::runtime {
 enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Sinks, Count };
 constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
 
-/// Element strides of q's and o's rows and heads (q_stride_n, q_stride_h,
-/// o_stride_n, o_stride_h); negative = the contiguous layout's.
+/// Element strides of the tensors a run binds, by role: of the rows (or
+/// tokens) and heads of q and o (the kernels' q_stride_n / q_stride_h /
+/// o_stride_n / o_stride_h) and of the tokens and heads of ragged K and V
+/// (K0: kv_stride_n / kv_stride_h, which V0 shares); negative = the
+/// contiguous layout's.
 struct RowStrides {
-  std::array<int64_t, 4> values{-1, -1, -1, -1};
+  std::array<std::array<int64_t, 2>, kNumRoles> values;
+  RowStrides() {
+    for (auto &v : values)
+      v = {-1, -1};
+  }
+  void set(Role role, int64_t n, int64_t h) {
+    values[static_cast<size_t>(role)] = {n, h};
+  }
   bool strided(Role role) const {
-    const size_t i = role == Role::Q ? 0 : 2;
-    return values[i] >= 0 || values[i + 1] >= 0;
+    const auto &v = values[static_cast<size_t>(role)];
+    return v[0] >= 0 || v[1] >= 0;
   }
 };
 
@@ -143,18 +153,19 @@ public:
   /// parameters (kernels over f16/bf16 KV have none); a changed scale
   /// rewrites the graph nodes that take it, as a moved tensor does.
   ///
-  /// `strides`: the element strides of the rows and heads of q and o
-  /// (head_dim contiguous); a negative value (the default) is the contiguous
-  /// layout's. They are bound to the kernels' q_stride_* / o_stride_*
-  /// parameters (docs/kernel-bundle.md). A strided q or o where a prepared
-  /// launch reads it without strides (a kernel built before they existed, a
-  /// merge_state_in_place into o) is refused: ask takesStrides() first.
+  /// `strides`: the element strides of q, o and ragged K / V (head_dim
+  /// contiguous; RowStrides); a negative value (the default) is the
+  /// contiguous layout's. They are bound to the kernels' q_stride_* /
+  /// o_stride_* / kv_stride_* parameters (docs/kernel-bundle.md). A strided
+  /// tensor where a prepared launch reads it without strides (a kernel
+  /// built before they existed, a merge_state_in_place into o, a paged
+  /// kernel's (k, v) pair) is refused: ask takesStrides() first.
   Status run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
              const std::array<int64_t, kNumRoles> &counts,
              cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f,
              const RowStrides &strides = {});
-  /// Whether every prepared launch of `variant` that takes `role` (Q or O)
-  /// takes its strides too.
+  /// Whether every prepared launch of `variant` that takes `role` (Q, O,
+  /// K0 or V0) takes its strides too.
   bool takesStrides(int variant, Role role) const;
 
   const CascadePlan &cascadePlan() const { return plan_; }
@@ -191,11 +202,12 @@ private:
     uint32_t slot;
     bool v;
   };
-  /// An i64 slot bound to a stride of q or o: `which` indexes
-  /// RowStrides::values; `contiguous` is the kernel's default.
+  /// An i64 slot bound to a stride: of `role` (RowStrides), dim `h` (0:
+  /// rows or tokens, 1: heads); `contiguous` is the kernel's default.
   struct StridePatch {
     uint32_t slot;
-    uint8_t which;
+    uint8_t role;
+    uint8_t h;
     int64_t contiguous;
   };
   struct Variant {
@@ -203,8 +215,8 @@ private:
     std::vector<std::vector<Patch>> patches;             ///< per launch
     std::vector<std::vector<ScalePatch>> scalePatches;   ///< per launch
     std::vector<std::vector<StridePatch>> stridePatches; ///< per launch
-    /// Per role (Q, O): some launch takes the buffer but not its strides.
-    std::array<bool, 2> unstrided{false, false};
+    /// Per role: some launch takes the buffer but not its strides.
+    std::array<bool, kNumRoles> unstrided{};
     /// Per launch, the earlier launches it waits for in the graph (see
     /// dependencies()).
     std::vector<std::vector<uint32_t>> deps;

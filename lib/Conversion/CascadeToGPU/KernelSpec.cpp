@@ -356,6 +356,14 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   p.push_back({cparam::kQStrideH, "i64", i64, headDim});
   p.push_back({cparam::kOStrideN, "i64", i64, numQoHeads * headDim});
   p.push_back({cparam::kOStrideH, "i64", i64, headDim});
+  // Ragged K/V (one-token pages, no page table) may be views, e.g. of a
+  // packed QKV projection: their token and head strides.
+  if (!pageTable) {
+    p.push_back(
+        {cparam::kKvStrideN, "i64", i64, pageSize * numKvHeads * headDim});
+    p.push_back(
+        {cparam::kKvStrideH, "i64", i64, hnd ? pageSize * headDim : headDim});
+  }
   bool mma = tensorCore();
   if (!decode || (mma && gridParam() != cplan::kBatchSize))
     p.push_back({cplan::kBatchSize, "i64", i64});

@@ -75,6 +75,10 @@ public:
                    : arith::ConstantFloatOp::create(b, loc, b.getF32Type(),
                                                     APFloat(absent));
     }
+    // A scalar the op does not give (ragged K/V's strides: the op's K and
+    // V are contiguous) takes the kernel's default.
+    if (p.defaultValue && !scalars.count(p.name))
+      return arith::ConstantIntOp::create(b, loc, *p.defaultValue, 64);
     return arith::IndexCastOp::create(b, loc, b.getI64Type(), index(p.name));
   }
 

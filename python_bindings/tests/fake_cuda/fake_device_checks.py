@@ -88,6 +88,9 @@ class Dev:
     def reshape(self, *shape):
         return Dev(self.a.reshape(*shape))
 
+    def swapaxes(self, a, b):
+        return Dev(self.a.swapaxes(a, b))
+
     def __dlpack_device__(self):
         return (2, 0)
 
@@ -748,6 +751,9 @@ def scenario_strides():
                     if a != b and i not in skip]
             check(not diff, f"{name}: {r['name']}: only q and o's slots differ ({diff})")
         check(saw_q and saw_o, f"{name}: a launch reads q and one writes the out view")
+        # The (k, v) halves of the 5-D pool are the pool: the same launches.
+        w.run(q_view, (cache[:, 0], cache[:, 1]), out=o_view)
+        check(launches() == strided, f"{name}: (pool[:, 0], pool[:, 1]) runs as the pool")
         # A view whose head_dim is not contiguous, and an out whose heads
         # overlap, are refused with the reason.
         for bad_q, bad_o, what in (
@@ -761,6 +767,33 @@ def scenario_strides():
             else:
                 raise AssertionError(f"{name}: {what} accepted")
         launches()
+
+    # Ragged K and V sliced from the same packed projection (SGLang's
+    # extend), NHD, and an HND K/V ([heads, tokens, dim]): the ragged
+    # kernels read them in place at their token and head strides.
+    qo = np.array([0, 5, 6, 40], np.int32)
+    rows = 40
+    qkv = aligned((rows, (hq + 2 * hkv) * d), np.float16)
+    q_view = Dev(qkv[:, :hq * d].reshape(rows, hq, d))
+    k_view = Dev(qkv[:, hq * d:(hq + hkv) * d].reshape(rows, hkv, d))
+    v_view = Dev(qkv[:, (hq + hkv) * d:].reshape(rows, hkv, d))
+    k_hnd = Dev(aligned((hkv, rows, d), np.float16))
+    v_hnd = Dev(aligned((hkv, rows, d), np.float16))
+    for layout, k, v, strides in (
+            ("NHD", k_view, v_view, ((hq + 2 * hkv) * d, d)),
+            ("HND", k_hnd, v_hnd, (d, rows * d))):
+        w = cm.BatchPrefillWithRaggedKVCacheWrapper(ws, layout)
+        w.plan(qo, qo, hq, hkv, d, causal=True)
+        w.run(q_view, k, v)
+        rec = launches()
+        att = [r for r in rec if "kv_stride_n" in manifest_params(r["name"])[0]]
+        check(att, f"ragged {layout}: the attention kernel takes K/V strides")
+        for r in att:
+            check(arg(r, "k_cache")[0] == k.ptr and arg(r, "v_cache")[0] == v.ptr,
+                  f"ragged {layout}: K and V are the views themselves")
+            check((arg(r, "kv_stride_n"), arg(r, "kv_stride_h")) == strides,
+                  f"ragged {layout}: K/V strides {strides}")
+        check(w._engine.program.copy_fallbacks == 0, f"ragged {layout}: no copy")
 
 
 def _leak_cycle(kind):

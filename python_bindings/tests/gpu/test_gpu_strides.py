@@ -159,3 +159,46 @@ def test_two_level_cascade(gpu, dtype):
                                     levels[3][lv], PAGE))
     ref = merge_ref(states)
     check_run(lambda qq, o: w.run(qq, cache, out=o), q, batch, HQ, d, dtype, gpu, ref)
+
+
+def test_kv_pair_of_pool_views(gpu):
+    """(pool[:, 0], pool[:, 1]), as FlashInfer's tests slice a 5-D cache:
+    run as the pool itself (no copy), bit-equal to run(q, pool)."""
+    d, dtype, batch = 128, torch.float16, 17
+    indptr, indices, last = random_batch(batch, PAGE, 12, POOL)
+    cache = torch.randn(POOL, 2, PAGE, HKV, d, device=gpu).to(dtype)
+    q = torch.randn(batch, HQ, d, device=gpu).to(dtype)
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu))
+    w.plan(indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, d, PAGE)
+    pooled = w.run(q, cache)
+    out = torch.empty_like(q)
+    before = allocations()
+    w.run(q, (cache[:, 0], cache[:, 1]), out=out)
+    assert allocations() == before
+    torch.cuda.synchronize()
+    assert torch.equal(out, pooled)
+
+
+def test_ragged_hnd_views(gpu):
+    """HND K/V ([heads, tokens, dim]) of the ragged wrapper: read in place
+    at their strides, bit-equal to the NHD copies' run, no allocation."""
+    d, dtype = 128, torch.float16
+    qo = torch.tensor([0, 9, 30, 64], dtype=torch.int32)
+    rows = int(qo[-1])
+    q = torch.randn(rows, HQ, d, device=gpu).to(dtype)
+    k = torch.randn(HKV, rows, d, device=gpu).to(dtype)
+    v = torch.randn(HKV, rows, d, device=gpu).to(dtype)
+    runs = []
+    for layout, kk, vv in (("NHD", k.transpose(0, 1).contiguous(), v.transpose(0, 1).contiguous()),
+                           ("HND", k, v)):
+        w = cm.BatchPrefillWithRaggedKVCacheWrapper(workspace(gpu), layout)
+        w.plan(qo.to(gpu), qo.to(gpu), HQ, HKV, d, causal=True)
+        out = torch.empty_like(q)
+        w.run(q, kk, vv, out=out)
+        before = allocations()
+        w.run(q, kk, vv, out=out)
+        assert allocations() == before
+        assert w._engine.program.copy_fallbacks == 0
+        runs.append(out)
+    torch.cuda.synchronize()
+    assert torch.equal(runs[0], runs[1])

@@ -61,5 +61,14 @@ func.func @ragged_decode(%q: memref<?x32x128xf16>, %k: memref<?x1x2x128xf16>, %v
 // consumer warpgroups), its manifest without kv_indices.
 // MANIFEST: "name": "cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p1_nhd_pair_ragged_w4x1_q192_kv64_s4"
 // MANIFEST-NOT: "kv_indices"
+// Ragged K and V may be views (of a packed QKV projection, or HND): their
+// token and head strides are parameters, by default a contiguous
+// [tokens, 8, 128]'s.
+// MANIFEST: "default": 1024,
+// MANIFEST-NEXT: "kind": "i64",
+// MANIFEST-NEXT: "name": "kv_stride_n"
+// MANIFEST: "default": 128,
+// MANIFEST-NEXT: "kind": "i64",
+// MANIFEST-NEXT: "name": "kv_stride_h"
 // MANIFEST: "kv_form": "ragged"
 // MANIFEST: "page_table": false

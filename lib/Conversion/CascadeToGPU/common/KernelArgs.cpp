@@ -67,6 +67,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.qStrideH = a.get(cparam::kQStrideH);
   r.oStrideN = a.get(cparam::kOStrideN);
   r.oStrideH = a.get(cparam::kOStrideH);
+  r.kvStrideN = a.lookup(cparam::kKvStrideN);
+  r.kvStrideH = a.lookup(cparam::kKvStrideH);
   return r;
 }
 

@@ -63,6 +63,9 @@ struct AttentionArgs {
   Value kScale, vScale;
   /// Element strides (i64) of q's and o's rows and heads.
   Value qStrideN, qStrideH, oStrideN, oStrideH;
+  /// Ragged K/V: element strides (i64) of a token and a head (null with a
+  /// page table).
+  Value kvStrideN, kvStrideH;
 
   /// Element offsets of (token, head)'s row of q and of o (index values).
   Value qOffset(KernelBuilder &k, Value token, Value head) const;

@@ -1,6 +1,7 @@
 //===- PagedKV.cpp - Pages of a KV cache and their gathering --------------===//
 
 #include "common/PagedKV.h"
+#include "common/KernelArgs.h"
 
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -37,8 +38,10 @@ RequestKv mlir::cascade::requestKv(KernelBuilder &k, Value kvIndptr,
 // PagedKVLayout
 //===----------------------------------------------------------------------===//
 
-PagedKVLayout::PagedKVLayout(const AttentionSpec &spec)
-    : pageSize(spec.pageSize) {
+PagedKVLayout::PagedKVLayout(const AttentionSpec &spec,
+                             const AttentionArgs &args)
+    : pageSize(spec.pageSize), pageStrideArg(args.kvStrideN),
+      headStrideArg(args.kvStrideH) {
   int64_t d = spec.headDim;
   int64_t page = spec.pageSize * spec.numKvHeads * d;
   pageStride = spec.pool ? 2 * page : page;
@@ -56,19 +59,25 @@ Value PagedKVLayout::page(KernelBuilder &k, Value kvIndices, Value pageStart,
   return k.toIndex(k.loadScalar(kvIndices, entry));
 }
 
+/// A stride: the kernel argument where there is one, else the static.
+static Value stride(KernelBuilder &k, Value arg, int64_t fixed) {
+  return arg ? k.toIndex(arg) : k.idx(fixed);
+}
+
 Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
                                  Value head) const {
-  return k.add(k.add(k.mul(page, k.idx(pageStride)),
+  return k.add(k.add(k.mul(page, stride(k, pageStrideArg, pageStride)),
                      k.mul(k.rem(token, k.idx(pageSize)), k.idx(tokenStride))),
-               k.mul(head, k.idx(headStride)));
+               k.mul(head, stride(k, headStrideArg, headStride)));
 }
 
 Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
                                  Value head, Value chunk,
                                  int64_t chunkElems) const {
-  return k.add(
-      k.add(k.mul(page, k.idx(pageStride)), k.mul(slot, k.idx(tokenStride))),
-      k.add(k.mul(head, k.idx(headStride)), k.mul(chunk, k.idx(chunkElems))));
+  return k.add(k.add(k.mul(page, stride(k, pageStrideArg, pageStride)),
+                     k.mul(slot, k.idx(tokenStride))),
+               k.add(k.mul(head, stride(k, headStrideArg, headStride)),
+                     k.mul(chunk, k.idx(chunkElems))));
 }
 
 //===----------------------------------------------------------------------===//

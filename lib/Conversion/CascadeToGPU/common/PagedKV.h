@@ -24,6 +24,8 @@ namespace cascade {
 /// without pages); [t0, t1) is the whole KV, or with `chunkSize` (split-KV:
 /// the device i32 kv_chunk_size, read there so that a captured CUDA graph
 /// stays right after a replan) the item's chunk `chunk` of it.
+struct AttentionArgs;
+
 struct RequestKv {
   Value pageStart, kvLen, t0, t1;
 };
@@ -38,8 +40,12 @@ struct PagedKVLayout {
   int64_t pageStride = 0, tokenStride = 0, headStride = 0;
   /// V's offset from K in the same buffer (a pool page); 0 for a pair.
   int64_t vOffset = 0;
+  /// Ragged K/V: the page (token) and head strides as kernel arguments
+  /// (i64; null: the static strides above).
+  Value pageStrideArg, headStrideArg;
 
-  explicit PagedKVLayout(const AttentionSpec &spec);
+  /// The layout of `spec`'s cache; `args` binds ragged K/V's strides.
+  PagedKVLayout(const AttentionSpec &spec, const AttentionArgs &args);
 
   /// The page holding `token` of a request whose pages start at `pageStart`
   /// of kv_indices (index); without kv_indices (a null value), entry

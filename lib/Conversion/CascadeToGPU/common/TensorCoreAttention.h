@@ -47,7 +47,7 @@ protected:
                       const AttentionSpec &spec, MmaTiles tiles)
       : k(b, fn.getLoc()), fn(fn), module(module), c(spec),
         args(AttentionArgs::bind(spec, fn)), tiles(tiles), variant(spec),
-        kvLayout(spec), expScale(variant.expScale()) {}
+        kvLayout(spec, args), expScale(variant.expScale()) {}
 
   /// The dynamic shared memory from 0 (`smem`, q's dtype): the tiles, and
   /// over an fp8 cache the staging rings of K and V after them.

@@ -111,7 +111,7 @@ RowsAttentionKernel::RowsAttentionKernel(OpBuilder &b, gpu::GPUFuncOp fn,
                                          gpu::GPUModuleOp module,
                                          const AttentionSpec &spec)
     : k(b, fn.getLoc()), fn(fn), module(module), c(spec),
-      args(AttentionArgs::bind(spec, fn)), variant(spec), kvLayout(spec) {
+      args(AttentionArgs::bind(spec, fn)), variant(spec), kvLayout(spec, args) {
   ArrayRef<int64_t> t = spec.config.getThreads();
   d = spec.headDim;
   bdx = t[0];
