@@ -50,6 +50,13 @@ struct CascadeToPTXOptions {
   std::string features = "+ptx80";
   unsigned optLevel = 3;
   std::string bundleDir;
+  /// One gpu.module and one PTX file per kernel (cascade-split-kernel-modules):
+  /// the kernels are lowered, code-generated and assembled independently, in
+  /// parallel where the context is multithreaded. Each kernel's PTX is the
+  /// one the single module gives.
+  bool ptxPerKernel = false;
+  /// A remark per gpu.module with the wall time of its serialization.
+  bool remarkTimes = false;
 };
 /// Adds the cascade-to-ptx pipeline to `pm` (anchored on builtin.module).
 void buildCascadeToPTXPipeline(OpPassManager &pm,

@@ -168,12 +168,51 @@ def CascadeLowerPlans : Pass<"cascade-lower-plans", "::mlir::ModuleOp"> {
     "::mlir::scf::SCFDialect"];
 }
 
+def CascadeSplitKernelModules
+    : Pass<"cascade-split-kernel-modules", "::mlir::ModuleOp"> {
+  let summary = "One gpu.module per kernel, so that kernels compile apart";
+  let description = [{
+    Moves every kernel (`gpu.func` with `gpu.kernel`) of every `gpu.module`
+    into a `gpu.module` of its own, named after the kernel, with the
+    attributes (targets) of the module it came from and a copy of each
+    other symbol (globals, helper functions) the kernel uses, and points
+    the `gpu.launch_func` ops at it. The kernels' code does not change; the
+    pipeline's nested passes and `cascade-gpu-module-to-binary` then lower
+    sibling modules in parallel (where the context is multithreaded), and
+    `cascade-emit-bundle` writes one PTX file per kernel that `ptxas` can
+    assemble in parallel.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def CascadeGpuModuleToBinary
+    : Pass<"cascade-gpu-module-to-binary", "::mlir::ModuleOp"> {
+  let summary = "gpu-module-to-binary with the modules serialized in parallel";
+  let description = [{
+    Upstream `gpu-module-to-binary` (every target of every `gpu.module`
+    serialized, the module replaced by a `gpu.binary` of the same name),
+    with the modules' serializations (LLVM IR translation, optimisation and
+    code generation, each with an LLVMContext of its own) run in parallel on
+    the context's thread pool when the context is multithreaded. The objects
+    are the same as upstream's.
+  }];
+  let options = [
+    Option<"compilationTarget", "format", "std::string", /*default=*/"\"isa\"",
+           "The target representation of the compilation (upstream's "
+           "format= values)">,
+    Option<"remarkTimes", "remark-times", "bool", /*default=*/"false",
+           "A remark on every module with its serialization's wall time">,
+  ];
+}
+
 def CascadeEmitBundle : Pass<"cascade-emit-bundle", "::mlir::ModuleOp"> {
   let summary = "Write the PTX of gpu.binary ops plus manifest.json to a directory";
   let description = [{
-    Run after `gpu-module-to-binary{format=isa}`: writes `kernels.ptx` (the
-    PTX of `@cascade_kernels`) and `manifest.json` (docs/kernel-bundle.md)
-    into `dir`. The IR is left unchanged.
+    Run after `gpu-module-to-binary{format=isa}`: writes the PTX of every
+    `gpu.binary` (`kernels.ptx` for `@cascade_kernels`, `<name>.ptx` for a
+    binary `@<name>` of `cascade-split-kernel-modules`) and `manifest.json`
+    (docs/kernel-bundle.md; each kernel's `ptx` names the file that holds
+    its `.entry`) into `dir`. The IR is left unchanged.
   }];
   let options = [
     Option<"dir", "dir", "std::string", /*default=*/"\"\"",

@@ -1,8 +1,10 @@
 //===- EmitBundle.cpp - cascade-emit-bundle -------------------------------===//
 //
-// Writes kernels.ptx (from the #gpu.object of gpu.binary @cascade_kernels)
-// and manifest.json (from the module's cascade.bundle attribute) into a
-// directory: the kernel bundle of docs/kernel-bundle.md.
+// Writes the PTX of every gpu.binary (kernels.ptx for @cascade_kernels, the
+// module of every kernel; <kernel>.ptx for the per-kernel modules of
+// cascade-split-kernel-modules) and manifest.json (from the module's
+// cascade.bundle attribute, each kernel's "ptx" the file with its .entry)
+// into a directory: the kernel bundle of docs/kernel-bundle.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,6 +63,45 @@ static nlohmann::json toJson(Attribute a) {
 }
 
 namespace {
+/// One gpu.binary's PTX and the file it goes to.
+struct PtxFile {
+  std::string name, ptx, chip = "sm_90", features = "+ptx80";
+};
+
+/// The PTX of `bin`, the `index`th binary (its first assembly object), or
+/// "".
+PtxFile ptxOf(gpu::BinaryOp bin, size_t index) {
+  PtxFile f;
+  // @cascade_kernels (every kernel in one module) keeps the bundle's
+  // historic name; a module of cascade-split-kernel-modules is named after
+  // its kernel, within a file name's 255 bytes (with the cubin's
+  // .<chip>.cubin beside it).
+  if (bin.getName() == kKernelModuleName)
+    f.name = mf::kPtxFileName;
+  else if (bin.getName().size() <= 200)
+    f.name = (bin.getName() + ".ptx").str();
+  else
+    f.name = "kernel" + std::to_string(index) + ".ptx";
+  for (Attribute oa : bin.getObjects()) {
+    auto obj = cast<gpu::ObjectAttr>(oa);
+    if (obj.getFormat() != gpu::CompilationTarget::Assembly)
+      continue;
+    f.ptx = obj.getObject().getValue().str();
+    if (auto t = dyn_cast<NVVM::NVVMTargetAttr>(obj.getTarget())) {
+      f.chip = t.getChip().str();
+      f.features = t.getFeatures().str();
+    }
+    break;
+  }
+  return f;
+}
+
+/// Whether `ptx` defines the entry `name`.
+bool definesEntry(llvm::StringRef ptx, llvm::StringRef name) {
+  std::string entry = (".entry " + name + "(").str();
+  return ptx.contains(entry);
+}
+
 struct CascadeEmitBundlePass
     : mlir::cascade::impl::CascadeEmitBundleBase<CascadeEmitBundlePass> {
   using Base::Base;
@@ -70,54 +111,57 @@ struct CascadeEmitBundlePass
       module.emitError("cascade-emit-bundle needs dir=");
       return signalPassFailure();
     }
-    auto bin = module.lookupSymbol<gpu::BinaryOp>(kKernelModuleName);
-    if (!bin) {
+    std::vector<PtxFile> files;
+    for (auto bin : module.getOps<gpu::BinaryOp>()) {
+      files.push_back(ptxOf(bin, files.size()));
+      if (files.back().ptx.empty()) {
+        bin.emitError("gpu.binary @")
+            << bin.getName() << " holds no PTX (use format=isa)";
+        return signalPassFailure();
+      }
+    }
+    if (files.empty()) {
       module.emitError("no gpu.binary @cascade_kernels: run "
                        "gpu-module-to-binary{format=isa} first");
-      return signalPassFailure();
-    }
-    std::string ptx, chip = "sm_90", features = "+ptx80";
-    for (Attribute oa : bin.getObjects()) {
-      auto obj = cast<gpu::ObjectAttr>(oa);
-      if (obj.getFormat() != gpu::CompilationTarget::Assembly)
-        continue;
-      ptx = obj.getObject().getValue().str();
-      if (auto t = dyn_cast<NVVM::NVVMTargetAttr>(obj.getTarget())) {
-        chip = t.getChip().str();
-        features = t.getFeatures().str();
-      }
-      break;
-    }
-    if (ptx.empty()) {
-      module.emitError(
-          "gpu.binary @cascade_kernels holds no PTX (use format=isa)");
       return signalPassFailure();
     }
     if (std::error_code ec = llvm::sys::fs::create_directories(dir)) {
       module.emitError("cannot create ") << dir << ": " << ec.message();
       return signalPassFailure();
     }
-    llvm::SmallString<256> ptxPath(dir), manPath(dir);
-    llvm::sys::path::append(ptxPath, mf::kPtxFileName);
-    llvm::sys::path::append(manPath, mf::kFileName);
-    {
+    for (const PtxFile &f : files) {
+      llvm::SmallString<256> ptxPath(dir);
+      llvm::sys::path::append(ptxPath, f.name);
       std::error_code ec;
       llvm::raw_fd_ostream os(ptxPath, ec);
       if (ec) {
         module.emitError("cannot write ") << ptxPath << ": " << ec.message();
         return signalPassFailure();
       }
-      os << ptx;
+      os << f.ptx;
     }
+    // Each kernel names the file that holds its entry.
     nlohmann::json kernels = nlohmann::json::array();
     if (auto entries = module->getAttrOfType<ArrayAttr>(kBundleAttrName))
-      for (Attribute e : entries)
-        kernels.push_back(toJson(e));
-    nlohmann::json root = {
-        {mf::kFormat, mf::kFormatName},
-        {mf::kVersionKey, mf::kVersion},
-        {mf::kTarget, {{mf::kChip, chip}, {mf::kFeatures, features}}},
-        {mf::kKernels, std::move(kernels)}};
+      for (Attribute e : entries) {
+        nlohmann::json k = toJson(e);
+        auto d = cast<DictionaryAttr>(e);
+        if (auto name = d.getAs<StringAttr>("name"))
+          for (const PtxFile &f : files)
+            if (files.size() == 1 || definesEntry(f.ptx, name.getValue())) {
+              k[mf::kPtx] = f.name;
+              break;
+            }
+        kernels.push_back(std::move(k));
+      }
+    nlohmann::json root = {{mf::kFormat, mf::kFormatName},
+                           {mf::kVersionKey, mf::kVersion},
+                           {mf::kTarget,
+                            {{mf::kChip, files.front().chip},
+                             {mf::kFeatures, files.front().features}}},
+                           {mf::kKernels, std::move(kernels)}};
+    llvm::SmallString<256> manPath(dir);
+    llvm::sys::path::append(manPath, mf::kFileName);
     std::error_code ec;
     llvm::raw_fd_ostream os(manPath, ec);
     if (ec) {

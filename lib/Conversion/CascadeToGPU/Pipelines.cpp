@@ -55,6 +55,11 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       *this, "bundle-dir",
       llvm::cl::desc("Write kernels.ptx + manifest.json to this directory"),
       llvm::cl::init("")};
+  Option<bool> ptxPerKernel{
+      *this, "ptx-per-kernel",
+      llvm::cl::desc("One gpu.module and one PTX file per kernel, compiled "
+                     "in parallel where the context is multithreaded"),
+      llvm::cl::init(false)};
 };
 } // namespace
 
@@ -79,6 +84,8 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   lo.chip = o.chip;
   pm.addPass(createCascadeLowerPlans(lo));
   pm.addPass(createConvertCascadeToGPU());
+  if (o.ptxPerKernel)
+    pm.addPass(createCascadeSplitKernelModules());
   GpuNVVMAttachTargetOptions t;
   t.triple = "nvptx64-nvidia-cuda";
   t.chip = o.chip;
@@ -95,9 +102,11 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   gpm.addPass(createCanonicalizerPass());
   gpm.addPass(createCSEPass());
   gpm.addPass(createReconcileUnrealizedCastsPass());
-  GpuModuleToBinaryPassOptions bin;
+  // Upstream's gpu-module-to-binary{format=isa}, the modules in parallel.
+  CascadeGpuModuleToBinaryOptions bin;
   bin.compilationTarget = "isa";
-  pm.addPass(createGpuModuleToBinaryPass(bin));
+  bin.remarkTimes = o.remarkTimes;
+  pm.addPass(createCascadeGpuModuleToBinary(bin));
   if (!o.bundleDir.empty()) {
     CascadeEmitBundleOptions eo;
     eo.dir = o.bundleDir;
@@ -114,7 +123,7 @@ void cascade::registerConversionPasses() {
       "cascade-to-ptx",
       "Lower cascade ops (tensor or memref form) to GPU kernels and PTX "
       "(gpu.binary with #gpu.object assembly); bundle-dir= also writes "
-      "kernels.ptx + manifest.json",
+      "kernels.ptx (ptx-per-kernel: one PTX file per kernel) + manifest.json",
       [](OpPassManager &pm, StringRef optionsStr,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         PipelineOptions po;
@@ -140,6 +149,7 @@ void cascade::registerConversionPasses() {
         o.features = po.features;
         o.optLevel = po.optLevel;
         o.bundleDir = po.bundleDir;
+        o.ptxPerKernel = po.ptxPerKernel;
         buildCascadeToPTXPipeline(pm, o);
         return success();
       },
