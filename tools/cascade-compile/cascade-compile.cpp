@@ -5,13 +5,16 @@
 //   cascade-compile --out ROOT [--chip sm_90,sm_90a] [-j N] KEY...
 //
 // compiles the bundle of every key (cascade/Contract/BundleKey.h) for every
-// chip into ROOT/<chip>/<key>/ (kernels.ptx + manifest.json), the layout of
-// the package's kernel cache. A bundle already there is kept. Each bundle is
-// written to a temporary directory beside it and renamed into place, under
-// an exclusive lock on ROOT/<chip>/.<key>.lock, so that processes and threads
-// asking for the same key at once compile it once and never see half a
-// bundle. Prints one line per bundle (`built|cached <chip> <key> <seconds>`)
-// and exits non-zero if any failed (each error on stderr).
+// chip into ROOT/<chip>/<key>/ (manifest.json and one <kernel>.ptx per
+// kernel, or kernels.ptx with --ptx-per-kernel=false), the layout of the
+// package's kernel cache. The kernels of all bundles are lowered and
+// code-generated in parallel on one pool of threads (--kernel-threads), so
+// that a bundle takes about as long as its largest kernel. A bundle already
+// there is kept. Each bundle is written to a temporary directory beside it and
+// renamed into place, under an exclusive lock on ROOT/<chip>/.<key>.lock, so
+// that processes and threads asking for the same key at once compile it once
+// and never see half a bundle. Prints one line per bundle (`built|cached <chip>
+// <key> <seconds>`) and exits non-zero if any failed (each error on stderr).
 //
 // Built with -DCASCADE_STATIC_COMPILER=ON it links LLVM and MLIR statically
 // and needs nothing but the C library: the compiler that travels with the
@@ -25,6 +28,8 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/ThreadPool.h"
+#include "llvm/Support/Threading.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <atomic>
@@ -32,6 +37,7 @@
 #include <chrono>
 #include <cstdio>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include <fcntl.h>
@@ -57,6 +63,26 @@ static cl::opt<unsigned> jobs("j",
                               cl::desc("parallel compilations (0: one "
                                        "per hardware thread)"),
                               cl::init(0), cl::cat(category));
+static cl::opt<bool> ptxPerKernel(
+    "ptx-per-kernel",
+    cl::desc("one PTX file per kernel, the kernels compiled in parallel "
+             "(default; =false: every kernel in kernels.ptx)"),
+    cl::init(true), cl::cat(category));
+static cl::opt<unsigned>
+    kernelThreads("kernel-threads",
+                  cl::desc("threads shared by the kernels of all bundles "
+                           "(with --ptx-per-kernel; 0: one per hardware "
+                           "thread, 1: none)"),
+                  cl::init(0), cl::cat(category));
+static cl::opt<bool> timing("timing",
+                            cl::desc("print each bundle's pass timing to "
+                                     "stderr (as --mlir-timing)"),
+                            cl::cat(category));
+static cl::opt<unsigned>
+    optLevel("opt-level",
+             cl::desc("LLVM optimisation level of the PTX code generation "
+                      "(0..3; every bundle is built with 3: to measure)"),
+             cl::init(3), cl::cat(category));
 static cl::opt<bool> parseOnly(
     "parse-keys",
     cl::desc("only parse the keys: print each in its normal spelling"),
@@ -91,6 +117,9 @@ bool haveBundle(const std::string &dir) {
   return llvm::sys::fs::exists(dir + "/manifest.json");
 }
 
+/// Threads for the kernels of every bundle (none: each on its own thread).
+llvm::ThreadPoolInterface *kernelPool = nullptr;
+
 /// Compiles one task; "" or the error.
 std::string run(const Task &t, double &seconds, bool &cached) {
   llvm::SmallString<256> chipDir(outRoot);
@@ -118,10 +147,15 @@ std::string run(const Task &t, double &seconds, bool &cached) {
           llvm::sys::fs::setPermissions(tmp, llvm::sys::fs::perms(0755)))
     return "cannot make " + std::string(tmp) + " readable: " + ec.message();
   auto start = std::chrono::steady_clock::now();
-  std::string err = cascade::builders::compileBundle(
-      t.parsed, std::string(tmp), t.chip,
-      features.empty() ? cascade::builders::defaultFeatures(t.chip)
-                       : std::string(features));
+  cascade::builders::CompileOptions options;
+  options.chip = t.chip;
+  options.features = features;
+  options.ptxPerKernel = ptxPerKernel;
+  options.threads = kernelPool;
+  options.timing = timing;
+  options.optLevel = optLevel;
+  std::string err =
+      cascade::builders::compileBundle(t.parsed, std::string(tmp), options);
   seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
@@ -173,6 +207,23 @@ int main(int argc, char **argv) {
   if (outRoot.empty()) {
     llvm::errs() << "error: --out ROOT is required\n";
     return 2;
+  }
+  // createUniqueDirectory puts a relative path under the system's temporary
+  // directory: the root is made absolute first.
+  llvm::SmallString<256> absRoot(outRoot);
+  if (std::error_code ec = llvm::sys::fs::make_absolute(absRoot)) {
+    llvm::errs() << "error: " << outRoot << ": " << ec.message() << "\n";
+    return 2;
+  }
+  outRoot = std::string(absRoot);
+  if (optLevel > 3) {
+    llvm::errs() << "error: --opt-level must be 0..3\n";
+    return 2;
+  }
+  std::optional<llvm::DefaultThreadPool> pool;
+  if (ptxPerKernel && kernelThreads != 1) {
+    pool.emplace(llvm::hardware_concurrency(kernelThreads));
+    kernelPool = &*pool;
   }
 
   std::atomic<size_t> next{0};

@@ -16,7 +16,31 @@
 #include <string>
 #include <vector>
 
+namespace llvm {
+class ThreadPoolInterface;
+} // namespace llvm
+
 namespace cascade::builders {
+
+/// How a bundle is compiled.
+struct CompileOptions {
+  std::string chip = "sm_90";
+  /// "" for the chip's defaultFeatures.
+  std::string features;
+  /// One PTX file per kernel (docs/kernel-bundle.md), each kernel lowered
+  /// and code-generated apart: in parallel on `threads`, and assembled by
+  /// one ptxas each. Every kernel's PTX is the one of the single file.
+  bool ptxPerKernel = false;
+  /// Threads for the kernels of the bundle (the context's thread pool; may
+  /// be shared by concurrent compilations). None: this thread only.
+  llvm::ThreadPoolInterface *threads = nullptr;
+  /// Print the pipeline's pass timing (as --mlir-timing) and each
+  /// gpu.module's nested passes and serialization times to stderr.
+  bool timing = false;
+  /// LLVM's optimisation level for the NVPTX code generation (3, the
+  /// default, is what every bundle is built with; for measurements).
+  unsigned optLevel = 3;
+};
 
 /// The PTX features a chip's bundles are lowered with (sm_100 and newer
 /// need PTX 8.6; older chips PTX 8.0).
@@ -39,6 +63,9 @@ std::string compileMergeBundle(contract::DType vType, int64_t headDim,
                                const std::string &features);
 
 /// The bundle of `key` (one group, or the merges) into `dir`.
+std::string compileBundle(const contract::BundleKey &key,
+                          const std::string &dir,
+                          const CompileOptions &options);
 std::string compileBundle(const contract::BundleKey &key,
                           const std::string &dir, const std::string &chip,
                           const std::string &features);
