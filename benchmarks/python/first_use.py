@@ -19,16 +19,21 @@ the package's own set hidden), and is timed three ways:
 The compiler used is reported (module / executable). Exit status 1 if an
 output differs from the float64 reference beyond the dtype's tolerance.
 
-`--breakdown` (the self-contained compiler and ptxas needed) times the parts
-of a cold start per configuration instead: cascade-compile (one chip, one
-thread), ptxas to cubin, the module load of that cubin, and the load of the
-PTX alone (the driver's JIT: what a machine without the toolkit pays).
+`--breakdown [--repeat N] [--json FILE]` (the self-contained compiler and
+ptxas needed) times the parts of a cold start per configuration instead
+(medians of N): cascade-compile of the bundle (one PTX file per kernel, the
+kernels on parallel threads), one ptxas per PTX file at once, the module
+load of the cubins, and the load of the PTX alone (the driver's JIT: what a
+machine without the toolkit pays); beside them the single-file layout
+(--ptx-per-kernel=false: one thread, one ptxas), the one before issue 42's
+per-kernel split.
 """
 import argparse
 import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -130,45 +135,93 @@ def key_of(cfg):
     return kernels.attention_key(c, group)
 
 
-def breakdown(chip="sm_90a"):
+def _timed(cmd):
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, capture_output=True)
+    return time.perf_counter() - t
+
+
+def _ptxas_all(ptxas, files, chip):
+    """Wall time of one ptxas per file, all at once (as kernels.py runs
+    them), and each file's own time in that run."""
+    t = time.perf_counter()
+    procs = [(f, time.perf_counter(), subprocess.Popen(
+        [ptxas, f"-arch={chip}", f, "-o", f[:-len(".ptx")] + f".{chip}.cubin"]))
+        for f in files]
+    own = {}
+    for f, start, p in procs:
+        if p.wait() != 0:
+            raise RuntimeError(f"ptxas failed on {f}")
+        own[os.path.basename(f)] = time.perf_counter() - start
+    return time.perf_counter() - t, own
+
+
+def breakdown(chip="sm_90a", repeat=3):
+    """Per configuration, the medians of `repeat` cold starts: the old
+    layout (every kernel in kernels.ptx, compiled and assembled as one) and
+    the per-kernel one (each kernel lowered on its own thread, one ptxas per
+    kernel at once), the cubins' module load and the PTX's (driver JIT)."""
     exe, ptxas = kernels.compiler_executable(), kernels._ptxas()
     if exe is None or ptxas is None:
         print("--breakdown needs cascade-compile and ptxas")
         return 1
+    print(f"{os.cpu_count()} CPUs; medians of {repeat}; first use = compile + ptxas + load")
+    rows = []
     for cfg in CONFIGS:
         key = key_of(cfg)
-        with tempfile.TemporaryDirectory() as root:
-            t = time.perf_counter()
-            subprocess.run([exe, "--out", root, "--chip", chip, "-j=1", key], check=True,
-                           capture_output=True)
-            compile_s = time.perf_counter() - t
-            b = os.path.join(root, chip, key)
-            cubin = os.path.join(b, f"kernels.{chip}.cubin")
-            t = time.perf_counter()
-            subprocess.run([ptxas, f"-arch={chip}", os.path.join(b, "kernels.ptx"), "-o",
-                            cubin], check=True)
-            ptxas_s = time.perf_counter() - t
-            t = time.perf_counter()
-            _runtime.Device(0).add_bundle(b, key + "#cubin")
-            load_s = time.perf_counter() - t
-            ptx_only = os.path.join(root, "ptx-only")
-            shutil.copytree(b, ptx_only)
-            os.remove(os.path.join(ptx_only, f"kernels.{chip}.cubin"))
-            t = time.perf_counter()
-            _runtime.Device(0).add_bundle(ptx_only, key + "#ptx")
-            jit_s = time.perf_counter() - t
-        print(f"{cfg['name']:<50} compile {compile_s:.3f} s  ptxas {ptxas_s:.3f} s  "
-              f"load cubin {load_s * 1e3:.1f} ms  load PTX (driver JIT) {jit_s:.3f} s")
-    return 0
+        runs = []
+        for _ in range(repeat):
+            r = {}
+            with tempfile.TemporaryDirectory() as root:
+                r["compile_one"] = _timed([exe, "--out", os.path.join(root, "one"), "--chip",
+                                           chip, "-j=1", "--ptx-per-kernel=false", key])
+                one = os.path.join(root, "one", chip, key)
+                r["ptxas_one"] = _timed([ptxas, f"-arch={chip}", os.path.join(one, "kernels.ptx"),
+                                         "-o", os.path.join(one, f"kernels.{chip}.cubin")])
+                r["compile"] = _timed([exe, "--out", root, "--chip", chip, "-j=1", key])
+                b = os.path.join(root, chip, key)
+                ptx = kernels._ptx_files(b)
+                r["ptxas"], own = _ptxas_all(ptxas, ptx, chip)
+                r["ptxas_max_file"] = max(own.values())
+                r["kernels"] = len(ptx)
+                t = time.perf_counter()
+                _runtime.Device(0).add_bundle(b, key + "#cubin")
+                r["load"] = time.perf_counter() - t
+                ptx_only = os.path.join(root, "ptx-only")
+                shutil.copytree(b, ptx_only, ignore=shutil.ignore_patterns("*.cubin"))
+                t = time.perf_counter()
+                _runtime.Device(0).add_bundle(ptx_only, key + "#ptx")
+                r["jit"] = time.perf_counter() - t
+                r["first_use"] = r["compile"] + r["ptxas"] + r["load"]
+                r["first_use_one"] = r["compile_one"] + r["ptxas_one"] + r["load"]
+            runs.append(r)
+        m = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
+        rows.append(dict(config=cfg["name"], key=key, **m))
+        print(f"{cfg['name']:<50} first use {m['first_use']:.3f} s (kernels.ptx layout "
+              f"{m['first_use_one']:.3f} s): compile {m['compile']:.3f} s "
+              f"(one file {m['compile_one']:.3f}), ptxas {m['ptxas']:.3f} s for "
+              f"{m['kernels']:.0f} files (largest {m['ptxas_max_file']:.3f}; one file "
+              f"{m['ptxas_one']:.3f}), load {m['load'] * 1e3:.1f} ms, "
+              f"driver JIT instead {m['jit']:.3f} s")
+    return rows
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--json")
     ap.add_argument("--breakdown", action="store_true")
+    ap.add_argument("--repeat", type=int, default=3, help="--breakdown: cold starts per "
+                    "configuration (medians)")
     args = ap.parse_args()
     if args.breakdown:
-        return breakdown()
+        rows = breakdown(repeat=args.repeat)
+        if rows == 1:
+            return 1
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(gpu=torch.cuda.get_device_name(0), cpus=os.cpu_count(),
+                               rows=rows), f, indent=1)
+        return 0
     dev = torch.device("cuda:0")
     which = "module" if kernels._compiler() is not None else \
         f"executable {kernels.compiler_executable()}"

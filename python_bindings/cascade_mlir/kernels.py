@@ -359,12 +359,38 @@ def _ptxas() -> Optional[str]:
     return None
 
 
+def _ptx_files(bundle: str) -> List[str]:
+    """The bundle's PTX files: kernels.ptx, or one <kernel>.ptx per kernel
+    (cascade-compile's layout, docs/kernel-bundle.md)."""
+    return sorted(os.path.join(bundle, f) for f in os.listdir(bundle) if f.endswith(".ptx"))
+
+
+def _assemble(ptxas: str, ptx: str, chip: str) -> None:
+    """<stem>.<chip>.cubin beside `ptx` (what the runtime loads instead of
+    having the driver JIT the PTX)."""
+    subprocess.run([ptxas, f"-arch={chip}", ptx, "-o", f"{ptx[:-len('.ptx')]}.{chip}.cubin"],
+                   check=True, capture_output=True)
+
+
+def _cubins(ptxas: Optional[str], bundles: Sequence[str], chip: str) -> None:
+    """A cubin beside every PTX file of `bundles`, one ptxas process per
+    file, all at once (the kernels of a plan's groups)."""
+    if not ptxas:
+        return
+    exe: str = ptxas
+    files = [f for b in bundles for f in _ptx_files(b)]
+    if len(files) == 1:
+        _assemble(exe, files[0], chip)
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(max(1, min(len(files), os.cpu_count() or 1))) as pool:
+        list(pool.map(lambda f: _assemble(exe, f, chip), files))
+
+
 def _cubin(ptxas: Optional[str], bundle: str, chip: str) -> None:
-    """A cubin beside the bundle's PTX (the driver then need not JIT it)."""
-    if ptxas:
-        subprocess.run([ptxas, f"-arch={chip}", os.path.join(bundle, "kernels.ptx"),
-                        "-o", os.path.join(bundle, f"kernels.{chip}.cubin")],
-                       check=True, capture_output=True)
+    """A cubin beside each of the bundle's PTX files (the driver then need
+    not JIT them)."""
+    _cubins(ptxas, [bundle], chip)
 
 
 @contextlib.contextmanager
@@ -447,11 +473,9 @@ def build_with_executable(keys: Sequence[str], out_root: str, chip: str = "sm_90
             built.append((key, float(secs)))
     ptxas = _ptxas() if cubin else None
     if ptxas and built:
-        # One ptxas process per bundle, at once (a plan's groups).
-        from concurrent.futures import ThreadPoolExecutor
-        with ThreadPoolExecutor(min(len(built), os.cpu_count() or 1)) as pool:
-            list(pool.map(lambda kb: _cubin(ptxas, os.path.join(out_root, chip, kb[0]),
-                                            chip), built))
+        # One ptxas process per PTX file (cascade-compile writes one per
+        # kernel), all of the plan's groups at once.
+        _cubins(ptxas, [os.path.join(out_root, chip, k) for k, _ in built], chip)
     return built
 
 

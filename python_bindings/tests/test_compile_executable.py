@@ -5,6 +5,7 @@ the compiler module's byte for byte, concurrent builders of one key build it
 once, and the wrappers' first plan compiles every missing group at once.
 Also: the package's sources are valid for the oldest Python it claims."""
 
+import json
 import os
 import re
 import shutil
@@ -55,7 +56,8 @@ def test_bad_keys_are_refused_with_the_reason(bad, why, tmp_path):
 def test_bundle_equals_the_compiler_modules(tmp_path):
     if kernels._compiler() is None:
         pytest.skip("no compiler module to compare with (a static build)")
-    r = run("--out", str(tmp_path / "exe"), "--chip", "sm_90,sm_90a", KEY, "merge.bf16.d64")
+    r = run("--out", str(tmp_path / "exe"), "--chip", "sm_90,sm_90a", "--ptx-per-kernel=false",
+            KEY, "merge.bf16.d64")
     assert r.returncode == 0, r.stderr
     lines = sorted(r.stdout.splitlines())
     assert [ln.split()[:3] for ln in lines] == sorted(
@@ -69,6 +71,52 @@ def test_bundle_equals_the_compiler_modules(tmp_path):
     # A second run keeps what is there.
     again = run("--out", str(tmp_path / "exe"), KEY)
     assert again.returncode == 0 and again.stdout.startswith("cached sm_90 " + KEY)
+
+
+#: Names LLVM numbers per module: branch labels $L__BB<function>_<block>,
+#: demoted shared globals, a constant table merged with an identical one.
+_PER_MODULE_NAMES = [(re.compile(r"\$L__BB\d+_"), "$L__BB#_"),
+                     (re.compile(r"\b__mbarrier(_\d+)?\b"), "__mbarrier#"),
+                     (re.compile(r"\bcascade_\w+_(rope|alibi)\b"), r"TABLE_\1")]
+
+
+def _entries(bundle):
+    """{kernel: its .entry's PTX, per-module names normalized} and the
+    manifest without the ptx fields."""
+    with open(os.path.join(bundle, "manifest.json")) as f:
+        man = json.load(f)
+    out = {}
+    for k in man["kernels"]:
+        with open(os.path.join(bundle, k.pop("ptx"))) as f:
+            text = f.read()
+        start = text.index(f".visible .entry {k['name']}(")
+        body = text[start:text.index("\n}\n", start)]
+        for r, t in _PER_MODULE_NAMES:
+            body = r.sub(t, body)
+        out[k["name"]] = body
+    return out, man
+
+
+def test_one_ptx_file_per_kernel_holds_the_same_kernels(tmp_path):
+    """The default layout: one <kernel>.ptx per kernel, each holding only
+    its entry, the manifest naming it; kernels and manifest otherwise the
+    single kernels.ptx bundle's. A relative --out is the working
+    directory's."""
+    for key in (KEY, "merge.bf16.d64"):
+        r = subprocess.run([EXE, "--out", "per", "--chip", "sm_90a", key],
+                           capture_output=True, text=True, cwd=str(tmp_path))
+        assert r.returncode == 0, r.stderr
+        r = run("--out", str(tmp_path / "one"), "--chip", "sm_90a", "--ptx-per-kernel=false", key)
+        assert r.returncode == 0, r.stderr
+        per, one = tmp_path / "per" / "sm_90a" / key, tmp_path / "one" / "sm_90a" / key
+        with open(per / "manifest.json") as f:
+            man = json.load(f)
+        files = sorted(p.name for p in per.iterdir() if p.suffix == ".ptx")
+        assert files == sorted(k["name"] + ".ptx" for k in man["kernels"])
+        for k in man["kernels"]:
+            assert k["ptx"] == k["name"] + ".ptx"
+            assert (per / k["ptx"]).read_text().count(".entry ") == 1
+        assert _entries(str(per)) == _entries(str(one))
 
 
 def test_concurrent_builders_build_once(tmp_path):
@@ -95,9 +143,13 @@ def test_package_compiles_missing_bundles_with_the_executable(tmp_path, monkeypa
     start = time.time()
     kernels.ensure_bundles(keys, "sm_90")
     took = time.time() - start
+    ptxas = kernels._ptxas()
     for k in keys:
         found = kernels.find_bundle(k, "sm_90", own_chip_only=True)
         assert found and found.startswith(kernels.cache_dir()), (k, found)
+        if ptxas:  # a cubin beside every kernel's PTX file
+            for ptx in kernels._ptx_files(found):
+                assert os.path.isfile(ptx[:-len(".ptx")] + ".sm_90.cubin"), ptx
     assert kernels.ensure_bundle(keys[0], "sm_90").startswith(kernels.cache_dir())
     print(f"two groups compiled by cascade-compile in {took:.2f} s")
 
