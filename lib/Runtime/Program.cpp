@@ -489,68 +489,70 @@ Status Program::prepare(int variant,
     const PlanStep &step = plan_.steps[static_cast<size_t>(i)];
     v.urgent.push_back(freeStep(step) && step.level < plan_.base_level);
   }
-  for (PreparedLaunch &pl : v.launches) {
-    pl.finalize();
-    std::vector<Patch> patches;
-    std::vector<ScalePatch> scalePatches;
-    std::vector<StridePatch> stridePatches;
-    const std::vector<uint64_t> &slots = pl.launch.slots;
-    const std::vector<std::string> &names = pl.launch.slotNames;
-    // The stride slots of a buffer param `name` bound to q or o
-    // (<name>_stride_n / _h), or to ragged K or V (kv_stride_n / _h, K's
-    // role patches them: V's strides must be K's).
-    auto strideSlots = [&](const std::string &name, Role role) {
-      const bool kv = role != Role::Q && role != Role::O;
-      const std::string prefix = kv ? "kv" : name;
-      bool found[2] = {false, false};
-      for (size_t j = 0; j < slots.size(); ++j)
-        for (uint8_t h = 0; h < 2; ++h)
-          if (names[j] == prefix + (h ? "_stride_h" : "_stride_n")) {
-            if (role != Role::V0)
-              stridePatches.push_back({static_cast<uint32_t>(j),
-                                       static_cast<uint8_t>(role), h,
-                                       static_cast<int64_t>(slots[j])});
-            found[h] = true;
-          }
-      if (!found[0] || !found[1])
-        v.unstrided[static_cast<size_t>(role)] = true;
-    };
-    for (size_t i = 0; i < slots.size(); ++i) {
-      const std::string &slotName = pl.launch.slotNames[i];
-      if (slotName == contract::param::kKScale ||
-          slotName == contract::param::kVScale) {
-        scalePatches.push_back(
-            {static_cast<uint32_t>(i), slotName == contract::param::kVScale});
-        continue;
-      }
-      if ((slots[i] & 0xFFFFFF00000000FFull) != kSentinelBase)
-        continue;
-      const auto role = static_cast<uint8_t>((slots[i] >> 8) & 0xFF);
-      if (role >= kNumRoles)
-        continue;
-      patches.push_back({static_cast<uint32_t>(i), role, false});
-      if (role == static_cast<uint8_t>(Role::Sinks))
-        takesSinks_ = true;
-      // A memref descriptor: allocated, aligned, offset, size, stride; the
-      // size follows the aligned pointer.
-      const std::string &name = pl.launch.slotNames[i];
-      if (name.size() > 8 &&
-          name.compare(name.size() - 8, 8, ".aligned") == 0 &&
-          i + 2 < slots.size()) {
-        patches.push_back({static_cast<uint32_t>(i + 2), role, true});
-        if (role == static_cast<uint8_t>(Role::Q) ||
-            role == static_cast<uint8_t>(Role::O) ||
-            role == static_cast<uint8_t>(Role::K0) ||
-            role == static_cast<uint8_t>(Role::V0))
-          strideSlots(name.substr(0, name.size() - 8), static_cast<Role>(role));
-      }
-    }
-    v.patches.push_back(std::move(patches));
-    v.scalePatches.push_back(std::move(scalePatches));
-    v.stridePatches.push_back(std::move(stridePatches));
-  }
+  for (PreparedLaunch &pl : v.launches)
+    collectPatches(pl, v);
   variants_[variant] = std::move(v);
   return Status::success();
+}
+
+void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
+  pl.finalize();
+  std::vector<Patch> patches;
+  std::vector<ScalePatch> scalePatches;
+  std::vector<StridePatch> stridePatches;
+  const std::vector<uint64_t> &slots = pl.launch.slots;
+  const std::vector<std::string> &names = pl.launch.slotNames;
+  // The stride slots of a buffer param `name` bound to q or o
+  // (<name>_stride_n / _h), or to ragged K or V (kv_stride_n / _h, K's
+  // role patches them: V's strides must be K's).
+  auto strideSlots = [&](const std::string &name, Role role) {
+    const bool kv = role != Role::Q && role != Role::O;
+    const std::string prefix = kv ? "kv" : name;
+    bool found[2] = {false, false};
+    for (size_t j = 0; j < slots.size(); ++j)
+      for (uint8_t h = 0; h < 2; ++h)
+        if (names[j] == prefix + (h ? "_stride_h" : "_stride_n")) {
+          if (role != Role::V0)
+            stridePatches.push_back({static_cast<uint32_t>(j),
+                                     static_cast<uint8_t>(role), h,
+                                     static_cast<int64_t>(slots[j])});
+          found[h] = true;
+        }
+    if (!found[0] || !found[1])
+      v.unstrided[static_cast<size_t>(role)] = true;
+  };
+  for (size_t i = 0; i < slots.size(); ++i) {
+    const std::string &slotName = pl.launch.slotNames[i];
+    if (slotName == contract::param::kKScale ||
+        slotName == contract::param::kVScale) {
+      scalePatches.push_back(
+          {static_cast<uint32_t>(i), slotName == contract::param::kVScale});
+      continue;
+    }
+    if ((slots[i] & 0xFFFFFF00000000FFull) != kSentinelBase)
+      continue;
+    const auto role = static_cast<uint8_t>((slots[i] >> 8) & 0xFF);
+    if (role >= kNumRoles)
+      continue;
+    patches.push_back({static_cast<uint32_t>(i), role, false});
+    if (role == static_cast<uint8_t>(Role::Sinks))
+      takesSinks_ = true;
+    // A memref descriptor: allocated, aligned, offset, size, stride; the
+    // size follows the aligned pointer.
+    const std::string &name = pl.launch.slotNames[i];
+    if (name.size() > 8 && name.compare(name.size() - 8, 8, ".aligned") == 0 &&
+        i + 2 < slots.size()) {
+      patches.push_back({static_cast<uint32_t>(i + 2), role, true});
+      if (role == static_cast<uint8_t>(Role::Q) ||
+          role == static_cast<uint8_t>(Role::O) ||
+          role == static_cast<uint8_t>(Role::K0) ||
+          role == static_cast<uint8_t>(Role::V0))
+        strideSlots(name.substr(0, name.size() - 8), static_cast<Role>(role));
+    }
+  }
+  v.patches.push_back(std::move(patches));
+  v.scalePatches.push_back(std::move(scalePatches));
+  v.stridePatches.push_back(std::move(stridePatches));
 }
 
 size_t Program::firstChained(const std::vector<int32_t> &steps) const {

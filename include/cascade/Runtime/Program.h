@@ -252,6 +252,10 @@ private:
   /// level other than the base.
   bool freeStep(const PlanStep &step) const;
   /// The first of the launches (by their `steps`) that writes the output.
+  /// Finalizes a recorded launch of `v` and finds the slots run() patches
+  /// in it: the caller's buffers (sentinels), the fp8 scales and the
+  /// strides of q, o and ragged K / V.
+  void collectPatches(PreparedLaunch &pl, Variant &v);
   size_t firstChained(const std::vector<int32_t> &steps) const;
   Status stage(uint64_t intWorkspace, cuda::CUstream stream);
 
