@@ -49,6 +49,9 @@ def main() -> int:
     print(f"{os.path.basename(args.wheel)}: {size / 2**20:.1f} MiB")
     with zipfile.ZipFile(args.wheel) as z, tempfile.TemporaryDirectory() as tmp:
         for info in z.infolist():
+            if info.filename.endswith(".lock"):
+                bad.append(f"{info.filename}: a build lock file in the wheel")
+                continue
             with z.open(info) as f:
                 head = f.read(20)
             # Host ELF files only (x86-64, e_machine 62): a cubin is an ELF
