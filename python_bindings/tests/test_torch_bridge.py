@@ -182,9 +182,10 @@ def test_wrong_torch_version_is_refused(monkeypatch):
     uses anything of the bridge (the wrong version is simulated)."""
     monkeypatch.delenv("CASCADE_MLIR_NO_TORCH_BRIDGE", raising=False)
     bridge, why = _frameworks.load_torch_bridge("0.0.0+not-this-torch")
+    if bridge is None and why.startswith("not built"):
+        pytest.skip(f"the torch bridge is {why}: no version to compare")
     assert bridge is None and "0.0.0+not-this-torch" in why, why
-    if "not built" not in why:
-        assert "built for torch" in why, why
+    assert "built for torch" in why, why
 
 
 def test_missing_bridge_falls_back(monkeypatch):

@@ -101,10 +101,16 @@ def test_bad_input_raises_before_launch_and_leaves_outputs(gpu):
         (TypeError, "q has dtype bfloat16", dict(q=q.bfloat16())),
         (ValueError, r"q has shape \[4, 16, 128\]", dict(q=q[:, :16])),
         (ValueError, "q is on cpu", dict(q=q.cpu())),
-        (ValueError, "q must be contiguous", dict(q=q.transpose(0, 1).contiguous().transpose(0, 1))),
+        # Strided views are taken (test_gpu_strides.py), but not along head_dim.
+        (ValueError, "q has strides .*head_dim is contiguous",
+         dict(q=q.transpose(0, 2).contiguous().transpose(0, 2))),
         (ValueError, "paged_kv_cache has shape", dict(kv=cache[:, :, :8])),
         (ValueError, "plan reads page", dict(kv=cache[: int(indices.max())])),
-        (ValueError, r"paged_kv_cache\[0\] must be contiguous", dict(kv=(cache[:, 0], cache[:, 1]))),
+        (ValueError, r"paged_kv_cache\[0\] has strides .*head_dim is contiguous",
+         dict(kv=tuple(cache[:, i].transpose(1, 3).contiguous().transpose(1, 3)
+                       for i in range(2)))),
+        (ValueError, "out has strides .*do not overlap",
+         dict(out=out.as_strided(out.shape, (hq * d, 64, 1)))),
         (TypeError, "out has dtype float32", dict(out=out.float())),
         (ValueError, "lse has shape", dict(lse=lse[:, :8])),
     ]
