@@ -31,6 +31,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import threading
 from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     Union)
@@ -367,9 +368,18 @@ def _ptx_files(bundle: str) -> List[str]:
 
 def _assemble(ptxas: str, ptx: str, chip: str) -> None:
     """<stem>.<chip>.cubin beside `ptx` (what the runtime loads instead of
-    having the driver JIT the PTX)."""
-    subprocess.run([ptxas, f"-arch={chip}", ptx, "-o", f"{ptx[:-len('.ptx')]}.{chip}.cubin"],
-                   check=True, capture_output=True)
+    having the driver JIT the PTX). Written under a temporary name and
+    renamed: the bundle may already be visible to other processes, which
+    must see no cubin or a whole one."""
+    cubin = f"{ptx[:-len('.ptx')]}.{chip}.cubin"
+    tmp = f"{cubin}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        subprocess.run([ptxas, f"-arch={chip}", ptx, "-o", tmp], check=True,
+                       capture_output=True)
+        os.replace(tmp, cubin)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _cubins(ptxas: Optional[str], bundles: Sequence[str], chip: str) -> None:
