@@ -183,8 +183,15 @@ def warm(args: argparse.Namespace) -> int:
     data["warm_bundles"] = len(rest)
     built = [k for k in missing if kernels.find_bundle(k, chip, own_chip_only=True)]
     data["compiled"] = built
-    cubins = [k for k in built if os.path.isfile(os.path.join(
-        kernels.find_bundle(k, chip, own_chip_only=True) or "", f"kernels.{chip}.cubin"))]
+    def has_cubins(bundle):
+        """A cubin beside every PTX file (kernels.ptx, or one per kernel)."""
+        if not bundle:
+            return False
+        ptx = [f[:-len(".ptx")] for f in os.listdir(bundle) if f.endswith(".ptx")]
+        return bool(ptx) and all(os.path.isfile(os.path.join(bundle, f"{p}.{chip}.cubin"))
+                                 for p in ptx)
+
+    cubins = [k for k in built if has_cubins(kernels.find_bundle(k, chip, own_chip_only=True))]
     data["cubins"] = len(cubins)
     _write(args.json, data)
     rate = len(rest) / data["warm_s"] if data["warm_s"] > 0 else 0.0
