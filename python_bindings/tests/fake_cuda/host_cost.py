@@ -245,7 +245,7 @@ def check_fast_merges():
     kernel and arguments it launches, and that a bad argument falls back to
     the checked path's error naming it."""
     import cascade_mlir as cm
-    from fake_device_checks import arg, check, launches
+    from stand_in import arg, check, launches
     L, H, D = 37, 4, 128
     va, vb = tensor((L, H, D), "float16"), tensor((L, H, D), "float16")
     sa, sb = tensor((L, H), "float32"), tensor((L, H), "float32")
@@ -459,7 +459,7 @@ def python_frames(fn):
 def same_launches(got, want, ptrs, what):
     """got's launches are want's, the addresses `ptrs` (got's: want's, the
     outputs each side allocated) mapped."""
-    from fake_device_checks import check
+    from stand_in import check
     mapped = [dict(r, params=[ptrs.get(v, v) for v in r["params"]]) for r in got]
     check(len(got) == len(want) and len(want) > 0, f"{what}: {len(got)} launches, "
           f"expected {len(want)}")
@@ -482,7 +482,7 @@ def check_torch_ops(torch, bridge):
     import gc
     import cascade_mlir as cm
     from cascade_mlir import torch_ops
-    from fake_device_checks import check, launches
+    from stand_in import check, launches
     ops = torch.ops.cascade_mlir
     w, d, p, q, qp, cache = torch_wrappers(torch)
     launches()
@@ -589,7 +589,7 @@ def check_torch_ops(torch, bridge):
 def check_torch_merges(torch):
     """The merges' ops launch what the functions launch, in C++."""
     import cascade_mlir as cm
-    from fake_device_checks import check, launches
+    from stand_in import check, launches
     ops = torch.ops.cascade_mlir
     L, H, D = 37, 4, 128
     va, vb = (torch.empty(L, H, D, dtype=torch.float16) for _ in range(2))
