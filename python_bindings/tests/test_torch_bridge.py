@@ -165,8 +165,11 @@ def test_checks_name_the_argument_with_the_bridge(bridge):
     bad = {"q dtype": (q.float(), kv, None, "q has dtype float32"),
            "q shape": (q[:2], kv, None, r"q has shape \[2, 4, 16\]"),
            "kv pages": (q, kv[:2], None, "has 2 pages but the plan reads page 5"),
-           "out strides": (q, kv, torch.zeros(4, 3, 16, dtype=torch.float16)
-                           .transpose(0, 1), "out must be contiguous")}
+           # A strided out is taken unless its heads overlap (head stride 8
+           # < head_dim 16).
+           "out strides": (q, kv, torch.zeros(128, dtype=torch.float16)
+                           .as_strided((3, 4, 16), (16, 8, 1)),
+                           "out has strides .*do not overlap")}
     _runtime._check_call(q, kv, torch.empty_like(q), None, cfg, 3, 5)
     for what, (qq, kk, out, msg) in bad.items():
         errors = []
