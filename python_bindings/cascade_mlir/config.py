@@ -378,12 +378,7 @@ def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
             raise ValueError(f"{name} dequantizes an fp8 KV cache; plan()'s kv_data_type "
                              f"is {cfg.kv_dtype} (pass kv_data_type=torch.float8_e4m3fn "
                              "or float8_e5m2)")
-        try:
-            f = float(value)
-        except (TypeError, ValueError):
-            raise ValueError(f"{name} must be a float, got {value!r}") from None
-        if not math.isfinite(f):
-            raise ValueError(f"{name} must be finite, got {value!r}")
+        f = _finite_float(name, value)
         if name == "k_scale" and f <= 0:
             # The tensor-core kernels fold it into the softmax's exponent
             # scale, where the running max of the logits needs it positive.
@@ -392,18 +387,24 @@ def kv_scales(cfg: AttentionConfig, k_scale: Optional[float],
     return out[0], out[1]
 
 
-def run_scale(name: str, value: Any, positive: bool = True) -> float:
-    """One of run()'s q_scale / k_scale / v_scale (None = 1) as a float:
-    finite, and positive for the scales that multiply the softmax scale
-    (q_scale, k_scale: FlashInfer folds them into sm_scale)."""
-    if value is None:
-        return 1.0
+def _finite_float(name: str, value: Any) -> float:
+    """A scale argument of run() as a finite float (ValueError naming it)."""
     try:
         f = float(value)
     except (TypeError, ValueError):
         raise ValueError(f"{name} must be a float, got {value!r}") from None
     if not math.isfinite(f):
         raise ValueError(f"{name} must be finite, got {value!r}")
+    return f
+
+
+def run_scale(name: str, value: Any, positive: bool = True) -> float:
+    """One of run()'s q_scale / k_scale / v_scale (None = 1) as a float:
+    finite, and positive for the scales that multiply the softmax scale
+    (q_scale, k_scale: FlashInfer folds them into sm_scale)."""
+    if value is None:
+        return 1.0
+    f = _finite_float(name, value)
     if positive and f <= 0:
         raise ValueError(f"{name} must be positive (it multiplies the softmax scale), "
                          f"got {value!r}")
