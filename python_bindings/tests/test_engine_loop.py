@@ -21,24 +21,9 @@ try:
 finally:
     sys.path.pop(0)
 
-#: Test name -> conventions (engine_loop.CONVENTIONS), those of the GPU
-#: test that do not need a GPU.
-SINGLE = {
-    "tidy": frozenset(),
-    "preallocated_buffers": frozenset({"buffers"}),
-    "strided_q": frozenset({"strided_q"}),
-    "out_view": frozenset({"out"}),
-    "kv_pair": frozenset({"pair"}),
-    "run_k_v_scale": frozenset({"scales"}),
-    "mixed_batch": frozenset({"mixed"}),
-    "mixed_batch_on_buffers": frozenset({"mixed", "buffers"}),
-    "ragged_extend": frozenset({"ragged"}),
-    "ragged_extend_strided_kv": frozenset({"ragged", "strided_kv"}),
-    "forward_score_options": frozenset({"forward"}),
-    "forward_score_options_ragged": frozenset({"forward", "ragged"}),
-    "vllm_plan_args": frozenset({"vllm_args"}),
-    "sglang_plan_args": frozenset({"sglang_args"}),
-}
+#: Test name -> the conventions it turns on (engine_loop.SINGLE: those
+#: that need no GPU)
+SINGLE = el.SINGLE_ON_CPU
 
 
 def run(hq, hkv, dtype, conv):

@@ -76,6 +76,31 @@ PROFILES: Dict[str, FrozenSet[str]] = {
                          "sglang_args"}),
 }
 
+#: One test per convention: test name -> the conventions it turns on.
+SINGLE: Dict[str, FrozenSet[str]] = {
+    "tidy": frozenset(),
+    "preallocated_buffers": frozenset({"buffers"}),
+    "strided_q": frozenset({"strided_q"}),
+    "out_view": frozenset({"out"}),
+    "cuda_graph_buckets": frozenset({"graphs"}),
+    "cuda_graph_buckets_on_buffers": frozenset({"graphs", "buffers"}),
+    "kv_pair": frozenset({"pair"}),
+    "run_k_v_scale": frozenset({"scales"}),
+    "mixed_batch": frozenset({"mixed"}),
+    "mixed_batch_on_buffers": frozenset({"mixed", "buffers"}),
+    "ragged_extend": frozenset({"ragged"}),
+    "ragged_extend_strided_kv": frozenset({"ragged", "strided_kv"}),
+    "forward_score_options": frozenset({"forward"}),
+    "forward_score_options_ragged": frozenset({"forward", "ragged"}),
+    "vllm_plan_args": frozenset({"vllm_args"}),
+    "sglang_plan_args": frozenset({"sglang_args"}),
+    "sglang_fast_decode_plan": frozenset({"sglang_args", "graphs", "buffers"}),
+}
+
+#: Those that need no GPU (no CUDA graphs).
+SINGLE_ON_CPU: Dict[str, FrozenSet[str]] = {
+    name: conv for name, conv in SINGLE.items() if "graphs" not in conv}
+
 #: Steps of (request, new tokens), decodes (one new token of a running
 #: request) first. A, D and H leave after step 4, E's prompt comes in two
 #: chunks (steps 2, 3), F and G take the freed pages at step 6. Pure-decode

@@ -18,26 +18,8 @@ import pytest
 import engine_loop as el
 from gpu_support import SEED, gpu  # noqa: F401
 
-#: Test name -> the conventions it turns on (engine_loop.CONVENTIONS).
-SINGLE = {
-    "tidy": frozenset(),
-    "preallocated_buffers": frozenset({"buffers"}),
-    "strided_q": frozenset({"strided_q"}),
-    "out_view": frozenset({"out"}),
-    "cuda_graph_buckets": frozenset({"graphs"}),
-    "cuda_graph_buckets_on_buffers": frozenset({"graphs", "buffers"}),
-    "kv_pair": frozenset({"pair"}),
-    "run_k_v_scale": frozenset({"scales"}),
-    "mixed_batch": frozenset({"mixed"}),
-    "mixed_batch_on_buffers": frozenset({"mixed", "buffers"}),
-    "ragged_extend": frozenset({"ragged"}),
-    "ragged_extend_strided_kv": frozenset({"ragged", "strided_kv"}),
-    "forward_score_options": frozenset({"forward"}),
-    "forward_score_options_ragged": frozenset({"forward", "ragged"}),
-    "vllm_plan_args": frozenset({"vllm_args"}),
-    "sglang_plan_args": frozenset({"sglang_args"}),
-    "sglang_fast_decode_plan": frozenset({"sglang_args", "graphs", "buffers"}),
-}
+#: Test name -> the conventions it turns on (engine_loop.SINGLE)
+SINGLE = el.SINGLE
 
 
 def run(dev, hq, hkv, dtype, conv):
