@@ -2,8 +2,9 @@
 
 Everything an attention kernel is specialised on besides the kind of level
 (decode or prefill, causal, accumulating; `kernels.Group`): the dtypes of q,
-KV and the output (separate), the KV scaling, head counts, head_dim, page
-size, KV layout and form, and the score options. It is the Python mirror of
+KV and the output (separate), the KV scaling, head counts, head_dim (and the
+head_dim of v and the output where it differs, `head_dim_vo`), page size,
+KV layout and form, and the score options. It is the Python mirror of
 the C++ `cascade::contract::AttentionConfig` (include/cascade/Contract):
 `as_dict()` is what crosses into C++ (the compiler's IR builders, the GPU
 program's signature), `key()` spells the configuration's part of a kernel
@@ -135,6 +136,9 @@ class AttentionConfig:
     rope_scale: float = 1.0
     rope_theta: float = 1e4
     lse_base: str = "2"
+    #: The head_dim of v and the output where it differs from q's and k's
+    #: (`head_dim`), as in DeepSeek's prefill (192 / 128); None: the same.
+    head_dim_vo: Optional[int] = None
 
     def __post_init__(self) -> None:
         put = object.__setattr__
@@ -145,6 +149,7 @@ class AttentionConfig:
                              f"num_kv_heads ({self.num_kv_heads})")
         if self.head_dim % 8:
             raise ValueError(f"head_dim must be a multiple of 8, got {self.head_dim}")
+        self._check_head_dim_vo()
         q = dtype_code(self.q_dtype, "q_data_type")
         put(self, "q_dtype", q)
         put(self, "kv_dtype", dtype_code(q if self.kv_dtype is None else self.kv_dtype,
@@ -154,6 +159,15 @@ class AttentionConfig:
         put(self, "kv_scale", _choice("kv_scale", self.kv_scale, KV_SCALES))
         put(self, "kv_layout", _choice("kv_layout", self.kv_layout, KV_LAYOUTS))
         put(self, "kv_form", _choice("kv_form", self.kv_form, KV_FORMS))
+        if self.head_dim_vo is not None and self.kv_form == "pool":
+            # contract::AttentionConfig::validate()'s words.
+            raise ValueError(f"head_dim_vo ({self.head_dim_vo}) differs from head_dim "
+                             f"({self.head_dim}): k and v need a cache each (a pair or "
+                             "ragged K/V), not one pool")
+        if self.head_dim_vo is not None and self.head_dim_vo > self.head_dim:
+            raise ValueError(f"head_dim_vo ({self.head_dim_vo}) larger than head_dim "
+                             f"({self.head_dim}) is not supported: the kernels compute "
+                             "v's columns within q's and k's")
         pos = _POS_NAMES.get(str(self.pos_encoding))
         if pos is None:
             raise ValueError("pos_encoding_mode must be NONE, ROPE_LLAMA or ALIBI, "
@@ -180,13 +194,35 @@ class AttentionConfig:
         put(self, "rope_scale", rs)
         put(self, "rope_theta", rt)
 
+    def _check_head_dim_vo(self) -> None:
+        """head_dim_vo: None or a positive multiple of 8, normalised to None
+        when it equals head_dim (one kernel, one key); __post_init__ then
+        checks it against the KV form and head_dim, in the order and words
+        of contract::AttentionConfig::validate()."""
+        vo = self.head_dim_vo
+        if vo is None:
+            return
+        if not isinstance(vo, int) or isinstance(vo, bool) or vo <= 0:
+            raise ValueError(f"head_dim_vo must be a positive int (or None: head_dim's), "
+                             f"got {vo!r}")
+        vo = int(vo)
+        if vo == self.head_dim:
+            object.__setattr__(self, "head_dim_vo", None)
+            return
+        if vo % 8:
+            raise ValueError(f"head_dim_vo must be a multiple of 8, got {vo}")
+        object.__setattr__(self, "head_dim_vo", vo)
+
     @classmethod
     def make(cls, *, q_dtype: Any = "float16", kv_dtype: Any = None,
              o_dtype: Any = None, head_dim: int, num_qo_heads: int,
              num_kv_heads: int, page_size: int, kv_layout: str = "NHD",
-             kv_form: str = "pool", **score: Any) -> "AttentionConfig":
+             kv_form: str = "pool", head_dim_vo: Optional[int] = None,
+             **score: Any) -> "AttentionConfig":
         """From FlashInfer's plan() arguments (its names and None defaults):
-        the dtypes and shapes, and the score options (SCORE_OPTIONS)."""
+        the dtypes and shapes, and the score options (SCORE_OPTIONS).
+        `head_dim` is q's and k's (FlashInfer's head_dim_qk), `head_dim_vo`
+        v's and the output's (None: head_dim's)."""
         unknown = sorted(set(score) - set(SCORE_OPTIONS))
         if unknown:
             raise TypeError(f"unexpected score option(s) {', '.join(unknown)} "
@@ -194,7 +230,8 @@ class AttentionConfig:
         s = {**SCORE_OPTIONS, **score}
         return cls(num_qo_heads, num_kv_heads, head_dim, page_size,
                    q_dtype=q_dtype, kv_dtype=kv_dtype, o_dtype=o_dtype,
-                   kv_layout=kv_layout, kv_form=kv_form, sm_scale=s["sm_scale"],
+                   kv_layout=kv_layout, kv_form=kv_form, head_dim_vo=head_dim_vo,
+                   sm_scale=s["sm_scale"],
                    logits_soft_cap=s["logits_soft_cap"] or 0.0,
                    window_left=s["window_left"], pos_encoding=s["pos_encoding_mode"],
                    rope_scale=1.0 if s["rope_scale"] is None else s["rope_scale"],
@@ -232,6 +269,16 @@ class AttentionConfig:
         return self.num_qo_heads // self.num_kv_heads
 
     @property
+    def v_dim(self) -> int:
+        """The head_dim of v and the output (head_dim_vo, else head_dim)."""
+        return self.head_dim if self.head_dim_vo is None else self.head_dim_vo
+
+    @property
+    def split_head_dims(self) -> bool:
+        """v and the output have a head_dim of their own (head_dim_vo)."""
+        return self.head_dim_vo is not None
+
+    @property
     def effective_sm_scale(self) -> float:
         return self.sm_scale if self.sm_scale is not None else f32(self.head_dim ** -0.5)
 
@@ -241,7 +288,8 @@ class AttentionConfig:
     def key(self) -> str:
         """The configuration's part of a bundle key
         (`f16-f16.d128.h32x8.p16.nhd.pool`, then the options that differ
-        from their defaults, floats as float32 bits); kernels.attention_key
+        from their defaults, floats as float32 bits, then `dv<D>` for a
+        head_dim of v and o of their own); kernels.attention_key
         puts the group in front. cascade::contract::AttentionConfig::key()
         spells the same."""
         parts = [f"{self.q_dtype}-{self.kv_dtype}", f"d{self.head_dim}",
@@ -257,6 +305,8 @@ class AttentionConfig:
             parts.append(f"rope{f32_bits(self.rope_scale)}x{f32_bits(self.rope_theta)}")
         if self.pos_encoding == "alibi":
             parts.append("alibi")
+        if self.head_dim_vo is not None:
+            parts.append(f"dv{self.head_dim_vo}")
         if self.o_dtype != self.q_dtype:
             parts.append(f"o{self.o_dtype}")
         if self.kv_scale != "none":
@@ -293,6 +343,8 @@ class AttentionConfig:
                                   rope_theta=f32_from_bits(t))
                 elif p == "alibi":
                     fields["pos_encoding"] = "alibi"
+                elif p.startswith("dv"):
+                    fields["head_dim_vo"] = int(p[2:])
                 elif p.startswith("kvscale_"):
                     fields["kv_scale"] = p[len("kvscale_"):]
                 elif p == "lsee":
@@ -316,6 +368,7 @@ class AttentionConfig:
         return {
             "q_dtype": self.q_dtype, "kv_dtype": self.kv_dtype, "o_dtype": self.o_dtype,
             "kv_scale": self.kv_scale, "head_dim": self.head_dim,
+            "head_dim_vo": self.v_dim,
             "num_qo_heads": self.num_qo_heads, "num_kv_heads": self.num_kv_heads,
             "page_size": self.page_size, "kv_layout": self.kv_layout,
             "kv_form": self.kv_form, "sm_scale": self.sm_scale,
@@ -327,10 +380,12 @@ class AttentionConfig:
     def describe(self) -> str:
         """A readable one-line summary (for messages)."""
         parts = [f"q={self.q_dtype}", f"kv={self.kv_dtype}",
-                 f"head_dim={self.head_dim}",
-                 f"heads={self.num_qo_heads}/{self.num_kv_heads}",
-                 f"page_size={self.page_size}", f"layout={self.kv_layout.upper()}",
-                 f"kv_form={self.kv_form}"]
+                 f"head_dim={self.head_dim}"]
+        if self.head_dim_vo is not None:
+            parts.append(f"head_dim_vo={self.head_dim_vo}")
+        parts += [f"heads={self.num_qo_heads}/{self.num_kv_heads}",
+                  f"page_size={self.page_size}", f"layout={self.kv_layout.upper()}",
+                  f"kv_form={self.kv_form}"]
         if self.o_dtype != self.q_dtype:
             parts.append(f"o={self.o_dtype}")
         if self.kv_scale != "none":

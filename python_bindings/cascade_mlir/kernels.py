@@ -93,9 +93,20 @@ class Group:
                 "sinks": self.sinks}
 
 
+def check_group(cfg: AttentionConfig, group: Group) -> None:
+    """ValueError for a group the configuration has no kernels of: decode
+    where v has a head_dim of its own (head_dim_vo is prefill's, as
+    FlashInfer's decode wrappers take one head_dim)."""
+    if group.decode and cfg.split_head_dims:
+        raise ValueError(f"head_dim_vo ({cfg.v_dim}) differs from head_dim "
+                         f"({cfg.head_dim}): only prefill levels take a head_dim of v "
+                         "of its own, not decode (FlashInfer's decode takes one head_dim)")
+
+
 def attention_key(cfg: AttentionConfig, group: Group) -> str:
     """The bundle key of one group of a configuration:
     `<group>.<cfg.key()>`, e.g. decode.f16-f16.d128.h32x8.p16.nhd.pool."""
+    check_group(cfg, group)
     return f"{group.name}.{cfg.key()}"
 
 
@@ -116,10 +127,12 @@ def parse_key(key: str) -> ParsedKey:
                       sinks="sink" in kind)
         if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
             raise ValueError
-        return AttentionConfig.from_key(".".join(parts[1:])), group
+        cfg = AttentionConfig.from_key(".".join(parts[1:]))
     except (ValueError, IndexError, TypeError):
         raise ValueError(f"{key!r} is not a kernel bundle key (e.g. "
                          "'decode.f16-f16.d128.h32x8.p16.nhd.pool' or 'merge.f16.d128')")
+    check_group(cfg, group)
+    return cfg, group
 
 
 # --- the default set ------------------------------------------------------------

@@ -89,9 +89,9 @@ inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
   namespace key = contract::key;
   using namespace contract;
   static const char *const known[] = {
-      key::kQDType,   key::kKvDType,    key::kODType,     key::kKvScale,
-      key::kHeadDim,  key::kNumQoHeads, key::kNumKvHeads, key::kPageSize,
-      key::kKvLayout, key::kKvForm,     key::kLseBase};
+      key::kQDType,   key::kKvDType,   key::kODType,     key::kKvScale,
+      key::kHeadDim,  key::kHeadDimVo, key::kNumQoHeads, key::kNumKvHeads,
+      key::kPageSize, key::kKvLayout,  key::kKvForm,     key::kLseBase};
   for (auto item : d) {
     const std::string k = py::str(item.first);
     bool ok = false;
@@ -122,6 +122,8 @@ inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
       out = d[k].cast<int64_t>();
   };
   i64(key::kHeadDim, c.headDim);
+  // Absent or None: head_dim's (0); head_dim itself is the same.
+  i64(key::kHeadDimVo, c.headDimVo);
   i64(key::kNumQoHeads, c.numQoHeads);
   i64(key::kNumKvHeads, c.numKvHeads);
   i64(key::kPageSize, c.pageSize);
@@ -141,7 +143,8 @@ inline contract::AttentionConfig attentionConfigFromDict(const py::dict &d) {
   return c;
 }
 
-/// The dict of a configuration (every key; sm_scale None for the default).
+/// The dict of a configuration (every key; sm_scale None for the default,
+/// head_dim_vo the head_dim of v and the output, head_dim's when the same).
 inline py::dict attentionConfigToDict(const contract::AttentionConfig &c) {
   namespace key = contract::key;
   using namespace contract;
@@ -151,6 +154,7 @@ inline py::dict attentionConfigToDict(const contract::AttentionConfig &c) {
   d[key::kODType] = dtypeName(c.oType);
   d[key::kKvScale] = kvScaleName(c.kvScale);
   d[key::kHeadDim] = c.headDim;
+  d[key::kHeadDimVo] = c.vDim();
   d[key::kNumQoHeads] = c.numQoHeads;
   d[key::kNumKvHeads] = c.numKvHeads;
   d[key::kPageSize] = c.pageSize;
