@@ -14,6 +14,7 @@ void setPlanStatics(PlanInputs &in, const contract::AttentionConfig &c) {
   in.num_qo_heads = c.numQoHeads;
   in.num_kv_heads = c.numKvHeads;
   in.head_dim = c.headDim;
+  in.head_dim_vo = c.splitHeadDims() ? c.vDim() : 0;
   in.page_size = c.pageSize;
   in.q_dtype = c.qType;
   in.kv_dtype = c.kvType;
@@ -145,6 +146,14 @@ TensorArg Checker::checkOut(py::handle out, const TensorArg &q,
 }
 
 void Checker::checkOut(const TensorArg &to, const TensorArg &q) const {
+  if (sig.config.splitHeadDims()) {
+    expectTensor(to, "out", sig, sig.oType,
+                 {q.shape[0], q.shape[1], sig.config.vDim()},
+                 "[rows of q, num_qo_heads, head_dim_vo], in the planned "
+                 "output dtype",
+                 Layout::RowsStridedWritten);
+    return;
+  }
   expectTensor(to, "out", sig, sig.oType, {q.shape[0], q.shape[1], q.shape[2]},
                "the shape of q, in the planned output dtype",
                Layout::RowsStridedWritten);
@@ -184,9 +193,10 @@ bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
   TensorArg v = probe(seq[1], "v_cache", stream);
   alive.push_back(k.keepAlive);
   alive.push_back(v.keepAlive);
-  // (pool[:, 0], pool[:, 1]) of one 5-D pool: the pool itself.
+  // (pool[:, 0], pool[:, 1]) of one 5-D pool: the pool itself (never with
+  // a head_dim of v of its own: a pool cannot hold it).
   TensorArg pool;
-  if (poolOfPair(k, v, pool)) {
+  if (!sig.config.splitHeadDims() && poolOfPair(k, v, pool)) {
     bindPool(pool, slot, ptrs, counts);
     return false;
   }
@@ -231,6 +241,13 @@ void Checker::bindPool(const TensorArg &a, int slot,
                 d = sig.config.headDim;
   const bool hnd = sig.hnd();
   const char *name = slot ? "k_shared" : "paged_kv_cache";
+  if (sig.config.splitHeadDims())
+    throw py::value_error(
+        std::string(name) + " is one tensor, but the plan's head_dim_vo (" +
+        std::to_string(sig.config.vDim()) + ") differs from head_dim (" +
+        std::to_string(d) +
+        "): pass a (k_cache, v_cache) pair, k [..., head_dim] and v [..., "
+        "head_dim_vo] (a 5-D pool holds k and v of one head_dim)");
   expectTensor(a, name, sig, sig.kvType,
                hnd ? std::vector<int64_t>{-1, 2, h, page, d}
                    : std::vector<int64_t>{-1, 2, page, h, d},
@@ -248,21 +265,29 @@ void Checker::bindPair(const TensorArg &k, const TensorArg &v, int slot,
                        std::array<uint64_t, kNumRoles> &ptrs,
                        std::array<int64_t, kNumRoles> &counts) const {
   const int64_t page = sig.config.pageSize, h = sig.config.numKvHeads,
-                d = sig.config.headDim;
+                d = sig.config.headDim, dv = sig.config.vDim();
   const bool hnd = sig.hnd();
   const char *what = hnd ? "[max_num_pages, num_kv_heads, page_size, "
                            "head_dim] for HND"
                          : "[max_num_pages, page_size, num_kv_heads, "
                            "head_dim] for NHD";
-  const std::vector<int64_t> shape = hnd ? std::vector<int64_t>{-1, h, page, d}
-                                         : std::vector<int64_t>{-1, page, h, d};
+  // v's head_dim where it has its own (head_dim_vo).
+  const char *vWhat = !sig.config.splitHeadDims() ? what
+                      : hnd ? "[max_num_pages, num_kv_heads, page_size, "
+                              "head_dim_vo] for HND"
+                            : "[max_num_pages, page_size, num_kv_heads, "
+                              "head_dim_vo] for NHD";
+  auto shapeOf = [&](int64_t dim) {
+    return hnd ? std::vector<int64_t>{-1, h, page, dim}
+               : std::vector<int64_t>{-1, page, h, dim};
+  };
   const char *kName = slot ? "k_shared" : "paged_kv_cache[0]";
   const char *vName = slot ? "v_shared" : "paged_kv_cache[1]";
   // Slot 0 may be strided views (run() binds their strides or copies);
   // the shared prefix of slot 1 is contiguous.
   const Layout layout = slot ? Layout::Contiguous : Layout::PagesStrided;
-  expectTensor(k, kName, sig, sig.kvType, shape, what, layout);
-  expectTensor(v, vName, sig, sig.kvType, shape, what, layout);
+  expectTensor(k, kName, sig, sig.kvType, shapeOf(d), what, layout);
+  expectTensor(v, vName, sig, sig.kvType, shapeOf(dv), vWhat, layout);
   if (k.shape[0] != v.shape[0])
     throw py::value_error(std::string(kName) + " and " + vName +
                           " have different numbers of pages");

@@ -265,14 +265,22 @@ public:
           " differs from q's");
     py::object o = py::reinterpret_borrow<py::object>(out);
     TensorArg tout;
+    const int64_t vDim = sig_.config.vDim();
     if (!out.is_none()) {
       tout = probe(o, "out", stream); // checked above
-    } else if (tq.torch && tq.contiguous()) {
+    } else if (tq.torch && tq.contiguous() && vDim == tq.shape[2]) {
       o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
     } else if (tq.torch) {
-      TensorArg like = tq; // a strided q (a view): a contiguous output
+      // A strided q (a view), or an output whose head_dim is v's
+      // (head_dim_vo): a contiguous [rows, heads, head_dim_vo] output.
+      TensorArg like = tq;
+      like.shape[2] = vDim;
       like.setRowMajorStrides();
       o = torchEmptyStrided(like, tout);
+    } else if (vDim != tq.shape[2]) {
+      o = framework_.attr("empty_shaped")(
+          q, py::make_tuple(tq.shape[0], tq.shape[1], vDim));
+      tout = probe(o, "out", stream);
     } else {
       o = framework_.attr("empty_like")(q);
       tout = probe(o, "out", stream);
@@ -398,7 +406,8 @@ public:
       const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
       ch.checkQ(tq);
       TensorArg pool;
-      if (c.has_v && ch.poolOfPair(fromBridge(c.kv), fromBridge(c.v), pool)) {
+      if (c.has_v && !sig_.config.splitHeadDims() &&
+          ch.poolOfPair(fromBridge(c.kv), fromBridge(c.v), pool)) {
         ch.bindPool(pool, 0, ptrs, counts);
       } else if (c.has_v) {
         const TensorArg k = fromBridge(c.kv), v = fromBridge(c.v);

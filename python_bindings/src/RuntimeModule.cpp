@@ -77,6 +77,8 @@ PlanInputs makeInputs(const LevelArrays &arrays, bool hasQo, bool hasIndices,
   in.num_qo_heads = get("num_qo_heads", 0);
   in.num_kv_heads = get("num_kv_heads", 0);
   in.head_dim = get("head_dim", 0);
+  // v's and the output's head_dim where it differs (absent or 0: head_dim).
+  in.head_dim_vo = get("head_dim_vo", 0);
   in.page_size = get("page_size", 0);
   in.num_sms = get("num_sms", 0);
   in.occupancy = get("occupancy", 1);
@@ -168,10 +170,10 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
                      std::optional<I32Array> kvIndices,
                      const py::kwargs &opts) {
   static const char *const kPlanKeys[] = {
-      "num_pages",    "num_qo_heads",      "num_kv_heads",    "head_dim",
-      "page_size",    "num_sms",           "occupancy",       "cuda_graph",
-      "qo_tile_size", "max_num_rows",      "q_dtype",         "kv_dtype",
-      "o_dtype",      "fixed_split_pages", "disable_split_kv"};
+      "num_pages",   "num_qo_heads", "num_kv_heads",      "head_dim",
+      "head_dim_vo", "page_size",    "num_sms",           "occupancy",
+      "cuda_graph",  "qo_tile_size", "max_num_rows",      "q_dtype",
+      "kv_dtype",    "o_dtype",      "fixed_split_pages", "disable_split_kv"};
   for (auto item : opts) {
     const std::string key = py::str(item.first);
     bool known = false;
@@ -365,14 +367,18 @@ ref::PagedKvCache makeCache(const std::vector<F32Array> &kv,
   const F32Array &k = kv[0], &v = kv[1];
   if (k.ndim() != 4 || v.ndim() != 4)
     throw py::value_error("k and v caches must be 4-D");
-  for (int i = 0; i < 4; ++i)
+  // v's head_dim may differ from k's (head_dim_vo); the rest agrees.
+  for (int i = 0; i < 3; ++i)
     if (k.shape(i) != v.shape(i))
-      throw py::value_error("k and v caches must have the same shape");
+      throw py::value_error("k and v caches must have the same pages, page "
+                            "size and heads (only their head_dims may "
+                            "differ: head_dim and head_dim_vo)");
   int64_t page = k.shape(nhd ? 1 : 2), heads = k.shape(nhd ? 2 : 1);
   if (page != pageSize)
     throw py::value_error("page size of paged_kv_cache does not match");
   return ref::PagedKvCache::pair(k.data(), v.data(), k.shape(0), page, heads,
-                                 k.shape(3), l);
+                                 k.shape(3), l,
+                                 v.shape(3) != k.shape(3) ? v.shape(3) : 0);
 }
 
 using U8Array = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
@@ -424,12 +430,15 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
     in.num_qo_heads = q.shape(1);
     in.num_kv_heads = cache.numKvHeads;
     in.head_dim = cache.headDim;
+    in.head_dim_vo = cache.vDim() != cache.headDim ? cache.vDim() : 0;
     in.page_size = pageSize;
     in.num_sms = 1;
     check(validatePlanInputs(in));
     batches.push_back(std::move(b));
   }
-  F64Array out({q.shape(0), q.shape(1), q.shape(2)}),
+  // The output has v's head_dim (head_dim_vo where it differs from q's).
+  F64Array out(
+      {q.shape(0), q.shape(1), static_cast<py::ssize_t>(cache.vDim())}),
       lse({q.shape(0), q.shape(1)});
   ref::AttentionOptions opts = makeOptions(o);
   // Attention sinks: one float32 logit per query head (kept alive here).
@@ -464,8 +473,9 @@ PYBIND11_MODULE(_runtime, m) {
         py::arg("kv_last_page_len"), py::arg("qo_indptr") = py::none(),
         py::arg("kv_indices") = py::none(),
         "Plan one attention level (see docs/plan-schema.md). Keyword options: "
-        "num_qo_heads, num_kv_heads, head_dim, page_size, num_sms, "
-        "occupancy, cuda_graph, num_pages, qo_tile_size, max_num_rows.");
+        "num_qo_heads, num_kv_heads, head_dim, head_dim_vo, page_size, "
+        "num_sms, occupancy, cuda_graph, num_pages, qo_tile_size, "
+        "max_num_rows.");
 
   m.def("auto_cascade", &autoCascade, py::arg("mode"), py::arg("kv_indptr"),
         py::arg("kv_last_page_len"), py::arg("qo_indptr") = py::none(),
@@ -511,5 +521,6 @@ PYBIND11_MODULE(_runtime, m) {
   m.def("ref_attention", &refCascade, py::arg("q"), py::arg("paged_kv_cache"),
         py::arg("levels"), py::arg("page_size"), py::arg("kv_layout") = "NHD",
         "Reference paged attention (one level) or multi-level cascade "
-        "(several): returns float64 (o, lse), lse in base 2.");
+        "(several): returns float64 (o, lse), lse in base 2; o has v's "
+        "head_dim (a (k, v) pair's v may have its own, head_dim_vo).");
 }

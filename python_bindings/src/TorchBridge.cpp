@@ -385,8 +385,13 @@ runKernel(c10::SymInt handle, const at::Tensor &q, const at::Tensor &kv,
   const CascadeRunner *r = runnerOf(h);
   if (r && !requiresGrad({&q, &kv, orNull(v)}) &&
       allDescribable({&q, &kv, orNull(v)}) && q.dim() == 3) {
-    // As run() allocates them: out like q, lse [rows, heads] float32.
-    at::Tensor out = at::empty_like(q);
+    // As run() allocates them: out like q (with v's head_dim where v has
+    // its own, head_dim_vo: [rows, heads, head_dim_vo], contiguous), lse
+    // [rows, heads] float32.
+    const bool vOwnDim = v && v->dim() > 0 && v->size(-1) != q.size(2);
+    at::Tensor out =
+        vOwnDim ? at::empty({q.size(0), q.size(1), v->size(-1)}, q.options())
+                : at::empty_like(q);
     at::Tensor lse =
         at::empty({q.size(0), q.size(1)}, q.options().dtype(at::kFloat));
     if (runLaunched(*r, q, kv, v, out, &lse))
