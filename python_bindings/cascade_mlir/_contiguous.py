@@ -34,11 +34,14 @@ def nhd(x: Any, kv_layout: str, name: str) -> Any:
 
 def token_pages(k: Any, v: Any, kv_layout: str) -> Tuple[Tuple[Any, Any], int]:
     """(k, v) as a page-size-1 NHD pair pool (views of k and v: a new axis
-    of one token a page) and the number of tokens."""
+    of one token a page) and the number of tokens. k and v agree in tokens
+    and heads; their head_dims may differ (head_dim_qk and head_dim_vo,
+    which the plan checks)."""
     k, v = nhd(k, kv_layout, "k"), nhd(v, kv_layout, "v")
-    if tuple(k.shape) != tuple(v.shape):
+    if tuple(k.shape[:2]) != tuple(v.shape[:2]):
         raise ValueError(f"k has shape {list(k.shape)} but v {list(v.shape)}: they must "
-                         "agree (head_dim_vo == head_dim_qk)")
+                         f"agree in tokens and heads ({kv_layout}; only their head_dims, "
+                         "head_dim_qk and head_dim_vo, may differ)")
     return (k[:, None], v[:, None]), int(k.shape[0])
 
 

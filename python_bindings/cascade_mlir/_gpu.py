@@ -242,11 +242,14 @@ class Engine:
     def _plan_form(self) -> str:
         """The KV form whose kernels the plan is computed with: the pool,
         unless only pair bundles exist and nothing can be compiled (ragged
-        K/V: the ragged kernels, the only ones it runs)."""
-        for form in ("pair",) if self.pair_form == "ragged" else ("pool", "pair"):
+        K/V: the ragged kernels, the only ones it runs; a head_dim of v of
+        its own, head_dim_vo: the pair's, since no pool holds it)."""
+        assert self.cfg is not None
+        pairs_only = self.pair_form == "ragged" or self.cfg.split_head_dims
+        for form in ("pair",) if pairs_only else ("pool", "pair"):
             if all(kernels.find_bundle(k, self.dev.chip) for k in self._keys(form)):
                 return form
-        return "pool"
+        return "pair" if self.cfg.split_head_dims else "pool"
 
     def plan(self, cfg: AttentionConfig, levels: List[Level],
              index_buffers: Optional[List[Dict[str, Any]]] = None) -> None:
@@ -319,7 +322,8 @@ class Engine:
 
     def _prepare(self, variant: int) -> None:
         """Binds the kernels of one KV form (variant 0: a 5-D pool, 1: a
-        (k, v) pair); run() calls it the first time it sees the form."""
+        (k, v) pair); run() calls it the first time it sees the form (and
+        refuses a pool before that where v has a head_dim of its own)."""
         form = "pair" if variant == 1 else "pool"
         spec = []
         for lv, key in zip(self.levels, self._keys(form)):

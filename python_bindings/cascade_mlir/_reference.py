@@ -65,6 +65,8 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
               for t in paged_kv_cache]
     else:
         kv = [np.asarray(_to_numpy(paged_kv_cache, "paged_kv_cache"), dtype=np.float32)]
+    if cfg.split_head_dims:
+        _check_split_kv(cfg, kv)
     o, lse = _runtime.ref_attention(
         np.asarray(qn, dtype=np.float32), kv, levels, cfg.page_size,
         cfg.kv_layout.upper(), causal=causal, k_scale=k_scale, v_scale=v_scale,
@@ -73,15 +75,35 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
     return o, lse
 
 
+def _check_split_kv(cfg: AttentionConfig, kv: List[np.ndarray]) -> None:
+    """A (k, v) pair whose head_dims are the configuration's: k's head_dim
+    (q's), v's head_dim_vo (the output's)."""
+    if len(kv) != 2:
+        raise ValueError(f"paged_kv_cache is one tensor, but the plan's head_dim_vo "
+                         f"({cfg.v_dim}) differs from head_dim ({cfg.head_dim}): pass a "
+                         "(k_cache, v_cache) pair, k [..., head_dim] and v [..., "
+                         "head_dim_vo] (a 5-D pool holds k and v of one head_dim)")
+    for name, t, d, what in (("paged_kv_cache[0]", kv[0], cfg.head_dim, "head_dim"),
+                             ("paged_kv_cache[1]", kv[1], cfg.v_dim, "head_dim_vo")):
+        if t.ndim != 4 or t.shape[3] != d:
+            raise ValueError(f"{name} has shape {list(t.shape)}, expected 4-D pages "
+                             f"whose last dim is {what} = {d}")
+
+
 def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                        paged_kv_cache: Any, out: Any, lse: Any,
                        return_lse: bool, k_scale: float = 1.0,
                        v_scale: float = 1.0, sinks: Any = None) -> RunResult:
     """run() without a GPU: the float64 reference, in q's framework and
-    dtype, written into `out` / `lse` when given."""
+    dtype, written into `out` / `lse` when given. The output is
+    [rows, num_qo_heads, head_dim_vo] (q's shape unless v has a head_dim of
+    its own)."""
     o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale, sinks)
     o, l = _like(o, q), _lse_out(l, q)
     if out is not None:
+        if tuple(out.shape) != tuple(o.shape):
+            raise ValueError(f"out has shape {list(out.shape)}, expected {list(o.shape)} "
+                             "([rows of q, num_qo_heads, head_dim_vo])")
         out[...] = o
         o = out
     if lse is not None:

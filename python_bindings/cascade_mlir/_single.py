@@ -46,6 +46,14 @@ def split_options(fixed_split_size: Optional[int], disable_split_kv: bool
     return int(fixed_split_size), False
 
 
+def split_form(head_dim_qk: int, head_dim_vo: Optional[int], form: str) -> str:
+    """The KV form of a plan's configuration: 'pool' (run() binds the
+    kernels of the form it is given), or `form` ('pair', 'ragged') where v
+    and the output have a head_dim of their own (head_dim_vo), which a 5-D
+    pool cannot hold (AttentionConfig refuses it)."""
+    return "pool" if head_dim_vo is None or head_dim_vo == head_dim_qk else form
+
+
 #: What `plan(..., auto_cascade={...})` may set (AutoCascadeOptions,
 #: docs/auto-cascade.md); `causal` comes from plan()'s own argument.
 AUTO_CASCADE_OPTIONS = ("max_levels", "graph_group_capacity", "shared_qo_tile_size",
@@ -394,7 +402,8 @@ class SingleLevelWrapper:
                 "decode" if self._decode else "prefill", kp, kl,
                 qo_indptr=None if self._decode else qo, kv_indices=ki,
                 num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
-                head_dim=cfg.head_dim, page_size=cfg.page_size, num_sms=1, **split)
+                head_dim=cfg.head_dim, head_dim_vo=cfg.v_dim, page_size=cfg.page_size,
+                num_sms=1, **split)
         mask = {} if custom_mask is None else \
             {"custom_mask": custom_mask[0], "mask_indptr": custom_mask[1]}
         self._levels = [_runtime.Level(lv.qo_indptr, lv.kv_indptr, lv.kv_indices,
@@ -414,8 +423,8 @@ class SingleLevelWrapper:
             "decode" if self._decode else "prefill", kp, kl,
             qo_indptr=None if self._decode else qo, kv_indices=ki,
             num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
-            head_dim=cfg.head_dim, page_size=cfg.page_size, num_sms=1,
-            cuda_graph=int(graph), q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype,
+            head_dim=cfg.head_dim, head_dim_vo=cfg.v_dim, page_size=cfg.page_size,
+            num_sms=1, cuda_graph=int(graph), q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype,
             causal=causal, **split, **options)
         self._auto = res
         n = len(res["levels"])

@@ -247,6 +247,20 @@ def _gpu_test_set() -> List[str]:
                    Group(decode=False, causal=True, sinks=True))
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), groups=sink_groups)
     keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), groups=sink_groups + (decode,))
+    # head_dim_vo (tests/gpu/test_gpu_head_dim_vo.py): prefill over (k, v)
+    # pairs (the paged wrapper, single-request prefill) and ragged K/V
+    # whose v has a head_dim of its own.
+    for layout in ("nhd", "hnd"):
+        for page in (16, 1):
+            keys += _attention_set([(16, 4, 192)], page_size=page, layout=layout,
+                                   form="pair", groups=prefill_groups, head_dim_vo=128)
+    for hq, hkv, d, dv in ((16, 4, 192, 128), (16, 4, 128, 64), (16, 4, 96, 64),
+                           (16, 16, 192, 128)):
+        keys += _attention_set([(hq, hkv, d)], page_size=1, form="ragged",
+                               groups=prefill_groups, head_dim_vo=dv)
+    for d, dv in ((128, 64), (96, 64)):
+        keys += _attention_set([(16, 4, d)], dtypes=("f16",), page_size=1, form="pair",
+                               groups=prefill_groups, head_dim_vo=dv)
     return keys
 
 

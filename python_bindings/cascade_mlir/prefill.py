@@ -4,7 +4,7 @@ ragged queries over a paged KV cache (see cascade.py for the conventions)."""
 from typing import Any, Dict, Optional, Union
 
 from ._signatures import flashinfer_signature
-from ._single import SingleLevelWrapper, _is_one, reject
+from ._single import SingleLevelWrapper, _is_one, reject, split_form
 from ._unsupported import MULTI_ITEM_ARGS, reject_multi_item_scoring
 from .config import AttentionConfig, ScoreArgs
 from .masks import check_no_custom_mask, paged_request_masks
@@ -58,17 +58,17 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
         mask = paged_request_masks(custom_mask, packed_custom_mask, qo_indptr,
                                    paged_kv_indptr, paged_kv_last_page_len, page_size)
         reject_multi_item_scoring(*(unsupported.pop(k, d) for k, d in MULTI_ITEM_ARGS))
-        if head_dim_vo is not None and head_dim_vo != head_dim_qk:
-            raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
-                             f"{head_dim_qk}")
         for name, value in unsupported.items():
             reject(name, value)
         options = self._plan_options(auto_cascade, fixed_split_size, disable_split_kv,
                                      mask)
+        # head_dim_vo other than head_dim_qk (DeepSeek's 192 / 128): the
+        # cache is a (k_cache, v_cache) pair, a 5-D pool cannot hold it.
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
-            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=page_size,
-            kv_layout=self._kv_layout, **score)
+            head_dim_vo=head_dim_vo, num_qo_heads=num_qo_heads,
+            num_kv_heads=num_kv_heads, page_size=page_size, kv_layout=self._kv_layout,
+            kv_form=split_form(head_dim_qk, head_dim_vo, "pair"), **score)
         self._plan(cfg, qo_indptr, paged_kv_indptr, paged_kv_indices,
                    paged_kv_last_page_len, causal=causal, options=options,
                    custom_mask=mask)

@@ -3,7 +3,8 @@ ragged queries over contiguous ragged K/V (the prompt before it is paged).
 
 K/V of [kv_indptr[-1], num_kv_heads, head_dim] run on the ragged form of
 the prefill kernels: a page-size-1 pair pool without a page table (no copy;
-the kernels compute a key's address from kv_indptr; _contiguous.py)."""
+the kernels compute a key's address from kv_indptr; _contiguous.py). V may
+have a head_dim of its own (plan(..., head_dim_vo=), DeepSeek's 192 / 128)."""
 
 from typing import Any, Dict, Optional, Union
 
@@ -12,7 +13,7 @@ import numpy as np
 from ._contiguous import identity_table, token_pages
 from ._frameworks import host_int32
 from ._signatures import flashinfer_signature
-from ._single import SingleLevelWrapper, reject
+from ._single import SingleLevelWrapper, reject, split_form
 from ._unsupported import reject_multi_item_scoring
 from .config import AttentionConfig, ScoreArgs
 from .masks import check_no_custom_mask, request_masks
@@ -64,9 +65,6 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         UnsupportedFeatureError)."""
         reject_multi_item_scoring(prefix_len_ptr, token_pos_in_items_ptr,
                                   token_pos_in_items_len, max_item_len_ptr)
-        if head_dim_vo is not None and head_dim_vo != head_dim_qk:
-            raise ValueError(f"head_dim_vo={head_dim_vo} must equal head_dim_qk="
-                             f"{head_dim_qk}")
         kp = host_int32(kv_indptr, "kv_indptr")
         if kp.size == 0:
             raise ValueError("plan(): kv_indptr must have batch_size + 1 >= 1 entries")
@@ -84,8 +82,9 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
         # One-token pages: the identity page table over the ragged K/V.
         cfg = AttentionConfig.make(
             q_dtype=q_data_type, kv_dtype=kv_data_type, head_dim=head_dim_qk,
-            num_qo_heads=num_qo_heads, num_kv_heads=num_kv_heads, page_size=1,
-            kv_layout=self._kv_layout, **score)
+            head_dim_vo=head_dim_vo, num_qo_heads=num_qo_heads,
+            num_kv_heads=num_kv_heads, page_size=1, kv_layout=self._kv_layout,
+            kv_form=split_form(head_dim_qk, head_dim_vo, "ragged"), **score)
         self._plan(cfg, qo, kp, indices, last, causal=causal, options=options,
                    custom_mask=mask)
 
@@ -95,10 +94,12 @@ class BatchPrefillWithRaggedKVCacheWrapper(SingleLevelWrapper):
             k_scale: Optional[float] = None, v_scale: Optional[float] = None,
             out: Any = None, lse: Any = None, return_lse: bool = False,
             enable_pdl: Optional[bool] = None, **planned: Any) -> Any:
-        """Attention of q [qo_indptr[-1], num_qo_heads, head_dim] over k, v
-        [kv_indptr[-1], num_kv_heads, head_dim] (NHD; HND: [num_kv_heads,
-        kv_indptr[-1], head_dim], copied to NHD). `planned`: score options
-        repeated from plan() (config.RUN_SCORE_OPTIONS), checked against it."""
+        """Attention of q [qo_indptr[-1], num_qo_heads, head_dim_qk] over k
+        [kv_indptr[-1], num_kv_heads, head_dim_qk] and v [kv_indptr[-1],
+        num_kv_heads, head_dim_vo] (NHD; HND: [num_kv_heads, kv_indptr[-1],
+        ...]); the output is [qo_indptr[-1], num_qo_heads, head_dim_vo].
+        `planned`: score options repeated from plan()
+        (config.RUN_SCORE_OPTIONS), checked against it."""
         if args:
             raise TypeError("run() takes q, k and v positionally; pass the rest by keyword")
         for name, value in (("q_scale", q_scale), ("k_scale", k_scale),

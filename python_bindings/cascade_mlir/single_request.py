@@ -105,6 +105,11 @@ def single_decode_with_kv_cache(
     hq, d = (int(s) for s in q.shape)
     kv, n = token_pages(k, v, kv_layout)
     hkv = int(kv[0].shape[2])
+    if int(kv[1].shape[3]) != int(kv[0].shape[3]):
+        raise ValueError(f"v's head_dim ({int(kv[1].shape[3])}) differs from k's "
+                         f"({int(kv[0].shape[3])}): decode takes one head_dim, as "
+                         "FlashInfer's (a head_dim_vo of its own is prefill's: "
+                         "single_prefill_with_kv_cache)")
     w = _wrapper(q, "decode")
     _plan(w, q, np.array([0, n], np.int32), np.arange(n, dtype=np.int32),
            np.array([1], np.int32), hq, hkv, d, 1,
@@ -126,12 +131,15 @@ def single_prefill_with_kv_cache(
         use_fp16_qk_reduction: bool = False, backend: str = "auto",
         return_lse: bool = False, *, score: ScoreArgs) -> Any:
     """Prefill/append attention of one request: q [qo_len, num_qo_heads,
-    head_dim] over k, v [kv_len, num_kv_heads, head_dim] (NHD; HND:
-    [num_kv_heads, kv_len, head_dim]). `causal` aligns the queries with the
-    last keys (query i sees keys up to kv_len - qo_len + i); `custom_mask`
-    ([qo_len, kv_len] bool) or `packed_custom_mask` (its packbits, little
-    bit order) replaces the causal mask. Returns o (and lse
-    [qo_len, num_qo_heads], base 2). `use_fp16_qk_reduction` and `backend`
+    head_dim_qk] over k [kv_len, num_kv_heads, head_dim_qk] and v [kv_len,
+    num_kv_heads, head_dim_vo] (NHD; HND: [num_kv_heads, kv_len, ...]); the
+    head_dims come from the shapes, as FlashInfer infers them (v's may be
+    smaller than q's and k's: DeepSeek's 192 / 128). `causal` aligns the
+    queries with the last keys (query i sees keys up to kv_len - qo_len +
+    i); `custom_mask` ([qo_len, kv_len] bool) or `packed_custom_mask` (its
+    packbits, little bit order) replaces the causal mask. Returns o
+    [qo_len, num_qo_heads, head_dim_vo] (and lse [qo_len, num_qo_heads],
+    base 2). `use_fp16_qk_reduction` and `backend`
     are accepted and ignored; the fp8 per-head scales scale_q/k/v and an
     output dtype other than q's are not supported."""
     _check_q(q, 3, "[qo_len, num_qo_heads, head_dim]")
@@ -148,11 +156,11 @@ def single_prefill_with_kv_cache(
         raise ValueError(f"kv_layout must be 'NHD' or 'HND', got {kv_layout!r}")
     rows, hq, d = (int(s) for s in q.shape)
     kv, n = token_pages(k, v, kv_layout)
-    hkv = int(kv[0].shape[2])
+    hkv, dv = int(kv[0].shape[2]), int(kv[1].shape[3])
     w = _wrapper(q, "prefill")
     _plan(w, q, np.array([0, rows], np.int32), np.array([0, n], np.int32),
            np.arange(n, dtype=np.int32), np.array([1], np.int32), hq, hkv, d, 1,
-           custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
+           head_dim_vo=dv, custom_mask=custom_mask, packed_custom_mask=packed_custom_mask,
            causal=causal, q_data_type=_kernel_dtype(q, w.is_cuda),
            kv_data_type=_kernel_dtype(kv[0], w.is_cuda), **score)
     return w.run(q, kv, return_lse=return_lse)

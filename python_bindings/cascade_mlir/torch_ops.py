@@ -269,8 +269,10 @@ def _run(handle: int, q: Tensor, paged_kv_cache: Tensor,
 
 def _run_fake(handle: int, q: Tensor, paged_kv_cache: Tensor,
               v_cache: Optional[Tensor] = None) -> Tuple[Tensor, Tensor]:
-    dtype = _out_dtype(wrapper_of(handle), q)
-    return (q.new_empty(q.shape, dtype=dtype),
+    w = wrapper_of(handle)
+    dtype = _out_dtype(w, q)
+    # [rows, num_qo_heads, head_dim_vo]: q's shape unless v has its own head_dim.
+    return (q.new_empty((q.shape[0], q.shape[1], w._config.v_dim), dtype=dtype),
             q.new_empty((q.shape[0], q.shape[1]), dtype=torch.float32))
 
 
