@@ -314,11 +314,14 @@ public:
     }
     RowStrides strides = rowStrides(tq, tout);
     // A strided (k, v) pair: ragged K/V (one-token pages) whose kernels
-    // take their token and head strides, else contiguous copies, counted.
+    // take their token and head strides (one pair of strides for both, or
+    // v's own where its head_dim differs: head_dim_vo), else contiguous
+    // copies, counted.
     if (variant == 1 && (!pair[0].contiguous() || !pair[1].contiguous())) {
       const int hd = sig_.hnd() ? 1 : 2;
-      const bool same = pair[0].strides[0] == pair[1].strides[0] &&
-                        pair[0].strides[hd] == pair[1].strides[hd];
+      const bool same = sig_.config.splitHeadDims() ||
+                        (pair[0].strides[0] == pair[1].strides[0] &&
+                         pair[0].strides[hd] == pair[1].strides[hd]);
       if (sig_.config.pageSize == 1 && same &&
           program_.takesStrides(variant, Role::K0) &&
           program_.takesStrides(variant, Role::V0)) {
