@@ -1,0 +1,182 @@
+"""head_dim_qk != head_dim_vo on the GPU (DeepSeek's prefill before MLA
+absorption: q and k of head_dim 192, v and the output of 128): the paged
+prefill wrapper over a (k_cache, v_cache) pair (NHD and HND, page 16 and
+1), the ragged prefill wrapper (contiguous K/V, HND views, v sliced from a
+packed projection) and single_prefill_with_kv_cache, causal and not, f16
+and bf16, 192/128, 128/64 and 96/64, GQA 16/4 and MHA, against a float64
+torch reference written here (the shared one in gpu_support assumes one
+head_dim). Every configuration is in the gpu-tests kernel set."""
+import math
+
+import pytest
+
+import cascade_mlir as cm
+from gpu_support import TOL, gpu, random_batch, rel_err, tdtype, torch, workspace  # noqa: F401
+
+#: (head_dim_qk, head_dim_vo)
+DIMS = [(192, 128), (128, 64), (96, 64)]
+
+
+def request_ref(q, k, v, causal=False, sm_scale=None):
+    """(o, lse base 2) float64 of one request: q [rows, Hq, D] over k [T,
+    Hkv, D] and v [T, Hkv, Dv]; query head h reads KV head h // (Hq / Hkv);
+    causal aligns the queries with the last keys; the default scale is
+    1 / sqrt(D), q's and k's head_dim (as FlashInfer)."""
+    q, k, v = q.double(), k.double(), v.double()
+    rows, hq, d = q.shape
+    t, hkv = k.shape[0], k.shape[1]
+    o = torch.zeros(rows, hq, v.shape[2], dtype=torch.float64, device=q.device)
+    lse = torch.full((rows, hq), -math.inf, dtype=torch.float64, device=q.device)
+    if rows == 0 or t == 0:
+        return o, lse
+    g = hq // hkv
+    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    x = torch.einsum("rhd,thd->hrt", q, k) * (d ** -0.5 if sm_scale is None else sm_scale)
+    if causal:
+        qpos = torch.arange(t - rows, t, device=q.device)
+        seen = torch.arange(t, device=q.device)[None, :] <= qpos[:, None]
+        x = x.masked_fill(~seen[None], -math.inf)
+    m = x.amax(-1, keepdim=True)
+    ok = torch.isfinite(m)
+    w = torch.where(ok, torch.exp(x - torch.where(ok, m, 0)), 0)
+    den = w.sum(-1)
+    out = torch.einsum("hrt,thd->rhd", w, v) / den.clamp_min(1e-300).T[..., None]
+    o = torch.where(ok.squeeze(-1).T[..., None], out, 0)
+    lse = torch.where(ok.squeeze(-1).T, (m.squeeze(-1) + torch.log(den.clamp_min(1e-300))).T
+                      / math.log(2), -math.inf)
+    return o, lse
+
+
+def batch_ref(q, k_tokens, v_tokens, qo_indptr, causal=False, sm_scale=None):
+    """request_ref over a batch: request i's rows qo_indptr[i] .. and its
+    keys k_tokens[i] / values v_tokens[i]."""
+    qo = [int(x) for x in qo_indptr]
+    parts = [request_ref(q[qo[i]:qo[i + 1]], k_tokens[i], v_tokens[i], causal, sm_scale)
+             for i in range(len(qo) - 1)]
+    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
+
+
+def page_tokens(cache, layout, pages, n):
+    """The first n tokens [n, Hkv, dim] of pages of a 4-D cache."""
+    x = cache[pages.long()]
+    if layout == "HND":
+        x = x.transpose(1, 2)
+    return x.reshape(-1, x.shape[2], x.shape[3])[:n]
+
+
+def check_close(o, lse, eo, el, dtype):
+    tol = TOL[dtype]
+    assert rel_err(o, eo) <= tol, rel_err(o, eo)
+    assert rel_err(lse, el) <= tol, rel_err(lse, el)
+
+
+def lengths_indptr(lens, dev):
+    t = torch.zeros(len(lens) + 1, dtype=torch.int32)
+    t[1:] = torch.cumsum(torch.tensor(lens), 0)
+    return t.to(dev)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("page", [16, 1])
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+def test_paged_prefill_pair(gpu, layout, page, causal, dtype):
+    hq, hkv, d, dv = 16, 4, 192, 128
+    dt = tdtype(dtype)
+    num_pages = 4096 // page
+    kv_indptr, kv_indices, last = random_batch(5, page, max(1, 600 // page), num_pages,
+                                               empty=(3,))
+    kv_lens = [(int(kv_indptr[i + 1] - kv_indptr[i]) - 1) * page + int(last[i])
+               if kv_indptr[i + 1] > kv_indptr[i] else 0 for i in range(5)]
+    qo_lens = [min(n, x) for n, x in zip(kv_lens, [1, 37, 300, 0, 129])]
+    qo_indptr = lengths_indptr(qo_lens, "cpu")
+    shape = (lambda dim: (num_pages, page, hkv, dim)) if layout == "NHD" else \
+        (lambda dim: (num_pages, hkv, page, dim))
+    k_cache = torch.randn(*shape(d), device=gpu).to(dt)
+    v_cache = torch.randn(*shape(dv), device=gpu).to(dt)
+    q = torch.randn(int(qo_indptr[-1]), hq, d, device=gpu).to(dt)
+    w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu), layout)
+    w.plan(qo_indptr.to(gpu), kv_indptr.to(gpu), kv_indices.to(gpu), last.to(gpu), hq, hkv,
+           d, page, head_dim_vo=dv, causal=causal, q_data_type=dt, kv_data_type=dt)
+    o, lse = w.run(q, (k_cache, v_cache), return_lse=True)
+    assert o.shape == (q.shape[0], hq, dv) and o.dtype == dt
+    ks, vs = [], []
+    for i in range(5):
+        pages = kv_indices[int(kv_indptr[i]):int(kv_indptr[i + 1])].to(gpu)
+        ks.append(page_tokens(k_cache, layout, pages, kv_lens[i]))
+        vs.append(page_tokens(v_cache, layout, pages, kv_lens[i]))
+    eo, el = batch_ref(q, ks, vs, qo_indptr, causal)
+    check_close(o, lse, eo, el, dtype)
+    # out= / lse= given (a view of a larger buffer for out): the same values.
+    big = torch.empty(q.shape[0], hq, 2 * dv, device=gpu, dtype=dt)
+    out, lse2 = big[:, :, dv:], torch.empty_like(lse)
+    w.run(q, (k_cache, v_cache), out=out, lse=lse2)
+    assert torch.equal(out, o) and torch.equal(lse2, lse)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dims", DIMS, ids=lambda x: f"{x[0]}x{x[1]}")
+@pytest.mark.parametrize("heads", [(16, 4), (16, 16)], ids=lambda x: f"h{x[0]}x{x[1]}")
+def test_ragged_prefill(gpu, heads, dims, causal, dtype):
+    (hq, hkv), (d, dv) = heads, dims
+    if hkv == hq and dims != (192, 128):
+        pytest.skip("MHA runs with DeepSeek's dims only (192 / 128)")
+    dt = tdtype(dtype)
+    kv_lens = [0, 1, 77, 1000, 350]
+    qo_lens = [0, 1, 20, 1000, 3]
+    qo_indptr, kv_indptr = lengths_indptr(qo_lens, gpu), lengths_indptr(kv_lens, gpu)
+    k = torch.randn(sum(kv_lens), hkv, d, device=gpu).to(dt)
+    v = torch.randn(sum(kv_lens), hkv, dv, device=gpu).to(dt)
+    q = torch.randn(sum(qo_lens), hq, d, device=gpu).to(dt)
+    w = cm.BatchPrefillWithRaggedKVCacheWrapper(workspace(gpu), "NHD")
+    w.plan(qo_indptr, kv_indptr, hq, hkv, d, head_dim_vo=dv, causal=causal,
+           q_data_type=dt, kv_data_type=dt)
+    o, lse = w.run(q, k, v, return_lse=True)
+    assert o.shape == (q.shape[0], hq, dv)
+    kp = kv_indptr.tolist()
+    eo, el = batch_ref(q, [k[kp[i]:kp[i + 1]] for i in range(5)],
+                       [v[kp[i]:kp[i + 1]] for i in range(5)], qo_indptr.cpu(), causal)
+    check_close(o, lse, eo, el, dtype)
+
+
+@pytest.mark.parametrize("kv", ["hnd", "packed"])
+def test_ragged_prefill_views(gpu, kv):
+    """K and V as views: HND input (transposed, each with strides of its
+    own) and v sliced from a packed [tokens, Hkv, 192 + 128] projection."""
+    hq, hkv, d, dv = 16, 4, 192, 128
+    kv_lens, qo_lens = [300, 45, 512], [300, 5, 17]
+    qo_indptr, kv_indptr = lengths_indptr(qo_lens, gpu), lengths_indptr(kv_lens, gpu)
+    n = sum(kv_lens)
+    if kv == "hnd":
+        k_in = torch.randn(hkv, n, d, device=gpu).half()
+        v_in = torch.randn(hkv, n, dv, device=gpu).half()
+        k, v = k_in.transpose(0, 1), v_in.transpose(0, 1)
+        layout = "HND"
+    else:
+        packed = torch.randn(n, hkv, d + dv, device=gpu).half()
+        k_in, v_in = packed[:, :, :d], packed[:, :, d:]
+        k, v = k_in, v_in
+        layout = "NHD"
+    q = torch.randn(sum(qo_lens), hq, d, device=gpu).half()
+    w = cm.BatchPrefillWithRaggedKVCacheWrapper(workspace(gpu), layout)
+    w.plan(qo_indptr, kv_indptr, hq, hkv, d, head_dim_vo=dv, causal=True)
+    o, lse = w.run(q, k_in, v_in, return_lse=True)
+    kp = kv_indptr.tolist()
+    eo, el = batch_ref(q, [k[kp[i]:kp[i + 1]] for i in range(3)],
+                       [v[kp[i]:kp[i + 1]] for i in range(3)], qo_indptr.cpu(), True)
+    check_close(o, lse, eo, el, "float16")
+    assert w._engine.program.copy_fallbacks == 0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dims", DIMS, ids=lambda x: f"{x[0]}x{x[1]}")
+def test_single_prefill(gpu, dims, causal):
+    d, dv = dims
+    q = torch.randn(257, 16, d, device=gpu).half()
+    k = torch.randn(700, 4, d, device=gpu).half()
+    v = torch.randn(700, 4, dv, device=gpu).half()
+    o, lse = cm.single_prefill_with_kv_cache(q, k, v, causal=causal, return_lse=True)
+    assert o.shape == (257, 16, dv)
+    eo, el = request_ref(q, k, v, causal)
+    check_close(o, lse, eo, el, "float16")
