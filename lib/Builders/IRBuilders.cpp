@@ -76,16 +76,20 @@ Options options(Builder &b, const AttentionConfig &c, bool causal) {
 SmallVector<Type> kvTypes(const AttentionConfig &c, Type kvElem,
                           const Shaper &shaped) {
   const bool pair = c.form != contract::KvForm::Pool;
-  SmallVector<int64_t> page =
-      c.layout == contract::KvLayout::HND
-          ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, c.headDim}
-          : SmallVector<int64_t>{c.pageSize, c.numKvHeads, c.headDim};
-  SmallVector<int64_t> shape = {kDyn};
-  if (!pair)
-    shape.push_back(2);
-  shape.append(page.begin(), page.end());
-  Type t = shaped(shape, kvElem);
-  return pair ? SmallVector<Type>{t, t} : SmallVector<Type>{t};
+  // k's head_dim, or v's (head_dim_vo: a pair only).
+  auto type = [&](int64_t d) {
+    SmallVector<int64_t> page =
+        c.layout == contract::KvLayout::HND
+            ? SmallVector<int64_t>{c.numKvHeads, c.pageSize, d}
+            : SmallVector<int64_t>{c.pageSize, c.numKvHeads, d};
+    SmallVector<int64_t> shape = {kDyn};
+    if (!pair)
+      shape.push_back(2);
+    shape.append(page.begin(), page.end());
+    return shaped(shape, kvElem);
+  };
+  Type t = type(c.headDim);
+  return pair ? SmallVector<Type>{t, type(c.vDim())} : SmallVector<Type>{t};
 }
 
 void checkConfig(const AttentionConfig &c) {
@@ -111,7 +115,7 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Type oElem = elementType(ctx, c.oType);
   Type f32 = b.getF32Type(), i32 = b.getI32Type();
   Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
-  Type oT = shaped({kDyn, c.numQoHeads, c.headDim}, oElem);
+  Type oT = shaped({kDyn, c.numQoHeads, c.vDim()}, oElem);
   Type lseT = shaped({kDyn, c.numQoHeads}, f32);
   Type idxT = shaped({kDyn}, i32);
   SmallVector<Type> kvT = kvTypes(c, kvElem, shaped);
@@ -139,7 +143,7 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
              idxT,
              MemRefType::get({kDyn}, b.getI8Type()),
              MemRefType::get({1}, i32),
-             MemRefType::get({kDyn, c.numQoHeads, c.headDim}, f32),
+             MemRefType::get({kDyn, c.numQoHeads, c.vDim()}, f32),
              MemRefType::get({kDyn, c.numQoHeads}, f32)};
     if (!call.decode)
       planT.append({idxT, idxT}); // qo_tile_indices, merge_indptr
@@ -207,7 +211,7 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Type oElem = elementType(ctx, c.oType);
   Type i32 = b.getI32Type();
   Type qT = shaped({kDyn, c.numQoHeads, c.headDim}, qElem);
-  Type oT = shaped({kDyn, c.numQoHeads, c.headDim}, oElem);
+  Type oT = shaped({kDyn, c.numQoHeads, c.vDim()}, oElem);
   Type lseT = shaped({kDyn, c.numQoHeads}, b.getF32Type());
   Type poolT = kvTypes(c, kvElem, shaped)[0];
   auto isShared = [&](int64_t l) {

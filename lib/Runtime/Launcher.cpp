@@ -274,7 +274,7 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
         args.setBuffer("lse", lse->ptr, lse->count, lse->dtype);
       } else if (l != base) {
         args.setBuffer("o", floatWorkspace + plan.level_v_offset[l],
-                       sCount * p.head_dim, o->dtype);
+                       sCount * p.vDim(), o->dtype);
         args.setBuffer("lse", floatWorkspace + plan.level_s_offset[l], sCount,
                        "f32");
       }
@@ -305,7 +305,7 @@ Status Launcher::runCascade(const CascadePlan &plan, uint64_t intWorkspace,
       m.setBuffer("v", o->ptr, o->count, o->dtype);
       m.setBuffer("s", lse->ptr, lse->count, lse->dtype);
       m.setBuffer("v_other", floatWorkspace + plan.level_v_offset[l],
-                  sCount * p.head_dim, o->dtype);
+                  sCount * p.vDim(), o->dtype);
       m.setBuffer("s_other", floatWorkspace + plan.level_s_offset[l], sCount,
                   "f32");
       m.setInt("num_heads", p.num_qo_heads);

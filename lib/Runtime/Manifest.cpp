@@ -310,14 +310,29 @@ Status checkKernelStatics(const KernelSpec &kernel, const Plan &plan,
                      kernel.name.c_str(), name, have.c_str(),
                      planValue.c_str());
   };
+  // A merge's head_dim is its states': v's and the output's.
+  const bool merge = kernel.op.rfind("merge", 0) == 0;
   const std::pair<const char *, int64_t> sizes[] = {
       {key::kPageSize, plan.page_size},
-      {key::kHeadDim, plan.head_dim},
+      {key::kHeadDim, merge ? plan.vDim() : plan.head_dim},
       {key::kNumQoHeads, plan.num_qo_heads},
       {key::kNumKvHeads, plan.num_kv_heads}};
   for (const auto &[name, value] : sizes)
     CASCADE_RETURN_IF_ERROR(
         check(name, std::to_string(value), ErrorCode::SizeMismatch));
+  // An attention kernel's v head_dim: its head_dim_vo static where v has
+  // its own, else its head_dim.
+  if (!merge && !kernel.staticString(key::kHeadDim).empty()) {
+    std::string vo = kernel.staticString(key::kHeadDimVo);
+    if (vo.empty())
+      vo = kernel.staticString(key::kHeadDim);
+    if (!sameStaticValue(vo, std::to_string(plan.vDim())))
+      return makeError(ErrorCode::SizeMismatch,
+                       "kernel %s was built for a v head_dim (head_dim_vo) of "
+                       "%s, the plan has %lld",
+                       kernel.name.c_str(), vo.c_str(),
+                       static_cast<long long>(plan.vDim()));
+  }
   if (!inputs)
     return Status::success();
   const std::pair<const char *, DType> dtypes[] = {

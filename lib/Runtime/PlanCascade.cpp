@@ -63,7 +63,8 @@ Status cascadeInto(const PlanInputs *levels, size_t n, bool validate,
                        l, ll(p.num_rows), ll(first.num_rows));
     if (p.num_qo_heads != first.num_qo_heads ||
         p.num_kv_heads != first.num_kv_heads || p.head_dim != first.head_dim ||
-        p.page_size != first.page_size || p.o_dtype != first.o_dtype)
+        p.vDim() != first.vDim() || p.page_size != first.page_size ||
+        p.o_dtype != first.o_dtype)
       return makeError(ErrorCode::LevelMismatch,
                        "level %zu differs from level 0 in heads, head_dim, "
                        "page_size or output dtype",

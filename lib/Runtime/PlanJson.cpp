@@ -132,7 +132,7 @@ const char *const kTopKeys[] = {
     ck::kNumKvHeads, ck::kHeadDim,   "num_sms",     "occupancy",
     "cuda_graph",    ck::kQDType,    ck::kKvDType,  ck::kODType,
     ck::kQoTileSize, "max_num_rows", "levels",      ck::kCausal,
-    "auto_cascade",  nullptr};
+    "auto_cascade",  ck::kHeadDimVo, nullptr};
 
 /// Plan options (top level only: shared by every level).
 const char *const kOptionKeys[] = {"fixed_split_pages", "disable_split_kv",
@@ -262,6 +262,7 @@ static Status parseDescription(const Json &root, BatchDescription &out) {
   CASCADE_RETURN_IF_ERROR(getInt(root, ck::kNumQoHeads, true, c.num_qo_heads));
   CASCADE_RETURN_IF_ERROR(getInt(root, ck::kNumKvHeads, true, c.num_kv_heads));
   CASCADE_RETURN_IF_ERROR(getInt(root, ck::kHeadDim, true, c.head_dim));
+  CASCADE_RETURN_IF_ERROR(getInt(root, ck::kHeadDimVo, false, c.head_dim_vo));
   CASCADE_RETURN_IF_ERROR(getInt(root, "num_sms", true, c.num_sms));
   CASCADE_RETURN_IF_ERROR(getInt(root, "occupancy", false, c.occupancy));
   CASCADE_RETURN_IF_ERROR(getInt(root, "num_pages", false, c.num_pages));

@@ -330,6 +330,7 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
   p.num_qo_heads = in.num_qo_heads;
   p.num_kv_heads = in.num_kv_heads;
   p.head_dim = in.head_dim;
+  p.head_dim_vo = in.head_dim_vo == in.head_dim ? 0 : in.head_dim_vo;
   p.page_size = in.page_size;
   p.o_dtype = in.o_dtype;
   p.gqa_group_size = in.num_qo_heads / in.num_kv_heads;

@@ -111,6 +111,12 @@ Status detail::validateBeforePageIds(const PlanInputs &in) {
                      "head_dim must be a positive multiple of 8 and at most "
                      "256, got %lld",
                      ll(in.head_dim));
+  if (in.head_dim_vo < 0 || in.head_dim_vo % 8 != 0 ||
+      in.head_dim_vo > in.head_dim)
+    return makeError(ErrorCode::InvalidHeadDim,
+                     "head_dim_vo must be 0 (head_dim's) or a positive "
+                     "multiple of 8 no larger than head_dim (%lld), got %lld",
+                     ll(in.head_dim), ll(in.head_dim_vo));
   if (in.num_qo_heads <= 0 || in.num_kv_heads <= 0)
     return makeError(ErrorCode::InvalidHeads,
                      "num_qo_heads and num_kv_heads must be positive, got "

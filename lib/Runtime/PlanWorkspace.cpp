@@ -89,14 +89,14 @@ Status detail::layoutWorkspaces(Plan &p) {
   fw.alignment = 256;
   int64_t vCount = 0, sCount = 0;
   ok = ok && !mulOverflows(p.partial_rows_capacity, p.num_qo_heads, sCount) &&
-       !mulOverflows(sCount, p.head_dim, vCount) &&
+       !mulOverflows(sCount, p.vDim(), vCount) &&
        fw.add("tmp_v", "f32", vCount, 4) && fw.add("tmp_s", "f32", sCount, 4);
   if (!ok)
     return makeError(ErrorCode::Overflow,
                      "workspace size overflows int64 (%lld partial rows x "
                      "%lld heads x %lld head_dim)",
                      detail::ll(p.partial_rows_capacity),
-                     detail::ll(p.num_qo_heads), detail::ll(p.head_dim));
+                     detail::ll(p.num_qo_heads), detail::ll(p.vDim()));
 
   const int32_t chunkTokens = static_cast<int32_t>(p.kv_chunk_size);
   const int32_t rows = static_cast<int32_t>(p.num_rows);
@@ -132,7 +132,7 @@ Status detail::layoutCascadeWorkspaces(CascadePlan &c) {
   }
   int64_t sCount, vCount, vBytes;
   if (mulOverflows(c.num_rows, first.num_qo_heads, sCount) ||
-      mulOverflows(sCount, first.head_dim, vCount) ||
+      mulOverflows(sCount, first.vDim(), vCount) ||
       mulOverflows(vCount, dtypeBytes(first.o_dtype), vBytes))
     return makeError(ErrorCode::Overflow,
                      "cascade level states overflow int64");

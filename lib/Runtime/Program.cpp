@@ -504,15 +504,19 @@ void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
   const std::vector<std::string> &names = pl.launch.slotNames;
   // The stride slots of a buffer param `name` bound to q or o
   // (<name>_stride_n / _h), or to ragged K or V (kv_stride_n / _h, K's
-  // role patches them: V's strides must be K's).
+  // role patches them: V's strides must be K's), or to a ragged V whose
+  // head_dim differs from K's (v_stride_n / _h, its own).
+  const bool ownV = std::find(names.begin(), names.end(),
+                              contract::param::kVStrideN) != names.end();
   auto strideSlots = [&](const std::string &name, Role role) {
     const bool kv = role != Role::Q && role != Role::O;
-    const std::string prefix = kv ? "kv" : name;
+    const bool vOwn = role == Role::V0 && ownV;
+    const std::string prefix = vOwn ? "v" : kv ? "kv" : name;
     bool found[2] = {false, false};
     for (size_t j = 0; j < slots.size(); ++j)
       for (uint8_t h = 0; h < 2; ++h)
         if (names[j] == prefix + (h ? "_stride_h" : "_stride_n")) {
-          if (role != Role::V0)
+          if (role != Role::V0 || vOwn)
             stridePatches.push_back({static_cast<uint32_t>(j),
                                      static_cast<uint8_t>(role), h,
                                      static_cast<int64_t>(slots[j])});
@@ -520,6 +524,8 @@ void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
         }
     if (!found[0] || !found[1])
       v.unstrided[static_cast<size_t>(role)] = true;
+    else if (vOwn)
+      v.ownVStrides = true;
   };
   for (size_t i = 0; i < slots.size(); ++i) {
     const std::string &slotName = pl.launch.slotNames[i];
@@ -621,8 +627,9 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
                        "a strided %s: a kernel of this plan reads it as a "
                        "contiguous buffer",
                        name);
-  if (strides.values[static_cast<size_t>(Role::K0)] !=
-      strides.values[static_cast<size_t>(Role::V0)])
+  if (!it->second.ownVStrides &&
+      strides.values[static_cast<size_t>(Role::K0)] !=
+          strides.values[static_cast<size_t>(Role::V0)])
     return Status(ErrorCode::InvalidArgument,
                   "k and v must have the same strides (the kernels take one "
                   "kv_stride_n / kv_stride_h)");

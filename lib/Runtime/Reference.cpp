@@ -108,11 +108,15 @@ PagedKvCache PagedKvCache::combined(const float *pool, int64_t numPages,
 PagedKvCache PagedKvCache::pair(const float *k, const float *v,
                                 int64_t numPages, int64_t pageSize,
                                 int64_t numKvHeads, int64_t headDim,
-                                KvLayout layout) {
+                                KvLayout layout, int64_t vHeadDim) {
   PagedKvCache c;
   c.k = k;
   c.v = v;
   c.pageStride = pageSize * numKvHeads * headDim;
+  if (vHeadDim > 0 && vHeadDim != headDim) {
+    c.vHeadDim = vHeadDim;
+    c.vPageStride = pageSize * numKvHeads * vHeadDim;
+  }
   c.numPages = numPages;
   c.pageSize = pageSize;
   c.numKvHeads = numKvHeads;
@@ -144,7 +148,7 @@ Status attentionRequest(const AttentionBatch &batch,
                         double *outS) {
   const PagedKvCache &kv = batch.kv;
   const int64_t d = kv.headDim, hqo = batch.numQoHeads, hkv = kv.numKvHeads;
-  const int64_t group = hqo / hkv;
+  const int64_t dv = kv.vDim(), group = hqo / hkv;
   const int64_t qoBegin = batch.qoIndptr[request];
   const int64_t qoLen = int64_t(batch.qoIndptr[request + 1]) - qoBegin;
   const int64_t kvLen = kvLength(batch, request);
@@ -174,7 +178,7 @@ Status attentionRequest(const AttentionBatch &batch,
       else
         for (int64_t i = 0; i < d; ++i)
           kd[i] = kv.k[off + i];
-      vals[t * hkv + h] = kv.v + off;
+      vals[t * hkv + h] = kv.v + kv.vOffset(page, slot, h);
     }
   }
 
@@ -220,8 +224,8 @@ Status attentionRequest(const AttentionBatch &batch,
         score[t] = x * kLog2e; // base 2
         m = std::max(m, score[t]);
       }
-      double *o = outV + (j * hqo + h) * d;
-      std::fill(o, o + d, 0.0);
+      double *o = outV + (j * hqo + h) * dv;
+      std::fill(o, o + dv, 0.0);
       if (m == kNegInf) {
         outS[j * hqo + h] = kNegInf;
         continue;
@@ -233,10 +237,10 @@ Status attentionRequest(const AttentionBatch &batch,
         double w = std::exp2(score[t] - m);
         denom += w;
         const float *vRow = vals[t * hkv + kh];
-        for (int64_t i = 0; i < d; ++i)
+        for (int64_t i = 0; i < dv; ++i)
           o[i] += w * vRow[i];
       }
-      for (int64_t i = 0; i < d; ++i)
+      for (int64_t i = 0; i < dv; ++i)
         o[i] = o[i] / denom * opts.vScale;
       outS[j * hqo + h] = m + std::log2(denom);
     }
@@ -264,7 +268,7 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
   CASCADE_RETURN_IF_ERROR(validateOptions(opts));
   CASCADE_RETURN_IF_ERROR(validateBatch(batch));
   const int64_t b = int64_t(batch.kvIndptr.size()) - 1;
-  const int64_t hqo = batch.numQoHeads, d = batch.kv.headDim;
+  const int64_t hqo = batch.numQoHeads, d = batch.kv.vDim();
   for (int64_t i = 0; i < b; ++i) {
     int64_t row = batch.qoIndptr[i];
     CASCADE_RETURN_IF_ERROR(attentionRequest(
@@ -284,7 +288,7 @@ Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                      "the plan is for %lld requests, the batch has %lld",
                      static_cast<long long>(plan.batch_size),
                      static_cast<long long>(b));
-  const int64_t hqo = batch.numQoHeads, d = batch.kv.headDim;
+  const int64_t hqo = batch.numQoHeads, d = batch.kv.vDim();
   const int64_t rows = batch.qoIndptr[b];
   const int64_t partials = plan.merge_indptr[rows];
   std::vector<double> tmpV(static_cast<size_t>(partials * hqo * d));
@@ -333,7 +337,7 @@ Status cascade(const std::vector<AttentionBatch> &levels,
   if (levels.empty())
     return makeError(ErrorCode::InvalidArgument,
                      "a cascade needs at least one level");
-  const int64_t hqo = levels[0].numQoHeads, d = levels[0].kv.headDim;
+  const int64_t hqo = levels[0].numQoHeads, d = levels[0].kv.vDim();
   const int64_t rows =
       levels[0].qoIndptr.empty() ? 0 : levels[0].qoIndptr.back();
   for (size_t l = 0; l < levels.size(); ++l) {
@@ -345,7 +349,8 @@ Status cascade(const std::vector<AttentionBatch> &levels,
                        "%lld",
                        l, static_cast<long long>(r),
                        static_cast<long long>(rows));
-    if (levels[l].numQoHeads != hqo || levels[l].kv.headDim != d)
+    if (levels[l].numQoHeads != hqo || levels[l].kv.vDim() != d ||
+        levels[l].kv.headDim != levels[0].kv.headDim)
       return makeError(ErrorCode::LevelMismatch,
                        "level %zu differs from level 0 in heads or head_dim",
                        l);

@@ -101,7 +101,7 @@ def test_the_builders_read_the_whole_configuration():
         assert attr in text, attr
     # A separate output dtype reaches the IR (the op verifier wants q's today).
     f32_out = ir.AttentionConfig(8, 8, 64, 16, o_dtype="float32")
-    with pytest.raises(ValueError, match="'o' must have the type of 'q'.*got .*f32"):
+    with pytest.raises(ValueError, match="'o' must be .*v's head_dim.*got .*f32"):
         ir.decode(f32_out)
     with pytest.raises(ValueError, match="unknown key 'num_heads'"):
         cm.compiler.attention_ir({"num_heads": 8}, decode=True)

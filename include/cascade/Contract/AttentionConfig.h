@@ -226,6 +226,9 @@ struct AttentionConfig {
   DType qType = DType::F16, kvType = DType::F16, oType = DType::F16;
   KvScale kvScale = KvScale::None;
   int64_t numQoHeads = 32, numKvHeads = 8, headDim = 128, pageSize = 16;
+  /// The head_dim of v and the output where it differs from q's and k's
+  /// (`headDim`), as in DeepSeek's prefill (192 / 128); 0: the same.
+  int64_t headDimVo = 0;
   KvLayout layout = KvLayout::NHD;
   KvForm form = KvForm::Pool;
   ScoreOptions score;
@@ -235,14 +238,18 @@ struct AttentionConfig {
     return numKvHeads > 0 ? numQoHeads / numKvHeads : 0;
   }
   float effectiveSmScale() const { return score.effectiveSmScale(headDim); }
+  /// The head_dim of v and the output.
+  int64_t vDim() const { return headDimVo > 0 ? headDimVo : headDim; }
+  /// v and the output have a head_dim of their own.
+  bool splitHeadDims() const { return vDim() != headDim; }
 
   /// Field by field; the score options as ScoreOptions compares them.
   bool operator==(const AttentionConfig &o) const {
     return qType == o.qType && kvType == o.kvType && oType == o.oType &&
            kvScale == o.kvScale && numQoHeads == o.numQoHeads &&
            numKvHeads == o.numKvHeads && headDim == o.headDim &&
-           pageSize == o.pageSize && layout == o.layout && form == o.form &&
-           score == o.score && lseBase == o.lseBase;
+           vDim() == o.vDim() && pageSize == o.pageSize && layout == o.layout &&
+           form == o.form && score == o.score && lseBase == o.lseBase;
   }
   bool operator!=(const AttentionConfig &o) const { return !(*this == o); }
 
@@ -251,13 +258,26 @@ struct AttentionConfig {
     if (numQoHeads <= 0 || numKvHeads <= 0 || headDim <= 0 || pageSize <= 0)
       return "head_dim, num_qo_heads, num_kv_heads and page_size must be "
              "positive";
+    if (headDimVo < 0)
+      return "head_dim_vo must be positive (0: head_dim's)";
+    if (splitHeadDims() && form == KvForm::Pool)
+      return "head_dim_vo (" + std::to_string(vDim()) +
+             ") differs from head_dim (" + std::to_string(headDim) +
+             "): k and v need a cache each (a pair or ragged K/V), not one "
+             "pool";
+    if (vDim() > headDim)
+      return "head_dim_vo (" + std::to_string(vDim()) +
+             ") larger than head_dim (" + std::to_string(headDim) +
+             ") is not supported: the kernels compute v's columns within "
+             "q's and k's";
     return score.validate();
   }
 
   /// The configuration's part of a kernel bundle key, as the Python package
   /// spells it (`<q>-<kv>.d<D>.h<Hqo>x<Hkv>.p<page>.<layout>.<form>`, then
   /// the options that differ from their defaults, floats as their IEEE bits
-  /// in hex): `f16-f16.d128.h32x8.p16.nhd.pool`.
+  /// in hex, then `.dv<D>` for a head_dim of v and o of their own):
+  /// `f16-f16.d128.h32x8.p16.nhd.pool`.
   std::string key() const {
     std::string s = std::string(dtypeName(qType)) + "-" + dtypeName(kvType) +
                     ".d" + std::to_string(headDim) + ".h" +
@@ -265,6 +285,8 @@ struct AttentionConfig {
                     std::to_string(numKvHeads) + ".p" +
                     std::to_string(pageSize) + "." + kvLayoutName(layout) +
                     "." + kvFormName(form) + score.keySuffix(headDim);
+    if (splitHeadDims())
+      s += ".dv" + std::to_string(vDim());
     if (oType != qType)
       s += std::string(".o") + dtypeName(oType);
     if (kvScale != KvScale::None)

@@ -87,6 +87,9 @@ inline constexpr const char *kAll[] = {
 /// attention configuration (AttentionConfig.h) uses the same names.
 namespace key {
 inline constexpr char kHeadDim[] = "head_dim";
+/// The head_dim of v and the output, where it differs from head_dim (q's
+/// and k's); absent: head_dim.
+inline constexpr char kHeadDimVo[] = "head_dim_vo";
 inline constexpr char kNumQoHeads[] = "num_qo_heads";
 inline constexpr char kNumKvHeads[] = "num_kv_heads";
 inline constexpr char kGqaGroupSize[] = "gqa_group_size";
@@ -205,6 +208,10 @@ inline constexpr char kOStrideH[] = "o_stride_h";
 /// token (a one-token page) and of a head, shared by K and V.
 inline constexpr char kKvStrideN[] = "kv_stride_n";
 inline constexpr char kKvStrideH[] = "kv_stride_h";
+/// Ragged V's own token and head strides, where v's head_dim differs from
+/// k's (head_dim_vo; otherwise V shares K's kv_stride_*).
+inline constexpr char kVStrideN[] = "v_stride_n";
+inline constexpr char kVStrideH[] = "v_stride_h";
 } // namespace param
 
 } // namespace cascade::contract

@@ -127,6 +127,8 @@ inline bool parseConfigOption(std::string_view p, AttentionConfig &c) {
     return o.pos = PosEncoding::ALiBi, true;
   if (p == "lsee")
     return c.lseBase = LseBase::BaseE, true;
+  if (startsWith(p, "dv"))
+    return parseCount(p.substr(2), c.headDimVo);
   if (startsWith(p, "kvscale_"))
     return parseKvScale(p.substr(8), c.kvScale);
   if (startsWith(p, "o"))

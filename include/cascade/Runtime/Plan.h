@@ -99,6 +99,9 @@ struct PlanInputs {
   int64_t num_qo_heads = 0;
   int64_t num_kv_heads = 0;
   int64_t head_dim = 0;
+  /// The head_dim of v and the output (the workspace's tmp_v rows), where
+  /// it differs from q's and k's `head_dim`; 0: head_dim.
+  int64_t head_dim_vo = 0;
   int64_t page_size = 0;
   DType q_dtype = DType::F16;
   DType kv_dtype = DType::F16;
@@ -195,6 +198,10 @@ struct Plan {
   int64_t num_rows = 0;     ///< qo_indptr[B] (B in decode)
   int64_t row_capacity = 0; ///< rows merge_indptr is sized for
   int64_t num_qo_heads = 0, num_kv_heads = 0, head_dim = 0, page_size = 0;
+  /// v's and the output's head_dim where it differs from head_dim (0:
+  /// head_dim); the workspace's tmp_v rows have this many columns.
+  int64_t head_dim_vo = 0;
+  int64_t vDim() const { return head_dim_vo > 0 ? head_dim_vo : head_dim; }
   int64_t gqa_group_size = 1;
   DType o_dtype = DType::F16;
   bool cuda_graph = false;

@@ -41,8 +41,9 @@ constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
 /// Element strides of the tensors a run binds, by role: of the rows (or
 /// tokens) and heads of q and o (the kernels' q_stride_n / q_stride_h /
 /// o_stride_n / o_stride_h) and of the tokens and heads of ragged K and V
-/// (K0: kv_stride_n / kv_stride_h, which V0 shares); negative = the
-/// contiguous layout's.
+/// (K0: kv_stride_n / kv_stride_h, which V0 shares, except where v's
+/// head_dim differs from k's: V0's own v_stride_n / v_stride_h); negative =
+/// the contiguous layout's.
 struct RowStrides {
   std::array<std::array<int64_t, 2>, kNumRoles> values;
   RowStrides() {
@@ -217,6 +218,9 @@ private:
     std::vector<std::vector<StridePatch>> stridePatches; ///< per launch
     /// Per role: some launch takes the buffer but not its strides.
     std::array<bool, kNumRoles> unstrided{};
+    /// Some launch takes ragged V's own strides (v_stride_n / _h: v's
+    /// head_dim differs from k's), so K's and V's may differ.
+    bool ownVStrides = false;
     /// Per launch, the earlier launches it waits for in the graph (see
     /// dependencies()).
     std::vector<std::vector<uint32_t>> deps;

@@ -123,16 +123,23 @@ struct PagedKvCache {
   const float *v = nullptr; ///< values of page 0
   int64_t pageStride = 0;   ///< elements from one page to the next
   int64_t numPages = 0, pageSize = 0, numKvHeads = 0, headDim = 0;
+  /// v's head_dim where it differs from k's (a pair only; 0: headDim), and
+  /// v's page stride then.
+  int64_t vHeadDim = 0, vPageStride = 0;
   KvLayout layout = KvLayout::NHD;
+
+  int64_t vDim() const { return vHeadDim > 0 ? vHeadDim : headDim; }
 
   /// One tensor [P, 2, page, Hkv, D] (NHD) or [P, 2, Hkv, page, D] (HND).
   static PagedKvCache combined(const float *pool, int64_t numPages,
                                int64_t pageSize, int64_t numKvHeads,
                                int64_t headDim, KvLayout layout);
-  /// Two tensors [P, page, Hkv, D] (NHD) or [P, Hkv, page, D] (HND).
+  /// Two tensors [P, page, Hkv, D] (NHD) or [P, Hkv, page, D] (HND); v's
+  /// last dim is `vHeadDim` where given (> 0).
   static PagedKvCache pair(const float *k, const float *v, int64_t numPages,
                            int64_t pageSize, int64_t numKvHeads,
-                           int64_t headDim, KvLayout layout);
+                           int64_t headDim, KvLayout layout,
+                           int64_t vHeadDim = 0);
 
   /// Element offset of (page, slot, head, 0) from k (or v).
   int64_t offset(int64_t page, int64_t slot, int64_t head) const {
@@ -140,6 +147,15 @@ struct PagedKvCache {
                          ? (slot * numKvHeads + head) * headDim
                          : (head * pageSize + slot) * headDim;
     return page * pageStride + inPage;
+  }
+  /// Element offset of (page, slot, head, 0) from v.
+  int64_t vOffset(int64_t page, int64_t slot, int64_t head) const {
+    if (vDim() == headDim)
+      return offset(page, slot, head);
+    int64_t dv = vDim();
+    int64_t inPage = layout == KvLayout::NHD ? (slot * numKvHeads + head) * dv
+                                             : (head * pageSize + slot) * dv;
+    return page * vPageStride + inPage;
   }
 };
 
@@ -185,7 +201,7 @@ int64_t kvLength(const AttentionBatch &batch, int64_t request);
 /// The state of every query row of request `request` over the keys in
 /// [kvBegin, kvEnd) of that request (clipped to kv_len; kvEnd < 0 means to
 /// the end), masks applied with positions relative to the whole request.
-/// outV [qo_len, Hqo, D], outS [qo_len, Hqo].
+/// outV [qo_len, Hqo, Dv] (Dv: v's head_dim), outS [qo_len, Hqo].
 Status attentionRequest(const AttentionBatch &batch,
                         const AttentionOptions &opts, int64_t request,
                         int64_t kvBegin, int64_t kvEnd, double *outV,

@@ -22,6 +22,9 @@ namespace cascade {
 struct OpShape {
   bool merge = false;
   int64_t headDim = 0;
+  /// Attention: the head_dim of v and the output (headDim unless the op's
+  /// (k, v) pair has a narrower v).
+  int64_t headDimVo = 0;
   /// Attention only.
   int64_t group = 1;
   bool decode = false;

@@ -24,6 +24,9 @@ namespace cascade {
 /// What a family's traits look at in an attention op (or its spec).
 struct AttentionShape {
   int64_t headDim = 0;
+  /// The head_dim of v and the output (headDim unless the op's (k, v) pair
+  /// has a narrower v).
+  int64_t headDimVo = 0;
   /// The GQA group size (query heads a KV head).
   int64_t groupSize = 1;
   /// Element types of q and the KV cache.

@@ -194,6 +194,7 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
                        "'q' and the KV cache)"),
            failure();
   s.headDim = qt.getDimSize(2);
+  s.headDimVo = headDimOf(a.getKv().back());
   s.group = hqo / hkv;
   s.decode = a.isDecode();
   s.qType = qt.getElementType();

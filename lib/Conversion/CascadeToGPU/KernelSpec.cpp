@@ -214,15 +214,15 @@ FailureOr<MergeSpec> mlir::cascade::analyseMerge(Operation *op,
 //===----------------------------------------------------------------------===//
 
 bool AttentionSpec::operator==(const AttentionSpec &o) const {
-  return headDim == o.headDim && numQoHeads == o.numQoHeads &&
-         numKvHeads == o.numKvHeads && pageSize == o.pageSize && hnd == o.hnd &&
-         pool == o.pool && decode == o.decode && causal == o.causal &&
-         split == o.split && accumulate == o.accumulate &&
-         customMask == o.customMask && epilogueSinks() == o.epilogueSinks() &&
-         pageTable == o.pageTable && qType == o.qType && kvType == o.kvType &&
-         oType == o.oType && score == o.score && baseE == o.baseE &&
-         config == o.config && fp8DirectK == o.fp8DirectK &&
-         fp8DirectV == o.fp8DirectV;
+  return headDim == o.headDim && headDimVo == o.headDimVo &&
+         numQoHeads == o.numQoHeads && numKvHeads == o.numKvHeads &&
+         pageSize == o.pageSize && hnd == o.hnd && pool == o.pool &&
+         decode == o.decode && causal == o.causal && split == o.split &&
+         accumulate == o.accumulate && customMask == o.customMask &&
+         epilogueSinks() == o.epilogueSinks() && pageTable == o.pageTable &&
+         qType == o.qType && kvType == o.kvType && oType == o.oType &&
+         score == o.score && baseE == o.baseE && config == o.config &&
+         fp8DirectK == o.fp8DirectK && fp8DirectV == o.fp8DirectV;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -238,9 +238,12 @@ std::string AttentionSpec::name() const {
   StringRef familyTag = traits->kernelTag;
   os << "cascade_" << opName() << (causal ? "_causal" : "")
      << (accumulate ? "_acc" : "") << familyTag << "_" << dtypeName(qType)
-     << "_" << dtypeName(kvType) << "_d" << headDim << "_g" << groupSize << "_h"
-     << numKvHeads << "_p" << pageSize << (hnd ? "_hnd" : "_nhd")
-     << (pool ? "_pool" : "_pair") << (pageTable ? "" : "_ragged");
+     << "_" << dtypeName(kvType) << "_d" << headDim;
+  if (splitHeadDims())
+    os << "v" << headDimVo;
+  os << "_g" << groupSize << "_h" << numKvHeads << "_p" << pageSize
+     << (hnd ? "_hnd" : "_nhd") << (pool ? "_pool" : "_pair")
+     << (pageTable ? "" : "_ragged");
   // Options that differ from their defaults, spelled out (floats as their
   // IEEE bits, so that the name is exact and stable).
   auto hex = [](float f) { return llvm::format_hex_no_prefix(bits(f), 8); };
@@ -354,15 +357,22 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   // writing it: every kernel that takes a buffer takes its strides.
   p.push_back({cparam::kQStrideN, "i64", i64, numQoHeads * headDim});
   p.push_back({cparam::kQStrideH, "i64", i64, headDim});
-  p.push_back({cparam::kOStrideN, "i64", i64, numQoHeads * headDim});
-  p.push_back({cparam::kOStrideH, "i64", i64, headDim});
+  p.push_back({cparam::kOStrideN, "i64", i64, numQoHeads * headDimVo});
+  p.push_back({cparam::kOStrideH, "i64", i64, headDimVo});
   // Ragged K/V (one-token pages, no page table) may be views, e.g. of a
-  // packed QKV projection: their token and head strides.
+  // packed QKV projection: their token and head strides (V's own where its
+  // head_dim differs).
   if (!pageTable) {
     p.push_back(
         {cparam::kKvStrideN, "i64", i64, pageSize * numKvHeads * headDim});
     p.push_back(
         {cparam::kKvStrideH, "i64", i64, hnd ? pageSize * headDim : headDim});
+    if (splitHeadDims()) {
+      p.push_back(
+          {cparam::kVStrideN, "i64", i64, pageSize * numKvHeads * headDimVo});
+      p.push_back({cparam::kVStrideH, "i64", i64,
+                   hnd ? pageSize * headDimVo : headDimVo});
+    }
   }
   bool mma = tensorCore();
   if (!decode || (mma && gridParam() != cplan::kBatchSize))
@@ -435,6 +445,9 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
       b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(familyName)),
       b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)),
   });
+  if (splitHeadDims())
+    s.push_back(
+        b.getNamedAttr(ckey::kHeadDimVo, b.getI64IntegerAttr(headDimVo)));
   if (customMask)
     s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
   if (epilogueSinks())
@@ -457,6 +470,7 @@ int64_t AttentionSpec::dynamicSharedBytes() const {
 AttentionShape mlir::cascade::attentionShape(const AttentionSpec &spec) {
   AttentionShape s;
   s.headDim = spec.headDim;
+  s.headDimVo = spec.headDimVo;
   s.groupSize = spec.groupSize;
   s.qType = spec.qType;
   s.kvType = spec.kvType;
@@ -470,7 +484,7 @@ AttentionShape mlir::cascade::attentionShape(const AttentionSpec &spec) {
 MergeSpec AttentionSpec::splitMerge() const {
   MergeSpec m;
   m.kind = MergeKind::Indptr;
-  m.headDim = headDim;
+  m.headDim = headDimVo;
   m.vType = oType;
   m.baseE = baseE;
   m.numHeads = numQoHeads;
@@ -478,7 +492,7 @@ MergeSpec AttentionSpec::splitMerge() const {
   m.accumulate = accumulate;
   m.sinks = sinks;
   // ~128 threads a block, head_dim / 8 per state.
-  int64_t tpt = headDim / 8, tpb = std::max<int64_t>(1, 128 / tpt);
+  int64_t tpt = headDimVo / 8, tpb = std::max<int64_t>(1, 128 / tpt);
   m.config = KernelConfigAttr::get(config.getContext(), KernelFamily::Merge,
                                    {tpb * tpt, 1, 1}, tpb, 0, 1);
   return m;
@@ -505,6 +519,7 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   int64_t hDim = c.pool ? (c.hnd ? sh[2] : sh[3]) : (c.hnd ? sh[1] : sh[2]);
   int64_t psDim = c.pool ? (c.hnd ? sh[3] : sh[2]) : (c.hnd ? sh[2] : sh[1]);
   c.numKvHeads = hDim;
+  c.headDimVo = cast<MemRefType>(kv.back().getType()).getShape().back();
   if (ShapedType::isDynamic(c.numQoHeads) || ShapedType::isDynamic(c.headDim) ||
       ShapedType::isDynamic(c.numKvHeads) || ShapedType::isDynamic(psDim))
     return op.emitError("attention lowering needs static heads, head_dim and "

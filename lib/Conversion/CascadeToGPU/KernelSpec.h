@@ -78,6 +78,9 @@ FailureOr<MergeSpec> analyseMerge(Operation *op, KernelConfigAttr config);
 struct AttentionSpec {
   int64_t headDim = 0, numQoHeads = 0, numKvHeads = 0, groupSize = 0,
           pageSize = 0;
+  /// The head_dim of v and the output: headDim, or its own (head_dim_vo,
+  /// a (k, v) pair whose v is narrower, as DeepSeek's prefill has it).
+  int64_t headDimVo = 0;
   bool hnd = false, pool = true, decode = true, causal = false, split = false,
        accumulate = false;
   /// Prefill with a custom mask (custom_mask / mask_indptr parameters).
@@ -111,6 +114,8 @@ struct AttentionSpec {
   bool fp8DirectV = false;
 
   bool operator==(const AttentionSpec &o) const;
+  /// v and the output have a head_dim of their own (head_dim_vo).
+  bool splitHeadDims() const { return headDimVo != headDim; }
   /// Whether this kernel's epilogue adds the sinks (see `sinks`).
   bool epilogueSinks() const { return sinks && !split; }
   KernelFamily family() const { return config.getFamily(); }

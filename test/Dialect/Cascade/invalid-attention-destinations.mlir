@@ -3,7 +3,7 @@
 // cascade.paged_attention: the destinations o and lse.
 
 func.func @o_element_type(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xbf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'o' must have the type of 'q' [4, 32, 128] 'f16', got [4, 32, 128] 'bf16'}}
+  // expected-error@+1 {{'o' must be [4, 32, 128] 'f16' (q's rows, heads and element type, v's head_dim), got [4, 32, 128] 'bf16'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xbf16>, tensor<4x32xf32>) {page_size = 16 : i64}
@@ -14,7 +14,7 @@ func.func @o_element_type(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf1
 // -----
 
 func.func @o_rank(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x4096xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'o' must have the type of 'q' [4, 32, 128] 'f16', got [4, 4096] 'f16'}}
+  // expected-error@+1 {{'o' must be [4, 32, 128] 'f16' (q's rows, heads and element type, v's head_dim), got [4, 4096] 'f16'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x4096xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
@@ -25,7 +25,7 @@ func.func @o_rank(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp
 // -----
 
 func.func @o_shape(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<5x32x128xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'o' must have the type of 'q' [4, 32, 128] 'f16', got [5, 32, 128] 'f16'}}
+  // expected-error@+1 {{'o' must be [4, 32, 128] 'f16' (q's rows, heads and element type, v's head_dim), got [5, 32, 128] 'f16'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<5x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}

@@ -37,7 +37,7 @@ func.func @mixed_fp8_pair(%q: tensor<4x32x128xf16>, %k: tensor<?x16x8x128xf8E4M3
 // -----
 
 func.func @fp8_output(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf8E4M3FN>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf8E4M3FN>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'o' must have the type of 'q' [4, 32, 128] 'f16', got [4, 32, 128] 'f8E4M3FN'}}
+  // expected-error@+1 {{'o' must be [4, 32, 128] 'f16' (q's rows, heads and element type, v's head_dim), got [4, 32, 128] 'f8E4M3FN'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0 : tensor<?x2x16x8x128xf8E4M3FN>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf8E4M3FN>, tensor<4x32xf32>) {page_size = 16 : i64}

@@ -104,7 +104,7 @@ func.func @pair_rank_mismatch(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128x
 // -----
 
 func.func @pair_shape_mismatch(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<?x16x4x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'v' shape [?, 16, 4, 128] does not match 'k' shape [?, 16, 8, 128]}}
+  // expected-error@+1 {{'v' shape [?, 16, 4, 128] does not match 'k' shape [?, 16, 8, 128] (only the head_dim may differ)}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<?x16x4x128xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
@@ -189,5 +189,29 @@ func.func @kv_head_dim_mismatch(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
       -> tensor<4x32x128xf16>, tensor<4x32xf32>
+  return
+}
+
+// -----
+
+// v's head_dim may differ from k's (head_dim_vo), but must be a multiple of 8.
+func.func @pair_v_head_dim_not_multiple_of_8(%q: tensor<4x32x128xf16>, %kv0: tensor<?x16x8x128xf16>, %kv1: tensor<?x16x8x60xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x60xf16>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{head_dim of 'v' must be a positive multiple of 8 and at most 256, got 60}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf16>) kv(%kv0, %kv1 : tensor<?x16x8x128xf16>, tensor<?x16x8x60xf16>)
+      qo_indptr(%kvp : tensor<?xi32>) kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      outs(%o, %lse : tensor<4x32x60xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x60xf16>, tensor<4x32xf32>
+  return
+}
+
+// -----
+
+// With a narrower v the output has v's head_dim, not q's.
+func.func @pair_v_narrower_o_of_q(%q: tensor<4x32x192xf16>, %kv0: tensor<?x16x8x192xf16>, %kv1: tensor<?x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x192xf16>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{'o' must be [4, 32, 128] 'f16' (q's rows, heads and element type, v's head_dim), got [4, 32, 192] 'f16'}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x192xf16>) kv(%kv0, %kv1 : tensor<?x16x8x192xf16>, tensor<?x16x8x128xf16>)
+      qo_indptr(%kvp : tensor<?xi32>) kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      outs(%o, %lse : tensor<4x32x192xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x192xf16>, tensor<4x32xf32>
   return
 }

@@ -81,7 +81,7 @@ func.func @plan_kv_chunk_size(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x12
 // -----
 
 func.func @plan_tmp_v_f16(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %p0: memref<?xi32>, %p1: memref<?xi32>, %p2: memref<?xi32>, %p3: memref<?xi8>, %p4: memref<1xi32>, %p5: memref<?x32x128xf16>, %p6: memref<?x32xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  // expected-error@+1 {{plan operand 'tmp_v' must be an f32 memref [partial_rows, Hqo, D], got 'memref<?x32x128xf16>'}}
+  // expected-error@+1 {{plan operand 'tmp_v' must be an f32 memref [partial_rows, Hqo, D] (D: the output's head_dim), got 'memref<?x32x128xf16>'}}
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       plan(%p0, %p1, %p2, %p3, %p4, %p5, %p6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x32x128xf16>, memref<?x32xf32>)
@@ -92,7 +92,7 @@ func.func @plan_tmp_v_f16(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf1
 // -----
 
 func.func @plan_tmp_v_heads(%q: memref<?x32x128xf16>, %kv0: memref<?x2x16x8x128xf16>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %p0: memref<?xi32>, %p1: memref<?xi32>, %p2: memref<?xi32>, %p3: memref<?xi8>, %p4: memref<1xi32>, %p5: memref<?x8x128xf32>, %p6: memref<?x32xf32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
-  // expected-error@+1 {{plan operand 'tmp_v' must be an f32 memref [partial_rows, Hqo, D], got 'memref<?x8x128xf32>'}}
+  // expected-error@+1 {{plan operand 'tmp_v' must be an f32 memref [partial_rows, Hqo, D] (D: the output's head_dim), got 'memref<?x8x128xf32>'}}
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv0 : memref<?x2x16x8x128xf16>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       plan(%p0, %p1, %p2, %p3, %p4, %p5, %p6 : memref<?xi32>, memref<?xi32>, memref<?xi32>, memref<?xi8>, memref<1xi32>, memref<?x8x128xf32>, memref<?x32xf32>)

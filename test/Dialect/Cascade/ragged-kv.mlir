@@ -82,3 +82,23 @@ func.func @all_levels_ragged(%q: tensor<?x32x128xf16>, %cache: tensor<?x2x16x8x1
       -> tensor<?x32x128xf16>, tensor<?x32xf32>
   return %r#0, %r#1 : tensor<?x32x128xf16>, tensor<?x32xf32>
 }
+
+// v narrower than q and k (head_dim_vo, DeepSeek's prefill: 192 / 128): the
+// output takes v's head_dim.
+// CHECK-LABEL: func @ragged_prefill_head_dim_vo
+// CHECK: kv(%{{.*}}, %{{.*}} : tensor<?x1x16x192xbf16>, tensor<?x1x16x128xbf16>)
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : tensor<?x16x128xbf16>, tensor<?x16xf32>)
+// BUF-LABEL: func @ragged_prefill_head_dim_vo
+// BUF: cascade.paged_attention
+func.func @ragged_prefill_head_dim_vo(%q: tensor<?x16x192xbf16>, %k: tensor<?x1x16x192xbf16>,
+                                      %v: tensor<?x1x16x128xbf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>,
+                                      %ones: tensor<?xi32>, %o: tensor<?x16x128xbf16>, %lse: tensor<?x16xf32>)
+    -> (tensor<?x16x128xbf16>, tensor<?x16xf32>) {
+  %r:2 = cascade.paged_attention q(%q : tensor<?x16x192xbf16>)
+      kv(%k, %v : tensor<?x1x16x192xbf16>, tensor<?x1x16x128xbf16>)
+      qo_indptr(%qo : tensor<?xi32>) kv_indptr(%kvp : tensor<?xi32>)
+      kv_last_page_len(%ones : tensor<?xi32>)
+      outs(%o, %lse : tensor<?x16x128xbf16>, tensor<?x16xf32>) {page_size = 1 : i64, causal}
+      -> tensor<?x16x128xbf16>, tensor<?x16xf32>
+  return %r#0, %r#1 : tensor<?x16x128xbf16>, tensor<?x16xf32>
+}

@@ -53,6 +53,7 @@ TEST(BundleKey, EveryOptionRoundTrips) {
   c.score.ropeScale = 2.f;
   c.score.ropeTheta = 5e5f;
   c.lseBase = LseBase::BaseE;
+  c.headDimVo = 64;
   AttentionGroup g{false, true, true, false, true};
   std::string key = g.name() + "." + c.key();
   BundleKey k = parse(key);
@@ -60,6 +61,24 @@ TEST(BundleKey, EveryOptionRoundTrips) {
   EXPECT_EQ(k.group, g);
   EXPECT_EQ(k.str(), key);
   EXPECT_EQ(g.name(), "prefill-causal-acc-sink");
+}
+
+TEST(BundleKey, HeadDimVo) {
+  // v narrower than q and k: `.dv<D>` after the score options.
+  BundleKey k =
+      parse("prefill-causal.bf16-bf16.d192.h16x16.p1.nhd.ragged.dv128");
+  EXPECT_EQ(k.config.headDim, 192);
+  EXPECT_EQ(k.config.vDim(), 128);
+  EXPECT_TRUE(k.config.splitHeadDims());
+  // One head_dim for both is spelled without `.dv`.
+  EXPECT_NE(error("prefill.f16-f16.d128.h32x8.p16.nhd.pair.dv128"), "");
+  // A pool holds k and v of one width; v wider than k is not supported.
+  EXPECT_NE(error("prefill.f16-f16.d128.h32x8.p16.nhd.pool.dv64")
+                .find("need a cache each"),
+            std::string::npos);
+  EXPECT_NE(error("prefill.f16-f16.d128.h32x8.p16.nhd.pair.dv192")
+                .find("larger than head_dim"),
+            std::string::npos);
 }
 
 TEST(BundleKey, MergeKey) {

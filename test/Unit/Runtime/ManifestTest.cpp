@@ -376,6 +376,36 @@ TEST(Manifest, KernelStaticsAreCheckedAgainstThePlan) {
                          "head_dim 128, the plan has 64");
 }
 
+TEST(Manifest, HeadDimVoIsCheckedAgainstThePlan) {
+  // v narrower than q and k: an attention kernel records head_dim_vo, and a
+  // merge's head_dim is v's.
+  Bundle b = loadTestBundle();
+  KernelSpec prefill = *b.find("cascade_decode_split_f16_d128");
+  KernelSpec merge = *b.find("cascade_merge_state_f16_d128");
+  Plan plan;
+  plan.page_size = 16;
+  plan.head_dim = 128;
+  plan.num_qo_heads = 32;
+  plan.num_kv_heads = 8;
+  // A kernel without head_dim_vo has v's head_dim = its head_dim.
+  plan.head_dim_vo = 64;
+  Status s = checkKernelStatics(prefill, plan);
+  EXPECT_EQ(s.code(), ErrorCode::SizeMismatch);
+  EXPECT_EQ(s.message(), "kernel cascade_decode_split_f16_d128 was built for "
+                         "a v head_dim (head_dim_vo) of 128, the plan has 64");
+  prefill.statics.push_back({"head_dim_vo", "64"});
+  EXPECT_TRUE(checkKernelStatics(prefill, plan).ok());
+  plan.head_dim_vo = 0;
+  EXPECT_EQ(checkKernelStatics(prefill, plan).code(), ErrorCode::SizeMismatch);
+  // The merge of 64-wide states against a plan of q/k 128, v 64.
+  plan.head_dim_vo = 64;
+  EXPECT_EQ(checkKernelStatics(merge, plan).code(), ErrorCode::SizeMismatch);
+  for (auto &[key, value] : merge.statics)
+    if (key == "head_dim")
+      value = "64";
+  EXPECT_TRUE(checkKernelStatics(merge, plan).ok());
+}
+
 TEST(Manifest, MissingBundleIsAnIOError) {
   Bundle b;
   Status s = loadBundle("/nonexistent/bundle", b);

@@ -268,6 +268,25 @@ TEST(Plan, LargeWorkspacesUse64BitSizes) {
   EXPECT_EQ(tmpV->bytes, tmpV->count * 4);
 }
 
+TEST(Plan, PartialStatesHaveVsHeadDim) {
+  // v narrower than q and k (head_dim_vo): the partial states in tmp_v
+  // have v's head_dim; the schedule is the same as without it.
+  Batch b =
+      makeBatch(PlanMode::Prefill, {2048}, {4}, 16, 8, 2, 192, 132, 1, false);
+  Plan same, narrow;
+  ASSERT_TRUE(makePlan(b.inputs(), same).ok());
+  b.in.head_dim_vo = 128;
+  ASSERT_TRUE(makePlan(b.inputs(), narrow).ok());
+  ASSERT_TRUE(narrow.split_kv);
+  EXPECT_EQ(narrow.vDim(), 128);
+  EXPECT_EQ(same.vDim(), 192);
+  EXPECT_EQ(narrow.request_indices, same.request_indices);
+  EXPECT_EQ(narrow.float_workspace.find("tmp_v")->count,
+            narrow.partial_rows_capacity * 8 * 128);
+  EXPECT_EQ(narrow.float_workspace.find("tmp_s")->count,
+            same.float_workspace.find("tmp_s")->count);
+}
+
 TEST(Plan, ScalarsByName) {
   Batch b =
       makeBatch(PlanMode::Decode, {10, 2}, {}, 16, 8, 1, 128, 4, 1, false);

@@ -168,6 +168,40 @@ TEST(RefAttention, SingleKeyGivesItsValue) {
   EXPECT_NEAR(s[0], dot / std::sqrt(8.0) * 1.4426950408889634, 1e-12);
 }
 
+TEST(RefAttention, NarrowerVEqualsTheFirstColumnsOfAPaddedV) {
+  // v with its own head_dim (head_dim_vo) computes the first dv columns of
+  // the attention whose v is zero-padded to k's head_dim; the LSE is the
+  // same.
+  std::mt19937_64 rng(11);
+  const int64_t d = 32, dv = 16, hqo = 4, hkv = 2, page = 4;
+  for (ref::KvLayout layout : {ref::KvLayout::NHD, ref::KvLayout::HND}) {
+    Problem p = makeProblem(rng, {3, 1, 2}, {2, 1, 3}, page, hqo, hkv, d,
+                            layout, false);
+    const int64_t numPages = p.attn.kv.numPages;
+    std::vector<float> narrow = randomFloats(rng, numPages * page * hkv * dv);
+    std::vector<float> padded(numPages * page * hkv * d, 0.f);
+    for (int64_t i = 0; i < numPages * page * hkv; ++i)
+      std::copy_n(narrow.begin() + i * dv, dv, padded.begin() + i * d);
+    ref::AttentionBatch a = p.attn, b = p.attn;
+    a.kv = ref::PagedKvCache::pair(p.pool.data(), narrow.data(), numPages, page,
+                                   hkv, d, layout, dv);
+    b.kv = ref::PagedKvCache::pair(p.pool.data(), padded.data(), numPages, page,
+                                   hkv, d, layout);
+    const int64_t rows = p.attn.qoIndptr.back();
+    std::vector<double> va(rows * hqo * dv), sa(rows * hqo);
+    std::vector<double> vb(rows * hqo * d), sb(rows * hqo);
+    ref::AttentionOptions opts;
+    opts.causal = true;
+    ASSERT_TRUE(ref::attention(a, opts, va.data(), sa.data()).ok());
+    ASSERT_TRUE(ref::attention(b, opts, vb.data(), sb.data()).ok());
+    for (int64_t r = 0; r < rows * hqo; ++r) {
+      EXPECT_EQ(sa[r], sb[r]);
+      for (int64_t i = 0; i < dv; ++i)
+        EXPECT_NEAR(va[r * dv + i], vb[r * d + i], 1e-12);
+    }
+  }
+}
+
 TEST(RefAttention, EmptyRequestGivesTheEmptyState) {
   std::mt19937_64 rng(5);
   Problem p =

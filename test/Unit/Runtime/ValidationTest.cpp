@@ -53,6 +53,22 @@ TEST(Validation, HeadDim) {
   EXPECT_TRUE(validatePlanInputs(b.inputs()).ok());
 }
 
+TEST(Validation, HeadDimVo) {
+  // v's head_dim where it differs: a multiple of 8 no larger than q's/k's.
+  for (int64_t dv : {-8, 12, 136}) {
+    Batch b = good();
+    b.in.head_dim_vo = dv;
+    expectError(b, true, ErrorCode::InvalidHeadDim,
+                "head_dim_vo must be 0 (head_dim's) or a positive multiple of "
+                "8 no larger than head_dim (" +
+                    std::to_string(b.in.head_dim) + "), got " +
+                    std::to_string(dv));
+  }
+  Batch b = good();
+  b.in.head_dim_vo = b.in.head_dim / 2;
+  EXPECT_TRUE(validatePlanInputs(b.inputs()).ok());
+}
+
 TEST(Validation, Heads) {
   Batch b = good();
   b.in.num_qo_heads = 6;

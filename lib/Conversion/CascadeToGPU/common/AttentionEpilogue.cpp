@@ -230,7 +230,7 @@ static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
   OpBuilder &b = k.b;
   const AttentionSpec &c = out.spec;
   const AttentionArgs &a = out.args;
-  int64_t mt = r / 2, pair = r % 2, d = c.headDim;
+  int64_t mt = r / 2, pair = r % 2, d = c.headDimVo;
   Value empty = k.fcmp(arith::CmpFPredicate::OEQ, st.l[r], k.f32(0.0));
   Value inv = k.select(empty, k.f32(0.0), k.fdiv(k.f32(1.0), st.l[r]));
   Value mUse = k.select(k.isNegInf(st.m[r]), k.f32(0.0), st.m[r]);

@@ -69,6 +69,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.oStrideH = a.get(cparam::kOStrideH);
   r.kvStrideN = a.lookup(cparam::kKvStrideN);
   r.kvStrideH = a.lookup(cparam::kKvStrideH);
+  r.vStrideN = a.lookup(cparam::kVStrideN);
+  r.vStrideH = a.lookup(cparam::kVStrideH);
   return r;
 }
 

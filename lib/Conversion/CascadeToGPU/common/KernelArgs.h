@@ -66,6 +66,9 @@ struct AttentionArgs {
   /// Ragged K/V: element strides (i64) of a token and a head (null with a
   /// page table).
   Value kvStrideN, kvStrideH;
+  /// Ragged V's own strides where its head_dim differs from k's (null
+  /// otherwise: V shares K's).
+  Value vStrideN, vStrideH;
 
   /// Element offsets of (token, head)'s row of q and of o (index values).
   Value qOffset(KernelBuilder &k, Value token, Value head) const;

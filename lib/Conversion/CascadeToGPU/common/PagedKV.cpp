@@ -48,6 +48,16 @@ PagedKVLayout::PagedKVLayout(const AttentionSpec &spec,
   vOffset = spec.pool ? page : 0;
   tokenStride = spec.hnd ? d : spec.numKvHeads * d;
   headStride = spec.hnd ? spec.pageSize * d : d;
+  if (!spec.splitHeadDims())
+    return;
+  // A pair whose v is narrower: V's strides by its own head_dim.
+  int64_t dv = spec.headDimVo;
+  ownV = true;
+  vPageStride = spec.pageSize * spec.numKvHeads * dv;
+  vTokenStride = spec.hnd ? dv : spec.numKvHeads * dv;
+  vHeadStride = spec.hnd ? spec.pageSize * dv : dv;
+  vPageStrideArg = args.vStrideN;
+  vHeadStrideArg = args.vStrideH;
 }
 
 Value PagedKVLayout::page(KernelBuilder &k, Value kvIndices, Value pageStart,
@@ -69,6 +79,15 @@ Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
   return k.add(k.add(k.mul(page, stride(k, pageStrideArg, pageStride)),
                      k.mul(k.rem(token, k.idx(pageSize)), k.idx(tokenStride))),
                k.mul(head, stride(k, headStrideArg, headStride)));
+}
+
+Value PagedKVLayout::vTokenOffset(KernelBuilder &k, Value page, Value token,
+                                  Value head, Value kOffset) const {
+  if (!ownV)
+    return vFromK(k, kOffset);
+  return k.add(k.add(k.mul(page, stride(k, vPageStrideArg, vPageStride)),
+                     k.mul(k.rem(token, k.idx(pageSize)), k.idx(vTokenStride))),
+               k.mul(head, stride(k, vHeadStrideArg, vHeadStride)));
 }
 
 Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
@@ -201,12 +220,15 @@ Value mlir::cascade::fp8VStagingOffset(KernelBuilder &k, Value row,
 // PagedKVTileGather
 //===----------------------------------------------------------------------===//
 
-PagedKVTileGather::PagedKVTileGather(
-    KernelBuilder &k, const PagedKVLayout &layout, const KVSource &src,
-    Value smem, const SmemTileLayout &tileLayout, SmemRing kRing,
-    SmemRing vRing, int64_t headDim, int64_t numThreads, Value tid)
+PagedKVTileGather::PagedKVTileGather(KernelBuilder &k,
+                                     const PagedKVLayout &layout,
+                                     const KVSource &src, Value smem,
+                                     const SmemTileLayout &tileLayout,
+                                     SmemRing kRing, SmemRing vRing,
+                                     int64_t headDim, int64_t vHeadDim,
+                                     int64_t numThreads, Value tid)
     : k(k), layout(layout), src(src), smem(smem), tileLayout(tileLayout),
-      kRing(kRing), vRing(vRing), headDim(headDim),
+      kRing(kRing), vRing(vRing), headDim(headDim), vHeadDim(vHeadDim),
       copy(distributeTileCopy(k, tileLayout.rows, tileLayout.cols / 8,
                               numThreads, tid)) {}
 
@@ -240,20 +262,20 @@ SmallVector<Value> PagedKVTileGather::lookupPages(Value i) const {
 void PagedKVTileGather::issue(Value i, Value stage,
                               ArrayRef<Value> pages) const {
   Value tileStart = k.add(src.t0, k.mul(i, k.idx(tileLayout.rows)));
-  SmallVector<Value> offs, valid;
+  SmallVector<Value> offs, vOffs, valid;
   for (auto [row, page] : llvm::zip(copy.rows, pages)) {
     Value t = k.add(tileStart, row);
     valid.push_back(k.cmp(arith::CmpIPredicate::ult, t, src.t1));
     offs.push_back(layout.tokenOffset(k, k.toIndex(page), t, src.kvHead));
+    vOffs.push_back(
+        layout.vTokenOffset(k, k.toIndex(page), t, src.kvHead, offs.back()));
   }
   SmallVector<Value> tokens =
       issueTileCopy(k, smem, kRing.stage(k, stage), tileLayout, copy,
                     src.kCache, offs, valid, headDim / 8);
-  SmallVector<Value> vOffs;
-  for (Value off : offs)
-    vOffs.push_back(layout.vFromK(k, off));
+  // A narrower v fills its first columns; the rest of the V tile is zero.
   llvm::append_range(tokens, issueTileCopy(k, smem, vRing.stage(k, stage),
                                            tileLayout, copy, src.vCache, vOffs,
-                                           valid, headDim / 8));
+                                           valid, vHeadDim / 8));
   commitGroup(k, tokens);
 }

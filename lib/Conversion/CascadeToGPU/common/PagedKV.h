@@ -63,6 +63,17 @@ struct PagedKVLayout {
   Value vFromK(KernelBuilder &k, Value kOffset) const {
     return k.add(kOffset, k.idx(vOffset));
   }
+  /// V's offset of (page, token % page_size, head), whose K offset is
+  /// `kOffset`: vFromK, or where v has a head_dim of its own (a pair whose
+  /// v is narrower) from V's strides.
+  Value vTokenOffset(KernelBuilder &k, Value page, Value token, Value head,
+                     Value kOffset) const;
+
+  /// V's head_dim is not K's: V has strides of its own (static, or ragged
+  /// V's kernel arguments).
+  bool ownV = false;
+  int64_t vPageStride = 0, vTokenStride = 0, vHeadStride = 0;
+  Value vPageStrideArg, vHeadStrideArg;
 };
 
 /// What a work item gathers: the key range [t0, t1) of one request's pages
@@ -156,8 +167,8 @@ public:
   PagedKVTileGather(KernelBuilder &k, const PagedKVLayout &layout,
                     const KVSource &src, Value smem,
                     const SmemTileLayout &tileLayout, SmemRing kRing,
-                    SmemRing vRing, int64_t headDim, int64_t numThreads,
-                    Value tid);
+                    SmemRing vRing, int64_t headDim, int64_t vHeadDim,
+                    int64_t numThreads, Value tid);
   /// The page ids (i32, to keep prefetch registers few) of the rows this
   /// thread copies of tile `i`; 0 past t1.
   SmallVector<Value> lookupPages(Value i) const;
@@ -172,7 +183,8 @@ private:
   Value smem;
   SmemTileLayout tileLayout;
   SmemRing kRing, vRing;
-  int64_t headDim;
+  /// K's and V's head_dim (V's may be narrower: its tile's first columns).
+  int64_t headDim, vHeadDim;
   TileCopyPlan copy;
 };
 

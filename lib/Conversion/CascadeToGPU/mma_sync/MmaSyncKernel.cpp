@@ -148,7 +148,8 @@ void MmaSyncKernel::run() {
   TileCopyPlan convertPlan;
   if (!fp8) {
     gather.emplace(k, kvLayout, src, smem, tiles.kvLayout, tiles.kRing(),
-                   tiles.vRing(), c.headDim, tiles.numThreads, th.tid);
+                   tiles.vRing(), c.headDim, c.headDimVo, tiles.numThreads,
+                   th.tid);
   } else {
     fp8Gather.emplace(kvLayout, src, stagingK, stagingV, tiles.kvTile,
                       c.headDim, c.headDim / 8, tiles.numThreads, th.tid,

@@ -22,7 +22,8 @@ MmaTiles mlir::cascade::mmaSyncTiles(const AttentionSpec &spec) {
   t.stages = cfg.getStages();
   t.kvPerWarp = t.kvTile / t.warpsKV;
   t.sTiles = t.kvPerWarp / 8;
-  t.oTiles = t.dp / 8;
+  // O's n8 tiles cover v's head_dim (a narrower v: fewer than K's).
+  t.oTiles = llvm::alignTo(spec.headDimVo, 16) / 8;
   t.numThreads = 32 * t.warpsQ * t.warpsKV;
   t.qLayout = SmemTileLayout::get(t.qTile, t.dp);
   t.kvLayout = SmemTileLayout::get(t.kvTile, t.dp);

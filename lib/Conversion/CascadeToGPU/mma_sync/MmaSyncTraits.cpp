@@ -97,12 +97,15 @@ static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &target) {
   return target.registersPerThread;
 }
 
+// The fp8 staging-tile reads assume one head_dim for K and V.
 static bool fp8DirectK(KernelConfigAttr c, const AttentionShape &s) {
-  return mmaSyncFp8DirectK(c, s.headDim, s.kvType, s.decode, s.rope);
+  return s.headDimVo == s.headDim &&
+         mmaSyncFp8DirectK(c, s.headDim, s.kvType, s.decode, s.rope);
 }
 
 static bool fp8DirectV(KernelConfigAttr c, const AttentionShape &s) {
-  return mmaSyncFp8DirectV(c, s.headDim, s.kvType, s.decode, s.rope);
+  return s.headDimVo == s.headDim &&
+         mmaSyncFp8DirectV(c, s.headDim, s.kvType, s.decode, s.rope);
 }
 
 static std::string whyNotAttention(KernelConfigAttr config,
@@ -110,6 +113,16 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (s.qType != s.kvType && !isFp8KVType(s.kvType))
     return "tensor cores need q and KV of one dtype (or an fp8 KV cache, "
            "converted to q's)";
+  // A narrower v: its columns are the first of the V tile (the rest zero)
+  // and O has only its n8 tiles.
+  if (s.headDimVo > s.headDim)
+    return ("v's head_dim (" + Twine(s.headDimVo) +
+            ") must not exceed q's and k's (" + Twine(s.headDim) +
+            "): the V tile has k's width")
+        .str();
+  if (s.headDimVo != s.headDim && isFp8KVType(s.kvType))
+    return "an fp8 KV cache needs v's head_dim to be q's and k's (its "
+           "staging tiles have one width)";
   if (isFp8KVType(s.kvType) && s.headDim % 16 != 0)
     return "an fp8 KV cache on tensor cores needs head_dim a multiple of 16 "
            "(16-byte rows of the staging tiles)";

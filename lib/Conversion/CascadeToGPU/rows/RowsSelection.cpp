@@ -29,6 +29,7 @@ bool cascade::rowsApplies(const SelectionInput &in) {
   int64_t maxGroup =
       isFp8KVType(s.kvType) ? in.opts.rowsMaxGroupFp8 : in.opts.rowsMaxGroup;
   return !s.merge && rowsFamilySupportsHeadDim(s.headDim) &&
+         s.headDimVo == s.headDim &&
          rowsSupportsKVType(s.qType, s.kvType, in.target) &&
          (onlyRows || (s.decode && s.group <= maxGroup));
 }

@@ -28,6 +28,9 @@ static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &) {
 
 static std::string whyNotAttention(KernelConfigAttr config,
                                    const AttentionShape &s) {
+  if (s.headDimVo != s.headDim)
+    return "the rows family needs v's head_dim to be q's and k's (a "
+           "narrower v runs on mma_sync)";
   if (!rowsFamilySupportsHeadDim(s.headDim))
     return "the rows family needs head_dim 8, 16, 32, 64, 128 or 256 "
            "(head_dim / 8 lanes dividing a warp)";

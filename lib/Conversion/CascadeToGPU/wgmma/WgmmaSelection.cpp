@@ -30,7 +30,8 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
                    wgmmaFp8GatherFits(in.opts.wgmmaKVTile, s.headDim)));
   return in.opts.wgmma && !s.merge && !s.decode &&
          wgmmaSupportsKVType(s.qType, s.kvType, in.target) &&
-         wgmmaFamilySupportsHeadDim(s.headDim) && fp8Fits;
+         wgmmaFamilySupportsHeadDim(s.headDim) && s.headDimVo == s.headDim &&
+         fp8Fits;
 }
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128

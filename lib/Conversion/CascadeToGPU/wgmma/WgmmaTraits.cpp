@@ -87,6 +87,9 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (s.qType != s.kvType && !isFp8KVType(s.kvType))
     return "tensor cores need q and KV of one dtype (or an fp8 KV cache, "
            "converted to q's)";
+  if (s.headDimVo != s.headDim)
+    return "the wgmma family needs v's head_dim to be q's and k's (a "
+           "narrower v runs on mma_sync)";
   if (!wgmmaFamilySupportsHeadDim(s.headDim))
     return "the wgmma family needs head_dim 64, 128 or 256 (whole 128-byte "
            "swizzle panels; use mma_sync)";

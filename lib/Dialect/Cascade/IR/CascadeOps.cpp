@@ -132,6 +132,32 @@ LogicalResult verifySameState(Operation *op, Value v0, StringRef n0, Value v1,
   return success();
 }
 
+/// Checks a (k, v) pair of page pools whose types differ: the same element
+/// type and shape but for the head_dim, which may differ (v's is the
+/// output's: head_dim_vo).
+LogicalResult verifyKVPair(Operation *op, ShapedType kt, ShapedType vt) {
+  if (kt.getElementType() != vt.getElementType())
+    return op->emitOpError("'v' element type ")
+           << vt.getElementType() << " does not match 'k' element type "
+           << kt.getElementType();
+  if (kt.getRank() != vt.getRank())
+    return op->emitOpError("'v' rank ")
+           << vt.getRank() << " does not match 'k' rank " << kt.getRank();
+  for (int64_t d = 0; d + 1 < kt.getRank(); ++d)
+    if (!dimsAgree(kt.getDimSize(d), vt.getDimSize(d)))
+      return op->emitOpError("'v' shape ")
+             << shapeStr(vt) << " does not match 'k' shape " << shapeStr(kt)
+             << " (only the head_dim may differ)";
+  int64_t dv = vt.getShape().back();
+  if (ShapedType::isDynamic(dv))
+    return op->emitOpError("head_dim of 'v' must be static");
+  if (dv % 8 != 0 || dv <= 0 || dv > 256)
+    return op->emitOpError("head_dim of 'v' must be a positive multiple of 8 "
+                           "and at most 256, got ")
+           << dv;
+  return success();
+}
+
 /// Checks a 1-D i32 index array.
 LogicalResult verifyIndexArray(Operation *op, Value v, StringRef name) {
   auto t = cast<ShapedType>(v.getType());
@@ -234,7 +260,7 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
       return op->emitOpError("a (k, v) page pool must have rank 4 (")
              << (nhd ? "[P, page_size, Hkv, D]" : "[P, Hkv, page_size, D]")
              << "), got rank " << kt.getRank();
-    if (kt != vt && failed(verifySameState(op, a.kv[0], "k", a.kv[1], "v")))
+    if (kt != vt && failed(verifyKVPair(op, kt, vt)))
       return failure();
     pageDim = nhd ? 1 : 2;
     headsDim = nhd ? 2 : 1;
@@ -272,15 +298,19 @@ LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
            << hqo << ") must be a multiple of the number of KV heads (" << hkv
            << ")";
 
-  // Destinations.
+  // Destinations: q's rows and heads, v's head_dim.
   auto ot = cast<ShapedType>(a.o.getType());
+  SmallVector<int64_t> oShape(qt.getShape());
+  oShape[2] = cast<ShapedType>(a.kv.back().getType()).getShape().back();
   if (ot.getElementType() != qt.getElementType() ||
       ot.getRank() != qt.getRank() ||
       !llvm::all_of(llvm::seq<int64_t>(0, 3), [&](int64_t d) {
-        return dimsAgree(ot.getDimSize(d), qt.getDimSize(d));
+        return dimsAgree(ot.getDimSize(d), oShape[d]);
       }))
-    return op->emitOpError("'o' must have the type of 'q' ")
-           << shapeStr(qt) << " " << qt.getElementType() << ", got "
+    return op->emitOpError("'o' must be ")
+           << shapeStr(RankedTensorType::get(oShape, qt.getElementType()))
+           << " " << qt.getElementType()
+           << " (q's rows, heads and element type, v's head_dim), got "
            << shapeStr(ot) << " " << ot.getElementType();
   auto lt = cast<ShapedType>(a.lse.getType());
   if (lt.getRank() != 2 || !lt.getElementType().isF32() ||
@@ -506,11 +536,13 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
   auto qt = cast<ShapedType>(op.getQ().getType());
   auto tv = dyn_cast<MemRefType>(plan[5].getType());
   auto ts = dyn_cast<MemRefType>(plan[6].getType());
+  auto ot = cast<ShapedType>(op.getO().getType());
   if (!tv || tv.getRank() != 3 || !tv.getElementType().isF32() ||
       !dimsAgree(tv.getDimSize(1), qt.getDimSize(1)) ||
-      !dimsAgree(tv.getDimSize(2), qt.getDimSize(2)))
+      !dimsAgree(tv.getDimSize(2), ot.getDimSize(2)))
     return op.emitOpError("plan operand 'tmp_v' must be an f32 memref "
-                          "[partial_rows, Hqo, D], got ")
+                          "[partial_rows, Hqo, D] (D: the output's head_dim), "
+                          "got ")
            << plan[5].getType();
   if (!ts || ts.getRank() != 2 || !ts.getElementType().isF32() ||
       !dimsAgree(ts.getDimSize(0), tv.getDimSize(0)) ||

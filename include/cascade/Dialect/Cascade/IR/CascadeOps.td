@@ -172,7 +172,9 @@ def Cascade_PagedAttentionOp
     - `kv`: the page pool, either one `[P, 2, page_size, Hkv, D]` (`nhd`) /
       `[P, 2, Hkv, page_size, D]` (`hnd`) value, index 0 of dim 1 the keys,
       or a pair `(k, v)` of `[P, page_size, Hkv, D]` / `[P, Hkv, page_size, D]`.
-      Elements f16 or bf16 (q's type, or the other one: the rows kernels
+      A pair's `v` may have a head_dim `Dv` of its own (FlashInfer's
+      `head_dim_vo`, e.g. q/k 192 and v 128 in DeepSeek's prefill); the
+      output then has `Dv`. Elements f16 or bf16 (q's type, or the other one: the rows kernels
       convert), or fp8 (`f8E4M3FN`, `f8E5M2`), converted to q's type as
       they are read.
     - `k_scale`, `v_scale` (optional f32, fp8 KV only; absent = 1): the
@@ -211,7 +213,7 @@ def Cascade_PagedAttentionOp
       `o_indptr`, `block_valid_mask` (1-D i32/i32/i32/i8), `kv_chunk_size`
       (tokens, a `memref<1xi32>` in device memory so that a captured CUDA
       graph stays valid across replans) and the f32 workspaces `tmp_v`
-      `[partial_rows, Hqo, D]` and `tmp_s` `[partial_rows, Hqo]`; a prefill
+      `[partial_rows, Hqo, Dv]` and `tmp_s` `[partial_rows, Hqo]`; a prefill
       (with `qo_indptr`) adds `qo_tile_indices` (i32, work item -> query
       tile) and `merge_indptr` (i32 `[rows + 1]`, partial states per query
       row). Without it, the lowering schedules the work itself. Or, in
@@ -219,7 +221,8 @@ def Cascade_PagedAttentionOp
       kind (decode or prefill), heads, `head_dim` and page size: the level
       then runs as planned at run time, split-KV or not as the plan says
       (`cascade-lower-plans`).
-    - destinations `o [rows, Hqo, D]` (q's element type) and `lse [rows, Hqo]` f32.
+    - destinations `o [rows, Hqo, Dv]` (q's element type; `Dv = D` but for
+      a pair with a narrower `v`) and `lse [rows, Hqo]` f32.
 
     `kv_len(i) = (pages_i - 1) * page_size + last_page_len(i)` (0 without
     pages). Options are those of `docs/semantics.md`: `causal`, `sm_scale`
