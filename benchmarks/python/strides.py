@@ -4,7 +4,8 @@ q sliced from a packed QKV projection, out a view of a larger buffer.
 
     python3 -m benchmarks.python.strides [--json FILE] [--label NAME]
 
-Medians of CUDA-event timings of run() (one plan, warm), for decode (B=128
+Medians of CUDA-event timings of run() (one plan, warm; contiguous and
+strided in alternating rounds), for decode (B=128
 x 4K tokens, B=16 x 32K: split KV), causal and non-causal prefill (B=8 x 4K)
 and a two-level cascade (B=128, shared prefix 4K, 256 own tokens), 32/8
 heads, D=128, page 16, fp16. Prints one row per shape: the contiguous time,
@@ -60,15 +61,27 @@ def pages(batch, tokens, dev, first=0):
     return indptr.to(dev), indices.to(dev), last.to(dev), batch * per
 
 
+def interleaved_ms(fns, rounds=9, iters=10):
+    """Medians over `rounds` alternating rounds of each of `fns` (so that
+    clock and thermal drift fall on all of them alike)."""
+    samples = [[] for _ in fns]
+    for f in fns:
+        median_ms(f, iters=2, warm=3)
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            samples[i].append(median_ms(f, iters=iters, warm=1))
+    return [sorted(t)[len(t) // 2] for t in samples]
+
+
 def measure(run, rows, dev):
     q, o = views(rows, dev)
     qc, oc = q.contiguous(), torch.empty_like(q.contiguous())
-    tidy = median_ms(lambda: run(qc, oc))
     try:
-        strided = median_ms(lambda: run(q, o))
+        run(q, o)
     except ValueError as e:  # a build without strided views
         print(f"strided run refused: {e}")
-        return tidy, None
+        return median_ms(lambda: run(qc, oc)), None
+    tidy, strided = interleaved_ms([lambda: run(qc, oc), lambda: run(q, o)])
     torch.cuda.synchronize()
     assert torch.equal(o, oc), "strided result differs from the contiguous one"
     return tidy, strided
@@ -122,7 +135,7 @@ def main():
                  f"{frac:.3f} of copy (bytes read once)"))
 
     print(f"{args.label} copy {bw / 1e9:.0f} GB/s, {torch.cuda.get_device_name()}")
-    print(f"| shape | contiguous ms | strided ms | strided / contiguous | contiguous |")
+    print("| shape | contiguous ms | strided ms | strided / contiguous | contiguous |")
     print("| --- | ---: | ---: | ---: | --- |")
     for name, t, s, what in rows:
         if s is None:
