@@ -81,6 +81,17 @@ def lengths_indptr(lens, dev):
 @pytest.mark.parametrize("page", [16, 1])
 @pytest.mark.parametrize("layout", ["NHD", "HND"])
 def test_paged_prefill_pair(gpu, layout, page, causal, dtype):
+    paged_pair_case(gpu, layout, page, causal, dtype)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_paged_prefill_pair_split_kv(gpu, causal):
+    """Split-KV (every request in chunks of 2 pages): the partial states in
+    the workspace and their merge have v's head_dim."""
+    paged_pair_case(gpu, "NHD", 16, causal, "bfloat16", fixed_split_size=2)
+
+
+def paged_pair_case(gpu, layout, page, causal, dtype, **plan_options):
     hq, hkv, d, dv = 16, 4, 192, 128
     dt = tdtype(dtype)
     num_pages = 4096 // page
@@ -97,7 +108,8 @@ def test_paged_prefill_pair(gpu, layout, page, causal, dtype):
     q = torch.randn(int(qo_indptr[-1]), hq, d, device=gpu).to(dt)
     w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu), layout)
     w.plan(qo_indptr.to(gpu), kv_indptr.to(gpu), kv_indices.to(gpu), last.to(gpu), hq, hkv,
-           d, page, head_dim_vo=dv, causal=causal, q_data_type=dt, kv_data_type=dt)
+           d, page, head_dim_vo=dv, causal=causal, q_data_type=dt, kv_data_type=dt,
+           **plan_options)
     o, lse = w.run(q, (k_cache, v_cache), return_lse=True)
     assert o.shape == (q.shape[0], hq, dv) and o.dtype == dt
     ks, vs = [], []
