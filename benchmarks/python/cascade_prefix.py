@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""When does a cascade pay? Plain decode over each request's concatenated
+pages against the explicit two-level cascade and the automatic one, by
+shared-prefix length (issue 43: "a cascade that never loses"), same
+process.
+
+    python3 -m benchmarks.python.cascade_prefix [--json FILE]
+
+B=128 requests of 256 own tokens behind one shared prefix of 16 .. 1024
+tokens, 32/8 heads, D=128, page 16, fp16. run() of each wrapper (one plan,
+CUDA-graph launch), medians of CUDA-event timings in alternating rounds.
+The automatic cascade is planned with the runtime's cost model at several
+`level_overhead_us` values (docs/auto-cascade.md; the default is the
+first): the column says its time and whether it chose a cascade. Every
+output is checked against the plain one.
+"""
+import argparse
+import json
+
+import torch
+
+import cascade_mlir as cm
+
+B, OWN, HQ, HKV, D, PAGE = 128, 256, 32, 8, 128, 16
+PREFIXES = (16, 32, 64, 128, 256, 512, 1024)
+OVERHEADS = (None, 12.0, 20.0)
+
+
+def median_ms(fn, iters=10, warm=1):
+    for _ in range(warm):
+        fn()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(iters)]
+    for a, b in ev:
+        a.record()
+        fn()
+        b.record()
+    torch.cuda.synchronize()
+    t = sorted(a.elapsed_time(b) for a, b in ev)
+    return t[len(t) // 2]
+
+
+def interleaved_ms(fns, rounds=7):
+    samples = [[] for _ in fns]
+    for f in fns:
+        median_ms(f, iters=2, warm=3)
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            samples[i].append(median_ms(f))
+    return [sorted(t)[len(t) // 2] for t in samples]
+
+
+def row(prefix, ws, dev):
+    i32 = dict(dtype=torch.int32, device=dev)
+    sp, own = prefix // PAGE, OWN // PAGE
+    pool = torch.randn(sp + B * own, 2, PAGE, HKV, D, device=dev).half()
+    q = torch.randn(B, HQ, D, device=dev).half()
+    shared = torch.arange(sp, **i32)
+    mine = torch.arange(sp, sp + B * own, **i32).view(B, own)
+    indices = torch.cat([shared.expand(B, sp), mine], 1).reshape(-1)
+    indptr = torch.arange(B + 1, **i32) * (sp + own)
+    last = torch.full((B,), PAGE, **i32)
+
+    plain = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+    plain.plan(indptr, indices, last, HQ, HKV, D, PAGE)
+    want = plain.run(q, pool)
+    runs = {"plain": lambda: plain.run(q, pool)}
+    outs = {}
+
+    casc = cm.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
+    casc.plan([torch.tensor([0, B], **i32), torch.arange(B + 1, **i32)],
+              [torch.tensor([0, sp], **i32), torch.arange(B + 1, **i32) * own],
+              [shared, mine.reshape(-1)],
+              [torch.tensor([PAGE], **i32), last], HQ, HKV, D, PAGE)
+    runs["cascade"] = lambda: casc.run(q, pool)
+    outs["cascade"] = casc.run(q, pool)
+
+    chose = {}
+    for ov in OVERHEADS:
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+        w.plan(indptr, indices, last, HQ, HKV, D, PAGE,
+               auto_cascade=True if ov is None else {"level_overhead_us": ov})
+        name = f"auto {'default' if ov is None else ov}"
+        chose[name] = w.auto_cascade_stats["num_levels"] > 1
+        runs[name] = (lambda w_: lambda: w_.run(q, pool))(w)
+        outs[name] = w.run(q, pool)
+    for name, o in outs.items():
+        err = (o.float() - want.float()).abs().max().item()
+        assert err < 2e-2, f"prefix {prefix}: {name} differs from plain by {err}"
+    times = dict(zip(runs, interleaved_ms(list(runs.values()))))
+    return dict(prefix=prefix, times_ms=times, cascaded=chose)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    dev = torch.device("cuda:0")
+    ws = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    rows = [row(p, ws, dev) for p in PREFIXES]
+    names = list(rows[0]["times_ms"])
+    print(torch.cuda.get_device_name(), f"B={B}, own {OWN}, {HQ}/{HKV} heads, D={D}, fp16")
+    print("| prefix | plain us | " + " | ".join(f"{n} / plain" for n in names[1:]) + " |")
+    print("| ---: | ---: |" + " ---: |" * (len(names) - 1))
+    for r in rows:
+        t = r["times_ms"]
+        cells = []
+        for n in names[1:]:
+            mark = "" if n == "cascade" else (" (c)" if r["cascaded"][n] else " (p)")
+            cells.append(f"{t[n] / t['plain']:.2f}{mark}")
+        print(f"| {r['prefix']} | {t['plain'] * 1e3:.1f} | " + " | ".join(cells) + " |")
+    print("(c): the automatic plan chose a cascade, (p): the plain plan")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
