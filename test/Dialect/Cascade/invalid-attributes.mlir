@@ -1,6 +1,6 @@
 // RUN: cascade-opt %s -split-input-file -verify-diagnostics
 
-// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base).
+// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base, kernel_config's fp8_staging).
 
 func.func @page_size_zero(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
   // expected-error@+3 {{'page_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
@@ -133,3 +133,41 @@ func.func @bad_lse_base_generic(%v: tensor<4x8x64xf16>, %s: tensor<4x8xf32>) {
       -> (tensor<4x8x64xf16>, tensor<4x8xf32>)
   return
 }
+
+// -----
+
+// #cascade.kernel_config's fp8_staging: an mma_sync option, whose direct
+// reads keep one warp's Q fragments in registers.
+
+// expected-error@+1 {{fp8_staging = direct_kv is an mma_sync option}}
+func.func private @fp8_staging_rows() attributes {config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4, fp8_staging = direct_kv>}
+
+// -----
+
+// expected-error@+1 {{fp8_staging = direct_k is an mma_sync option}}
+func.func private @fp8_staging_wgmma() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3, fp8_staging = direct_k>}
+
+// -----
+
+// expected-error@+1 {{fp8_staging = direct_k is an mma_sync option}}
+func.func private @fp8_staging_merge() attributes {config = #cascade.kernel_config<merge, threads = [64, 1, 1], q_tile = 8, kv_tile = 0, stages = 1, fp8_staging = direct_k>}
+
+// -----
+
+// expected-error@+1 {{fp8_staging = direct_kv needs threads[1] = 1 and q_tile = 16 (one warp along the query rows, its Q fragments in registers), got threads[1] = 2 and q_tile = 32}}
+func.func private @fp8_staging_two_warps_q() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 2, 2], q_tile = 32, kv_tile = 64, stages = 4, fp8_staging = direct_kv>}
+
+// -----
+
+// expected-error@+1 {{fp8_staging = direct_k needs threads[1] = 1 and q_tile = 16 (one warp along the query rows, its Q fragments in registers), got threads[1] = 1 and q_tile = 32}}
+func.func private @fp8_staging_two_tiles() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 32, kv_tile = 32, stages = 2, fp8_staging = direct_k>}
+
+// -----
+
+// expected-error@+1 {{fp8_staging must be convert, direct_k or direct_kv, got 'direct_v'}}
+func.func private @fp8_staging_unknown() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_v>}
+
+// -----
+
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm or fp8_staging (each at most once), got 'fp8_staging'}}
+func.func private @fp8_staging_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_k, fp8_staging = direct_k>}

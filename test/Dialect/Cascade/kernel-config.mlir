@@ -175,10 +175,37 @@ func.func private @options_any_order() attributes {config = #cascade.kernel_conf
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers or min_blocks_per_sm (each at most once), got 'min_blocks_per_sm'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm or fp8_staging (each at most once), got 'min_blocks_per_sm'}}
 func.func private @option_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 4, min_blocks_per_sm = 8>}
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers or min_blocks_per_sm (each at most once), got 'max_regs'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm or fp8_staging (each at most once), got 'max_regs'}}
 func.func private @unknown_option() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, max_regs = 128>}
+
+// -----
+
+// fp8_staging (mma_sync) prints where it is not the default `convert`, in
+// any order with the other options, and after them.
+// CHECK-LABEL: func.func private @fp8_direct_kv
+// CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 8, fp8_staging = direct_kv>
+// CHECK-LABEL: func.func private @fp8_direct_k
+// CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3, fp8_staging = direct_k>
+// CHECK-LABEL: func.func private @fp8_convert
+// CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3>
+func.func private @fp8_direct_kv() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_kv, min_blocks_per_sm = 8>}
+func.func private @fp8_direct_k() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3, fp8_staging = direct_k>}
+func.func private @fp8_convert() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3, fp8_staging = convert>}
+
+// -----
+
+// Two configurations that differ only in fp8_staging are different
+// attributes; `convert` written out is the default.
+// CHECK-LABEL: func.func private @fp8_staging_distinct
+// CHECK-SAME: a = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2>
+// CHECK-SAME: b = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2, fp8_staging = direct_k>
+// CHECK-SAME: c = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2>
+func.func private @fp8_staging_distinct() attributes {
+  a = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2>,
+  b = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2, fp8_staging = direct_k>,
+  c = #cascade.kernel_config<mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 2, fp8_staging = convert>}

@@ -15,13 +15,16 @@ using namespace mlir::cascade;
 
 /// The options of #cascade.kernel_config after `stages`, each `, key =
 /// value` where it differs from its default, in any order when parsed:
-/// `kv_barriers = joint | split`, `min_blocks_per_sm = n`.
+/// `kv_barriers = joint | split`, `min_blocks_per_sm = n`, `fp8_staging =
+/// convert | direct_k | direct_kv`.
 static ParseResult parseKernelConfigOptions(AsmParser &p,
                                             KVBarriers &kvBarriers,
-                                            int64_t &minBlocks) {
+                                            int64_t &minBlocks,
+                                            Fp8Staging &fp8Staging) {
   kvBarriers = KVBarriers::Joint;
   minBlocks = 0;
-  bool seenBarriers = false, seenBlocks = false;
+  fp8Staging = Fp8Staging::Convert;
+  bool seenBarriers = false, seenBlocks = false, seenStaging = false;
   while (succeeded(p.parseOptionalComma())) {
     StringRef key;
     llvm::SMLoc loc = p.getCurrentLocation();
@@ -45,9 +48,21 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
       if (p.parseInteger(n))
         return failure();
       minBlocks = n;
+    } else if (key == "fp8_staging" && !seenStaging) {
+      seenStaging = true;
+      StringRef value;
+      llvm::SMLoc valueLoc = p.getCurrentLocation();
+      if (p.parseKeyword(&value))
+        return failure();
+      std::optional<Fp8Staging> v = symbolizeFp8Staging(value);
+      if (!v)
+        return p.emitError(valueLoc, "fp8_staging must be convert, direct_k "
+                                     "or direct_kv, got '")
+               << value << "'";
+      fp8Staging = *v;
     } else {
-      return p.emitError(loc, "expected kv_barriers or min_blocks_per_sm "
-                              "(each at most once), got '")
+      return p.emitError(loc, "expected kv_barriers, min_blocks_per_sm or "
+                              "fp8_staging (each at most once), got '")
              << key << "'";
     }
   }
@@ -55,11 +70,13 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
 }
 
 static void printKernelConfigOptions(AsmPrinter &p, KVBarriers kvBarriers,
-                                     int64_t minBlocks) {
+                                     int64_t minBlocks, Fp8Staging fp8Staging) {
   if (kvBarriers != KVBarriers::Joint)
     p << ", kv_barriers = " << stringifyKVBarriers(kvBarriers);
   if (minBlocks)
     p << ", min_blocks_per_sm = " << minBlocks;
+  if (fp8Staging != Fp8Staging::Convert)
+    p << ", fp8_staging = " << stringifyFp8Staging(fp8Staging);
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -76,11 +93,10 @@ int64_t KernelConfigAttr::getNumThreads() const {
   return n;
 }
 
-LogicalResult
-KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         KernelFamily family, ArrayRef<int64_t> threads,
-                         int64_t qTile, int64_t kvTile, int64_t stages,
-                         KVBarriers kvBarriers, int64_t minBlocksPerSM) {
+LogicalResult KernelConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, KernelFamily family,
+    ArrayRef<int64_t> threads, int64_t qTile, int64_t kvTile, int64_t stages,
+    KVBarriers kvBarriers, int64_t minBlocksPerSM, Fp8Staging fp8Staging) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
@@ -112,6 +128,19 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "min_blocks_per_sm = " << minBlocksPerSM
                        << " blocks of " << total
                        << " threads exceed the 2048 threads an SM holds";
+  // Direct fp8 staging reads keep a warp's Q fragments in registers: one
+  // warp along the query rows, one m16 tile.
+  if (fp8Staging != Fp8Staging::Convert) {
+    if (family != KernelFamily::MmaSync)
+      return emitError() << "fp8_staging = " << stringifyFp8Staging(fp8Staging)
+                         << " is an mma_sync option";
+    if (threads[1] != 1 || qTile != 16)
+      return emitError() << "fp8_staging = " << stringifyFp8Staging(fp8Staging)
+                         << " needs threads[1] = 1 and q_tile = 16 (one warp "
+                            "along the query rows, its Q fragments in "
+                            "registers), got threads[1] = "
+                         << threads[1] << " and q_tile = " << qTile;
+  }
   switch (family) {
   case KernelFamily::Merge:
     if (threads[1] != 1 || threads[2] != 1 || kvTile != 0 || stages != 1)

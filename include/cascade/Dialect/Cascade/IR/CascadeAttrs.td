@@ -100,6 +100,14 @@ def Cascade_KVBarriers : I32EnumAttr<"KVBarriers", "how a wgmma kernel's produce
   let cppNamespace = "::mlir::cascade";
 }
 
+def Cascade_Fp8Staging : I32EnumAttr<"Fp8Staging", "how an mma_sync kernel reads an fp8 cache's K/V tiles", [
+    I32EnumAttrCase<"Convert", 0, "convert">,
+    I32EnumAttrCase<"DirectK", 1, "direct_k">,
+    I32EnumAttrCase<"DirectKV", 2, "direct_kv">]> {
+  let genSpecializedAttr = 0;
+  let cppNamespace = "::mlir::cascade";
+}
+
 def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
   let mnemonic = "kernel_config";
   let summary = "The GPU kernel family and tiling chosen for one cascade op";
@@ -146,6 +154,21 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     where more resident blocks measured faster than the spills cost (fp8
     decode).
 
+    `fp8_staging` (mma_sync only; default `convert`, then not printed): how
+    the kernel reads the K/V tiles of an fp8 KV cache, which land in fp8
+    staging rings. `convert`: each stage is converted to q's type into K
+    and V tiles that the mma read (fp8 caches of any shape; with f16/bf16
+    caches it is the only value). `direct_k` (kernel names end in
+    `_kdirect`): S = Q K^T reads K straight from its staging tile and
+    converts in registers (no K tile); `direct_kv` (`_kvdirect`): O += P V
+    reads V from its staging tile too (no V tile; the Q tile sits in the
+    last V stage). Both need `threads = [32, 1, n]` and `q_tile = 16` (the
+    warp keeps its Q fragments in registers), and an fp8 decode without
+    RoPE whose q, k and v have one head_dim, a power of two in [16, 128]
+    (`direct_k`) or 32, 64 or 128 (`direct_kv`); convert-cascade-to-gpu
+    rejects other ops. Selection records `direct_kv` (or `direct_k`)
+    wherever the op can take it.
+
     Example:
 
     ```mlir
@@ -158,7 +181,7 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     cascade.paged_attention ... {page_size = 16 : i64,
         cascade.kernel_config = #cascade.kernel_config<mma_sync,
             threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2,
-            min_blocks_per_sm = 8>}
+            min_blocks_per_sm = 8, fp8_staging = direct_kv>}
     ```
   }];
   let parameters = (ins
@@ -172,22 +195,29 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
                              "wgmma: K/V barrier rings">:$kv_barriers,
       DefaultValuedParameter<"int64_t", "0",
                              "launch bound: blocks an SM (0: none)">:
-          $min_blocks_per_sm);
+          $min_blocks_per_sm,
+      DefaultValuedParameter<"::mlir::cascade::Fp8Staging",
+                             "::mlir::cascade::Fp8Staging::Convert",
+                             "mma_sync: how fp8 K/V tiles are read">:
+          $fp8_staging);
   let assemblyFormat = [{
     `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
     `kv_tile` `=` $kv_tile `,` `stages` `=` $stages
-    `` custom<KernelConfigOptions>($kv_barriers, $min_blocks_per_sm) `>`
+    `` custom<KernelConfigOptions>($kv_barriers, $min_blocks_per_sm,
+                                   $fp8_staging) `>`
   }];
-  // The builders with `kv_barriers` (joint by default) and
-  // `min_blocks_per_sm` (none by default) last.
+  // The builders with `kv_barriers` (joint by default), `min_blocks_per_sm`
+  // (none by default) and `fp8_staging` (convert by default) last.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "KernelFamily":$family, "ArrayRef<int64_t>":$threads,
                      "int64_t":$q_tile, "int64_t":$kv_tile, "int64_t":$stages,
                      CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers,
-                     CArg<"int64_t", "0">:$min_blocks_per_sm), [{
+                     CArg<"int64_t", "0">:$min_blocks_per_sm,
+                     CArg<"Fp8Staging", "Fp8Staging::Convert">:$fp8_staging),
+    [{
       return $_get($_ctxt, family, threads, q_tile, kv_tile, stages,
-                   kv_barriers, min_blocks_per_sm);
+                   kv_barriers, min_blocks_per_sm, fp8_staging);
     }]>
   ];
   let genVerifyDecl = 1;
@@ -211,6 +241,15 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     /// wgmma: K and V tiles under barrier rings of their own.
     bool hasSplitKVBarriers() const {
       return getKvBarriers() == KVBarriers::Split;
+    }
+    /// mma_sync over an fp8 cache: S = Q K^T reads K from its staging tile
+    /// (direct_k or direct_kv).
+    bool readsFp8KDirect() const {
+      return getFp8Staging() != Fp8Staging::Convert;
+    }
+    /// And O += P V reads V from its staging tile (direct_kv).
+    bool readsFp8VDirect() const {
+      return getFp8Staging() == Fp8Staging::DirectKV;
     }
   }];
 }
