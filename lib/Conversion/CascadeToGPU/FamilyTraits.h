@@ -63,12 +63,11 @@ struct KernelFamilyTraits {
   /// Why a kernel of `config` cannot run an attention op of `shape` (empty
   /// where it can): the family's part of spec analysis (the limit on
   /// dynamic shared memory is checked for every family in analyseAttention).
+  /// Family-specific variants are the configuration's (mma_sync's
+  /// fp8_staging): this also says why `config` asks for one that `shape`
+  /// cannot take.
   std::string (*whyNotAttention)(KernelConfigAttr config,
                                  const AttentionShape &shape);
-  /// Family-specific variants recorded in the spec (null: never): an fp8
-  /// cache's K (and V) read straight from their staging tiles (mma_sync).
-  bool (*fp8DirectK)(KernelConfigAttr config, const AttentionShape &shape);
-  bool (*fp8DirectV)(KernelConfigAttr config, const AttentionShape &shape);
 };
 
 } // namespace cascade

@@ -536,9 +536,11 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   c.score = getScoreOptions(op);
   c.score.smScale = op.getEffectiveSmScale();
   c.baseE = op.getLseBase() == LSEBase::BaseE;
+  // The configuration's fp8 staging (the family's whyNotAttention refuses
+  // it where the op cannot take it).
+  c.fp8DirectK = config.readsFp8KDirect();
+  c.fp8DirectV = config.readsFp8VDirect();
   AttentionShape shape = attentionShape(c);
-  c.fp8DirectK = traits.fp8DirectK && traits.fp8DirectK(config, shape);
-  c.fp8DirectV = traits.fp8DirectV && traits.fp8DirectV(config, shape);
   std::string why = traits.whyNotAttention(config, shape);
   // Every family with dynamic shared memory: at most what any target lets a
   // block opt into (the chip's own limit is checked against its target).

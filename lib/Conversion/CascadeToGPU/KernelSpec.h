@@ -105,12 +105,12 @@ struct AttentionSpec {
   /// The traits of config's family (FamilyRegistry.h).
   const KernelFamilyTraits *traits = nullptr;
   /// mma_sync over an fp8 cache: S = Q K^T reads K straight from its fp8
-  /// staging tile (mmaSyncFp8DirectK, the family's traits; decided by
-  /// analyseAttention from the fields above, spelled `_kdirect` in the
-  /// kernel name).
+  /// staging tile (config's fp8_staging = direct_k or direct_kv, which
+  /// analyseAttention checks against the fields above; spelled `_kdirect`
+  /// in the kernel name).
   bool fp8DirectK = false;
-  /// And O += P V reads V straight from its fp8 staging tile
-  /// (mmaSyncFp8DirectV; `_kvdirect` in the kernel name instead).
+  /// And O += P V reads V straight from its fp8 staging tile (direct_kv;
+  /// `_kvdirect` in the kernel name instead).
   bool fp8DirectV = false;
 
   bool operator==(const AttentionSpec &o) const;

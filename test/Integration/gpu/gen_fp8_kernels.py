@@ -35,7 +35,8 @@ MMA = ("mma_f16_d128_g4_p16_nhd_pool_causal", "mma_f16_d128_g4_p16_nhd_pool",
 # an SM); 8 warps along 128-key tiles (16 keys a warp, one block an SM).
 # (Block counts of the converted K tile.) Every mma_sync configuration here
 # reads K from its fp8 staging ring (`_kdirect`; now V too, `_kvdirect`,
-# which drops the V tile as well), which drops the K tile
+# which drops the V tile as well: fp8_staging = direct_kv, which a
+# hand-written configuration must say), which drops the K tile
 # (32-key tiles in 4 stages: 44 KiB, 5 blocks an SM) and leaves room for
 # more stages: 32-key tiles in 5 and 8 stages (52 and 76 KiB, 4 and 2
 # blocks an SM) and 64-key tiles over 4 warps in 4 (84 KiB, 2 blocks).
@@ -45,17 +46,17 @@ MMA = ("mma_f16_d128_g4_p16_nhd_pool_causal", "mma_f16_d128_g4_p16_nhd_pool",
 FORCED_SOURCES = ("dec_f16_d128_g4_p16_nhd_pool", "split_f16_d128_g4_p16_nhd_pool")
 FORCED_DECODE = {
     "rows": "rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4",
-    "kv64s2": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 2",
-    "kv64s3": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 3",
-    "kv32s4": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4",
-    "kv32s6": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 6",
-    "kv128w8": "mma_sync, threads = [32, 1, 8], q_tile = 16, kv_tile = 128, stages = 2",
-    "kv32s5": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 5",
-    "kv32s8": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 8",
-    "kv64s4": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 4",
-    "kv32s3": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3",
-    "kv32s2": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2",
-    "kv16s6": "mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6"}
+    "kv64s2": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 2, fp8_staging = direct_kv",
+    "kv64s3": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 3, fp8_staging = direct_kv",
+    "kv32s4": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 4, fp8_staging = direct_kv",
+    "kv32s6": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 6, fp8_staging = direct_kv",
+    "kv128w8": "mma_sync, threads = [32, 1, 8], q_tile = 16, kv_tile = 128, stages = 2, fp8_staging = direct_kv",
+    "kv32s5": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 5, fp8_staging = direct_kv",
+    "kv32s8": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 8, fp8_staging = direct_kv",
+    "kv64s4": "mma_sync, threads = [32, 1, 4], q_tile = 16, kv_tile = 64, stages = 4, fp8_staging = direct_kv",
+    "kv32s3": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 3, fp8_staging = direct_kv",
+    "kv32s2": "mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_kv",
+    "kv16s6": "mma_sync, threads = [32, 1, 1], q_tile = 16, kv_tile = 16, stages = 6, fp8_staging = direct_kv"}
 # A KV buffer: a 5-D pool or a 4-D (k, v) page tensor of f16/bf16.
 KV_TYPE = re.compile(r"memref<(\?(?:x\d+){3,4})x(?:f16|bf16)>")
 

@@ -25,6 +25,4 @@ const KernelFamilyTraits mlir::cascade::kMergeTraits = {
     /*dynamicSharedBytes=*/nullptr,
     registersPerThread,
     whyNotAttention,
-    /*fp8DirectK=*/nullptr,
-    /*fp8DirectV=*/nullptr,
 };

@@ -20,6 +20,21 @@ bool cascade::mmaSyncApplies(const SelectionInput &in) {
          mmaSyncSupportsKVType(in.shape.qType, in.shape.kvType, in.target);
 }
 
+/// What the family's traits look at in an op that selection analysed.
+static AttentionShape attentionShapeOf(const OpShape &s) {
+  AttentionShape a;
+  a.headDim = s.headDim;
+  a.headDimVo = s.headDimVo;
+  a.groupSize = s.group;
+  a.qType = s.qType;
+  a.kvType = s.kvType;
+  a.decode = s.decode;
+  a.split = s.planned;
+  a.rope = s.rope;
+  a.customMask = s.customMask;
+  return a;
+}
+
 /// The mma_sync family. Prefill: 4 warps along the query rows with two m16
 /// tiles each for head_dim <= 128 (128 packed rows a block: every K/V
 /// fragment read from shared memory feeds two mma, which halves the
@@ -31,7 +46,8 @@ bool cascade::mmaSyncApplies(const SelectionInput &in) {
 /// otherwise. Decode: the packed rows of one request (its GQA group) in
 /// 16..128 rows, and the warps a block has to spare along the KV tile.
 /// Then fewer stages, shorter KV tiles and (where chosen here) fewer warps
-/// along KV until the block fits the chip's shared memory.
+/// along KV until the block fits the chip's shared memory. fp8 decode
+/// records the fp8 staging its shape can take (mmaSyncFp8Staging).
 FailureOr<KernelConfigAttr> cascade::chooseMmaSync(const SelectionInput &in) {
   const CascadeSelectKernelConfigOptions &o = in.opts;
   const OpShape &s = in.shape;
@@ -39,7 +55,8 @@ FailureOr<KernelConfigAttr> cascade::chooseMmaSync(const SelectionInput &in) {
   int64_t qTile, warpsQ, warpsKV, kvTile, stages;
   int64_t minBlocks = std::max<int64_t>(o.mmaMinBlocksPerSM, 0);
   // fp8 decode whose scores and P V read K and V from their staging rings
-  // (mmaSyncFp8DirectV): one warp along the rows, one m16 tile.
+  // (fp8_staging = direct_kv, recorded below): one warp along the rows, one
+  // m16 tile.
   auto fp8DirectKV = [&] {
     return isFp8KVType(s.kvType) && s.decode && warpsQ == 1 && qTile == 16 &&
            !s.rope && s.headDim % 32 == 0 && s.headDim <= 128;
@@ -106,19 +123,29 @@ FailureOr<KernelConfigAttr> cascade::chooseMmaSync(const SelectionInput &in) {
     // shared-prefix levels 4-9% faster, causal prefill equal).
     stages = o.mmaStages ? o.mmaStages : qTile == 128 && kvTile <= 32 ? 3 : 2;
   }
+  Fp8Staging staging = Fp8Staging::Convert;
   auto make = [&] {
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid mma_sync tuning options: "); },
         in.op->getContext(), KernelFamily::MmaSync,
         ArrayRef<int64_t>{32, warpsQ, warpsKV}, qTile, kvTile, stages,
-        KVBarriers::Joint, minBlocks);
+        KVBarriers::Joint, minBlocks, staging);
   };
-  // Fit the shared memory: fewer stages first, then shorter KV tiles, then
-  // (unless the options fix them) fewer warps along KV, each with half the
-  // tile.
   KernelConfigAttr c = make();
   if (!c)
     return failure();
+  // fp8 decode: record whether K (and V) are read from their staging
+  // tiles (it depends on the rows of a warp, which the fitting below keeps,
+  // and sizes the shared memory that it checks).
+  staging = mmaSyncFp8Staging(c, attentionShapeOf(s));
+  if (staging != Fp8Staging::Convert) {
+    c = make();
+    if (!c)
+      return failure();
+  }
+  // Fit the shared memory: fewer stages first, then shorter KV tiles, then
+  // (unless the options fix them) fewer warps along KV, each with half the
+  // tile.
   while (!in.fits(c)) {
     if (minBlocks && o.mmaMinBlocksPerSM < 0) {
       minBlocks = 0; // chosen here: dropped before anything else

@@ -44,18 +44,44 @@ int64_t mlir::cascade::mmaSyncSharedBytes(KernelConfigAttr c, int64_t headDim) {
   return std::max(tiles, partialStateBytes(c, headDim));
 }
 
-bool mlir::cascade::mmaSyncFp8DirectK(KernelConfigAttr c, int64_t headDim,
-                                      Type kvType, bool decode, bool rope) {
-  return c.getFamily() == KernelFamily::MmaSync && isFp8KVType(kvType) &&
-         decode && !rope && c.getWarpsQ() == 1 && c.getMmaTilesPerWarp() == 1 &&
-         headDim >= 16 && headDim <= 128 &&
-         llvm::isPowerOf2_64(static_cast<uint64_t>(headDim));
+std::string mlir::cascade::mmaSyncWhyNotFp8Staging(Fp8Staging staging,
+                                                   KernelConfigAttr c,
+                                                   const AttentionShape &s) {
+  if (staging == Fp8Staging::Convert)
+    return {};
+  std::string why;
+  llvm::raw_string_ostream os(why);
+  os << "fp8_staging = " << stringifyFp8Staging(staging) << " ";
+  if (c.getFamily() != KernelFamily::MmaSync)
+    os << "is an mma_sync option";
+  else if (c.getWarpsQ() != 1 || c.getMmaTilesPerWarp() != 1)
+    os << "needs threads[1] = 1 and q_tile = 16";
+  else if (!isFp8KVType(s.kvType))
+    os << "needs an fp8 KV cache, not " << s.kvType;
+  else if (!s.decode)
+    os << "needs a decode (prefill converts its K/V tiles)";
+  else if (s.rope)
+    os << "needs an op without RoPE (RoPE rotates a converted K tile)";
+  else if (s.headDimVo != s.headDim)
+    os << "needs v's head_dim (" << s.headDimVo << ") to be k's (" << s.headDim
+       << ")";
+  else if (s.headDim < 16 || s.headDim > 128 ||
+           !llvm::isPowerOf2_64(static_cast<uint64_t>(s.headDim)))
+    os << "needs head_dim 16, 32, 64 or 128, got " << s.headDim;
+  else if (staging == Fp8Staging::DirectKV && s.headDim % 32 != 0)
+    os << "needs head_dim 32, 64 or 128, got " << s.headDim
+       << " (direct_k reads only K from its staging tile)";
+  else
+    return {};
+  return why;
 }
 
-bool mlir::cascade::mmaSyncFp8DirectV(KernelConfigAttr c, int64_t headDim,
-                                      Type kvType, bool decode, bool rope) {
-  return mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) &&
-         headDim % 32 == 0;
+Fp8Staging mlir::cascade::mmaSyncFp8Staging(KernelConfigAttr c,
+                                            const AttentionShape &s) {
+  for (Fp8Staging staging : {Fp8Staging::DirectKV, Fp8Staging::DirectK})
+    if (mmaSyncWhyNotFp8Staging(staging, c, s).empty())
+      return staging;
+  return Fp8Staging::Convert;
 }
 
 int64_t mlir::cascade::mmaSyncFp8DirectQTileOffset(KernelConfigAttr c,
@@ -64,7 +90,7 @@ int64_t mlir::cascade::mmaSyncFp8DirectQTileOffset(KernelConfigAttr c,
 }
 
 int64_t mlir::cascade::mmaSyncSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                          Type kvType, bool decode, bool rope) {
+                                          Type kvType, bool decode) {
   if (!isFp8KVType(kvType))
     return mmaSyncSharedBytes(c, headDim);
   // The Q tile and the f16/bf16 K/V rings (decode: one K and one V tile,
@@ -76,36 +102,24 @@ int64_t mlir::cascade::mmaSyncSharedBytes(KernelConfigAttr c, int64_t headDim,
   // rows of the Q tile are padded).
   int64_t stride = mmaRowStride(headDim);
   int64_t staging = 2 * c.getStages() * c.getKvTile() * headDim;
-  if (mmaSyncFp8DirectV(c, headDim, kvType, decode, rope))
+  if (c.readsFp8VDirect())
     return std::max(
         {staging,
          mmaSyncFp8DirectQTileOffset(c, headDim) + c.getQTile() * stride * 2,
          partialStateBytes(c, headDim)});
   int64_t ring = decode ? 1 : c.getStages();
-  int64_t kRing =
-      mmaSyncFp8DirectK(c, headDim, kvType, decode, rope) ? 0 : ring;
+  int64_t kRing = c.readsFp8KDirect() ? 0 : ring;
   int64_t tiles = (c.getQTile() + (kRing + ring) * c.getKvTile()) * stride * 2;
   return std::max(tiles + staging, partialStateBytes(c, headDim));
 }
 
 static int64_t dynamicSharedBytes(KernelConfigAttr c, const AttentionShape &s) {
-  return mmaSyncSharedBytes(c, s.headDim, s.kvType, s.decode, s.rope);
+  return mmaSyncSharedBytes(c, s.headDim, s.kvType, s.decode);
 }
 
 /// mma_sync kernels use up to the registers a thread may have.
 static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &target) {
   return target.registersPerThread;
-}
-
-// The fp8 staging-tile reads assume one head_dim for K and V.
-static bool fp8DirectK(KernelConfigAttr c, const AttentionShape &s) {
-  return s.headDimVo == s.headDim &&
-         mmaSyncFp8DirectK(c, s.headDim, s.kvType, s.decode, s.rope);
-}
-
-static bool fp8DirectV(KernelConfigAttr c, const AttentionShape &s) {
-  return s.headDimVo == s.headDim &&
-         mmaSyncFp8DirectV(c, s.headDim, s.kvType, s.decode, s.rope);
 }
 
 static std::string whyNotAttention(KernelConfigAttr config,
@@ -132,6 +146,9 @@ static std::string whyNotAttention(KernelConfigAttr config,
           0)
     return "an fp8 KV cache on tensor cores needs the KV tile's 8-element "
            "chunks to spread evenly over the threads";
+  std::string why = mmaSyncWhyNotFp8Staging(config.getFp8Staging(), config, s);
+  if (!why.empty())
+    return why;
   // A split decode's query tiles per request: ceil(G / q_tile).
   if (s.decode && s.split &&
       (s.groupSize + config.getQTile() - 1) / config.getQTile() != 1)
@@ -150,6 +167,4 @@ const KernelFamilyTraits mlir::cascade::kMmaSyncTraits = {
     dynamicSharedBytes,
     registersPerThread,
     whyNotAttention,
-    fp8DirectK,
-    fp8DirectV,
 };

@@ -61,6 +61,4 @@ const KernelFamilyTraits mlir::cascade::kRowsTraits = {
     /*dynamicSharedBytes=*/nullptr,
     registersPerThread,
     whyNotAttention,
-    /*fp8DirectK=*/nullptr,
-    /*fp8DirectV=*/nullptr,
 };

@@ -125,6 +125,4 @@ const KernelFamilyTraits mlir::cascade::kWgmmaTraits = {
     dynamicSharedBytes,
     registersPerThread,
     whyNotAttention,
-    /*fp8DirectK=*/nullptr,
-    /*fp8DirectV=*/nullptr,
 };
