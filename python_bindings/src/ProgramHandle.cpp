@@ -263,28 +263,8 @@ public:
           "out is required: the planned output dtype " +
           std::string(contract::dtypeName(sig_.config.oType)) +
           " differs from q's");
-    py::object o = py::reinterpret_borrow<py::object>(out);
     TensorArg tout;
-    const int64_t vDim = sig_.config.vDim();
-    if (!out.is_none()) {
-      tout = probe(o, "out", stream); // checked above
-    } else if (tq.torch && tq.contiguous() && vDim == tq.shape[2]) {
-      o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
-    } else if (tq.torch) {
-      // A strided q (a view), or an output whose head_dim is v's
-      // (head_dim_vo): a contiguous [rows, heads, head_dim_vo] output.
-      TensorArg like = tq;
-      like.shape[2] = vDim;
-      like.setRowMajorStrides();
-      o = torchEmptyStrided(like, tout);
-    } else if (vDim != tq.shape[2]) {
-      o = framework_.attr("empty_shaped")(
-          q, py::make_tuple(tq.shape[0], tq.shape[1], vDim));
-      tout = probe(o, "out", stream);
-    } else {
-      o = framework_.attr("empty_like")(q);
-      tout = probe(o, "out", stream);
-    }
+    py::object o = output(q, tq, out, stream, tout);
     alive.push_back(tout.keepAlive);
     setRole(ptrs, counts, Role::O, tout);
     py::object l = py::reinterpret_borrow<py::object>(lse);
@@ -365,6 +345,36 @@ public:
       o.attr("copy_")(oCopy);
     if (returnLse)
       return py::make_tuple(o, l);
+    return o;
+  }
+
+  /// run()'s output: the caller's `out` (checked before), else a new one
+  /// from q's framework, [rows, heads, head_dim_vo] in q's dtype (like q
+  /// where q is contiguous and head_dim_vo is q's head_dim, else
+  /// contiguous). Its view in `tout`.
+  py::object output(py::handle q, const TensorArg &tq, py::handle out,
+                    int64_t stream, TensorArg &tout) {
+    py::object o = py::reinterpret_borrow<py::object>(out);
+    const int64_t vDim = sig_.config.vDim();
+    if (!out.is_none()) {
+      tout = probe(o, "out", stream);
+    } else if (tq.torch && tq.contiguous() && vDim == tq.shape[2]) {
+      o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
+    } else if (tq.torch) {
+      // A strided q (a view), or an output whose head_dim is v's
+      // (head_dim_vo): a contiguous [rows, heads, head_dim_vo] output.
+      TensorArg like = tq;
+      like.shape[2] = vDim;
+      like.setRowMajorStrides();
+      o = torchEmptyStrided(like, tout);
+    } else if (vDim != tq.shape[2]) {
+      o = framework_.attr("empty_shaped")(
+          q, py::make_tuple(tq.shape[0], tq.shape[1], vDim));
+      tout = probe(o, "out", stream);
+    } else {
+      o = framework_.attr("empty_like")(q);
+      tout = probe(o, "out", stream);
+    }
     return o;
   }
 
