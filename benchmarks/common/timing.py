@@ -12,6 +12,10 @@ libraries launch there by default).
 kernel (torch), so the calls are queued before the first event: the device
 time alone, without the first call's host time.
 
+`interleaved_time_us(fns)` times several callables in alternating rounds
+(contiguous against strided, plain against cascade) and gives each its
+median over the rounds.
+
 `graph_time_us(launch)` captures `inner` calls of launch() (cupy launches on
 the capturing stream) in one CUDA graph and times its replay with
 cuda_time_us, per call: host launch overhead stays out of the number.
@@ -150,6 +154,20 @@ def cuda_time_us(fn, *, reps=20, warmup=3, inner=1, stream=None, ahead=False):
         z = ev.record()
         ts.append(ev.elapsed_us(a, z) / inner)
     return float(statistics.median(ts))
+
+
+def interleaved_time_us(fns, *, rounds=9, reps=10, warmup=3):
+    """cuda_time_us of each of `fns` (reps calls a round, warmup before the
+    first), over `rounds` alternating rounds, so that clock and thermal
+    drift fall on all of them alike: the median over the rounds of each, in
+    microseconds, in the order of `fns`."""
+    for fn in fns:
+        cuda_time_us(fn, reps=1, warmup=warmup)
+    samples = [[] for _ in fns]
+    for _ in range(rounds):
+        for i, fn in enumerate(fns):
+            samples[i].append(cuda_time_us(fn, reps=reps, warmup=1))
+    return [float(statistics.median(t)) for t in samples]
 
 
 def graph_time_us(launch, *, inner=10, reps=20, warmup=1):

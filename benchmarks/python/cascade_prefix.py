@@ -20,34 +20,13 @@ import json
 import torch
 
 import cascade_mlir as cm
+from benchmarks.common.timing import interleaved_time_us
 
 B, OWN, HQ, HKV, D, PAGE = 128, 256, 32, 8, 128, 16
 PREFIXES = (16, 32, 64, 128, 256, 512, 1024)
 OVERHEADS = (None, 12.0, 20.0)
 
 
-def median_ms(fn, iters=10, warm=1):
-    for _ in range(warm):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(iters)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    return t[len(t) // 2]
-
-
-def interleaved_ms(fns, rounds=7):
-    samples = [[] for _ in fns]
-    for f in fns:
-        median_ms(f, iters=2, warm=3)
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            samples[i].append(median_ms(f))
-    return [sorted(t)[len(t) // 2] for t in samples]
 
 
 def row(prefix, ws, dev):
@@ -87,7 +66,8 @@ def row(prefix, ws, dev):
     for name, o in outs.items():
         err = (o.float() - want.float()).abs().max().item()
         assert err < 2e-2, f"prefix {prefix}: {name} differs from plain by {err}"
-    times = dict(zip(runs, interleaved_ms(list(runs.values()))))
+    times = dict(zip(runs, (t / 1e3 for t in interleaved_time_us(list(runs.values()),
+                                                                  rounds=7))))
     return dict(prefix=prefix, times_ms=times, cascaded=chose)
 
 

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import cascade_mlir as cm
+from benchmarks.common.timing import cuda_time_us
 
 # The GPU path runs head_dim_vo's kernels only when asked to until they are
 # checked on a GPU (this benchmark checks each output against SDPA first).
@@ -26,19 +27,6 @@ os.environ["CASCADE_MLIR_HEAD_DIM_VO"] = "1"
 
 B, L = 8, 4096
 
-
-def median_ms(fn, iters=20, warm=3):
-    for _ in range(warm):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(iters)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    return t[len(t) // 2]
 
 
 def sdpa(q, k, v):
@@ -63,9 +51,9 @@ def case(heads, dqk, dvo, ws, dev):
     want = F.scaled_dot_product_attention(sub(q), sub(k), sub(v), is_causal=True)
     err = (out[:L].float() - want.transpose(1, 2)[0]).abs().max().item()
     assert err < 2e-2, f"{heads}h {dqk}/{dvo}: max error {err} against SDPA"
-    ours = median_ms(lambda: w.run(q, k, v, out=out))
+    ours = cuda_time_us(lambda: w.run(q, k, v, out=out)) / 1e3
     try:
-        ref = median_ms(lambda: sdpa(q, k, v))
+        ref = cuda_time_us(lambda: sdpa(q, k, v)) / 1e3
     except RuntimeError as e:  # no SDPA backend for this shape
         print(f"torch SDPA: {e}")
         ref = None

@@ -20,30 +20,18 @@ import json
 import torch
 
 import cascade_mlir as cm
+from benchmarks.common.timing import cuda_time_us, interleaved_time_us
 
 HQ, HKV, D, PAGE = 32, 8, 128, 16
 
-
-def median_ms(fn, iters=30, warm=5):
-    for _ in range(warm):
-        fn()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(iters)]
-    for a, b in ev:
-        a.record()
-        fn()
-        b.record()
-    torch.cuda.synchronize()
-    t = sorted(a.elapsed_time(b) for a, b in ev)
-    return t[len(t) // 2]
 
 
 def copy_bandwidth(dev):
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device=dev)
     b = torch.empty_like(a)
-    ms = median_ms(lambda: b.copy_(a), iters=10, warm=2)
-    return 2 * n / (ms * 1e-3)
+    us = cuda_time_us(lambda: b.copy_(a), reps=10, warmup=2)
+    return 2 * n / (us * 1e-6)
 
 
 def views(rows, dev):
@@ -61,17 +49,6 @@ def pages(batch, tokens, dev, first=0):
     return indptr.to(dev), indices.to(dev), last.to(dev), batch * per
 
 
-def interleaved_ms(fns, rounds=9, iters=10):
-    """Medians over `rounds` alternating rounds of each of `fns` (so that
-    clock and thermal drift fall on all of them alike)."""
-    samples = [[] for _ in fns]
-    for f in fns:
-        median_ms(f, iters=2, warm=3)
-    for _ in range(rounds):
-        for i, f in enumerate(fns):
-            samples[i].append(median_ms(f, iters=iters, warm=1))
-    return [sorted(t)[len(t) // 2] for t in samples]
-
 
 def measure(run, rows, dev):
     q, o = views(rows, dev)
@@ -80,8 +57,9 @@ def measure(run, rows, dev):
         run(q, o)
     except ValueError as e:  # a build without strided views
         print(f"strided run refused: {e}")
-        return median_ms(lambda: run(qc, oc)), None
-    tidy, strided = interleaved_ms([lambda: run(qc, oc), lambda: run(q, o)])
+        return cuda_time_us(lambda: run(qc, oc), reps=30, warmup=5) / 1e3, None
+    tidy, strided = (t / 1e3 for t in
+                     interleaved_time_us([lambda: run(qc, oc), lambda: run(q, o)]))
     torch.cuda.synchronize()
     assert torch.equal(o, oc), "strided result differs from the contiguous one"
     return tidy, strided
