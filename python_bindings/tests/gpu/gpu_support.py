@@ -83,7 +83,8 @@ def random_batch(B, page, max_pages, num_pages, empty=(), gen=None):
 
 
 def kv_tokens(cache, layout, pages, kv_len):
-    """K, V [kv_len, Hkv, D] float64 of a request from the pool or pair."""
+    """K [kv_len, Hkv, D], V [kv_len, Hkv, Dv] float64 of a request from the
+    pool or pair (a pair's v may have a head_dim of its own, head_dim_vo)."""
     if isinstance(cache, (tuple, list)):
         k, v = cache
     else:
@@ -91,8 +92,9 @@ def kv_tokens(cache, layout, pages, kv_len):
     k, v = k[pages].double(), v[pages].double()
     if layout == "HND":
         k, v = k.transpose(1, 2), v.transpose(1, 2)
-    hkv, d = k.shape[2], k.shape[3]
-    return k.reshape(-1, hkv, d)[:kv_len], v.reshape(-1, hkv, d)[:kv_len]
+    hkv = k.shape[2]
+    return (k.reshape(-1, hkv, k.shape[3])[:kv_len],
+            v.reshape(-1, hkv, v.shape[3])[:kv_len])
 
 
 def rope(x, pos, scale, theta):
@@ -116,12 +118,14 @@ def alibi_slopes(h):
 def attention_ref(q, cache, layout, qo_indptr, kv_indptr, kv_indices, last, page,
                   causal=False, sm_scale=None, logits_soft_cap=0.0, window_left=-1,
                   pos_encoding="NONE", rope_scale=1.0, rope_theta=1e4, masks=None):
-    """(o, lse) float64 of one level: o [rows, Hqo, D], lse base 2. `masks`:
+    """(o, lse) float64 of one level: o [rows, Hqo, Dv] (v's head_dim), lse
+    base 2; the default scale is 1 / sqrt(D), q's and k's head_dim. `masks`:
     per request a [qo_len, kv_len] bool custom mask, which replaces the
     causal mask (FlashInfer's MaskMode.CUSTOM)."""
     rows, hq, d = q.shape
     dev = q.device
-    o = torch.zeros(rows, hq, d, dtype=torch.float64, device=dev)
+    dv = (cache[1] if isinstance(cache, (tuple, list)) else cache).shape[-1]
+    o = torch.zeros(rows, hq, dv, dtype=torch.float64, device=dev)
     lse = torch.full((rows, hq), -math.inf, dtype=torch.float64, device=dev)
     scale = sm_scale if sm_scale is not None else d ** -0.5
     qo, kp, ki, kl = (t.tolist() for t in (qo_indptr, kv_indptr, kv_indices, last))

@@ -3,15 +3,15 @@ absorption: q and k of head_dim 192, v and the output of 128): the paged
 prefill wrapper over a (k_cache, v_cache) pair (NHD and HND, page 16 and
 1), the ragged prefill wrapper (contiguous K/V, HND views, v sliced from a
 packed projection) and single_prefill_with_kv_cache, causal and not, f16
-and bf16, 192/128, 128/64 and 96/64, GQA 16/4 and MHA, against a float64
-torch reference written here (the shared one in gpu_support assumes one
-head_dim). Every configuration is in the gpu-tests kernel set."""
-import math
+and bf16, 192/128, 128/64 and 96/64, GQA 16/4 and MHA, against the float64
+torch reference (gpu_support.attention_ref, whose v may have a head_dim of
+its own). Every configuration is in the gpu-tests kernel set."""
 
 import pytest
 
 import cascade_mlir as cm
-from gpu_support import TOL, gpu, random_batch, rel_err, tdtype, torch, workspace  # noqa: F401
+from gpu_support import (TOL, attention_ref, gpu, random_batch, rel_err, tdtype,  # noqa: F401
+                         torch, workspace)
 
 #: (head_dim_qk, head_dim_vo)
 DIMS = [(192, 128), (128, 64), (96, 64)]
@@ -24,51 +24,13 @@ def head_dim_vo_enabled(monkeypatch):
     monkeypatch.setenv("CASCADE_MLIR_HEAD_DIM_VO", "1")
 
 
-def request_ref(q, k, v, causal=False, sm_scale=None):
-    """(o, lse base 2) float64 of one request: q [rows, Hq, D] over k [T,
-    Hkv, D] and v [T, Hkv, Dv]; query head h reads KV head h // (Hq / Hkv);
-    causal aligns the queries with the last keys; the default scale is
-    1 / sqrt(D), q's and k's head_dim (as FlashInfer)."""
-    q, k, v = q.double(), k.double(), v.double()
-    rows, hq, d = q.shape
-    t, hkv = k.shape[0], k.shape[1]
-    o = torch.zeros(rows, hq, v.shape[2], dtype=torch.float64, device=q.device)
-    lse = torch.full((rows, hq), -math.inf, dtype=torch.float64, device=q.device)
-    if rows == 0 or t == 0:
-        return o, lse
-    g = hq // hkv
-    k, v = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    x = torch.einsum("rhd,thd->hrt", q, k) * (d ** -0.5 if sm_scale is None else sm_scale)
-    if causal:
-        qpos = torch.arange(t - rows, t, device=q.device)
-        seen = torch.arange(t, device=q.device)[None, :] <= qpos[:, None]
-        x = x.masked_fill(~seen[None], -math.inf)
-    m = x.amax(-1, keepdim=True)
-    ok = torch.isfinite(m)
-    w = torch.where(ok, torch.exp(x - torch.where(ok, m, 0)), 0)
-    den = w.sum(-1)
-    out = torch.einsum("hrt,thd->rhd", w, v) / den.clamp_min(1e-300).T[..., None]
-    o = torch.where(ok.squeeze(-1).T[..., None], out, 0)
-    lse = torch.where(ok.squeeze(-1).T, (m.squeeze(-1) + torch.log(den.clamp_min(1e-300))).T
-                      / math.log(2), -math.inf)
-    return o, lse
-
-
-def batch_ref(q, k_tokens, v_tokens, qo_indptr, causal=False, sm_scale=None):
-    """request_ref over a batch: request i's rows qo_indptr[i] .. and its
-    keys k_tokens[i] / values v_tokens[i]."""
-    qo = [int(x) for x in qo_indptr]
-    parts = [request_ref(q[qo[i]:qo[i + 1]], k_tokens[i], v_tokens[i], causal, sm_scale)
-             for i in range(len(qo) - 1)]
-    return torch.cat([p[0] for p in parts]), torch.cat([p[1] for p in parts])
-
-
-def page_tokens(cache, layout, pages, n):
-    """The first n tokens [n, Hkv, dim] of pages of a 4-D cache."""
-    x = cache[pages.long()]
-    if layout == "HND":
-        x = x.transpose(1, 2)
-    return x.reshape(-1, x.shape[2], x.shape[3])[:n]
+def ragged_ref(q, k, v, qo_indptr, kv_indptr, causal=False):
+    """gpu_support.attention_ref over contiguous K/V (k [tokens, Hkv, D], v
+    [tokens, Hkv, Dv]) as one-token pages of a (k, v) pair, in order."""
+    n = k.shape[0]
+    return attention_ref(q, (k[:, None], v[:, None]), "NHD", qo_indptr, kv_indptr,
+                         torch.arange(n, dtype=torch.int32),
+                         torch.ones(len(qo_indptr) - 1, dtype=torch.int32), 1, causal)
 
 
 def check_close(o, lse, eo, el, dtype):
@@ -119,12 +81,8 @@ def paged_pair_case(gpu, layout, page, causal, dtype, **plan_options):
            **plan_options)
     o, lse = w.run(q, (k_cache, v_cache), return_lse=True)
     assert o.shape == (q.shape[0], hq, dv) and o.dtype == dt
-    ks, vs = [], []
-    for i in range(5):
-        pages = kv_indices[int(kv_indptr[i]):int(kv_indptr[i + 1])].to(gpu)
-        ks.append(page_tokens(k_cache, layout, pages, kv_lens[i]))
-        vs.append(page_tokens(v_cache, layout, pages, kv_lens[i]))
-    eo, el = batch_ref(q, ks, vs, qo_indptr, causal)
+    eo, el = attention_ref(q, (k_cache, v_cache), layout, qo_indptr, kv_indptr, kv_indices,
+                           last, page, causal)
     check_close(o, lse, eo, el, dtype)
     # out= / lse= given (a view of a larger buffer for out): the same values.
     big = torch.empty(q.shape[0], hq, 2 * dv, device=gpu, dtype=dt)
@@ -153,9 +111,7 @@ def test_ragged_prefill(gpu, heads, dims, causal, dtype):
            q_data_type=dt, kv_data_type=dt)
     o, lse = w.run(q, k, v, return_lse=True)
     assert o.shape == (q.shape[0], hq, dv)
-    kp = kv_indptr.tolist()
-    eo, el = batch_ref(q, [k[kp[i]:kp[i + 1]] for i in range(5)],
-                       [v[kp[i]:kp[i + 1]] for i in range(5)], qo_indptr.cpu(), causal)
+    eo, el = ragged_ref(q, k, v, qo_indptr.cpu(), kv_indptr.cpu(), causal)
     check_close(o, lse, eo, el, dtype)
 
 
@@ -181,9 +137,7 @@ def test_ragged_prefill_views(gpu, kv):
     w = cm.BatchPrefillWithRaggedKVCacheWrapper(workspace(gpu), layout)
     w.plan(qo_indptr, kv_indptr, hq, hkv, d, head_dim_vo=dv, causal=True)
     o, lse = w.run(q, k_in, v_in, return_lse=True)
-    kp = kv_indptr.tolist()
-    eo, el = batch_ref(q, [k[kp[i]:kp[i + 1]] for i in range(3)],
-                       [v[kp[i]:kp[i + 1]] for i in range(3)], qo_indptr.cpu(), True)
+    eo, el = ragged_ref(q, k, v, qo_indptr.cpu(), kv_indptr.cpu(), True)
     check_close(o, lse, eo, el, "float16")
     assert w._engine.program.copy_fallbacks == 0
 
@@ -197,5 +151,5 @@ def test_single_prefill(gpu, dims, causal):
     v = torch.randn(700, 4, dv, device=gpu).half()
     o, lse = cm.single_prefill_with_kv_cache(q, k, v, causal=causal, return_lse=True)
     assert o.shape == (257, 16, dv)
-    eo, el = request_ref(q, k, v, causal)
+    eo, el = ragged_ref(q, k, v, torch.tensor([0, 257]), torch.tensor([0, 700]), causal)
     check_close(o, lse, eo, el, "float16")
