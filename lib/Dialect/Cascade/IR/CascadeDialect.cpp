@@ -13,6 +13,24 @@ using namespace mlir::cascade;
 
 #include "cascade/Dialect/Cascade/IR/CascadeEnums.cpp.inc"
 
+/// One of an enum's keywords (`symbolize` names them) as the value of
+/// `key`; else an error listing `choices`.
+template <typename E>
+static ParseResult parseEnumKeyword(AsmParser &p,
+                                    std::optional<E> (*symbolize)(StringRef),
+                                    StringRef key, StringRef choices, E &out) {
+  StringRef value;
+  llvm::SMLoc loc = p.getCurrentLocation();
+  if (p.parseKeyword(&value))
+    return failure();
+  std::optional<E> v = symbolize(value);
+  if (!v)
+    return p.emitError(loc)
+           << key << " must be " << choices << ", got '" << value << "'";
+  out = *v;
+  return success();
+}
+
 /// The options of #cascade.kernel_config after `stages`, each `, key =
 /// value` where it differs from its default, in any order when parsed:
 /// `kv_barriers = joint | split`, `min_blocks_per_sm = n`, `fp8_staging =
@@ -32,16 +50,9 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
       return failure();
     if (key == "kv_barriers" && !seenBarriers) {
       seenBarriers = true;
-      StringRef value;
-      llvm::SMLoc valueLoc = p.getCurrentLocation();
-      if (p.parseKeyword(&value))
+      if (parseEnumKeyword<KVBarriers>(p, symbolizeKVBarriers, key,
+                                       "joint or split", kvBarriers))
         return failure();
-      std::optional<KVBarriers> v = symbolizeKVBarriers(value);
-      if (!v)
-        return p.emitError(valueLoc,
-                           "kv_barriers must be joint or split, got '")
-               << value << "'";
-      kvBarriers = *v;
     } else if (key == "min_blocks_per_sm" && !seenBlocks) {
       seenBlocks = true;
       int64_t n;
@@ -50,16 +61,10 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
       minBlocks = n;
     } else if (key == "fp8_staging" && !seenStaging) {
       seenStaging = true;
-      StringRef value;
-      llvm::SMLoc valueLoc = p.getCurrentLocation();
-      if (p.parseKeyword(&value))
+      if (parseEnumKeyword<Fp8Staging>(p, symbolizeFp8Staging, key,
+                                       "convert, direct_k or direct_kv",
+                                       fp8Staging))
         return failure();
-      std::optional<Fp8Staging> v = symbolizeFp8Staging(value);
-      if (!v)
-        return p.emitError(valueLoc, "fp8_staging must be convert, direct_k "
-                                     "or direct_kv, got '")
-               << value << "'";
-      fp8Staging = *v;
     } else {
       return p.emitError(loc, "expected kv_barriers, min_blocks_per_sm or "
                               "fp8_staging (each at most once), got '")
