@@ -13,17 +13,12 @@ the same bf16 inputs) before it is timed.
 """
 import argparse
 import json
-import os
 
 import torch
 import torch.nn.functional as F
 
 import cascade_mlir as cm
 from benchmarks.common.timing import cuda_time_us
-
-# The GPU path runs head_dim_vo's kernels only when asked to until they are
-# checked on a GPU (this benchmark checks each output against SDPA first).
-os.environ["CASCADE_MLIR_HEAD_DIM_VO"] = "1"
 
 B, L = 8, 4096
 

@@ -18,7 +18,6 @@ import numpy as np
 
 from . import _runtime, kernels
 from ._frameworks import framework_of, host_int32
-from ._unsupported import HEAD_DIM_VO_ENV, UnsupportedFeatureError
 from .config import AttentionConfig
 from .kernels import Group
 
@@ -254,12 +253,6 @@ class Engine:
 
     def plan(self, cfg: AttentionConfig, levels: List[Level],
              index_buffers: Optional[List[Dict[str, Any]]] = None) -> None:
-        if cfg.split_head_dims and os.environ.get(HEAD_DIM_VO_ENV) != "1":
-            raise UnsupportedFeatureError(
-                f"head_dim_vo={cfg.v_dim} != head_dim_qk={cfg.head_dim}: the kernels for a "
-                "narrower v are compiled and tested on the host but not yet checked on a "
-                f"GPU; set {HEAD_DIM_VO_ENV}=1 to run them (the CPU reference takes it "
-                "without)")
         self.cfg, self.levels = cfg, levels
         form = self._plan_form()
         kernels.ensure_bundles(self._keys(form), self.dev.chip)  # in parallel

@@ -4,13 +4,7 @@ parity"), and the checks of the arguments that ask for them."""
 
 from typing import Any
 
-__all__ = ["UnsupportedFeatureError", "MULTI_ITEM_ARGS", "reject_multi_item_scoring",
-           "HEAD_DIM_VO_ENV"]
-
-#: The environment switch that lets the GPU path run head_dim_vo !=
-#: head_dim_qk (v narrower than q and k): its kernels are compiled and
-#: tested on the host, not yet checked on a GPU against float64.
-HEAD_DIM_VO_ENV = "CASCADE_MLIR_HEAD_DIM_VO"
+__all__ = ["UnsupportedFeatureError", "MULTI_ITEM_ARGS", "reject_multi_item_scoring"]
 
 
 class UnsupportedFeatureError(ValueError):

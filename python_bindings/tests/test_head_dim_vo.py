@@ -438,18 +438,6 @@ hq, hkv, d, dv = 16, 4, 192, 128
 qo = np.array([0, 5, 5, 40], np.int32)
 q = Dev(aligned((40, hq, d), np.float16))
 
-# Until the kernels are checked on a GPU the GPU path runs them only when
-# asked to (CASCADE_MLIR_HEAD_DIM_VO=1); otherwise plan() refuses, naming it.
-import os  # noqa: E402
-os.environ.pop("CASCADE_MLIR_HEAD_DIM_VO", None)
-r = cm.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
-try:
-    r.plan(qo, np.array([0, 37, 40, 90], np.int32), hq, hkv, d, head_dim_vo=dv, causal=True)
-    check(False, "plan() took head_dim_vo without CASCADE_MLIR_HEAD_DIM_VO")
-except cm.UnsupportedFeatureError as e:
-    check("CASCADE_MLIR_HEAD_DIM_VO=1" in str(e) and "not yet checked on a GPU" in str(e), str(e))
-os.environ["CASCADE_MLIR_HEAD_DIM_VO"] = "1"
-
 # Ragged K/V, NHD: contiguous k [tokens, Hkv, 192] and v [tokens, Hkv, 128].
 r = cm.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
 r.plan(qo, np.array([0, 37, 40, 90], np.int32), hq, hkv, d, head_dim_vo=dv, causal=True)

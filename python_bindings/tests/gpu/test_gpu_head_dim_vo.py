@@ -17,13 +17,6 @@ from gpu_support import (TOL, attention_ref, gpu, random_batch, rel_err, tdtype,
 DIMS = [(192, 128), (128, 64), (96, 64)]
 
 
-@pytest.fixture(autouse=True)
-def head_dim_vo_enabled(monkeypatch):
-    """The GPU path runs head_dim_vo's kernels only when asked to until a
-    GPU run of this file has checked them (cascade_mlir._unsupported)."""
-    monkeypatch.setenv("CASCADE_MLIR_HEAD_DIM_VO", "1")
-
-
 def ragged_ref(q, k, v, qo_indptr, kv_indptr, causal=False):
     """gpu_support.attention_ref over contiguous K/V (k [tokens, Hkv, D], v
     [tokens, Hkv, Dv]) as one-token pages of a (k, v) pair, in order."""
@@ -93,12 +86,13 @@ def paged_pair_case(gpu, layout, page, causal, dtype, **plan_options):
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("dims", DIMS, ids=lambda x: f"{x[0]}x{x[1]}")
-@pytest.mark.parametrize("heads", [(16, 4), (16, 16)], ids=lambda x: f"h{x[0]}x{x[1]}")
+@pytest.mark.parametrize(
+    "heads,dims",
+    # GQA at every pair of dims; MHA at DeepSeek's (192 / 128) only.
+    [pytest.param(h, dims, id=f"h{h[0]}x{h[1]}-{dims[0]}x{dims[1]}")
+     for h, dims in [((16, 4), dims) for dims in DIMS] + [((16, 16), (192, 128))]])
 def test_ragged_prefill(gpu, heads, dims, causal, dtype):
     (hq, hkv), (d, dv) = heads, dims
-    if hkv == hq and dims != (192, 128):
-        pytest.skip("MHA runs with DeepSeek's dims only (192 / 128)")
     dt = tdtype(dtype)
     kv_lens = [0, 1, 77, 1000, 350]
     qo_lens = [0, 1, 20, 1000, 3]

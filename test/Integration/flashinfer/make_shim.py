@@ -7,7 +7,7 @@ against cascade_mlir:
 - DIR/shim/flashinfer/: a package `flashinfer` (put DIR/shim on sys.path)
   whose modules re-export cascade_mlir's FlashInfer-shaped API (decode,
   prefill, cascade, page, quantization) and stub what the test files touch
-  only to warm FlashInfer's JIT (jit, utils: the JIT cache reads as present,
+  only to warm FlashInfer's JIT (jit, jit.attention, utils: the JIT cache reads as present,
   so the warm-up fixtures are not used);
 - DIR/conftest.py: reports a test that raises cascade_mlir's
   UnsupportedFeatureError as skipped with the error's message (which names
@@ -56,7 +56,7 @@ from cascade_mlir.cascade import (  # noqa: F401
 ''',
     "quantization.py": '''from cascade_mlir.masks import packbits, segment_packbits  # noqa: F401
 ''',
-    "jit.py": '''"""FlashInfer's JIT: nothing to build (the kernels are cascade_mlir's)."""
+    "jit/__init__.py": '''"""FlashInfer's JIT: nothing to build (the kernels are cascade_mlir's)."""
 
 
 class JitSpec:
@@ -71,11 +71,24 @@ class MissingJITCacheError(RuntimeError):
 def build_jit_specs(specs, verbose=False, skip_prebuilt=True):
     return None
 ''',
+    "jit/attention.py": '''"""FlashInfer's module generators (gen_*_module): specs that build nothing."""
+from . import JitSpec
+
+
+def __getattr__(name):
+    if name.startswith("gen_") and name.endswith("_module"):
+        return lambda *args, **kwargs: JitSpec(name, *args, **kwargs)
+    raise AttributeError(name)
+''',
     "utils.py": '''"""What FlashInfer's test files ask of flashinfer.utils."""
 
 
 def has_flashinfer_jit_cache():
     return True  # nothing to warm up: no JIT
+
+
+class GPUArchitectureError(RuntimeError):
+    pass
 
 
 def __getattr__(name):
@@ -158,6 +171,7 @@ def main(root: str) -> int:
     pkg = os.path.join(root, "shim", "flashinfer")
     os.makedirs(pkg, exist_ok=True)
     for name, text in MODULES.items():
+        os.makedirs(os.path.dirname(os.path.join(pkg, name)), exist_ok=True)
         with open(os.path.join(pkg, name), "w") as f:
             f.write(text)
     with open(os.path.join(root, "conftest.py"), "w") as f:
