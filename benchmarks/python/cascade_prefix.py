@@ -24,7 +24,7 @@ from benchmarks.common.timing import interleaved_time_us
 
 B, OWN, HQ, HKV, D, PAGE = 128, 256, 32, 8, 128, 16
 PREFIXES = (16, 32, 64, 128, 256, 512, 1024)
-OVERHEADS = (None, 12.0, 20.0)
+OVERHEADS = (None, 6.0, 12.0)
 
 
 

@@ -37,9 +37,11 @@ struct AutoCascadeOptions {
   int64_t shared_qo_tile_size = 0;
   /// Cost model: effective HBM bandwidth (bytes per microsecond) that turns
   /// bytes into time, the fixed cost of one more level (its attention launch
-  /// and its merge) and of one more group in a level.
+  /// and its merge) and of one more group in a level. The level's 20 us is
+  /// measured (docs/auto-cascade.md): below it a cascade of 128 decode
+  /// requests lost to plain decode at 64- and 128-token prefixes.
   double bandwidth_bytes_per_us = 4.0e6;
-  double level_overhead_us = 6.0;
+  double level_overhead_us = 20.0;
   double group_overhead_us = 0.05;
   /// Bytes per query row that one more level moves (its state written, read
   /// back and merged into the output); < 0 = automatic, 4 states of
