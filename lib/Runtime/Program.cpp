@@ -503,28 +503,37 @@ void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
   const std::vector<uint64_t> &slots = pl.launch.slots;
   const std::vector<std::string> &names = pl.launch.slotNames;
   // The stride slots of a buffer param `name` bound to q or o
-  // (<name>_stride_n / _h), or to ragged K or V (kv_stride_n / _h, K's
-  // role patches them: V's strides must be K's), or to a ragged V whose
-  // head_dim differs from K's (v_stride_n / _h, its own).
+  // (<name>_stride_n / _h), to ragged K or V (kv_stride_n / _h, K's role
+  // patches them: V's strides must be K's), to a paged cache's pool or K
+  // (kv_stride_page, which V shares), or to a V whose head_dim differs
+  // from K's (v_stride_*, its own).
   const bool ownV = std::find(names.begin(), names.end(),
-                              contract::param::kVStrideN) != names.end();
+                              contract::param::kVStrideN) != names.end() ||
+                    std::find(names.begin(), names.end(),
+                              contract::param::kVStridePage) != names.end();
   auto strideSlots = [&](const std::string &name, Role role) {
     const bool kv = role != Role::Q && role != Role::O;
     const bool vOwn = role == Role::V0 && ownV;
     const std::string prefix = vOwn ? "v" : kv ? "kv" : name;
-    bool found[2] = {false, false};
+    static constexpr const char *kSuffix[RowStrides::NumKinds] = {
+        "_stride_n", "_stride_h", "_stride_page"};
+    bool found[RowStrides::NumKinds] = {false, false, false};
     for (size_t j = 0; j < slots.size(); ++j)
-      for (uint8_t h = 0; h < 2; ++h)
-        if (names[j] == prefix + (h ? "_stride_h" : "_stride_n")) {
+      for (uint8_t h = 0; h < RowStrides::NumKinds; ++h)
+        if (names[j] == prefix + kSuffix[h]) {
           if (role != Role::V0 || vOwn)
             stridePatches.push_back({static_cast<uint32_t>(j),
                                      static_cast<uint8_t>(role), h,
                                      static_cast<int64_t>(slots[j])});
           found[h] = true;
         }
-    if (!found[0] || !found[1])
-      v.unstrided[static_cast<size_t>(role)] = true;
-    else if (vOwn)
+    auto &unstrided = v.unstrided[static_cast<size_t>(role)];
+    // Rows and heads come as a pair; a page stride alone.
+    if (!found[RowStrides::N] || !found[RowStrides::H])
+      unstrided[RowStrides::N] = unstrided[RowStrides::H] = true;
+    if (!found[RowStrides::Page])
+      unstrided[RowStrides::Page] = true;
+    if (vOwn && (found[RowStrides::N] || found[RowStrides::Page]))
       v.ownVStrides = true;
   };
   for (size_t i = 0; i < slots.size(); ++i) {
@@ -551,6 +560,7 @@ void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
       patches.push_back({static_cast<uint32_t>(i + 2), role, true});
       if (role == static_cast<uint8_t>(Role::Q) ||
           role == static_cast<uint8_t>(Role::O) ||
+          role == static_cast<uint8_t>(Role::KV0) ||
           role == static_cast<uint8_t>(Role::K0) ||
           role == static_cast<uint8_t>(Role::V0))
         strideSlots(name.substr(0, name.size() - 8), static_cast<Role>(role));
@@ -606,10 +616,11 @@ int64_t Program::numLaunches(int variant) const {
              : static_cast<int64_t>(it->second.launches.size());
 }
 
-bool Program::takesStrides(int variant, Role role) const {
+bool Program::takesStrides(int variant, Role role,
+                           RowStrides::Kind kind) const {
   auto it = variants_.find(variant);
   return it != variants_.end() &&
-         !it->second.unstrided[static_cast<size_t>(role)];
+         !it->second.unstrided[static_cast<size_t>(role)][kind];
 }
 
 Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
@@ -627,12 +638,21 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
                        "a strided %s: a kernel of this plan reads it as a "
                        "contiguous buffer",
                        name);
+  for (auto [role, name] :
+       {std::pair(Role::KV0, "paged_kv_cache"), std::pair(Role::K0, "k_cache"),
+        std::pair(Role::V0, "v_cache")})
+    if (strides.strided(role, RowStrides::Page) &&
+        !takesStrides(variant, role, RowStrides::Page))
+      return makeError(ErrorCode::InvalidArgument,
+                       "%s with a page stride of its own: a kernel of this "
+                       "plan takes no kv_stride_page",
+                       name);
   if (!it->second.ownVStrides &&
       strides.values[static_cast<size_t>(Role::K0)] !=
           strides.values[static_cast<size_t>(Role::V0)])
     return Status(ErrorCode::InvalidArgument,
                   "k and v must have the same strides (the kernels take one "
-                  "kv_stride_n / kv_stride_h)");
+                  "kv_stride_n / kv_stride_h / kv_stride_page)");
   for (const auto &rs : strides.values)
     for (int64_t x : rs)
       if (x > std::numeric_limits<int32_t>::max())

@@ -40,6 +40,20 @@ int64_t spannedElements(const TensorArg &a) {
   return last + 1;
 }
 
+int64_t pageStrideOf(const TensorArg &a) {
+  if (a.ndim < 2)
+    return -1;
+  int64_t inner = 1;
+  for (int i = a.ndim - 1; i >= 1; --i) {
+    if (a.shape[i] != 1 && a.strides[i] != inner)
+      return -1;
+    inner *= a.shape[i];
+  }
+  if (a.shape[0] <= 1)
+    return inner;
+  return a.strides[0] >= inner ? a.strides[0] : -1;
+}
+
 /// Whether a 3-D [rows, heads, head_dim] view has a contiguous head_dim
 /// and non-negative row and head strides; `written`: and no two of its
 /// (row, head) vectors overlap.
@@ -175,13 +189,16 @@ bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
                      std::array<uint64_t, kNumRoles> &ptrs,
                      std::array<int64_t, kNumRoles> &counts,
                      std::vector<py::object> &alive,
-                     std::array<TensorArg, 2> *pairOut) const {
+                     std::array<TensorArg, 2> *pairOut,
+                     TensorArg *poolOut) const {
   const bool pair =
       py::isinstance<py::tuple>(kv) || py::isinstance<py::list>(kv);
   if (!pair) {
     TensorArg a = probe(kv, slot ? "k_shared" : "paged_kv_cache", stream);
     alive.push_back(a.keepAlive);
     bindPool(a, slot, ptrs, counts);
+    if (poolOut)
+      *poolOut = a;
     return false;
   }
   py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
@@ -196,8 +213,11 @@ bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
   // (pool[:, 0], pool[:, 1]) of one 5-D pool: the pool itself (never with
   // a head_dim of v of its own: a pool cannot hold it).
   TensorArg pool;
-  if (!sig.config.splitHeadDims() && poolOfPair(k, v, pool)) {
+  // (The shared prefix of slot 1 runs pair kernels: it stays a pair.)
+  if (slot == 0 && !sig.config.splitHeadDims() && poolOfPair(k, v, pool)) {
     bindPool(pool, slot, ptrs, counts);
+    if (poolOut)
+      *poolOut = pool;
     return false;
   }
   bindPair(k, v, slot, ptrs, counts);
@@ -218,12 +238,15 @@ bool Checker::poolOfPair(const TensorArg &k, const TensorArg &v,
       return false;
     inner *= k.shape[i];
   }
+  // K's and V's pages alike, each a pool page apart (2 * inner; more in a
+  // view of a larger cache), V the second half of K's page.
   const int64_t bytes = elemTypeBytes(k.dtype);
   if (k.shape[0] != v.shape[0] ||
       (k.shape[0] > 1 &&
-       (k.strides[0] != 2 * inner || v.strides[0] != 2 * inner)) ||
+       (k.strides[0] < 2 * inner || v.strides[0] != k.strides[0])) ||
       v.ptr != k.ptr + static_cast<uint64_t>(inner * bytes))
     return false;
+  const int64_t pageStride = k.shape[0] > 1 ? k.strides[0] : 2 * inner;
   pool = k;
   pool.ndim = 5;
   pool.shape[0] = k.shape[0];
@@ -231,6 +254,7 @@ bool Checker::poolOfPair(const TensorArg &k, const TensorArg &v,
   for (int i = 1; i < 4; ++i)
     pool.shape[i + 1] = k.shape[i];
   pool.setRowMajorStrides();
+  pool.strides[0] = pageStride;
   return true;
 }
 
@@ -248,17 +272,28 @@ void Checker::bindPool(const TensorArg &a, int slot,
         std::to_string(d) +
         "): pass a (k_cache, v_cache) pair, k [..., head_dim] and v [..., "
         "head_dim_vo] (a 5-D pool holds k and v of one head_dim)");
+  // Slot 0's pool may be a view whose pages lie apart (one layer of a
+  // larger cache: run() binds its kv_stride_page); the shared prefix of
+  // slot 1 is contiguous.
   expectTensor(a, name, sig, sig.kvType,
                hnd ? std::vector<int64_t>{-1, 2, h, page, d}
                    : std::vector<int64_t>{-1, 2, page, h, d},
                hnd ? "[max_num_pages, 2, num_kv_heads, page_size, "
                      "head_dim] for HND"
                    : "[max_num_pages, 2, page_size, num_kv_heads, "
-                     "head_dim] for NHD");
+                     "head_dim] for NHD",
+               slot ? Layout::Contiguous : Layout::PagesStrided);
+  if (!a.contiguous() && pageStrideOf(a) < 0)
+    throw py::value_error(std::string(name) + " has strides " +
+                          a.stridesString() +
+                          ": a view of a cache is taken where its pages keep "
+                          "the contiguous layout inside (only the page "
+                          "stride may differ, as in one layer of a cache of "
+                          "every layer)");
   checkPages(a.shape[0], slot, name);
-  const size_t r = static_cast<size_t>(Role::KV0);
+  const size_t r = static_cast<size_t>(slot ? Role::KV1 : Role::KV0);
   ptrs[r] = a.ptr;
-  counts[r] = a.numel();
+  counts[r] = a.contiguous() ? a.numel() : spannedElements(a);
 }
 
 void Checker::bindPair(const TensorArg &k, const TensorArg &v, int slot,

@@ -66,6 +66,12 @@ void expectTensor(const TensorArg &a, const char *name, const Signature &sig,
 /// memref size the kernels are given).
 int64_t spannedElements(const TensorArg &a);
 
+/// The page stride of a paged cache (5-D pool or one of a 4-D pair) whose
+/// pages keep the contiguous layout inside, however far apart they lie (a
+/// view of one layer of a larger cache); -1 where a page's own layout is
+/// strided or pages overlap.
+int64_t pageStrideOf(const TensorArg &a);
+
 /// The checks of one call against what was planned (Signature, rows):
 /// ValueError / TypeError naming the argument, before anything is launched.
 struct Checker {
@@ -82,19 +88,22 @@ struct Checker {
   void checkLse(const TensorArg &tl, const TensorArg &q) const;
 
   /// The KV cache of a slot: a 5-D pool or a (k, v) pair of 4-D pools;
-  /// true for a pair.
+  /// true for a pair (then in `pair`; a pool in `pool`). Slot 0's pool may
+  /// be a view whose pages lie apart (pageStrideOf).
   bool bindKv(py::handle kv, int slot, int64_t stream,
               std::array<uint64_t, runtime::kNumRoles> &ptrs,
               std::array<int64_t, runtime::kNumRoles> &counts,
               std::vector<py::object> &alive,
-              std::array<TensorArg, 2> *pair = nullptr) const;
+              std::array<TensorArg, 2> *pair = nullptr,
+              TensorArg *pool = nullptr) const;
 
-  /// Whether (k, v) are the K and V halves of one contiguous 5-D pool
-  /// (`pool[:, 0]`, `pool[:, 1]`, as FlashInfer's tests and engines slice a
-  /// cache), and that pool.
+  /// Whether (k, v) are the K and V halves of one 5-D pool (`pool[:, 0]`,
+  /// `pool[:, 1]`, as FlashInfer's tests and engines slice a cache; the
+  /// pool may be a view of a larger cache, pageStrideOf), and that pool.
   bool poolOfPair(const TensorArg &k, const TensorArg &v,
                   TensorArg &pool) const;
-  /// A 5-D pool [pages, 2, page, Hkv, D] (NHD) / [pages, 2, Hkv, page, D].
+  /// A 5-D pool [pages, 2, page, Hkv, D] (NHD) / [pages, 2, Hkv, page, D];
+  /// slot 0's may have a page stride of its own.
   void bindPool(const TensorArg &a, int slot,
                 std::array<uint64_t, runtime::kNumRoles> &ptrs,
                 std::array<int64_t, runtime::kNumRoles> &counts) const;

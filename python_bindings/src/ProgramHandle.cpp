@@ -231,7 +231,9 @@ public:
     std::array<int64_t, kNumRoles> counts{};
     setRole(ptrs, counts, Role::Q, tq);
     std::array<TensorArg, 2> pair;
-    int variant = c.bindKv(kv, 0, stream, ptrs, counts, alive, &pair) ? 1 : 0;
+    TensorArg pool;
+    int variant =
+        c.bindKv(kv, 0, stream, ptrs, counts, alive, &pair, &pool) ? 1 : 0;
     if (sig_.sharedSlot) {
       if (kvShared.is_none())
         throw py::value_error("k_shared and v_shared are required");
@@ -293,20 +295,39 @@ public:
         throw py::value_error("no kernels were prepared for this call");
     }
     RowStrides strides = rowStrides(tq, tout);
+    // A pool whose pages lie apart (a view of one layer of a larger cache):
+    // its page stride.
+    if (variant == 0 && !pool.contiguous()) {
+      if (!program_.takesStrides(0, Role::KV0, RowStrides::Page))
+        throw py::value_error(
+            "paged_kv_cache is a view with page stride " +
+            std::to_string(pool.strides[0]) +
+            ": this plan's kernels (built before kv_stride_page) read a "
+            "contiguous cache; pass a contiguous one");
+      strides.setPage(Role::KV0, pool.strides[0]);
+    }
     // A strided (k, v) pair: ragged K/V (one-token pages) whose kernels
     // take their token and head strides (one pair of strides for both, or
-    // v's own where its head_dim differs: head_dim_vo), else contiguous
-    // copies, counted.
+    // v's own where its head_dim differs: head_dim_vo), a paged pair whose
+    // pages lie apart (one page stride for both, or v's own), else
+    // contiguous copies, counted.
     if (variant == 1 && (!pair[0].contiguous() || !pair[1].contiguous())) {
       const int hd = sig_.hnd() ? 1 : 2;
-      const bool same = sig_.config.splitHeadDims() ||
-                        (pair[0].strides[0] == pair[1].strides[0] &&
-                         pair[0].strides[hd] == pair[1].strides[hd]);
+      const bool split = sig_.config.splitHeadDims();
+      const bool same = split || (pair[0].strides[0] == pair[1].strides[0] &&
+                                  pair[0].strides[hd] == pair[1].strides[hd]);
+      const int64_t kPage = pageStrideOf(pair[0]),
+                    vPage = pageStrideOf(pair[1]);
       if (sig_.config.pageSize == 1 && same &&
           program_.takesStrides(variant, Role::K0) &&
           program_.takesStrides(variant, Role::V0)) {
         strides.set(Role::K0, pair[0].strides[0], pair[0].strides[hd]);
         strides.set(Role::V0, pair[1].strides[0], pair[1].strides[hd]);
+      } else if (kPage >= 0 && vPage >= 0 && (split || kPage == vPage) &&
+                 program_.takesStrides(variant, Role::K0, RowStrides::Page) &&
+                 program_.takesStrides(variant, Role::V0, RowStrides::Page)) {
+        strides.setPage(Role::K0, kPage);
+        strides.setPage(Role::V0, vPage);
       } else {
         py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
         for (int i = 0; i < 2; ++i) {
@@ -421,6 +442,8 @@ public:
       TensorArg pool;
       if (c.has_v && !sig_.config.splitHeadDims() &&
           ch.poolOfPair(fromBridge(c.kv), fromBridge(c.v), pool)) {
+        if (!pool.contiguous())
+          return 1; // run() binds its page stride
         ch.bindPool(pool, 0, ptrs, counts);
       } else if (c.has_v) {
         const TensorArg k = fromBridge(c.kv), v = fromBridge(c.v);
@@ -429,7 +452,10 @@ public:
         ch.bindPair(k, v, 0, ptrs, counts);
         variant = 1;
       } else {
-        ch.bindPool(fromBridge(c.kv), 0, ptrs, counts);
+        pool = fromBridge(c.kv);
+        if (!pool.contiguous())
+          return 1; // run() binds its page stride
+        ch.bindPool(pool, 0, ptrs, counts);
       }
       ch.checkOut(to, tq);
       setRole(ptrs, counts, Role::Q, tq);

@@ -212,6 +212,14 @@ inline constexpr char kKvStrideH[] = "kv_stride_h";
 /// k's (head_dim_vo; otherwise V shares K's kv_stride_*).
 inline constexpr char kVStrideN[] = "v_stride_n";
 inline constexpr char kVStrideH[] = "v_stride_h";
+/// Element stride of a page of a paged cache (kernels with a page table):
+/// K's, or a pool page's (K and V); V shares it, except where v's head_dim
+/// differs from k's (v_stride_page, its own). The contiguous cache's by
+/// default; a larger one where the cache is a view of a larger tensor (one
+/// layer of a cache of every layer), whose pages keep their contiguous
+/// layout inside.
+inline constexpr char kKvStridePage[] = "kv_stride_page";
+inline constexpr char kVStridePage[] = "v_stride_page";
 } // namespace param
 
 } // namespace cascade::contract

@@ -40,23 +40,32 @@ constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
 
 /// Element strides of the tensors a run binds, by role: of the rows (or
 /// tokens) and heads of q and o (the kernels' q_stride_n / q_stride_h /
-/// o_stride_n / o_stride_h) and of the tokens and heads of ragged K and V
+/// o_stride_n / o_stride_h), of the tokens and heads of ragged K and V
 /// (K0: kv_stride_n / kv_stride_h, which V0 shares, except where v's
-/// head_dim differs from k's: V0's own v_stride_n / v_stride_h); negative =
-/// the contiguous layout's.
+/// head_dim differs from k's: V0's own v_stride_n / v_stride_h), and of the
+/// pages of a paged cache (KV0 or K0: kv_stride_page, which V0 shares,
+/// except where v has its own head_dim: v_stride_page); negative = the
+/// contiguous layout's.
 struct RowStrides {
-  std::array<std::array<int64_t, 2>, kNumRoles> values;
+  /// The stride kinds: dim N (rows, tokens), H (heads), Page (pages).
+  enum Kind : uint8_t { N = 0, H = 1, Page = 2, NumKinds = 3 };
+  std::array<std::array<int64_t, NumKinds>, kNumRoles> values;
   RowStrides() {
     for (auto &v : values)
-      v = {-1, -1};
+      v.fill(-1);
   }
   void set(Role role, int64_t n, int64_t h) {
-    values[static_cast<size_t>(role)] = {n, h};
+    values[static_cast<size_t>(role)][N] = n;
+    values[static_cast<size_t>(role)][H] = h;
   }
-  bool strided(Role role) const {
-    const auto &v = values[static_cast<size_t>(role)];
-    return v[0] >= 0 || v[1] >= 0;
+  void setPage(Role role, int64_t page) {
+    values[static_cast<size_t>(role)][Page] = page;
   }
+  bool strided(Role role, Kind kind) const {
+    return values[static_cast<size_t>(role)][kind] >= 0;
+  }
+  /// Rows or heads strided (N or H).
+  bool strided(Role role) const { return strided(role, N) || strided(role, H); }
 };
 
 /// Optional caller-owned device buffers for a level's index arrays (the
@@ -154,20 +163,22 @@ public:
   /// parameters (kernels over f16/bf16 KV have none); a changed scale
   /// rewrites the graph nodes that take it, as a moved tensor does.
   ///
-  /// `strides`: the element strides of q, o and ragged K / V (head_dim
-  /// contiguous; RowStrides); a negative value (the default) is the
-  /// contiguous layout's. They are bound to the kernels' q_stride_* /
-  /// o_stride_* / kv_stride_* parameters (docs/kernel-bundle.md). A strided
-  /// tensor where a prepared launch reads it without strides (a kernel
-  /// built before they existed, a merge_state_in_place into o, a paged
-  /// kernel's (k, v) pair) is refused: ask takesStrides() first.
+  /// `strides`: the element strides of q, o, ragged K / V and a paged
+  /// cache's pages (head_dim contiguous; RowStrides); a negative value (the
+  /// default) is the contiguous layout's. They are bound to the kernels'
+  /// q_stride_* / o_stride_* / kv_stride_* / v_stride_* parameters
+  /// (docs/kernel-bundle.md). A strided tensor where a prepared launch
+  /// reads it without those strides (a kernel built before they existed, a
+  /// merge_state_in_place into o, a paged kernel's token strides) is
+  /// refused: ask takesStrides() first.
   Status run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
              const std::array<int64_t, kNumRoles> &counts,
              cuda::CUstream stream, float kScale = 1.f, float vScale = 1.f,
              const RowStrides &strides = {});
   /// Whether every prepared launch of `variant` that takes `role` (Q, O,
-  /// K0 or V0) takes its strides too.
-  bool takesStrides(int variant, Role role) const;
+  /// K0 or V0: rows and heads; KV0, K0 or V0: pages) takes those strides.
+  bool takesStrides(int variant, Role role,
+                    RowStrides::Kind kind = RowStrides::N) const;
 
   const CascadePlan &cascadePlan() const { return plan_; }
   /// The level that writes the output (CascadePlan::base_level).
@@ -203,8 +214,8 @@ private:
     uint32_t slot;
     bool v;
   };
-  /// An i64 slot bound to a stride: of `role` (RowStrides), dim `h` (0:
-  /// rows or tokens, 1: heads); `contiguous` is the kernel's default.
+  /// An i64 slot bound to a stride: of `role` (RowStrides), kind `h`
+  /// (RowStrides::Kind); `contiguous` is the kernel's default.
   struct StridePatch {
     uint32_t slot;
     uint8_t role;
@@ -216,10 +227,11 @@ private:
     std::vector<std::vector<Patch>> patches;             ///< per launch
     std::vector<std::vector<ScalePatch>> scalePatches;   ///< per launch
     std::vector<std::vector<StridePatch>> stridePatches; ///< per launch
-    /// Per role: some launch takes the buffer but not its strides.
-    std::array<bool, kNumRoles> unstrided{};
-    /// Some launch takes ragged V's own strides (v_stride_n / _h: v's
-    /// head_dim differs from k's), so K's and V's may differ.
+    /// Per role and stride kind: some launch takes the buffer but not
+    /// that stride.
+    std::array<std::array<bool, RowStrides::NumKinds>, kNumRoles> unstrided{};
+    /// Some launch takes V's own strides (v_stride_*: v's head_dim differs
+    /// from k's), so K's and V's may differ.
     bool ownVStrides = false;
     /// Per launch, the earlier launches it waits for in the graph (see
     /// dependencies()).

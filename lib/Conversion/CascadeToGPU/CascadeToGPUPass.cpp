@@ -68,9 +68,30 @@ bool isRowsStrided(MemRefType t) {
          (strides[2] == 1 || t.getDimSize(2) == 1);
 }
 
+/// A paged cache (a pool or one of a pair) whose pages keep the contiguous
+/// row-major layout inside while the page stride is any (static or
+/// dynamic, at least a page): one layer of a larger cache. The page stride
+/// is a kernel parameter (kv_stride_page / v_stride_page).
+bool isPageStrided(MemRefType t) {
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (t.getRank() < 2 || failed(t.getStridesAndOffset(strides, offset)))
+    return false;
+  int64_t inner = 1;
+  for (int64_t i = t.getRank() - 1; i >= 1; --i) {
+    if (ShapedType::isDynamic(t.getDimSize(i)) ||
+        (t.getDimSize(i) != 1 && strides[i] != inner))
+      return false;
+    inner *= t.getDimSize(i);
+  }
+  return ShapedType::isDynamic(strides[0]) || strides[0] >= inner;
+}
+
 /// Checks every buffer operand of the cascade ops in `module`; the mask of
-/// merge_state_in_place is exempt (its stride is passed to the kernel), and
-/// paged attention's q and o may be row-strided views.
+/// merge_state_in_place is exempt (its stride is passed to the kernel),
+/// paged attention's q and o may be row-strided views, and its paged cache
+/// page-strided (a pair's K and V alike where they share a head_dim: the
+/// kernels take one page stride for both).
 LogicalResult checkLayouts(ModuleOp module) {
   bool ok = true;
   module.walk([&](Operation *op) {
@@ -89,6 +110,21 @@ LogicalResult checkLayouts(ModuleOp module) {
            operand.get() == attention.getO()) &&
           isRowsStrided(t))
         continue;
+      if (attention && attention.getKvIndices() && isPageStrided(t) &&
+          llvm::is_contained(attention.getKv(), operand.get())) {
+        auto kv = attention.getKv();
+        auto kt = cast<MemRefType>(kv[0].getType());
+        auto vt = cast<MemRefType>(kv.back().getType());
+        if (kv.size() == 1 || kt.getShape().back() != vt.getShape().back() ||
+            kt.getLayout() == vt.getLayout())
+          continue;
+        op->emitOpError("operand #")
+            << operand.getOperandNumber() << " of type " << t
+            << ": k and v of one head_dim must have the same layout (the "
+               "kernels take one page stride for both)";
+        ok = false;
+        continue;
+      }
       op->emitOpError("operand #")
           << operand.getOperandNumber() << " of type " << t
           << " is not contiguous row-major; the GPU kernels read flat "

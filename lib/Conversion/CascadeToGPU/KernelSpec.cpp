@@ -362,7 +362,15 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
   // Ragged K/V (one-token pages, no page table) may be views, e.g. of a
   // packed QKV projection: their token and head strides (V's own where its
   // head_dim differs).
-  if (!pageTable) {
+  // A paged cache may be a view of a larger tensor (one layer of a cache of
+  // every layer): its page stride (V's own where its head_dim differs).
+  if (pageTable) {
+    const int64_t kPage = pageSize * numKvHeads * headDim;
+    p.push_back({cparam::kKvStridePage, "i64", i64, pool ? 2 * kPage : kPage});
+    if (splitHeadDims())
+      p.push_back({cparam::kVStridePage, "i64", i64,
+                   pageSize * numKvHeads * headDimVo});
+  } else {
     p.push_back(
         {cparam::kKvStrideN, "i64", i64, pageSize * numKvHeads * headDim});
     p.push_back(

@@ -10,6 +10,7 @@
 
 #include "KernelSpec.h"
 
+#include "cascade/Contract/BundleContract.h"
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
 
 #include "mlir/IR/PatternMatch.h"
@@ -17,6 +18,7 @@
 
 using namespace mlir;
 using namespace mlir::cascade;
+namespace cparam = ::cascade::contract::param;
 
 namespace {
 
@@ -41,6 +43,13 @@ public:
     auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     scalars[(name + "_stride_n").str()] = md.getStrides()[0];
     scalars[(name + "_stride_h").str()] = md.getStrides()[1];
+  }
+  /// A paged cache whose page stride (possibly not the contiguous one:
+  /// one layer of a larger cache) is the parameter `strideName`.
+  void pageStrided(StringRef name, Value memref, StringRef strideName) {
+    spannedBuffers[name] = memref;
+    auto md = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    scalars[strideName] = md.getStrides()[0];
   }
   /// An f32 scalar; where `value` is null, a launch that takes it gets
   /// `absent`.
@@ -187,11 +196,17 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     Location loc = op.getLoc();
     v.rowsStrided("q", op.getQ());
     auto kv = op.getKv();
-    if (kv.size() == 1) {
-      v.buffer("kv_cache", kv[0]);
+    if (!op.getKvIndices()) {
+      // Identity pages (ragged K/V): contiguous, the kernels' default
+      // strides.
+      v.buffer(kv.size() == 1 ? "kv_cache" : "k_cache", kv[0]);
+      if (kv.size() == 2)
+        v.buffer("v_cache", kv[1]);
+    } else if (kv.size() == 1) {
+      v.pageStrided("kv_cache", kv[0], cparam::kKvStridePage);
     } else {
-      v.buffer("k_cache", kv[0]);
-      v.buffer("v_cache", kv[1]);
+      v.pageStrided("k_cache", kv[0], cparam::kKvStridePage);
+      v.pageStrided("v_cache", kv[1], cparam::kVStridePage);
     }
     v.buffer("qo_indptr", op.getQoIndptr());
     v.buffer("kv_indptr", op.getKvIndptr());

@@ -620,6 +620,79 @@ def scenario_strides():
         check(w._engine.program.copy_fallbacks == 0, f"ragged {layout}: no copy")
 
 
+def scenario_page_strides():
+    """A paged cache that is one layer of a cache of every layer
+    ([pages, layers, 2, page, heads, dim][:, l], as an engine keeps one
+    allocation for all layers): the kernels read the view in place at its
+    page stride (kv_stride_page), as a 5-D pool, as its (k, v) halves and
+    as a pair of per-layer K and V caches; nothing is copied, and every
+    other argument is the contiguous call's. A view whose pages are not
+    contiguous inside is refused, saying so."""
+    ws = Dev(aligned((64 << 20,), np.uint8))
+    hq, hkv, d, page, layers, pages = 32, 8, 128, 16, 3, 10
+    indptr = np.array([0, 3, 3, 10], np.int32)
+    indices = np.arange(pages, dtype=np.int32)[::-1].copy()
+    last = np.array([5, 1, 16], np.int32)
+    inner = page * hkv * d
+    every = aligned((pages, layers, 2, page, hkv, d), np.float16)
+    k_every = aligned((pages, layers, page, hkv, d), np.float16)
+    v_every = aligned((pages, layers, page, hkv, d), np.float16)
+    for make, plan_args, rows in (
+            (cm.BatchDecodeWithPagedKVCacheWrapper, (), 3),
+            (cm.BatchPrefillWithPagedKVCacheWrapper, (np.array([0, 5, 6, 40], np.int32),), 40)):
+        name = make.__name__
+        w = make(ws)
+        w.plan(*plan_args, indptr, indices, last, hq, hkv, d, page)
+        q = Dev(aligned((rows, hq, d), np.float16))
+        out = Dev(aligned((rows, hq, d), np.float16))
+        for kind, tidy_kv, view_kv, key, stride in (
+                ("pool", Dev(aligned((pages, 2, page, hkv, d), np.float16)),
+                 Dev(every[:, 1]), "kv_cache", layers * 2 * inner),
+                ("pool halves", Dev(aligned((pages, 2, page, hkv, d), np.float16)),
+                 (Dev(every[:, 2, 0]), Dev(every[:, 2, 1])), "kv_cache", layers * 2 * inner),
+                ("pair", (Dev(aligned((pages, page, hkv, d), np.float16)),
+                          Dev(aligned((pages, page, hkv, d), np.float16))),
+                 (Dev(k_every[:, 1]), Dev(v_every[:, 1])), "k_cache", layers * inner)):
+            w.run(q, tidy_kv, out=out)
+            tidy = launches()
+            w.run(q, view_kv, out=out)
+            viewed = launches()
+            check([r["name"] for r in tidy] == [r["name"] for r in viewed],
+                  f"{name} {kind}: the same kernels")
+            check(w._engine.program.copy_fallbacks == 0, f"{name} {kind}: no copy")
+            first = view_kv[0] if isinstance(view_kv, tuple) else view_kv
+            saw = False
+            for t, r in zip(tidy, viewed):
+                slots, _ = manifest_params(r["name"])
+                if key not in slots:
+                    continue
+                saw = True
+                check("kv_stride_page" in slots, f"{name} {kind}: {r['name']} takes kv_stride_page")
+                check(arg(r, key)[0] == first.ptr, f"{name} {kind}: the view itself")
+                check(arg(t, "kv_stride_page") == (2 * inner if "pool" in kind else inner),
+                      f"{name} {kind}: the contiguous cache's page stride")
+                check(arg(r, "kv_stride_page") == stride,
+                      f"{name} {kind}: the view's page stride {stride}")
+                # Everything but the cache, its memref size and its page
+                # stride is the contiguous call's.
+                skip = {slots[key], slots[key] + 1, slots[key] + 3, slots["kv_stride_page"]}
+                if "v_cache" in slots:
+                    skip |= {slots["v_cache"], slots["v_cache"] + 1, slots["v_cache"] + 3}
+                diff = [i for i, (a, b) in enumerate(zip(t["params"], r["params"]))
+                        if a != b and i not in skip]
+                check(not diff, f"{name} {kind}: {r['name']}: only the cache's slots differ ({diff})")
+            check(saw, f"{name} {kind}: an attention kernel reads the cache")
+        # Heads sliced out of a wider cache: a page is not contiguous inside.
+        wide = aligned((pages, 2, page, 2 * hkv, d), np.float16)
+        try:
+            w.run(q, Dev(wide[:, :, :, :hkv]), out=out)
+        except ValueError as e:
+            check("contiguous layout inside" in str(e), f"{name}: {e}")
+        else:
+            raise AssertionError(f"{name}: a cache strided inside its pages was accepted")
+        launches()
+
+
 def _leak_cycle(kind):
     """Constructs, plans, runs and returns one wrapper of `kind` with a fresh
     float workspace, and the objects whose lifetime the test follows."""

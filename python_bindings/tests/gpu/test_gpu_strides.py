@@ -202,3 +202,68 @@ def test_ragged_hnd_views(gpu):
         runs.append(out)
     torch.cuda.synchronize()
     assert torch.equal(runs[0], runs[1])
+
+
+LAYERS = 3
+
+
+def layer_cache(form, layout, d, dtype, dev):
+    """(view, tidy): one layer of a cache of every layer, as an engine keeps
+    one allocation (`[pages, layers, 2, page, heads, dim][:, l]`), in the
+    form given, and its contiguous copy."""
+    inner = (PAGE, HKV, d) if layout == "NHD" else (HKV, PAGE, d)
+    if form == "pair":
+        k_all = torch.randn(POOL, LAYERS, *inner, device=dev).to(dtype)
+        v_all = torch.randn(POOL, LAYERS, *inner, device=dev).to(dtype)
+        view = (k_all[:, 1], v_all[:, 1])
+        return view, (view[0].contiguous(), view[1].contiguous())
+    every = torch.randn(POOL, LAYERS, 2, *inner, device=dev).to(dtype)
+    pool = every[:, 2]
+    assert not pool.is_contiguous() and pool.stride(0) == LAYERS * 2 * PAGE * HKV * d
+    if form == "pool":
+        return pool, pool.contiguous()
+    return (pool[:, 0], pool[:, 1]), pool.contiguous()  # the pool's halves
+
+
+@pytest.mark.parametrize("form", ["pool", "halves", "pair"])
+@pytest.mark.parametrize("layout", ["NHD", "HND"])
+@pytest.mark.parametrize("op", ["decode", "decode_split", "prefill", "prefill_split"])
+def test_layer_views(gpu, form, layout, op):
+    """A paged cache that is one layer of a larger one: the kernels read it in
+    place at its page stride (kv_stride_page): bit-equal to the contiguous
+    copy's run, float64-close, no copy and no device allocation."""
+    d, dtype = 128, torch.bfloat16
+    decode, split = op.startswith("decode"), op.endswith("split")
+    batch = 5 if split else 13
+    indptr, indices, last = random_batch(batch, PAGE, 40 if split else 9, POOL)
+    view, tidy = layer_cache(form, layout, d, dtype, gpu)
+    if decode:
+        qo = torch.arange(batch + 1, dtype=torch.int32)
+        w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), layout)
+        w.plan(indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, d, PAGE,
+               q_data_type=dtype, kv_data_type=dtype,
+               **({"fixed_split_size": 8} if split else {}))
+    else:
+        kv_len = [(int(indptr[i + 1] - indptr[i]) - 1) * PAGE + int(last[i])
+                  for i in range(batch)]
+        qo = torch.zeros(batch + 1, dtype=torch.int32)
+        qo[1:] = torch.cumsum(torch.tensor([min(n, 1 + 29 * i) for i, n in enumerate(kv_len)]),
+                              0)
+        w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu), layout)
+        w.plan(qo.to(gpu), indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, d, PAGE,
+               causal=True, q_data_type=dtype, kv_data_type=dtype,
+               **({"fixed_split_size": 8} if split else {}))
+    rows = int(qo[-1])
+    q = torch.randn(rows, HQ, d, device=gpu).to(dtype)
+    want = w.run(q, tidy)
+    out = torch.empty_like(q)
+    w.run(q, view, out=out)  # warm-up: a graph or a first launch may allocate
+    before = allocations()
+    out.zero_()
+    w.run(q, view, out=out)
+    assert allocations() == before, "run() over a cache view allocated device memory"
+    torch.cuda.synchronize()
+    assert w._engine.program.copy_fallbacks == 0
+    assert torch.equal(out, want)
+    eo, _ = attention_ref(q, view, layout, qo, indptr, indices, last, PAGE, causal=not decode)
+    assert rel_err(out, eo) <= TOL["bfloat16"]

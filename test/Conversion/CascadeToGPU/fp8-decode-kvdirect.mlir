@@ -28,7 +28,7 @@
 // RUN: %ptxas -arch=sm_90 -v %t/b/kernels.ptx -o %t/k.cubin 2>&1 | FileCheck %s --check-prefix=PTXAS
 
 // CHECK-LABEL: gpu.func @cascade_decode_mma_f16_f8e4m3_d128_g4_h8_p16_nhd_pool_w1x2_q16_kv32_s2_b8_kvdirect(
-// CHECK-SAME: %[[KSCALE:arg12]]: f32
+// CHECK-SAME: %[[KSCALE:arg13]]: f32
 // CHECK-SAME: nvvm.minctasm = 8 : i32
 // The staging rings of 2 stages of 32 x 128 fp8 (K at byte 0, V at 8192),
 // the Q tile (16 x 128 f16) in V's last stage.

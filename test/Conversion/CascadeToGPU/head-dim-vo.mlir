@@ -9,8 +9,8 @@
 // 128 only; the V tile's other columns are zero-filled by the gather. wgmma
 // and rows take one head_dim, so selection gives these ops to mma_sync on
 // sm_90a too. Kernels are spelled `_d192v128`; their manifest records
-// head_dim_vo, o's default strides are by 128, and ragged V gets strides
-// of its own (v_stride_n / v_stride_h).
+// head_dim_vo, o's default strides are by 128, and V gets strides of its
+// own (ragged: v_stride_n / v_stride_h; paged: v_stride_page).
 
 // CHECK-LABEL: func.func @ragged
 // CHECK: gpu.launch_func @cascade_kernels::@cascade_prefill_causal_mma_bf16_bf16_d192v128_g1_h16_p1_nhd_pair_ragged_w4x1_
@@ -48,8 +48,8 @@ func.func @paged_split(%q: memref<?x16x128xf16>, %k: memref<?x4x16x128xf16>, %v:
 // MANIFEST-SAME: "head_dim": 192, "head_dim_vo": 128
 // MANIFEST-SAME: "kernel_family": "mma_sync"
 // MANIFEST: "name": "cascade_prefill_split_mma_f16_f16_d128v64_g4_h4_p16_hnd_pair_w
-// MANIFEST-SAME: {"default": 2048, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 1024, "kind": "i64", "name": "o_stride_n"}, {"default": 64, "kind": "i64", "name": "o_stride_h"}
-// MANIFEST-NOT: v_stride
+// MANIFEST-SAME: {"default": 2048, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 1024, "kind": "i64", "name": "o_stride_n"}, {"default": 64, "kind": "i64", "name": "o_stride_h"}, {"default": 8192, "kind": "i64", "name": "kv_stride_page"}, {"default": 4096, "kind": "i64", "name": "v_stride_page"}
+// MANIFEST-NOT: v_stride_n
 // MANIFEST-SAME: "head_dim": 128, "head_dim_vo": 64
 // MANIFEST: "name": "cascade_merge_states_indptr_f16_d64_h16_byrow_
 // MANIFEST-SAME: "static": {"accumulate": false, "head_dim": 64,

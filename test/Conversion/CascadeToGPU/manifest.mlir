@@ -12,14 +12,14 @@
 // PTX: .visible .entry cascade_merge_states_indptr_f16_d128_h32_byrow_b2_t128(
 
 // Every attention kernel takes the row and head strides of q and o (a
-// strided view's, else their "default": the contiguous layout's), the
-// split merge those of o.
+// strided view's, else their "default": the contiguous layout's) and, with
+// a page table, the page stride of the cache; the split merge those of o.
 // Split mode launches the padded grid (CUDA-graph stable), one block per
 // (work item, KV head); kv_chunk_size is read from device memory.
 // CHECK: {"block": [16, 1, 8], "dynamic_shared_bytes": 0,
 // CHECK-SAME: "grid": [{"div": 1, "param": "padded_batch_size"}, 8, 1]
 // CHECK-SAME: "name": "cascade_decode_split_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2", "op": "decode_split"
-// CHECK-SAME: "params": [{"dtype": "f16", "kind": "memref", "name": "q"}, {"dtype": "f16", "kind": "memref", "name": "kv_cache"}, {"dtype": "i32", "kind": "memref", "name": "kv_indptr"}, {"dtype": "i32", "kind": "memref", "name": "kv_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_last_page_len"}, {"dtype": "i32", "kind": "memref", "name": "request_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_tile_indices"}, {"dtype": "i32", "kind": "memref", "name": "o_indptr"}, {"dtype": "u8", "kind": "memref", "name": "block_valid_mask"}, {"dtype": "i32", "kind": "memref", "name": "kv_chunk_size"}, {"dtype": "f32", "kind": "memref", "name": "tmp_v"}, {"dtype": "f32", "kind": "memref", "name": "tmp_s"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"kind": "i64", "name": "padded_batch_size"}, {"default": 4096, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 4096, "kind": "i64", "name": "o_stride_n"}, {"default": 128, "kind": "i64", "name": "o_stride_h"}]
+// CHECK-SAME: "params": [{"dtype": "f16", "kind": "memref", "name": "q"}, {"dtype": "f16", "kind": "memref", "name": "kv_cache"}, {"dtype": "i32", "kind": "memref", "name": "kv_indptr"}, {"dtype": "i32", "kind": "memref", "name": "kv_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_last_page_len"}, {"dtype": "i32", "kind": "memref", "name": "request_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_tile_indices"}, {"dtype": "i32", "kind": "memref", "name": "o_indptr"}, {"dtype": "u8", "kind": "memref", "name": "block_valid_mask"}, {"dtype": "i32", "kind": "memref", "name": "kv_chunk_size"}, {"dtype": "f32", "kind": "memref", "name": "tmp_v"}, {"dtype": "f32", "kind": "memref", "name": "tmp_s"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"kind": "i64", "name": "padded_batch_size"}, {"default": 4096, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 4096, "kind": "i64", "name": "o_stride_n"}, {"default": 128, "kind": "i64", "name": "o_stride_h"}, {"default": 32768, "kind": "i64", "name": "kv_stride_page"}]
 // CHECK-SAME: "plan_arrays": ["request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s"]
 // CHECK-SAME: "ptx": "kernels.ptx", "static": {"accumulate": false, "causal": false, "gqa_group_size": 4, "head_dim": 128, "kernel_family": "rows", "kv_dtype": "f16",
 // The merge of a decode's partial states: rows of o_indptr (per request),
@@ -33,7 +33,7 @@
 // must plan with, and the plan arrays including qo_tile_indices.
 // CHECK-NEXT: {"block": [32, 4, 1], "dynamic_shared_bytes": 81920, "grid": [{"div": 1, "param": "padded_batch_size"}, 8, 1]
 // CHECK-SAME: "name": "cascade_prefill_split_causal_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3", "op": "prefill_split"
-// CHECK-SAME: {"dtype": "i32", "kind": "memref", "name": "qo_tile_indices"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"kind": "i64", "name": "padded_batch_size"}, {"default": 4096, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 4096, "kind": "i64", "name": "o_stride_n"}, {"default": 128, "kind": "i64", "name": "o_stride_h"}, {"kind": "i64", "name": "batch_size"}]
+// CHECK-SAME: {"dtype": "i32", "kind": "memref", "name": "qo_tile_indices"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"kind": "i64", "name": "padded_batch_size"}, {"default": 4096, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 4096, "kind": "i64", "name": "o_stride_n"}, {"default": 128, "kind": "i64", "name": "o_stride_h"}, {"default": 32768, "kind": "i64", "name": "kv_stride_page"}, {"kind": "i64", "name": "batch_size"}]
 // CHECK-SAME: "plan_arrays": ["request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s", "qo_tile_indices"]
 // CHECK-SAME: "kernel_family": "mma_sync"
 // CHECK-SAME: "qo_tile_size": 128

@@ -66,3 +66,39 @@ func.func @strided_head_dim(%q: memref<?x32x128xf16, strided<[8192, 256, 2]>>,
       {page_size = 16 : i64}
   return
 }
+
+// -----
+
+// A paged cache strided inside its pages (heads sliced out of a wider
+// cache) cannot be addressed: only the page stride is a kernel parameter.
+func.func @cache_strided_inside_pages(%q: memref<?x32x128xf16>,
+                                      %cache: memref<?x2x16x8x128xf16, strided<[65536, 32768, 2048, 128, 1]>>,
+                                      %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                                      %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{operand #1 of type 'memref<?x2x16x8x128xf16, strided<[65536, 32768, 2048, 128, 1]>>' is not contiguous row-major}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>)
+      kv(%cache : memref<?x2x16x8x128xf16, strided<[65536, 32768, 2048, 128, 1]>>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}
+
+// -----
+
+// K and V of one head_dim share the kernels' one page stride: a pair whose
+// layouts differ is refused.
+func.func @pair_of_two_page_strides(%q: memref<?x32x128xf16>,
+                                    %k: memref<?x16x8x128xf16, strided<[32768, 1024, 128, 1]>>,
+                                    %v: memref<?x16x8x128xf16, strided<[49152, 1024, 128, 1]>>,
+                                    %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                                    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+2 {{operand #1 of type 'memref<?x16x8x128xf16, strided<[32768, 1024, 128, 1]>>': k and v of one head_dim must have the same layout (the kernels take one page stride for both)}}
+  // expected-error@+1 {{operand #2 of type 'memref<?x16x8x128xf16, strided<[49152, 1024, 128, 1]>>': k and v of one head_dim must have the same layout (the kernels take one page stride for both)}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>)
+      kv(%k, %v : memref<?x16x8x128xf16, strided<[32768, 1024, 128, 1]>>, memref<?x16x8x128xf16, strided<[49152, 1024, 128, 1]>>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64}
+  return
+}

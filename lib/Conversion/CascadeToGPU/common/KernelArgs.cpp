@@ -71,6 +71,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.kvStrideH = a.lookup(cparam::kKvStrideH);
   r.vStrideN = a.lookup(cparam::kVStrideN);
   r.vStrideH = a.lookup(cparam::kVStrideH);
+  r.kvStridePage = a.lookup(cparam::kKvStridePage);
+  r.vStridePage = a.lookup(cparam::kVStridePage);
   return r;
 }
 

@@ -69,6 +69,9 @@ struct AttentionArgs {
   /// Ragged V's own strides where its head_dim differs from k's (null
   /// otherwise: V shares K's).
   Value vStrideN, vStrideH;
+  /// A paged cache's page stride (i64; null without a page table), and V's
+  /// own where its head_dim differs from k's.
+  Value kvStridePage, vStridePage;
 
   /// Element offsets of (token, head)'s row of q and of o (index values).
   Value qOffset(KernelBuilder &k, Value token, Value head) const;

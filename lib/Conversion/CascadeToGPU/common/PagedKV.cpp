@@ -40,7 +40,8 @@ RequestKv mlir::cascade::requestKv(KernelBuilder &k, Value kvIndptr,
 
 PagedKVLayout::PagedKVLayout(const AttentionSpec &spec,
                              const AttentionArgs &args)
-    : pageSize(spec.pageSize), pageStrideArg(args.kvStrideN),
+    : pageSize(spec.pageSize),
+      pageStrideArg(args.kvStrideN ? args.kvStrideN : args.kvStridePage),
       headStrideArg(args.kvStrideH) {
   int64_t d = spec.headDim;
   int64_t page = spec.pageSize * spec.numKvHeads * d;
@@ -56,7 +57,7 @@ PagedKVLayout::PagedKVLayout(const AttentionSpec &spec,
   vPageStride = spec.pageSize * spec.numKvHeads * dv;
   vTokenStride = spec.hnd ? dv : spec.numKvHeads * dv;
   vHeadStride = spec.hnd ? spec.pageSize * dv : dv;
-  vPageStrideArg = args.vStrideN;
+  vPageStrideArg = args.vStrideN ? args.vStrideN : args.vStridePage;
   vHeadStrideArg = args.vStrideH;
 }
 

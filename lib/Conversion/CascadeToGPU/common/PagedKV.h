@@ -40,8 +40,9 @@ struct PagedKVLayout {
   int64_t pageStride = 0, tokenStride = 0, headStride = 0;
   /// V's offset from K in the same buffer (a pool page); 0 for a pair.
   int64_t vOffset = 0;
-  /// Ragged K/V: the page (token) and head strides as kernel arguments
-  /// (i64; null: the static strides above).
+  /// The page stride as a kernel argument (ragged K/V's token stride, a
+  /// paged cache's kv_stride_page) and ragged K/V's head stride (i64; null:
+  /// the static strides above).
   Value pageStrideArg, headStrideArg;
 
   /// The layout of `spec`'s cache; `args` binds ragged K/V's strides.
