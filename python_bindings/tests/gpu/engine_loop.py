@@ -47,6 +47,10 @@ CONVENTIONS: Dict[str, str] = {
               "bucket (padded with empty requests), captured once, replayed after re-plans",
     "pair": "the cache as per-layer (k_cache, v_cache) [pages, page, Hkv, D] instead of "
             "the 5-D pool [pages, 2, page, Hkv, D]",
+    "layer_views": "one cache allocation for every layer, [pages, layers, 2, page, Hkv, D], "
+                   "each layer's cache its slice [:, l] (with pair: that slice's K and V "
+                   "halves), as an engine that allocates the KV cache once hands out "
+                   "per-layer views",
     "scales": "run(..., k_scale=1.0, v_scale=1.0) over an f16/bf16 cache (vLLM passes "
               "layer._k_scale_float / _v_scale_float on every call)",
     "mixed": "decodes and prefills of one step share one page table: the prefill plan "
@@ -85,6 +89,8 @@ SINGLE: Dict[str, FrozenSet[str]] = {
     "cuda_graph_buckets": frozenset({"graphs"}),
     "cuda_graph_buckets_on_buffers": frozenset({"graphs", "buffers"}),
     "kv_pair": frozenset({"pair"}),
+    "layer_views": frozenset({"layer_views"}),
+    "layer_views_pair": frozenset({"layer_views", "pair"}),
     "run_k_v_scale": frozenset({"scales"}),
     "mixed_batch": frozenset({"mixed"}),
     "mixed_batch_on_buffers": frozenset({"mixed", "buffers"}),
@@ -322,7 +328,15 @@ class Engine:
         # Junk in every slot: what a request has not written must stay masked.
         shape = (self.num_pages + 1, 2, m.page, m.hkv, m.d)
         self.caches: List[Any] = []
-        for _ in range(m.layers):
+        every = None
+        if "layer_views" in conv:
+            every = torch.randn((shape[0], m.layers) + shape[1:], generator=gen).to(
+                device=m.device, dtype=m.dtype)
+        for layer in range(m.layers):
+            if every is not None:
+                pool = every[:, layer]
+                self.caches.append((pool[:, 0], pool[:, 1]) if "pair" in conv else pool)
+                continue
             pool = torch.randn(shape, generator=gen).to(device=m.device, dtype=m.dtype)
             self.caches.append((pool[:, 0].contiguous(), pool[:, 1].contiguous())
                                if "pair" in conv else pool)
