@@ -213,8 +213,11 @@ bool Checker::bindKv(py::handle kv, int slot, int64_t stream,
   // (pool[:, 0], pool[:, 1]) of one 5-D pool: the pool itself (never with
   // a head_dim of v of its own: a pool cannot hold it).
   TensorArg pool;
-  // (The shared prefix of slot 1 runs pair kernels: it stays a pair.)
-  if (slot == 0 && !sig.config.splitHeadDims() && poolOfPair(k, v, pool)) {
+  // (The shared prefix of slot 1 runs pair kernels, ragged K/V kernels
+  // without a page table: they stay a pair. Packed K and V views of a QKV
+  // projection, V right after K, would otherwise read as a pool.)
+  if (slot == 0 && pagedSlot0 && !sig.config.splitHeadDims() &&
+      poolOfPair(k, v, pool)) {
     bindPool(pool, slot, ptrs, counts);
     if (poolOut)
       *poolOut = pool;

@@ -78,6 +78,10 @@ struct Checker {
   const Signature &sig;
   int64_t rows, cap;
   std::array<int64_t, 2> maxPageId; ///< per KV slot
+  /// Slot 0's levels have page tables (not ragged K/V, whose kernels
+  /// compute a key's address from kv_indptr): only then may a (k, v) pair
+  /// that lies as a pool's halves run on the pool kernels.
+  bool pagedSlot0 = true;
 
   /// q: [rows, Hqo, D] (or the row capacity of a CUDA-graph plan).
   TensorArg checkQ(py::handle q, int64_t stream = -1) const;

@@ -81,6 +81,7 @@ public:
       throw py::value_error("set_signature() before plan()");
     ProgramSpec spec;
     std::array<int64_t, 2> nextMaxPage{-1, -1};
+    bool nextPagedSlot0 = true;
     spec.planKernels = planKernels;
     spec.cudaGraph = cudaGraph;
     spec.lastLevelFirst = lastLevelFirst;
@@ -113,6 +114,10 @@ public:
       const int slot = lv.contains("kv_slot") ? lv["kv_slot"].cast<int>() : 0;
       if (slot != 0 && slot != 1)
         throw py::value_error("kv_slot must be 0 or 1");
+      // Ragged K/V (no page table) in slot 0.
+      if (slot == 0 &&
+          (!lv.contains("kv_indices") || lv["kv_indices"].is_none()))
+        nextPagedSlot0 = false;
       // Only the pages the requests use: a preallocated kv_indices buffer
       // may hold anything past kv_indptr[B].
       const ArrayView<int32_t> ids = in.usedKvIndices();
@@ -145,6 +150,7 @@ public:
       }
     check(program_.plan(spec));
     maxPageId_ = nextMaxPage;
+    pagedSlot0_ = nextPagedSlot0;
     planned_ = false;
     last_ = LastCall();
     return py::make_tuple(program_.intBytesNeeded(),
@@ -221,7 +227,8 @@ public:
     const float kScale = kScaleArg.value_or(1.f);
     const float vScale = vScaleArg.value_or(1.f);
     checkKvScales(kScale, vScale);
-    Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+    Checker c{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_,
+              pagedSlot0_};
     std::vector<py::object> alive;
     TensorArg tq = c.checkQ(q);
     const int64_t stream = streamFor(tq, q);
@@ -436,11 +443,12 @@ public:
       // Sinks come only through run(): its Python kernel passes them.
       if (!planned_ || sig_.sharedSlot || program_.takesSinks())
         return 1;
-      Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_};
+      Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_,
+                 pagedSlot0_};
       const TensorArg tq = fromBridge(c.q), to = fromBridge(c.out);
       ch.checkQ(tq);
       TensorArg pool;
-      if (c.has_v && !sig_.config.splitHeadDims() &&
+      if (c.has_v && pagedSlot0_ && !sig_.config.splitHeadDims() &&
           ch.poolOfPair(fromBridge(c.kv), fromBridge(c.v), pool)) {
         if (!pool.contiguous())
           return 1; // run() binds its page stride
@@ -550,6 +558,7 @@ private:
   Signature sig_;
   bool planned_ = false;
   std::array<int64_t, 2> maxPageId_{-1, -1}; ///< per KV slot
+  bool pagedSlot0_ = true;                   ///< Checker::pagedSlot0
   struct LastCall {
     int variant = 0;
     std::array<uint64_t, kNumRoles> ptrs{};

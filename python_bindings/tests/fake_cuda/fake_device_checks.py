@@ -619,6 +619,23 @@ def scenario_strides():
                   f"ragged {layout}: K/V strides {strides}")
         check(w._engine.program.copy_fallbacks == 0, f"ragged {layout}: no copy")
 
+    # torch's k[:, None] gives the one-token axis the stride of a token's
+    # heads (numpy's is 0): K and V views of the packed projection, V right
+    # after K, as torch passes them to the engine, still run on the ragged
+    # kernels (reading them as one pool of K and V halves would need a page
+    # table the ragged plan does not have).
+    def one_token_pages(x):
+        a = x.a
+        return Dev(np.lib.stride_tricks.as_strided(
+            a, (a.shape[0], 1) + a.shape[1:], (a.strides[0], a.strides[1] * a.shape[1]) + a.strides[1:]))
+
+    w = cm.BatchPrefillWithRaggedKVCacheWrapper(ws, "NHD")
+    w.plan(qo, qo, hq, hkv, d, causal=True)
+    w._engine.run(q_view, (one_token_pages(k_view), one_token_pages(v_view)))
+    att = [r for r in launches() if "kv_stride_n" in manifest_params(r["name"])[0]]
+    check(att and all(arg(r, "k_cache")[0] == k_view.ptr and arg(r, "v_cache")[0] == v_view.ptr
+                      for r in att), "packed ragged K/V with torch's strides run as ragged K/V")
+
 
 def scenario_page_strides():
     """A paged cache that is one layer of a cache of every layer
