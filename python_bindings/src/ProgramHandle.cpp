@@ -302,49 +302,8 @@ public:
         throw py::value_error("no kernels were prepared for this call");
     }
     RowStrides strides = rowStrides(tq, tout);
-    // A pool whose pages lie apart (a view of one layer of a larger cache):
-    // its page stride.
-    if (variant == 0 && !pool.contiguous()) {
-      if (!program_.takesStrides(0, Role::KV0, RowStrides::Page))
-        throw py::value_error(
-            "paged_kv_cache is a view with page stride " +
-            std::to_string(pool.strides[0]) +
-            ": this plan's kernels (built before kv_stride_page) read a "
-            "contiguous cache; pass a contiguous one");
-      strides.setPage(Role::KV0, pool.strides[0]);
-    }
-    // A strided (k, v) pair: ragged K/V (one-token pages) whose kernels
-    // take their token and head strides (one pair of strides for both, or
-    // v's own where its head_dim differs: head_dim_vo), a paged pair whose
-    // pages lie apart (one page stride for both, or v's own), else
-    // contiguous copies, counted.
-    if (variant == 1 && (!pair[0].contiguous() || !pair[1].contiguous())) {
-      const int hd = sig_.hnd() ? 1 : 2;
-      const bool split = sig_.config.splitHeadDims();
-      const bool same = split || (pair[0].strides[0] == pair[1].strides[0] &&
-                                  pair[0].strides[hd] == pair[1].strides[hd]);
-      const int64_t kPage = pageStrideOf(pair[0]),
-                    vPage = pageStrideOf(pair[1]);
-      if (sig_.config.pageSize == 1 && same &&
-          program_.takesStrides(variant, Role::K0) &&
-          program_.takesStrides(variant, Role::V0)) {
-        strides.set(Role::K0, pair[0].strides[0], pair[0].strides[hd]);
-        strides.set(Role::V0, pair[1].strides[0], pair[1].strides[hd]);
-      } else if (kPage >= 0 && vPage >= 0 && (split || kPage == vPage) &&
-                 program_.takesStrides(variant, Role::K0, RowStrides::Page) &&
-                 program_.takesStrides(variant, Role::V0, RowStrides::Page)) {
-        strides.setPage(Role::K0, kPage);
-        strides.setPage(Role::V0, vPage);
-      } else {
-        py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
-        for (int i = 0; i < 2; ++i) {
-          py::object copy = contiguousCopy(seq[i], pair[i], i ? "v" : "k");
-          alive.push_back(copy);
-          setRole(ptrs, counts, i ? Role::V0 : Role::K0,
-                  probe(copy, i ? "v" : "k", stream));
-        }
-      }
-    }
+    bindKvStrides(variant, pool, pair, kv, stream, strides, ptrs, counts,
+                  alive);
     // A kernel that reads q or o as a flat buffer (one built without their
     // strides, a merge_state_in_place into o): a contiguous copy, counted.
     py::object qCopy, oCopy;
@@ -404,6 +363,57 @@ public:
       tout = probe(o, "out", stream);
     }
     return o;
+  }
+
+  /// The strides of slot 0's cache where it is a view: a pool whose pages
+  /// lie apart (a view of one layer of a larger cache) binds its page
+  /// stride; a strided (k, v) pair of ragged K/V (one-token pages) its
+  /// token and head strides (one pair for both, or v's own where its
+  /// head_dim differs: head_dim_vo), a paged pair whose pages lie apart its
+  /// page strides (one for both, or v's own); any other strided pair is
+  /// copied, counted in copy_fallbacks.
+  void bindKvStrides(int variant, const TensorArg &pool,
+                     const std::array<TensorArg, 2> &pair, py::handle kv,
+                     int64_t stream, RowStrides &strides,
+                     std::array<uint64_t, kNumRoles> &ptrs,
+                     std::array<int64_t, kNumRoles> &counts,
+                     std::vector<py::object> &alive) {
+    if (variant == 0 && !pool.contiguous()) {
+      if (!program_.takesStrides(0, Role::KV0, RowStrides::Page))
+        throw py::value_error(
+            "paged_kv_cache is a view with page stride " +
+            std::to_string(pool.strides[0]) +
+            ": this plan's kernels (built before kv_stride_page) read a "
+            "contiguous cache; pass a contiguous one");
+      strides.setPage(Role::KV0, pool.strides[0]);
+    }
+    if (variant == 1 && (!pair[0].contiguous() || !pair[1].contiguous())) {
+      const int hd = sig_.hnd() ? 1 : 2;
+      const bool split = sig_.config.splitHeadDims();
+      const bool same = split || (pair[0].strides[0] == pair[1].strides[0] &&
+                                  pair[0].strides[hd] == pair[1].strides[hd]);
+      const int64_t kPage = pageStrideOf(pair[0]),
+                    vPage = pageStrideOf(pair[1]);
+      if (sig_.config.pageSize == 1 && same &&
+          program_.takesStrides(variant, Role::K0) &&
+          program_.takesStrides(variant, Role::V0)) {
+        strides.set(Role::K0, pair[0].strides[0], pair[0].strides[hd]);
+        strides.set(Role::V0, pair[1].strides[0], pair[1].strides[hd]);
+      } else if (kPage >= 0 && vPage >= 0 && (split || kPage == vPage) &&
+                 program_.takesStrides(variant, Role::K0, RowStrides::Page) &&
+                 program_.takesStrides(variant, Role::V0, RowStrides::Page)) {
+        strides.setPage(Role::K0, kPage);
+        strides.setPage(Role::V0, vPage);
+      } else {
+        py::sequence seq = py::reinterpret_borrow<py::sequence>(kv);
+        for (int i = 0; i < 2; ++i) {
+          py::object copy = contiguousCopy(seq[i], pair[i], i ? "v" : "k");
+          alive.push_back(copy);
+          setRole(ptrs, counts, i ? Role::V0 : Role::K0,
+                  probe(copy, i ? "v" : "k", stream));
+        }
+      }
+    }
   }
 
   /// The row and head strides of q and o that are not contiguous.
