@@ -195,14 +195,10 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
   void bind(PagedAttentionOp op, OpBuilder &b, HostValues &v) const {
     Location loc = op.getLoc();
     v.rowsStrided("q", op.getQ());
+    // The cache's page stride goes to the kernels with a page table; those
+    // without one (ragged K/V, contiguous) take their default strides.
     auto kv = op.getKv();
-    if (!op.getKvIndices()) {
-      // Identity pages (ragged K/V): contiguous, the kernels' default
-      // strides.
-      v.buffer(kv.size() == 1 ? "kv_cache" : "k_cache", kv[0]);
-      if (kv.size() == 2)
-        v.buffer("v_cache", kv[1]);
-    } else if (kv.size() == 1) {
+    if (kv.size() == 1) {
       v.pageStrided("kv_cache", kv[0], cparam::kKvStridePage);
     } else {
       v.pageStrided("k_cache", kv[0], cparam::kKvStridePage);
