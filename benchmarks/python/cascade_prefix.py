@@ -27,8 +27,6 @@ PREFIXES = (16, 32, 64, 128, 256, 512, 1024)
 OVERHEADS = (None, 6.0, 12.0)
 
 
-
-
 def row(prefix, ws, dev):
     i32 = dict(dtype=torch.int32, device=dev)
     sp, own = prefix // PAGE, OWN // PAGE

@@ -23,7 +23,6 @@ from benchmarks.common.timing import cuda_time_us
 B, L = 8, 4096
 
 
-
 def sdpa(q, k, v):
     """Causal attention per request: [B*L, H, D] -> [B*L, H, Dv]."""
     shape = lambda x: x.view(B, L, x.shape[1], x.shape[2]).transpose(1, 2)  # noqa: E731

@@ -29,7 +29,6 @@ from benchmarks.common.timing import cuda_time_us, interleaved_time_us
 HQ, HKV, D, PAGE = 32, 8, 128, 16
 
 
-
 def copy_bandwidth(dev):
     n = 1 << 30
     a = torch.empty(n, dtype=torch.uint8, device=dev)
@@ -51,7 +50,6 @@ def pages(batch, tokens, dev, first=0):
     indices = torch.arange(first, first + batch * per, dtype=torch.int32)
     last = torch.full((batch,), tokens - (per - 1) * PAGE, dtype=torch.int32)
     return indptr.to(dev), indices.to(dev), last.to(dev), batch * per
-
 
 
 def measure(run, rows, dev):

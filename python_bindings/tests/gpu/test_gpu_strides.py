@@ -29,6 +29,16 @@ def out_view(rows, hq, d, dtype, dev):
     return big, big[:, :, d:]
 
 
+def prefill_qo(indptr, last, step):
+    """qo_indptr of a prefill over the pages of (indptr, last): request i
+    queries min(its KV length, 1 + step * i) rows."""
+    batch = len(last)
+    kv_len = [(int(indptr[i + 1] - indptr[i]) - 1) * PAGE + int(last[i]) for i in range(batch)]
+    qo = torch.zeros(batch + 1, dtype=torch.int32)
+    qo[1:] = torch.cumsum(torch.tensor([min(n, 1 + step * i) for i, n in enumerate(kv_len)]), 0)
+    return qo
+
+
 def allocations():
     torch.cuda.synchronize()
     return torch.cuda.memory_stats()["allocation.all.allocated"]
@@ -76,9 +86,7 @@ def test_decode(gpu, dtype, d, split):
 def test_paged_prefill(gpu, dtype, d, causal, split):
     batch = 6
     indptr, indices, last = random_batch(batch, PAGE, 24, POOL)
-    kv_len = [(int(indptr[i + 1] - indptr[i]) - 1) * PAGE + int(last[i]) for i in range(batch)]
-    qo = torch.zeros(batch + 1, dtype=torch.int32)
-    qo[1:] = torch.cumsum(torch.tensor([min(n, 1 + 37 * i) for i, n in enumerate(kv_len)]), 0)
+    qo = prefill_qo(indptr, last, 37)
     rows = int(qo[-1])
     cache = (torch.randn(POOL, PAGE, HKV, d, device=gpu).to(dtype),
              torch.randn(POOL, PAGE, HKV, d, device=gpu).to(dtype))
@@ -244,11 +252,7 @@ def test_layer_views(gpu, form, layout, op):
                q_data_type=dtype, kv_data_type=dtype,
                **({"fixed_split_size": 8} if split else {}))
     else:
-        kv_len = [(int(indptr[i + 1] - indptr[i]) - 1) * PAGE + int(last[i])
-                  for i in range(batch)]
-        qo = torch.zeros(batch + 1, dtype=torch.int32)
-        qo[1:] = torch.cumsum(torch.tensor([min(n, 1 + 29 * i) for i, n in enumerate(kv_len)]),
-                              0)
+        qo = prefill_qo(indptr, last, 29)
         w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu), layout)
         w.plan(qo.to(gpu), indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, d, PAGE,
                causal=True, q_data_type=dtype, kv_data_type=dtype,
