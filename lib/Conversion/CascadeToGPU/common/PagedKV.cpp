@@ -3,6 +3,7 @@
 #include "common/PagedKV.h"
 #include "common/KernelArgs.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
 #include "llvm/Support/MathExtras.h"
@@ -75,9 +76,31 @@ static Value stride(KernelBuilder &k, Value arg, int64_t fixed) {
   return arg ? k.toIndex(arg) : k.idx(fixed);
 }
 
+/// page * stride (elements). With a stride argument: one mul.wide.s32 of
+/// the page (an int32 page id, or a token of ragged K/V) and the stride's
+/// low 32 bits (the runtime refuses strides beyond int32), as a constant
+/// stride compiles. Left to instruction selection, the stride's sign
+/// extension, hoisted out of the loops, hides its 32-bit origin and every
+/// page address costs a 64 x 64-bit multiply.
+static Value pageOffset(KernelBuilder &k, Value page, Value arg,
+                        int64_t fixed) {
+  if (!arg)
+    return k.mul(page, k.idx(fixed));
+  Value s32 = arith::TruncIOp::create(k.b, k.loc, k.b.getI32Type(), arg);
+  Value wide =
+      LLVM::InlineAsmOp::create(
+          k.b, k.loc, k.b.getI64Type(), ValueRange{k.toI32(page), s32},
+          "mul.wide.s32 $0, $1, $2;", "=l,r,r", /*has_side_effects=*/false,
+          /*is_align_stack=*/false, LLVM::tailcallkind::TailCallKind::None,
+          LLVM::AsmDialectAttr::get(k.b.getContext(), LLVM::AsmDialect::AD_ATT),
+          ArrayAttr())
+          .getResult(0);
+  return k.toIndex(wide);
+}
+
 Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
                                  Value head) const {
-  return k.add(k.add(k.mul(page, stride(k, pageStrideArg, pageStride)),
+  return k.add(k.add(pageOffset(k, page, pageStrideArg, pageStride),
                      k.mul(k.rem(token, k.idx(pageSize)), k.idx(tokenStride))),
                k.mul(head, stride(k, headStrideArg, headStride)));
 }
@@ -86,7 +109,7 @@ Value PagedKVLayout::vTokenOffset(KernelBuilder &k, Value page, Value token,
                                   Value head, Value kOffset) const {
   if (!ownV)
     return vFromK(k, kOffset);
-  return k.add(k.add(k.mul(page, stride(k, vPageStrideArg, vPageStride)),
+  return k.add(k.add(pageOffset(k, page, vPageStrideArg, vPageStride),
                      k.mul(k.rem(token, k.idx(pageSize)), k.idx(vTokenStride))),
                k.mul(head, stride(k, vHeadStrideArg, vHeadStride)));
 }
@@ -94,7 +117,7 @@ Value PagedKVLayout::vTokenOffset(KernelBuilder &k, Value page, Value token,
 Value PagedKVLayout::chunkOffset(KernelBuilder &k, Value page, Value slot,
                                  Value head, Value chunk,
                                  int64_t chunkElems) const {
-  return k.add(k.add(k.mul(page, stride(k, pageStrideArg, pageStride)),
+  return k.add(k.add(pageOffset(k, page, pageStrideArg, pageStride),
                      k.mul(slot, k.idx(tokenStride))),
                k.add(k.mul(head, stride(k, headStrideArg, headStride)),
                      k.mul(chunk, k.idx(chunkElems))));
