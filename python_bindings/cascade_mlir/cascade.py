@@ -19,7 +19,7 @@ the CPU reference (_reference.py) and the deprecated shared-prefix wrappers
 
 from typing import Any, Dict, List, Optional, Sequence
 
-from . import _gpu, _runtime
+from . import _gpu, _plain, _runtime
 from ._gpu import NotPlannedError
 from ._legacy import (  # noqa: F401
     BatchDecodeWithSharedPrefixPagedKVCacheWrapper,
@@ -93,7 +93,16 @@ class MultiLevelCascadeAttentionWrapper:
     (CUDA-graph capture of run() works with `use_cuda_graph=True`: replan
     with new lengths and replay); with None or a host buffer the float64 CPU
     reference computes every call.
+
+    Outside CUDA-graph mode, a cascade that the cost model says would not
+    pay (a short shared prefix) runs as the plain batch it stands for, where
+    one exists (`plain_when_cheaper`, `runs_plain`; docs/auto-cascade.md).
     """
+
+    #: Run a cascade that would not pay as one plain level (outside
+    #: CUDA-graph mode, where the plain level computes the same attention).
+    #: False always runs the levels as given.
+    plain_when_cheaper: bool = True
 
     def __init__(self, num_levels: int, float_workspace_buffer: Any = None,
                  kv_layout: str = "NHD", use_cuda_graph: bool = False,
@@ -125,10 +134,17 @@ class MultiLevelCascadeAttentionWrapper:
         self._config: Optional[AttentionConfig] = None
         self._causal = False
         self._host_levels: List[_gpu.Level] = []
+        self._runs_plain = False
 
     @property
     def num_levels(self) -> int:
         return self._num_levels
+
+    @property
+    def runs_plain(self) -> bool:
+        """Whether the last plan() runs the cascade as one plain level
+        (`plain_when_cheaper`)."""
+        return self._runs_plain
 
     @property
     def is_cuda(self) -> bool:
@@ -165,8 +181,15 @@ class MultiLevelCascadeAttentionWrapper:
                                          self._num_levels, causal)
         self._config, self._causal = cfg, bool(causal)
         self._host_levels = levels
+        self._runs_plain = False
         if self._engine is not None:
-            self._engine.plan(cfg, levels, self._buffers)
+            run_levels, buffers = levels, self._buffers
+            if self.plain_when_cheaper and not self._use_cuda_graph:
+                flat = _plain.plain_level(levels, cfg, bool(causal))
+                if flat is not None and not _plain.cascade_pays(
+                        flat, cfg, bool(causal), len(levels)):
+                    run_levels, buffers, self._runs_plain = [flat], None, True
+            self._engine.plan(cfg, run_levels, buffers)
             # From now on run() is the runtime's (no Python frame in between).
             self.__dict__["run"] = self.__dict__["forward"] = self._engine.program.run
             _gpu.one_call_run(self, self._engine.program)

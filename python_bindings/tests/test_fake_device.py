@@ -59,7 +59,7 @@ def fake_env(tmp_path_factory):
 @pytest.mark.parametrize("scenario", ["cascade", "graph", "single_and_merges",
                                       "auto", "missing_kernels", "no_leak",
                                       "split_options", "parity", "index_buffers",
-                                      "strides", "page_strides"])
+                                      "strides", "page_strides", "explicit_plain"])
 def test_gpu_path_on_a_stand_in_driver(fake_env, scenario):
     if scenario == "cascade" and cm.compiler is None:
         pytest.skip("the pair-form kernels of this scenario are compiled on first use")

@@ -517,6 +517,53 @@ def scenario_index_buffers():
     check(shape(recs[0]) == shape(recs[1]), "cascade: the exact arrays' launches")
 
 
+def scenario_explicit_plain():
+    """MultiLevelCascadeAttentionWrapper over a one-page shared prefix
+    (8 decode requests): the cascade would not pay, so plan() runs the plain
+    batch (runs_plain) with the launches and page list of the decode
+    wrapper over the concatenated pages; plain_when_cheaper = False keeps
+    the levels; a 4096-page prefix pays and keeps them too."""
+    ws = Dev(aligned((128 << 20,), np.uint8))
+    b, own = 8, 3
+    for prefix, pays in ((1, False), (4096, True)):
+        total = prefix + b * own
+        arrays = ([np.array([0, b], np.int32), np.arange(b + 1, dtype=np.int32)],
+                  [np.array([0, prefix], np.int32),
+                   np.arange(0, own * b + 1, own, dtype=np.int32)],
+                  [np.arange(prefix, dtype=np.int32),
+                   np.arange(prefix, total, dtype=np.int32)],
+                  [np.array([16], np.int32), np.full(b, 5, np.int32)])
+        q = Dev(aligned((b, 32, 128), np.float16))
+        cache = Dev(aligned((total, 2, 16, 8, 128), np.float16))
+        w = cm.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
+        w.plan(*arrays, 32, 8, 128, 16)
+        check(w.runs_plain is not pays, f"prefix {prefix}: runs_plain {w.runs_plain}")
+        w.run(q, cache)
+        rec = launches()
+        flat_ip = np.arange(0, (prefix + own) * b + 1, prefix + own, dtype=np.int32)
+        flat_ids = np.concatenate([np.concatenate([arrays[2][0], arrays[2][1][i * own:(i + 1) * own]])
+                                   for i in range(b)]).astype(np.int32)
+        d = cm.BatchDecodeWithPagedKVCacheWrapper(ws)
+        d.plan(flat_ip, flat_ids, np.full(b, 5, np.int32), 32, 8, 128, 16)
+        d.run(q, cache)
+        plain = launches()
+        shape = [(r["name"], r["grid"]) for r in rec]
+        if pays:
+            check(shape != [(r["name"], r["grid"]) for r in plain],
+                  f"a cascade that pays keeps its levels: {shape}")
+            continue
+        check(shape == [(r["name"], r["grid"]) for r in plain],
+              f"the plain decode launches: {shape}")
+        att = next(r for r in rec if "decode" in r["name"])
+        ptr, _ = arg(att, "kv_indices")
+        check(np.array_equal(read_i32(ptr, flat_ids.size), flat_ids), "the concatenated pages")
+        w.plain_when_cheaper = False
+        w.plan(*arrays, 32, 8, 128, 16)
+        check(not w.runs_plain, "plain_when_cheaper = False keeps the levels")
+        w.run(q, cache)
+        check(len(launches()) > len(plain), "the cascade's launches")
+
+
 def scenario_strides():
     """q sliced from a packed QKV projection and `out` a view of a larger
     buffer (how vLLM's and SGLang's backends call run()): the kernels get

@@ -49,6 +49,7 @@ def test_two_level_decode_equals_plain_attention(gpu, form):
     kv = cache if form == "pool" else (cache[:, 0].contiguous(), cache[:, 1].contiguous())
     q = torch.randn(7, hq, d, device=gpu).half()
     w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD")
+    w.plain_when_cheaper = False  # the levels' kernels under test
     w.plan(*levels, hq, hkv, d, page)
     o = w.run(q, kv)
     o2, lse = w.run(q, kv, return_lse=True)
@@ -61,6 +62,30 @@ def test_two_level_decode_equals_plain_attention(gpu, form):
     assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
     assert rel_err(o, po.double()) <= TOL["float16"]
     assert rel_err(lse, plse.double()) <= TOL["float16"]
+
+
+@pytest.mark.parametrize("shared_pages", [1, 512])
+def test_a_cascade_that_would_not_pay_runs_plain(gpu, shared_pages):
+    """The shipped default (plain_when_cheaper): a one-page shared prefix of
+    7 requests runs as the plain batch, bit-equal to the decode wrapper over
+    the concatenated pages and within tolerance of float64; a 512-page one
+    keeps its levels."""
+    hq, hkv, d, page = 32, 8, 128, 16
+    total, levels = seed_levels(gpu, shared_pages=shared_pages)
+    cache = torch.randn(total, 2, page, hkv, d, device=gpu).half()
+    q = torch.randn(7, hq, d, device=gpu).half()
+    w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD")
+    w.plan(*levels, hq, hkv, d, page)
+    assert w.runs_plain is (shared_pages == 1)
+    o, lse = w.run(q, cache, return_lse=True)
+    plain = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
+    indptr, indices, last = concatenated(levels)
+    plain.plan(indptr, indices, last, hq, hkv, d, page)
+    po, plse = plain.run(q, cache, return_lse=True)
+    eo, el = attention_ref(q, cache, "NHD", torch.arange(8), indptr, indices, last, page)
+    assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
+    if w.runs_plain:
+        assert torch.equal(o, po) and torch.equal(lse, plse)
 
 
 def test_prefill_cascade_is_causal_on_the_last_level_only(gpu):
@@ -79,6 +104,7 @@ def test_prefill_cascade_is_causal_on_the_last_level_only(gpu):
     cache = torch.randn(num_pages, 2, page, hkv, d, device=gpu).half()
     q = torch.randn(rows, hq, d, device=gpu).half()
     w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu))
+    w.plain_when_cheaper = False  # the levels' kernels under test
     w.plan(*levels, hq, hkv, d, page, causal=True)
     o, lse = w.run(q, cache, return_lse=True)
     s0 = attention_ref(q, cache, "NHD", *[lv[0] for lv in levels], page)
@@ -100,6 +126,7 @@ def test_three_levels(gpu):
     cache = torch.randn(num_pages, 2, page, hkv, d, device=gpu).half()
     q = torch.randn(b, hq, d, device=gpu).half()
     w = cm.MultiLevelCascadeAttentionWrapper(3, workspace(gpu))
+    w.plain_when_cheaper = False  # the levels' kernels under test
     w.plan(*levels, hq, hkv, d, page)
     o, lse = w.run(q, cache, return_lse=True)
     states = [attention_ref(q, cache, "NHD", *[lv[i] for lv in levels], page) for i in range(3)]
@@ -246,6 +273,7 @@ def test_the_last_level_is_the_base_when_the_prefix_splits(gpu, kv, monkeypatch)
             monkeypatch.setattr(_gpu.Engine, "_can_put_last_level_first",
                                 lambda self, form: False)
         w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD")
+        w.plain_when_cheaper = False  # the levels' kernels under test
         w.plan(*levels, hq, hkv, d, page, kv_data_type=cache.dtype)
         program = w._engine.program
         assert program.base_level == (1 if last_first else 0)

@@ -97,6 +97,7 @@ def test_cascade_wrapper_with_level_buffers_passed_whole(gpu):
             kw = {"paged_kv_indices_buf_arr": bufs} if graph else {}
             w = cm.MultiLevelCascadeAttentionWrapper(2, workspace(gpu), "NHD",
                                                      use_cuda_graph=graph, **kw)
+            w.plain_when_cheaper = False  # the levels' kernels under test
             w.plan(qo, kp, arrays, last, HQ, HKV, D, PAGE)
             outs.append(w.run(q, cache))
     torch.cuda.synchronize()
