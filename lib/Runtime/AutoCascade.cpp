@@ -231,6 +231,11 @@ Status checkOptions(const AutoCascadeOptions &opt) {
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade cost model: bandwidth must be positive and "
                      "the overheads non-negative (finite)");
+  if (!(opt.l2_hidden_fraction >= 0) || opt.l2_hidden_fraction > 1e30)
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade l2_hidden_fraction must be non-negative "
+                     "(finite), got %g",
+                     opt.l2_hidden_fraction);
   return Status::success();
 }
 
@@ -364,6 +369,9 @@ struct CostModel {
   double pageBytes = 0;   ///< K and V of one page
   double bw = 0;          ///< bytes per microsecond
   double levelCostUs = 0; ///< one more level over the batch's rows
+  /// What the first shared level must save beyond levelCostUs: the share
+  /// of the saved traffic plain attention hides (l2_hidden_fraction).
+  double hiddenUs = 0;
   double groupOverheadUs = 0;
   bool graph = false;    ///< CUDA-graph mode: groups per level capped
   int64_t capacity = 0;  ///< groups of a shared level in graph mode
@@ -389,6 +397,24 @@ CostModel makeCostModel(const Batch &bt, const AutoCascadeOptions &opt) {
                                          : std::max<int64_t>(bt.b, 1);
   cm.maxShared = opt.max_levels - 1;
   return cm;
+}
+
+/// The time of the re-reads that plain attention hides behind the pages it
+/// streams from HBM (CostModel::hiddenUs): l2_hidden_fraction of the
+/// batch's unique bytes, every page once (pages_in less every node's
+/// re-reads).
+double hiddenReadsUs(const Batch &bt, const CostModel &cm,
+                     const AutoCascadeOptions &opt, const Scratch &sc) {
+  if (opt.l2_hidden_fraction == 0)
+    return 0;
+  int64_t rereads = 0;
+  for (int32_t n : sc.order) {
+    const Node &nd = sc.nodes[n];
+    const int32_t above = nd.parent >= 0 ? sc.nodes[nd.parent].lcp : 0;
+    rereads += (int64_t(nd.rb) - nd.lb) * (int64_t(nd.lcp) - above);
+  }
+  const double own = double(int64_t(bt.ip[bt.b]) - rereads) * cm.pageBytes;
+  return opt.l2_hidden_fraction * own / cm.bw;
 }
 
 /// One greedy top-down pass over the tree: a node that is not forbidden,
@@ -467,7 +493,8 @@ int64_t countLevelGroups(const CostModel &cm, int64_t b, Scratch &sc,
     groups += cur < b;
     sc.levelGroups[l] = groups;
     numShared = l;
-    const double ratio = sc.levelBenefit[l] / cm.levelCostUs;
+    const double ratio =
+        sc.levelBenefit[l] / (cm.levelCostUs + (l == 1 ? cm.hiddenUs : 0));
     if (ratio < worstRatio) {
       worstRatio = ratio;
       worst = l;
@@ -701,8 +728,9 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
 
   // Find the sharing, then keep what pays.
   computeShareCaps(bt, opt, sc.cap);
-  const CostModel cm = makeCostModel(bt, opt);
+  CostModel cm = makeCostModel(bt, opt);
   buildLcpTree(bt, cm.maxShared, sc);
+  cm.hiddenUs = hiddenReadsUs(bt, cm, opt, sc);
   const int64_t numShared = selectLevels(cm, b, sc);
 
   // Emit the levels into the spare result's arrays.
@@ -716,7 +744,7 @@ Status makeAutoCascadePlan(const PlanInputs &in, const AutoCascadeOptions &opt,
   collectSelected(bt, cm, levelsOut, sc, st);
   for (int64_t l = 0; l + 1 < levelsOut; ++l) {
     emitSharedLevel(bt, cm, sc.nodes, sc.sel, sc.levelNodes[l], res.levels[l]);
-    st.overhead_us += cm.levelCostUs;
+    st.overhead_us += cm.levelCostUs + (l == 0 ? cm.hiddenUs : 0);
   }
   const OwnIdsCheck own =
       emitOwnLevel(bt, sc.consumed, st.shared_groups != 0, res.levels.back());

@@ -142,7 +142,8 @@ const char *const kAutoKeys[] = {
     "max_levels",          "graph_group_capacity",
     "shared_qo_tile_size", "level_overhead_us",
     "group_overhead_us",   "bandwidth_bytes_per_us",
-    "level_row_bytes",     nullptr};
+    "level_row_bytes",     "l2_hidden_fraction",
+    nullptr};
 
 Status getDouble(const Json &obj, const char *key, double &out) {
   const Json *v = json::find(obj, key);
@@ -182,6 +183,8 @@ Status parseAutoCascade(const Json &root, BatchDescription &d) {
   CASCADE_RETURN_IF_ERROR(
       getDouble(*v, "bandwidth_bytes_per_us", o.bandwidth_bytes_per_us));
   CASCADE_RETURN_IF_ERROR(getDouble(*v, "level_row_bytes", o.level_row_bytes));
+  CASCADE_RETURN_IF_ERROR(
+      getDouble(*v, "l2_hidden_fraction", o.l2_hidden_fraction));
   d.autoCascade = true;
   return Status::success();
 }

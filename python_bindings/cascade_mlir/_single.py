@@ -58,7 +58,7 @@ def split_form(head_dim_qk: int, head_dim_vo: Optional[int], form: str) -> str:
 #: docs/auto-cascade.md); `causal` comes from plan()'s own argument.
 AUTO_CASCADE_OPTIONS = ("max_levels", "graph_group_capacity", "shared_qo_tile_size",
                         "bandwidth_bytes_per_us", "level_overhead_us",
-                        "group_overhead_us", "level_row_bytes")
+                        "group_overhead_us", "level_row_bytes", "l2_hidden_fraction")
 
 
 def auto_cascade_options(auto_cascade: Union[bool, None, Dict[str, float]]

@@ -157,7 +157,8 @@ const char *const kAutoOptionKeys[] = {"causal",
                                        "bandwidth_bytes_per_us",
                                        "level_overhead_us",
                                        "group_overhead_us",
-                                       "level_row_bytes"};
+                                       "level_row_bytes",
+                                       "l2_hidden_fraction"};
 
 /// auto_cascade(mode, kv_indptr, kv_last_page_len, qo_indptr=None,
 ///              kv_indices=None, **options) -> dict
@@ -213,6 +214,7 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
   set("level_overhead_us", o.level_overhead_us);
   set("group_overhead_us", o.group_overhead_us);
   set("level_row_bytes", o.level_row_bytes);
+  set("l2_hidden_fraction", o.l2_hidden_fraction);
   AutoCascade res;
   check(makeAutoCascadePlan(in, o, res));
   // Copies out of the result (whose views may point into `arrays`).
@@ -485,7 +487,7 @@ PYBIND11_MODULE(_runtime, m) {
         "kv_last_page_len, num_page_groups, plan}], 'stats': {...}}. Keyword "
         "options: causal, max_levels, graph_group_capacity, "
         "shared_qo_tile_size, bandwidth_bytes_per_us, level_overhead_us, "
-        "group_overhead_us, level_row_bytes, and plan()'s (num_qo_heads, "
+        "group_overhead_us, level_row_bytes, l2_hidden_fraction, and plan()'s (num_qo_heads, "
         "..., cuda_graph, q_dtype, kv_dtype; num_sms defaults to 1).");
 
   py::class_<Level>(m, "Level")

@@ -19,7 +19,8 @@ from cascade_mlir import _runtime
 HQ, HKV, D, PAGE = 8, 2, 64, 4
 #: A cost model under which any sharing of two requests pays (the tiny
 #: batches here save far less than one launch costs on a GPU).
-EAGER = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0}
+EAGER = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0,
+         "l2_hidden_fraction": 0.0}
 
 
 def grouped_batch(rng, groups=((3, 6), (1, 0), (4, 9)), unique=(1, 4), num_pages=None,

@@ -342,7 +342,8 @@ def test_automatic_cascade_reference(rng):
     w = cm.BatchPrefillWithPagedKVCacheWrapper(None)
     w.plan(qo, kp, idx, np.full(4, page, np.int32), hq, hkv, d, page, head_dim_vo=dv,
            causal=True, auto_cascade={"level_overhead_us": 0, "group_overhead_us": 0,
-                                      "bandwidth_bytes_per_us": 1.0})
+                                      "bandwidth_bytes_per_us": 1.0,
+                                      "l2_hidden_fraction": 0.0})
     assert w.auto_cascade_stats["shared_levels"] == 1
     o, lse = w.run(q, (k_cache, v_cache), return_lse=True)
     assert o.shape == (12, hq, dv)

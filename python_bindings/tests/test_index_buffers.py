@@ -18,7 +18,8 @@ from cascade_mlir import _runtime
 from page_batches import grouped_pages
 
 HQ, HKV, D, PAGE = 8, 2, 64, 4
-EAGER = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0}
+EAGER = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0,
+         "l2_hidden_fraction": 0.0}
 
 
 def padded(indices, size, num_pages, rng):

@@ -317,6 +317,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     opt.level_overhead_us = 0;
     opt.group_overhead_us = 0;
     opt.level_row_bytes = 0;
+    opt.l2_hidden_fraction = 0;
   }
   AutoCascade ac;
   Status a = makeAutoCascadePlan(inputs[0], opt, ac);

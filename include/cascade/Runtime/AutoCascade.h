@@ -37,12 +37,18 @@ struct AutoCascadeOptions {
   int64_t shared_qo_tile_size = 0;
   /// Cost model: effective HBM bandwidth (bytes per microsecond) that turns
   /// bytes into time, the fixed cost of one more level (its attention launch
-  /// and its merge) and of one more group in a level. The level's 20 us is
-  /// measured (docs/auto-cascade.md): below it a cascade of 128 decode
-  /// requests lost to plain decode at 64- and 128-token prefixes.
+  /// and its merge) and of one more group in a level. The level's 12 us and
+  /// the L2's share below are fitted to measured crossovers
+  /// (docs/auto-cascade.md): 128 decode requests, 32/8 and 32/32 heads.
   double bandwidth_bytes_per_us = 4.0e6;
-  double level_overhead_us = 20.0;
+  double level_overhead_us = 12.0;
   double group_overhead_us = 0.05;
+  /// Re-reads of shared pages that plain attention serves from L2 while it
+  /// streams the batch's pages from HBM: the first `l2_hidden_fraction *
+  /// unique bytes` (every page once) of the saved traffic cost the plain
+  /// batch nothing, so the first shared level must save that much more
+  /// (docs/auto-cascade.md; 0 = every saved byte counts).
+  double l2_hidden_fraction = 0.5;
   /// Bytes per query row that one more level moves (its state written, read
   /// back and merged into the output); < 0 = automatic, 4 states of
   /// num_qo_heads * (head_dim * o bytes + 4).

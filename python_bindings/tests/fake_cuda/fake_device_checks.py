@@ -346,7 +346,8 @@ def scenario_auto():
     the plain plan; in CUDA-graph mode, fixed levels that replay after
     replans with other sharing."""
     ws = Dev(aligned((128 << 20,), np.uint8))
-    eager = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0}
+    eager = {"level_overhead_us": 0.0, "group_overhead_us": 0.0, "level_row_bytes": 0.0,
+             "l2_hidden_fraction": 0.0}
     kp, ki, kl, npages = grouped_decode_batch([(3, 40), (1, 0), (4, 25)])
     q = Dev(aligned((kp.size - 1, 32, 128), np.float16))
     cache = Dev(aligned((npages, 2, 16, 8, 128), np.float16))

@@ -91,6 +91,7 @@ AutoCascadeOptions eagerOptions(bool causal) {
   AutoCascadeOptions o;
   o.level_overhead_us = 0;
   o.group_overhead_us = 0;
+  o.l2_hidden_fraction = 0;
   o.causal = causal;
   return o;
 }
