@@ -139,11 +139,9 @@ const char *const kOptionKeys[] = {"fixed_split_pages", "disable_split_kv",
                                    nullptr};
 
 const char *const kAutoKeys[] = {
-    "max_levels",          "graph_group_capacity",
-    "shared_qo_tile_size", "level_overhead_us",
-    "group_overhead_us",   "bandwidth_bytes_per_us",
-    "level_row_bytes",     "l2_hidden_fraction",
-    nullptr};
+    "max_levels",        "graph_group_capacity", "shared_qo_tile_size",
+    "level_overhead_us", "group_overhead_us",    "bandwidth_bytes_per_us",
+    "level_row_bytes",   "l2_hidden_fraction",   nullptr};
 
 Status getDouble(const Json &obj, const char *key, double &out) {
   const Json *v = json::find(obj, key);
