@@ -1,0 +1,169 @@
+"""Multi-head latent attention (MLA, DeepSeek-V2/V3 after weight absorption):
+FlashInfer 0.5.3's `BatchMLAPagedAttentionWrapper` interface over the
+float64 reference (issue 44's first step; no GPU kernels yet).
+
+Per token the cache holds one latent vector `ckv` [head_dim_ckv] (512 in
+DeepSeek) and one rotary key `kpe` [head_dim_kpe] (64), shared by every
+head; pages are `ckv_cache [num_pages, page_size, head_dim_ckv]` and
+`kpe_cache [num_pages, page_size, head_dim_kpe]`. A query row of head h
+attends with
+
+    x_t = sm_scale * (q_nope[h] . ckv_t + q_pe[h] . kpe_t)
+    o[h] = sum_t softmax(x)_t * ckv_t            (the latent space)
+    lse[h] = log2(sum_t e^(x_t))                 (base 2; base e on request)
+
+over the first `kv_len_arr[b]` tokens of request b's pages (`kv_indices`
+from `kv_indptr[b]`; entries past `kv_indptr[-1]` are ignored, as
+FlashInfer reads them). Under `causal`, query j of a request of `qo_len`
+rows sees tokens `t <= kv_len - qo_len + j`. A row with no visible token is
+the empty state (0, -inf). `sm_scale` is given (the absorbed head dim
+decides it, not head_dim_ckv).
+
+The wrapper computes on the host (numpy, CPU tensors, or a host / None
+workspace). A CUDA workspace is refused at construction with a clear
+error until the MLA kernels exist.
+"""
+
+from typing import Any, Optional, Tuple, Union
+
+import numpy as np
+
+from ._frameworks import host_int32
+from ._gpu import NotPlannedError, host_kv_indices, workspace_device
+from ._reference import _like, _lse_out, _to_numpy
+
+__all__ = ["BatchMLAPagedAttentionWrapper", "mla_reference"]
+
+LN2 = float(np.log(2.0))
+
+
+def mla_reference(q_nope: np.ndarray, q_pe: np.ndarray, ckv_cache: np.ndarray,
+                  kpe_cache: np.ndarray, qo_indptr: np.ndarray, kv_indptr: np.ndarray,
+                  kv_indices: np.ndarray, kv_len: np.ndarray, sm_scale: float,
+                  causal: bool = False) -> Tuple[np.ndarray, np.ndarray]:
+    """(o [rows, H, head_dim_ckv], lse [rows, H] base 2), float64, of the
+    arrays as the module's docstring defines them."""
+    rows, heads, _ = q_nope.shape
+    dc = ckv_cache.shape[-1]
+    page = ckv_cache.shape[1]
+    o = np.zeros((rows, heads, dc))
+    lse = np.full((rows, heads), -np.inf)
+    qn = q_nope.astype(np.float64)
+    qp = q_pe.astype(np.float64)
+    for b in range(kv_len.size):
+        r0, r1 = int(qo_indptr[b]), int(qo_indptr[b + 1])
+        n = int(kv_len[b])
+        if r1 == r0 or n == 0:
+            continue
+        pages = kv_indices[int(kv_indptr[b]):int(kv_indptr[b + 1])]
+        ckv = ckv_cache[pages].reshape(-1, dc)[:n].astype(np.float64)
+        kpe = kpe_cache[pages].reshape(len(pages) * page, -1)[:n].astype(np.float64)
+        x = (np.einsum("jhd,td->jht", qn[r0:r1], ckv) +
+             np.einsum("jhd,td->jht", qp[r0:r1], kpe)) * sm_scale
+        if causal:
+            last = n - (r1 - r0) + np.arange(r1 - r0)  # last visible token
+            hidden = np.arange(n)[None, :] > last[:, None]
+            x = np.where(hidden[:, None, :], -np.inf, x)
+        m = x.max(axis=-1, keepdims=True)
+        seen = np.isfinite(m)
+        p = np.where(seen, np.exp(x - np.where(seen, m, 0.0)), 0.0)
+        s = p.sum(axis=-1)
+        o[r0:r1] = np.einsum("jht,td->jhd", p, ckv) / np.where(s > 0, s, 1.0)[..., None]
+        lse[r0:r1] = np.where(s > 0, (np.log(np.where(s > 0, s, 1.0)) + m[..., 0]) / LN2,
+                              -np.inf)
+    return o, lse
+
+
+class BatchMLAPagedAttentionWrapper:
+    """FlashInfer 0.5.3's MLA wrapper (`plan` / `run` signatures) on the
+    float64 reference; see the module's docstring."""
+
+    def __init__(self, float_workspace_buffer: Any = None, use_cuda_graph: bool = False,
+                 qo_indptr: Any = None, kv_indptr: Any = None, kv_indices: Any = None,
+                 kv_len_arr: Any = None, backend: str = "auto"):
+        if workspace_device(float_workspace_buffer) is not None:
+            raise NotImplementedError(
+                "BatchMLAPagedAttentionWrapper: cascade_mlir has no MLA kernels yet; "
+                "with a host float_workspace_buffer (or None) the float64 reference "
+                "computes run()")
+        if backend not in ("auto", "fa2", "fa3"):
+            raise ValueError(f"backend must be 'auto', 'fa2' or 'fa3', got {backend!r}")
+        self._plan: Optional[dict] = None
+
+    def plan(self, qo_indptr: Any, kv_indptr: Any, kv_indices: Any, kv_len_arr: Any,
+             num_heads: int, head_dim_ckv: int, head_dim_kpe: int, page_size: int,
+             causal: bool, sm_scale: float, q_data_type: Any, kv_data_type: Any,
+             use_profiler: bool = False) -> None:
+        qo = host_int32(qo_indptr, "qo_indptr")
+        kp = host_int32(kv_indptr, "kv_indptr")
+        ki = host_kv_indices(kv_indices, kp, "kv_indices")
+        kl = host_int32(kv_len_arr, "kv_len_arr")
+        b = kp.size - 1
+        if b < 0 or qo.size != b + 1 or kl.size != b:
+            raise ValueError(f"qo_indptr ({qo.size}), kv_indptr ({kp.size}) and kv_len_arr "
+                             f"({kl.size}) must have batch_size + 1, batch_size + 1 and "
+                             "batch_size entries")
+        for name, ip in (("qo_indptr", qo), ("kv_indptr", kp)):
+            if ip[0] != 0 or np.any(np.diff(ip) < 0):
+                raise ValueError(f"{name} must start at 0 and not decrease")
+        if ki.size < kp[-1]:
+            raise ValueError(f"kv_indices has {ki.size} entries but kv_indptr[-1] = "
+                             f"{kp[-1]} (it needs at least that many)")
+        if min(num_heads, head_dim_ckv, head_dim_kpe, page_size) < 1:
+            raise ValueError("num_heads, head_dim_ckv, head_dim_kpe and page_size must be >= 1")
+        pages = np.diff(kp)
+        bad = np.nonzero((kl < 0) | (kl > pages * page_size))[0]
+        if bad.size:
+            i = int(bad[0])
+            raise ValueError(f"request {i}: kv_len {kl[i]} does not fit its {pages[i]} "
+                             f"page(s) of {page_size} tokens")
+        if use_profiler:
+            raise ValueError("use_profiler: the reference has no intra-kernel profiler")
+        self._plan = dict(qo=qo, kp=kp, ki=ki[:int(kp[-1])], kl=kl, heads=int(num_heads),
+                          dc=int(head_dim_ckv), dp=int(head_dim_kpe), page=int(page_size),
+                          causal=bool(causal), sm_scale=float(sm_scale))
+
+    def run(self, q_nope: Any, q_pe: Any, ckv_cache: Any, kpe_cache: Any, out: Any = None,
+            lse: Any = None, return_lse: bool = False, profiler_buffer: Any = None,
+            kv_len: Any = None, page_table: Any = None,
+            return_lse_base_on_e: bool = False) -> Union[Any, Tuple[Any, Any]]:
+        p = self._plan
+        if p is None:
+            raise NotPlannedError("plan() must be called before run()")
+        if profiler_buffer is not None or kv_len is not None or page_table is not None:
+            raise ValueError("profiler_buffer, kv_len and page_table belong to FlashInfer's "
+                             "profiler and cutlass backend, which this wrapper does not have")
+        arrays = {}
+        want = {"q_nope": (int(p["qo"][-1]), p["heads"], p["dc"]),
+                "q_pe": (int(p["qo"][-1]), p["heads"], p["dp"]),
+                "ckv_cache": (None, p["page"], p["dc"]), "kpe_cache": (None, p["page"], p["dp"])}
+        for name, t in (("q_nope", q_nope), ("q_pe", q_pe), ("ckv_cache", ckv_cache),
+                        ("kpe_cache", kpe_cache)):
+            a = _to_numpy(t, name)
+            shape = want[name]
+            if a.ndim != 3 or any(w is not None and w != s for w, s in zip(shape, a.shape)):
+                raise ValueError(f"{name} has shape {list(a.shape)}, expected "
+                                 f"{['num_pages' if w is None else w for w in shape]}")
+            arrays[name] = a
+        if arrays["ckv_cache"].shape[0] != arrays["kpe_cache"].shape[0]:
+            raise ValueError("ckv_cache and kpe_cache must have the same number of pages")
+        if p["ki"].size and (p["ki"].min() < 0 or p["ki"].max() >= arrays["ckv_cache"].shape[0]):
+            raise ValueError(f"kv_indices holds a page id outside [0, "
+                             f"{arrays['ckv_cache'].shape[0]})")
+        o, s = mla_reference(arrays["q_nope"], arrays["q_pe"], arrays["ckv_cache"],
+                             arrays["kpe_cache"], p["qo"], p["kp"], p["ki"], p["kl"],
+                             p["sm_scale"], p["causal"])
+        if return_lse_base_on_e:
+            s = s * LN2
+        o_t, s_t = _like(o, q_nope), _lse_out(s, q_nope)
+        if out is not None:
+            if tuple(out.shape) != tuple(o.shape):
+                raise ValueError(f"out has shape {list(out.shape)}, expected {list(o.shape)}")
+            out[...] = o_t
+            o_t = out
+        if lse is not None:
+            if tuple(lse.shape) != tuple(s.shape):
+                raise ValueError(f"lse has shape {list(lse.shape)}, expected {list(s.shape)}")
+            lse[...] = s_t
+            s_t = lse
+        return (o_t, s_t) if return_lse else o_t
