@@ -13,7 +13,8 @@ import numpy as np
 
 from ._frameworks import framework_of
 
-__all__ = ["append_paged_kv_cache", "get_batch_indices_positions", "get_seq_lens"]
+__all__ = ["append_paged_kv_cache", "append_paged_mla_kv_cache",
+           "get_batch_indices_positions", "get_seq_lens"]
 
 
 def _is_torch(x: Any) -> bool:
@@ -80,6 +81,18 @@ def get_batch_indices_positions(append_indptr: Any, seq_lens: Any, nnz: int
     return _i32(batch), _i32(pos)
 
 
+def _pages_and_slots(batch_indices: Any, positions: Any, kv_indices: Any, kv_indptr: Any,
+                     page_size: int, cache: Any) -> Tuple[Any, Any]:
+    """The page id and slot of each appended token (int64 arrays; torch: on
+    the cache's device): page kv_indices[kv_indptr[b] + pos // page_size],
+    slot pos % page_size."""
+    b = _i64(batch_indices, cache if _is_torch(cache) else None)
+    pos = _i64(positions, b if _is_torch(b) else None)
+    like = b if _is_torch(b) else None
+    page = _i64(kv_indices, like)[_i64(kv_indptr, like)[b] + pos // page_size]
+    return page, pos % page_size
+
+
 def append_paged_kv_cache(append_key: Any, append_value: Any, batch_indices: Any,
                           positions: Any, paged_kv_cache: Any, kv_indices: Any,
                           kv_indptr: Any, kv_last_page_len: Any,
@@ -105,12 +118,8 @@ def append_paged_kv_cache(append_key: Any, append_value: Any, batch_indices: Any
                     ("positions", positions)):
         if int(x.shape[0]) != nnz:
             raise ValueError(f"{name} has {int(x.shape[0])} entries, append_key {nnz}")
-    # Index arrays on the cache's device (torch), as int64.
-    b = _i64(batch_indices, k_cache if _is_torch(k_cache) else None)
-    pos = _i64(positions, b if _is_torch(b) else None)
-    like = b if _is_torch(b) else None
-    page = _i64(kv_indices, like)[_i64(kv_indptr, like)[b] + pos // page_size]
-    slot = pos % page_size
+    page, slot = _pages_and_slots(batch_indices, positions, kv_indices, kv_indptr,
+                                  page_size, k_cache)
     if kv_layout == "NHD":
         k_cache[page, slot] = append_key
         v_cache[page, slot] = append_value
@@ -118,3 +127,29 @@ def append_paged_kv_cache(append_key: Any, append_value: Any, batch_indices: Any
         k_cache[page, :, slot] = append_key
         v_cache[page, :, slot] = append_value
     del kv_last_page_len  # implied by positions (FlashInfer's kernel reads it too)
+
+
+def append_paged_mla_kv_cache(append_ckv: Any, append_kpe: Any, batch_indices: Any,
+                              positions: Any, ckv_cache: Any, kpe_cache: Any,
+                              kv_indices: Any, kv_indptr: Any, kv_last_page_len: Any) -> None:
+    """Writes appended latent vectors ([nnz, head_dim_ckv]) and rotary keys
+    ([nnz, head_dim_kpe]) into an MLA cache (ckv_cache [pages, page_size,
+    head_dim_ckv], kpe_cache [pages, page_size, head_dim_kpe]; cascade_mlir.mla)
+    at the page and slot of their (request, position), as
+    append_paged_kv_cache does. Any head dims (FlashInfer's kernel: 512 / 64)."""
+    for name, c in (("ckv_cache", ckv_cache), ("kpe_cache", kpe_cache)):
+        if len(c.shape) != 3:
+            raise ValueError(f"{name} must be [pages, page_size, dim], got {list(c.shape)}")
+    if tuple(ckv_cache.shape[:2]) != tuple(kpe_cache.shape[:2]):
+        raise ValueError(f"ckv_cache {list(ckv_cache.shape)} and kpe_cache "
+                         f"{list(kpe_cache.shape)} must have the same pages and page_size")
+    nnz = int(append_ckv.shape[0])
+    for name, x in (("append_kpe", append_kpe), ("batch_indices", batch_indices),
+                    ("positions", positions)):
+        if int(x.shape[0]) != nnz:
+            raise ValueError(f"{name} has {int(x.shape[0])} entries, append_ckv {nnz}")
+    page, slot = _pages_and_slots(batch_indices, positions, kv_indices, kv_indptr,
+                                  int(ckv_cache.shape[1]), ckv_cache)
+    ckv_cache[page, slot] = append_ckv
+    kpe_cache[page, slot] = append_kpe
+    del kv_last_page_len  # implied by positions, as for append_paged_kv_cache

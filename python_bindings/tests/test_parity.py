@@ -243,6 +243,33 @@ def test_append_paged_kv_cache_writes_each_token_to_its_page_slot(rng, layout, p
     assert np.count_nonzero(kc) == nnz * h * d and np.count_nonzero(vc) == nnz * h * d
 
 
+def test_append_paged_mla_kv_cache_writes_each_token_to_its_page_slot(rng):
+    """The MLA cache (3-D latent and rotary pages), through the same page
+    and slot arithmetic, against positions computed here."""
+    page, dc, dp = 4, 16, 8
+    kv_indptr = np.array([0, 2, 3, 6], np.int32)
+    kv_indices = np.array([5, 1, 0, 2, 4, 3], np.int32)
+    last = np.array([3, 4, 1], np.int32)
+    seq_lens = cm.get_seq_lens(kv_indptr, last, page)
+    append_indptr = np.array([0, 3, 3, 8], np.int32)
+    ckv_new, kpe_new = rng.standard_normal((8, dc)), rng.standard_normal((8, dp))
+    ckv, kpe = np.zeros((6, page, dc)), np.zeros((6, page, dp))
+    b, pos = cm.get_batch_indices_positions(append_indptr, seq_lens, 8)
+    cm.page.append_paged_mla_kv_cache(ckv_new, kpe_new, b, pos, ckv, kpe, kv_indices,
+                                      kv_indptr, last)
+    for t in range(8):
+        req = int(np.searchsorted(append_indptr[1:], t, side="right"))
+        position = seq_lens[req] - (append_indptr[req + 1] - append_indptr[req]) + \
+            (t - append_indptr[req])
+        pg, slot = kv_indices[kv_indptr[req] + position // page], position % page
+        np.testing.assert_array_equal(ckv[pg, slot], ckv_new[t])
+        np.testing.assert_array_equal(kpe[pg, slot], kpe_new[t])
+    assert np.count_nonzero(ckv) == 8 * dc and np.count_nonzero(kpe) == 8 * dp
+    with pytest.raises(ValueError, match="same pages"):
+        cm.page.append_paged_mla_kv_cache(ckv_new, kpe_new, b, pos, ckv, kpe[:5],
+                                          kv_indices, kv_indptr, last)
+
+
 @pytest.mark.parametrize("order", ["big", "little"])
 def test_packbits_as_numpy_and_segments_round_trip(rng, order):
     bits = rng.integers(0, 2, 37).astype(bool)
