@@ -487,8 +487,9 @@ PYBIND11_MODULE(_runtime, m) {
         "kv_last_page_len, num_page_groups, plan}], 'stats': {...}}. Keyword "
         "options: causal, max_levels, graph_group_capacity, "
         "shared_qo_tile_size, bandwidth_bytes_per_us, level_overhead_us, "
-        "group_overhead_us, level_row_bytes, l2_hidden_fraction, and plan()'s (num_qo_heads, "
-        "..., cuda_graph, q_dtype, kv_dtype; num_sms defaults to 1).");
+        "group_overhead_us, level_row_bytes, l2_hidden_fraction, and "
+        "plan()'s (num_qo_heads, ..., cuda_graph, q_dtype, kv_dtype; num_sms "
+        "defaults to 1).");
 
   py::class_<Level>(m, "Level")
       .def(py::init([](I32Array qo, I32Array kvIndptr, I32Array kvIndices,
