@@ -17,7 +17,7 @@ model): makeAutoCascadePlan runs on the concatenated batch, and where it
 keeps no shared level the plain level runs instead.
 """
 
-from typing import List, Optional
+from typing import Any, Dict, List, Optional
 
 import dataclasses
 
@@ -81,16 +81,23 @@ def plain_level(levels: List["_gpu.Level"], cfg: AttentionConfig,
                       ids[gather].astype(np.int32), last_len, group)
 
 
+def auto_cascade(cfg: AttentionConfig, decode: bool, qo_indptr: np.ndarray,
+                 kv_indptr: np.ndarray, kv_indices: np.ndarray,
+                 kv_last_page_len: np.ndarray, causal: bool, **options: Any) -> Dict[str, Any]:
+    """makeAutoCascadePlan (`_runtime.auto_cascade`) over one plain batch of
+    configuration `cfg`; `options`: the planner's and plan()'s keywords."""
+    return _runtime.auto_cascade(
+        "decode" if decode else "prefill", kv_indptr, kv_last_page_len,
+        qo_indptr=None if decode else qo_indptr, kv_indices=kv_indices,
+        num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
+        head_dim=cfg.head_dim, head_dim_vo=cfg.v_dim, page_size=cfg.page_size,
+        num_sms=1, q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype, causal=causal, **options)
+
+
 def cascade_pays(flat: "_gpu.Level", cfg: AttentionConfig, causal: bool,
                  max_levels: int) -> bool:
     """Whether the automatic planner, over the plain batch `flat`, keeps a
     shared level (the cost model of docs/auto-cascade.md)."""
-    decode = flat.group.decode
-    res = _runtime.auto_cascade(
-        "decode" if decode else "prefill", flat.kv_indptr, flat.kv_last_page_len,
-        qo_indptr=None if decode else flat.qo_indptr, kv_indices=flat.kv_indices,
-        num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
-        head_dim=cfg.head_dim, head_dim_vo=cfg.v_dim, page_size=cfg.page_size,
-        num_sms=1, q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype, causal=causal,
-        max_levels=max_levels)
+    res = auto_cascade(cfg, flat.group.decode, flat.qo_indptr, flat.kv_indptr,
+                       flat.kv_indices, flat.kv_last_page_len, causal, max_levels=max_levels)
     return len(res["levels"]) > 1

@@ -9,7 +9,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-from . import _gpu, _runtime
+from . import _gpu, _plain, _runtime
 from ._frameworks import host_int32
 from ._gpu import NotPlannedError
 from .config import FP8_DTYPES, AttentionConfig, ScoreArgs, run_scale
@@ -419,13 +419,8 @@ class SingleLevelWrapper:
         prefill levels, the last keeps the batch's mode and mask); one level,
         the plain batch, when no sharing pays."""
         graph = self._use_cuda_graph
-        res = _runtime.auto_cascade(
-            "decode" if self._decode else "prefill", kp, kl,
-            qo_indptr=None if self._decode else qo, kv_indices=ki,
-            num_qo_heads=cfg.num_qo_heads, num_kv_heads=cfg.num_kv_heads,
-            head_dim=cfg.head_dim, head_dim_vo=cfg.v_dim, page_size=cfg.page_size,
-            num_sms=1, cuda_graph=int(graph), q_dtype=cfg.q_dtype, kv_dtype=cfg.kv_dtype,
-            causal=causal, **split, **options)
+        res = _plain.auto_cascade(cfg, self._decode, qo, kp, ki, kl, causal,
+                                  cuda_graph=int(graph), **split, **options)
         self._auto = res
         n = len(res["levels"])
         levels = []

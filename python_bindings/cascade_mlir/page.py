@@ -81,6 +81,15 @@ def get_batch_indices_positions(append_indptr: Any, seq_lens: Any, nnz: int
     return _i32(batch), _i32(pos)
 
 
+def _check_rows(first: str, rows: Any, others: Tuple[Tuple[str, Any], ...]) -> None:
+    """ValueError unless every array of `others` has as many entries as
+    `rows` (the appended tokens, named `first`)."""
+    nnz = int(rows.shape[0])
+    for name, x in others:
+        if int(x.shape[0]) != nnz:
+            raise ValueError(f"{name} has {int(x.shape[0])} entries, {first} {nnz}")
+
+
 def _pages_and_slots(batch_indices: Any, positions: Any, kv_indices: Any, kv_indptr: Any,
                      page_size: int, cache: Any) -> Tuple[Any, Any]:
     """The page id and slot of each appended token (int64 arrays; torch: on
@@ -113,11 +122,9 @@ def append_paged_kv_cache(append_key: Any, append_value: Any, batch_indices: Any
                          "[pages, 2, heads, page_size, dim] (HND), or a pair of 4-D "
                          f"caches; got a {len(k_cache.shape) + (0 if pair else 1)}-D one")
     page_size = int(k_cache.shape[2 if kv_layout == "HND" else 1])
-    nnz = int(append_key.shape[0])
-    for name, x in (("append_value", append_value), ("batch_indices", batch_indices),
-                    ("positions", positions)):
-        if int(x.shape[0]) != nnz:
-            raise ValueError(f"{name} has {int(x.shape[0])} entries, append_key {nnz}")
+    _check_rows("append_key", append_key, (("append_value", append_value),
+                                           ("batch_indices", batch_indices),
+                                           ("positions", positions)))
     page, slot = _pages_and_slots(batch_indices, positions, kv_indices, kv_indptr,
                                   page_size, k_cache)
     if kv_layout == "NHD":
@@ -143,11 +150,9 @@ def append_paged_mla_kv_cache(append_ckv: Any, append_kpe: Any, batch_indices: A
     if tuple(ckv_cache.shape[:2]) != tuple(kpe_cache.shape[:2]):
         raise ValueError(f"ckv_cache {list(ckv_cache.shape)} and kpe_cache "
                          f"{list(kpe_cache.shape)} must have the same pages and page_size")
-    nnz = int(append_ckv.shape[0])
-    for name, x in (("append_kpe", append_kpe), ("batch_indices", batch_indices),
-                    ("positions", positions)):
-        if int(x.shape[0]) != nnz:
-            raise ValueError(f"{name} has {int(x.shape[0])} entries, append_ckv {nnz}")
+    _check_rows("append_ckv", append_ckv, (("append_kpe", append_kpe),
+                                           ("batch_indices", batch_indices),
+                                           ("positions", positions)))
     page, slot = _pages_and_slots(batch_indices, positions, kv_indices, kv_indptr,
                                   int(ckv_cache.shape[1]), ckv_cache)
     ckv_cache[page, slot] = append_ckv

@@ -41,6 +41,18 @@ def concatenated(levels):
     return (torch.tensor(indptr, dtype=torch.int32), torch.cat(indices).int(), last.int())
 
 
+def plain_decode_and_reference(gpu, levels, q, kv, cache, hq, hkv, d, page):
+    """Plain decode over each request's concatenated pages (kv: the cache as
+    the cascade read it) and its float64 reference (over the pool `cache`):
+    ((o, lse), (o, lse))."""
+    plain = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
+    indptr, indices, last = concatenated(levels)
+    plain.plan(indptr, indices, last, hq, hkv, d, page)
+    rows = q.shape[0]
+    ref = attention_ref(q, cache, "NHD", torch.arange(rows + 1), indptr, indices, last, page)
+    return plain.run(q, kv, return_lse=True), ref
+
+
 @pytest.mark.parametrize("form", ["pool", "pair"])
 def test_two_level_decode_equals_plain_attention(gpu, form):
     hq, hkv, d, page = (64, 8, 128, 16) if form == "pool" else (32, 8, 128, 16)
@@ -54,11 +66,7 @@ def test_two_level_decode_equals_plain_attention(gpu, form):
     o = w.run(q, kv)
     o2, lse = w.run(q, kv, return_lse=True)
     assert torch.equal(o, o2)
-    plain = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
-    indptr, indices, last = concatenated(levels)
-    plain.plan(indptr, indices, last, hq, hkv, d, page)
-    po, plse = plain.run(q, kv, return_lse=True)
-    eo, el = attention_ref(q, cache, "NHD", torch.arange(8), indptr, indices, last, page)
+    (po, plse), (eo, el) = plain_decode_and_reference(gpu, levels, q, kv, cache, hq, hkv, d, page)
     assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
     assert rel_err(o, po.double()) <= TOL["float16"]
     assert rel_err(lse, plse.double()) <= TOL["float16"]
@@ -78,11 +86,8 @@ def test_a_cascade_that_would_not_pay_runs_plain(gpu, shared_pages):
     w.plan(*levels, hq, hkv, d, page)
     assert w.runs_plain is (shared_pages == 1)
     o, lse = w.run(q, cache, return_lse=True)
-    plain = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), "NHD")
-    indptr, indices, last = concatenated(levels)
-    plain.plan(indptr, indices, last, hq, hkv, d, page)
-    po, plse = plain.run(q, cache, return_lse=True)
-    eo, el = attention_ref(q, cache, "NHD", torch.arange(8), indptr, indices, last, page)
+    (po, plse), (eo, el) = plain_decode_and_reference(gpu, levels, q, cache, cache, hq, hkv,
+                                                      d, page)
     assert rel_err(o, eo) <= TOL["float16"] and rel_err(lse, el) <= TOL["float16"]
     if w.runs_plain:
         assert torch.equal(o, po) and torch.equal(lse, plse)
