@@ -65,7 +65,16 @@ Status validateBatch(const AttentionBatch &batch) {
   in.num_pages = batch.kv.numPages;
   in.num_qo_heads = batch.numQoHeads;
   in.num_kv_heads = batch.kv.numKvHeads;
-  in.head_dim = batch.kv.headDim;
+  // The index arrays and heads as a plan takes them. The head dims are the
+  // reference's own: any positive width (the latent form's k is 576 wide),
+  // not the kernels' limit that a plan checks.
+  if (batch.kv.headDim <= 0 || batch.kv.vDim() <= 0)
+    return makeError(ErrorCode::InvalidHeadDim,
+                     "reference attention needs positive head dims, got %lld "
+                     "and %lld",
+                     static_cast<long long>(batch.kv.headDim),
+                     static_cast<long long>(batch.kv.vDim()));
+  in.head_dim = 8;
   in.page_size = batch.kv.pageSize;
   in.num_sms = 1;
   CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));

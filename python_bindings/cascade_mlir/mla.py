@@ -19,8 +19,8 @@ rows sees tokens `t <= kv_len - qo_len + j`. A row with no visible token is
 the empty state (0, -inf). `sm_scale` is given (the absorbed head dim
 decides it, not head_dim_ckv).
 
-The wrapper computes on the host (numpy, CPU tensors, or a host / None
-workspace). A CUDA workspace is refused at construction with a clear
+The wrapper computes on the host with the runtime's float64 reference
+(numpy, CPU tensors, or a host / None workspace). A CUDA workspace is refused at construction with a clear
 error until the MLA kernels exist.
 """
 
@@ -28,6 +28,7 @@ from typing import Any, Optional, Tuple, Union
 
 import numpy as np
 
+from . import _runtime
 from ._frameworks import host_int32
 from ._gpu import NotPlannedError, host_kv_indices, workspace_device
 from ._reference import _like, _lse_out, _to_numpy
@@ -42,36 +43,28 @@ def mla_reference(q_nope: np.ndarray, q_pe: np.ndarray, ckv_cache: np.ndarray,
                   kv_indices: np.ndarray, kv_len: np.ndarray, sm_scale: float,
                   causal: bool = False) -> Tuple[np.ndarray, np.ndarray]:
     """(o [rows, H, head_dim_ckv], lse [rows, H] base 2), float64, of the
-    arrays as the module's docstring defines them."""
-    rows, heads, _ = q_nope.shape
-    dc = ckv_cache.shape[-1]
+    arrays as the module's docstring defines them: the runtime's float64
+    reference (docs/semantics.md, "Latent (MLA) cache") as multi-query
+    attention with k = [ckv | kpe] and v = ckv, one KV head. Inputs are
+    taken as float32 (exact for f16, bf16 and fp8 values)."""
     page = ckv_cache.shape[1]
-    o = np.zeros((rows, heads, dc))
-    lse = np.full((rows, heads), -np.inf)
-    qn = q_nope.astype(np.float64)
-    qp = q_pe.astype(np.float64)
-    for b in range(kv_len.size):
-        r0, r1 = int(qo_indptr[b]), int(qo_indptr[b + 1])
-        n = int(kv_len[b])
-        if r1 == r0 or n == 0:
-            continue
-        pages = kv_indices[int(kv_indptr[b]):int(kv_indptr[b + 1])]
-        ckv = ckv_cache[pages].reshape(-1, dc)[:n].astype(np.float64)
-        kpe = kpe_cache[pages].reshape(len(pages) * page, -1)[:n].astype(np.float64)
-        x = (np.einsum("jhd,td->jht", qn[r0:r1], ckv) +
-             np.einsum("jhd,td->jht", qp[r0:r1], kpe)) * sm_scale
-        if causal:
-            last = n - (r1 - r0) + np.arange(r1 - r0)  # last visible token
-            hidden = np.arange(n)[None, :] > last[:, None]
-            x = np.where(hidden[:, None, :], -np.inf, x)
-        m = x.max(axis=-1, keepdims=True)
-        seen = np.isfinite(m)
-        p = np.where(seen, np.exp(x - np.where(seen, m, 0.0)), 0.0)
-        s = p.sum(axis=-1)
-        o[r0:r1] = np.einsum("jht,td->jhd", p, ckv) / np.where(s > 0, s, 1.0)[..., None]
-        lse[r0:r1] = np.where(s > 0, (np.log(np.where(s > 0, s, 1.0)) + m[..., 0]) / LN2,
-                              -np.inf)
-    return o, lse
+    kv_len = np.asarray(kv_len, np.int64)
+    kv_indptr = np.asarray(kv_indptr, np.int64)
+    # The pages that hold each request's first kv_len tokens (a request may
+    # own more: FlashInfer reads only kv_len tokens).
+    need = (kv_len + page - 1) // page
+    kp = np.concatenate([[0], np.cumsum(need)]).astype(np.int32)
+    ki = np.concatenate([np.asarray(kv_indices[b:b + n], np.int32)
+                         for b, n in zip(kv_indptr[:-1], need)] + [np.zeros(0, np.int32)])
+    last = np.where(need > 0, kv_len - (need - 1) * page, 0).astype(np.int32)
+    q = np.concatenate([q_nope, q_pe], axis=-1).astype(np.float32)
+    k = np.concatenate([ckv_cache, kpe_cache], axis=-1)[:, :, None, :].astype(np.float32)
+    v = np.asarray(ckv_cache, np.float32)[:, :, None, :]
+    level = _runtime.Level(np.asarray(qo_indptr, np.int32), kp, ki, last)
+    return _runtime.ref_attention(q, [k, v], [level], page, "NHD", causal=causal,
+                                  sm_scale=float(sm_scale), pos_encoding_mode="NONE",
+                                  window_left=-1, logits_soft_cap=0.0, rope_scale=1.0,
+                                  rope_theta=1e4)
 
 
 class BatchMLAPagedAttentionWrapper:

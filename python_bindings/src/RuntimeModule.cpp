@@ -431,8 +431,10 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
     in.num_pages = cache.numPages;
     in.num_qo_heads = q.shape(1);
     in.num_kv_heads = cache.numKvHeads;
-    in.head_dim = cache.headDim;
-    in.head_dim_vo = cache.vDim() != cache.headDim ? cache.vDim() : 0;
+    // The reference takes any head dims (the latent form's k is 576 wide):
+    // the plan's kernel limit on them does not apply here.
+    in.head_dim = 8;
+    in.head_dim_vo = 0;
     in.page_size = pageSize;
     in.num_sms = 1;
     check(validatePlanInputs(in));

@@ -1,12 +1,10 @@
 """MLA's float64 reference and FlashInfer's BatchMLAPagedAttentionWrapper
-interface over it (cascade_mlir.mla). The reference is checked against the
-runtime's C++ float64 paged attention: MLA is multi-query attention with
-q = [q_nope, q_pe], k = [ckv, kpe] and v = ckv, one KV head, a head_dim of
-v (head_dim_vo) of its own."""
+interface over it (cascade_mlir.mla). The reference (the runtime's C++
+paged attention as multi-query attention with k = [ckv, kpe], v = ckv) is
+checked against the latent form's formula written out here in numpy."""
 import numpy as np
 import pytest
 
-from cascade_mlir import _runtime
 from cascade_mlir.mla import BatchMLAPagedAttentionWrapper, mla_reference
 
 LN2 = np.log(2.0)
@@ -28,38 +26,72 @@ def tensors(rng, rows, heads, dc, dp, total, page):
             rng.standard_normal((total, page, dc)), rng.standard_normal((total, page, dp)))
 
 
-def via_paged_attention(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_len, page, sm_scale, causal):
-    """The same attention through the runtime's C++ float64 reference."""
-    q = np.concatenate([q_nope, q_pe], axis=-1).astype(np.float32)
-    k = np.concatenate([ckv, kpe], axis=-1)[:, :, None, :].astype(np.float32)
-    v = ckv[:, :, None, :].astype(np.float32)
-    pages = np.diff(kp)
-    last = np.where(pages > 0, kv_len - (pages - 1) * page, 0).astype(np.int32)
-    lv = _runtime.Level(qo, kp, ki, last)
-    return _runtime.ref_attention(q, [k, v], [lv], page, "NHD", causal=causal,
-                                  sm_scale=sm_scale, pos_encoding_mode="NONE",
-                                  window_left=-1, logits_soft_cap=0.0, rope_scale=1.0,
-                                  rope_theta=1e4)
+def direct_mla(q_nope, q_pe, ckv_cache, kpe_cache, qo, kp, ki, kv_len, sm_scale, causal):
+    """docs/semantics.md's latent form, request by request, in float64."""
+    rows, heads, dc = q_nope.shape
+    page = ckv_cache.shape[1]
+    o, lse = np.zeros((rows, heads, dc)), np.full((rows, heads), -np.inf)
+    for b in range(kv_len.size):
+        r0, r1, n = int(qo[b]), int(qo[b + 1]), int(kv_len[b])
+        if r1 == r0 or n == 0:
+            continue
+        pages = ki[int(kp[b]):int(kp[b + 1])]
+        ckv = ckv_cache[pages].reshape(-1, dc)[:n]
+        kpe = kpe_cache[pages].reshape(len(pages) * page, -1)[:n]
+        x = (np.einsum("jhd,td->jht", q_nope[r0:r1], ckv) +
+             np.einsum("jhd,td->jht", q_pe[r0:r1], kpe)) * sm_scale
+        if causal:  # query j sees tokens t <= kv_len - qo_len + j
+            hidden = np.arange(n)[None, :] > (n - (r1 - r0) + np.arange(r1 - r0))[:, None]
+            x = np.where(hidden[:, None, :], -np.inf, x)
+        m = x.max(axis=-1, keepdims=True)
+        p = np.exp(x - m)
+        o[r0:r1] = np.einsum("jht,td->jhd", p, ckv) / p.sum(-1)[..., None]
+        lse[r0:r1] = (np.log(p.sum(-1)) + m[..., 0]) / LN2
+    return o, lse
 
 
 @pytest.mark.parametrize("causal", [False, True])
-# DeepSeek's 512 + 64 exceeds the C++ reference's head_dim limit (256): 192 + 64.
-@pytest.mark.parametrize("shape", [(4, 32, 8, 4), (16, 192, 64, 16)])
-def test_reference_is_paged_multi_query_attention(causal, shape):
+# DeepSeek's 128 heads x (512 + 64) at page 64, and small odd shapes.
+@pytest.mark.parametrize("shape", [(4, 32, 8, 4), (16, 192, 64, 16), (128, 512, 64, 64)])
+def test_reference_is_the_latent_form(causal, shape):
     heads, dc, dp, page = shape
     rng = np.random.default_rng(heads + causal)
     kv_lens = np.array([37, 1, 0, 64, 20], np.int32)
     q_lens = [3, 1, 2, 1, 5] if causal else [1] * 5
     qo, kp, ki, total = batch(rng, kv_lens, q_lens, page)
-    q_nope, q_pe, ckv, kpe = tensors(rng, int(qo[-1]), heads, dc, dp, total, page)
-    sm = 1.0 / np.sqrt(128 + dp)
+    # float32 inputs: the reference takes them exactly.
+    q_nope, q_pe, ckv, kpe = (t.astype(np.float32) for t in
+                              tensors(rng, int(qo[-1]), heads, dc, dp, total, page))
+    # sm_scale is an f32 option (docs/semantics.md): the same value on both sides.
+    sm = float(np.float32(1.0 / np.sqrt(128 + dp)))
     o, lse = mla_reference(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_lens, sm, causal)
-    eo, el = via_paged_attention(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_lens, page, sm, causal)
-    np.testing.assert_allclose(o, eo, rtol=0, atol=1e-5)
-    np.testing.assert_allclose(lse, el, rtol=0, atol=1e-5)
+    eo, el = direct_mla(*(t.astype(np.float64) for t in (q_nope, q_pe, ckv, kpe)),
+                        qo, kp, ki, kv_lens, sm, causal)
+    np.testing.assert_allclose(o, eo, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(lse, el, rtol=0, atol=1e-9)
     # The empty request (kv_len 0) is the empty state.
     rows = slice(int(qo[2]), int(qo[3]))
     assert np.all(o[rows] == 0) and np.all(np.isneginf(lse[rows]))
+
+
+def test_reference_reads_only_kv_len_tokens_of_a_requests_pages():
+    """A request may own more pages than its kv_len fills (FlashInfer reads
+    kv_len tokens): the pages past them are never read."""
+    rng = np.random.default_rng(5)
+    heads, dc, dp, page = 4, 16, 8, 4
+    kv_lens = np.array([5, 2], np.int32)
+    qo = np.array([0, 1, 2], np.int32)
+    kp = np.array([0, 3, 5], np.int32)  # 3 and 2 pages for 5 and 2 tokens
+    ki = rng.permutation(6).astype(np.int32)[:5]
+    q_nope, q_pe, ckv, kpe = tensors(rng, 2, heads, dc, dp, 6, page)
+    o, lse = mla_reference(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_lens, 0.3)
+    trailing = [int(ki[2]), int(ki[4])]
+    ckv[trailing], kpe[trailing] = np.nan, np.nan  # unread pages
+    o2, lse2 = mla_reference(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_lens, 0.3)
+    np.testing.assert_array_equal(o, o2)
+    np.testing.assert_array_equal(lse, lse2)
+    eo, el = direct_mla(q_nope, q_pe, ckv, kpe, qo, kp, ki, kv_lens, 0.3, False)
+    np.testing.assert_allclose(o, eo, rtol=0, atol=1e-6)
 
 
 def test_wrapper_matches_the_reference_and_flashinfers_conventions():
