@@ -180,7 +180,8 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Value o = args[i++], lse = args[i++];
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
-      b, loc, TypeRange(results), q, kv, qo, kvIndptr, kvIndices, last,
+      b, loc, TypeRange(results), q, /*q_pe=*/Value(), kv, qo, kvIndptr,
+      kvIndices, last,
       /*k_scale=*/Value(), /*v_scale=*/Value(), sinks, mask, maskIndptr, plan,
       o, lse, opt.pageSize, opt.layout, opt.causal,
       /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,
@@ -261,8 +262,9 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   Operation *op;
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
-        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo[0], kvp[0],
-        kvi.empty() ? Value() : kvi[0], kvl[0], /*k_scale=*/Value(),
+        b, loc, TypeRange{oT, lseT}, q, /*q_pe=*/Value(), ValueRange{pool},
+        qo[0], kvp[0], kvi.empty() ? Value() : kvi[0], kvl[0],
+        /*k_scale=*/Value(),
         /*v_scale=*/Value(), /*sinks=*/Value(),
         /*custom_mask=*/Value(),
         /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
@@ -275,7 +277,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
       levels = b.getDenseBoolArrayAttr(flags);
     }
     op = MultiLevelAttentionOp::create(
-        b, loc, TypeRange{oT, lseT}, q, ValueRange{pool}, qo, kvp, kvi, kvl,
+        b, loc, TypeRange{oT, lseT}, q, /*q_pe=*/Value(), ValueRange{pool}, qo,
+        kvp, kvi, kvl,
         /*k_scale=*/Value(), /*v_scale=*/Value(), /*sinks=*/Value(),
         /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
         /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,

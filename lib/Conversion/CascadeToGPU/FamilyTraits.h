@@ -21,6 +21,16 @@
 namespace mlir {
 namespace cascade {
 
+/// The latent (MLA) form of paged attention (`q_pe`, a (ckv, kpe) cache):
+/// no family runs it yet, so selection and spec analysis refuse it with
+/// this diagnostic (the runtime's float64 reference computes it).
+inline LogicalResult refuseLatentAttention(PagedAttentionOp op) {
+  if (!op.isLatent())
+    return success();
+  return op.emitOpError("the latent (MLA) form has no kernel family yet: "
+                        "no family takes a (ckv, kpe) cache");
+}
+
 /// What a family's traits look at in an attention op (or its spec).
 struct AttentionShape {
   int64_t headDim = 0;

@@ -116,6 +116,9 @@ static bool fitsTarget(Operation *op, KernelConfigAttr config,
 
 LogicalResult mlir::cascade::verifyKernelConfigFitsTarget(
     Operation *op, KernelConfigAttr config, const TargetInfo &target) {
+  if (auto attention = dyn_cast<PagedAttentionOp>(op);
+      attention && failed(refuseLatentAttention(attention)))
+    return failure();
   std::string why = whyNotFits(op, config, target);
   if (why.empty())
     return success();
@@ -166,6 +169,9 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   auto headDimOf = [](Value v) {
     return cast<ShapedType>(v.getType()).getShape().back();
   };
+  if (auto attention = dyn_cast<PagedAttentionOp>(op);
+      attention && failed(refuseLatentAttention(attention)))
+    return failure();
   OpShape s;
   Value mergedV = llvm::TypeSwitch<Operation *, Value>(op)
                       .Case<MergeStateOp, MergeStateInPlaceOp, MergeStatesOp>(

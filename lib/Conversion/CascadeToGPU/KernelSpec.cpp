@@ -509,6 +509,8 @@ MergeSpec AttentionSpec::splitMerge() const {
 FailureOr<AttentionSpec>
 mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
                                 const KernelFamilyTraits &traits) {
+  if (failed(refuseLatentAttention(op)))
+    return failure();
   AttentionSpec c;
   c.config = config;
   c.traits = &traits;

@@ -78,7 +78,7 @@ func.func @indptr_size(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>,
 func.func @mask_without_indptr(%q: tensor<?x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %qo: tensor<?xi32>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %m: tensor<?xi8>, %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
   // expected-error@+1 {{'custom_mask' and 'mask_indptr' go together}}
   %r:2 = "cascade.paged_attention"(%q, %kv0, %qo, %kvp, %kvi, %last, %m, %o, %lse)
-      <{operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 1>, page_size = 16 : i64}>
+      <{operandSegmentSizes = array<i32: 1, 0, 1, 1, 1, 1, 1, 0, 0, 0, 1, 0, 0, 1, 1>, page_size = 16 : i64}>
       : (tensor<?x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<?xi8>, tensor<?x32x128xf16>, tensor<?x32xf32>)
       -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
   return

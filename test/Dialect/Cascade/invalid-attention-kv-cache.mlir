@@ -18,7 +18,7 @@ func.func @kv_empty(%q: tensor<4x32x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<
                     %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
   // expected-error@+1 {{expects one page pool or a (k, v) pair in 'kv', got 0 values}}
   %r:2 = "cascade.paged_attention"(%q, %kvp, %kvi, %last, %o, %lse)
-      <{operandSegmentSizes = array<i32: 1, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
+      <{operandSegmentSizes = array<i32: 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
       : (tensor<4x32x128xf16>, tensor<?xi32>, tensor<?xi32>, tensor<?xi32>, tensor<4x32x128xf16>, tensor<4x32xf32>)
       -> (tensor<4x32x128xf16>, tensor<4x32xf32>)
   return

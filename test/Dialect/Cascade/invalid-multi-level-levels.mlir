@@ -6,7 +6,7 @@ func.func @no_levels(%q: tensor<?x32x128xf16>, %c: tensor<?x2x16x8x128xf16>,
                      %o: tensor<?x32x128xf16>, %lse: tensor<?x32xf32>) {
   // expected-error@+1 {{expects at least one level}}
   %r:2 = "cascade.multi_level_attention"(%q, %c, %o, %lse)
-      <{operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
+      <{operandSegmentSizes = array<i32: 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1>, page_size = 16 : i64}>
       : (tensor<?x32x128xf16>, tensor<?x2x16x8x128xf16>, tensor<?x32x128xf16>, tensor<?x32xf32>)
       -> (tensor<?x32x128xf16>, tensor<?x32xf32>)
   return

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "cascade/Dialect/Cascade/IR/CascadeOps.h"
+#include "VerifyUtils.h"
 #include "cascade/Dialect/Cascade/IR/AttentionOptions.h"
 
 #include "mlir/IR/Builders.h"
@@ -19,39 +20,13 @@
 
 using namespace mlir;
 using namespace mlir::cascade;
+using namespace mlir::cascade::detail;
 
 //===----------------------------------------------------------------------===//
 // Shared verification helpers
 //===----------------------------------------------------------------------===//
 
 namespace {
-
-/// Formats a shape as `[4, ?, 128]`.
-std::string shapeStr(ShapedType t) {
-  std::string s = "[";
-  llvm::raw_string_ostream os(s);
-  llvm::interleave(
-      t.getShape(), os,
-      [&](int64_t d) {
-        if (ShapedType::isDynamic(d))
-          os << "?";
-        else
-          os << d;
-      },
-      ", ");
-  os << "]";
-  return s;
-}
-
-/// Two dimensions agree unless both are static and differ.
-bool dimsAgree(int64_t a, int64_t b) {
-  return ShapedType::isDynamic(a) || ShapedType::isDynamic(b) || a == b;
-}
-
-bool isF16OrBF16(Type t) { return t.isF16() || t.isBF16(); }
-
-/// The fp8 KV element types (docs/semantics.md, "fp8 KV cache").
-bool isFp8KV(Type t) { return isa<Float8E4M3FNType, Float8E5M2Type>(t); }
 
 /// Checks the destination-passing form shared by every cascade op: all shaped
 /// operands are tensors (then there are two results, typed like the
@@ -132,32 +107,6 @@ LogicalResult verifySameState(Operation *op, Value v0, StringRef n0, Value v1,
   return success();
 }
 
-/// Checks a (k, v) pair of page pools whose types differ: the same element
-/// type and shape but for the head_dim, which may differ (v's is the
-/// output's: head_dim_vo).
-LogicalResult verifyKVPair(Operation *op, ShapedType kt, ShapedType vt) {
-  if (kt.getElementType() != vt.getElementType())
-    return op->emitOpError("'v' element type ")
-           << vt.getElementType() << " does not match 'k' element type "
-           << kt.getElementType();
-  if (kt.getRank() != vt.getRank())
-    return op->emitOpError("'v' rank ")
-           << vt.getRank() << " does not match 'k' rank " << kt.getRank();
-  for (int64_t d = 0; d + 1 < kt.getRank(); ++d)
-    if (!dimsAgree(kt.getDimSize(d), vt.getDimSize(d)))
-      return op->emitOpError("'v' shape ")
-             << shapeStr(vt) << " does not match 'k' shape " << shapeStr(kt)
-             << " (only the head_dim may differ)";
-  int64_t dv = vt.getShape().back();
-  if (ShapedType::isDynamic(dv))
-    return op->emitOpError("head_dim of 'v' must be static");
-  if (dv % 8 != 0 || dv <= 0 || dv > 256)
-    return op->emitOpError("head_dim of 'v' must be a positive multiple of 8 "
-                           "and at most 256, got ")
-           << dv;
-  return success();
-}
-
 /// Checks a 1-D i32 index array.
 LogicalResult verifyIndexArray(Operation *op, Value v, StringRef name) {
   auto t = cast<ShapedType>(v.getType());
@@ -203,152 +152,17 @@ LogicalResult verifyLevelIndices(Operation *op, Value qoIndptr, Value kvIndptr,
   return success();
 }
 
-/// The attributes and operands every attention op shares.
-struct AttentionView {
-  Value q;
-  ValueRange kv;
-  Value o, lse;
-  int64_t pageSize;
-  KVLayout layout;
-  ScoreOptions score;
-  /// The fp8 dequantization scales (null when absent).
-  Value kScale, vScale;
-  /// The attention sinks, f32 [Hqo] (null when absent).
-  Value sinks;
-};
-
-/// Verifies q, the page pool, the destinations and the options.
-LogicalResult verifyAttention(Operation *op, const AttentionView &a) {
-  auto qt = cast<ShapedType>(a.q.getType());
-  if (qt.getRank() != 3)
-    return op->emitOpError("'q' must have rank 3 ([rows, Hqo, D]), got rank ")
-           << qt.getRank();
-  if (!isF16OrBF16(qt.getElementType()))
-    return op->emitOpError("'q' element type must be f16 or bf16, got ")
-           << qt.getElementType();
-  int64_t headDim = qt.getDimSize(2);
-  if (ShapedType::isDynamic(headDim))
-    return op->emitOpError("head_dim (dim 2 of 'q') must be static");
-  if (headDim % 8 != 0 || headDim <= 0 || headDim > 256)
-    return op->emitOpError("head_dim must be a positive multiple of 8 and at "
-                           "most 256, got ")
-           << headDim;
-
-  // The page pool.
-  if (a.kv.size() != 1 && a.kv.size() != 2)
-    return op->emitOpError("expects one page pool or a (k, v) pair in 'kv', "
-                           "got ")
-           << a.kv.size() << " values";
-  bool nhd = a.layout == KVLayout::NHD;
-  auto kt = cast<ShapedType>(a.kv[0].getType());
-  int64_t pageDim, headsDim;
-  if (a.kv.size() == 1) {
-    if (kt.getRank() != 5)
-      return op->emitOpError("a single page pool must have rank 5 (")
-             << (nhd ? "[P, 2, page_size, Hkv, D]"
-                     : "[P, 2, Hkv, page_size, D]")
-             << "), got rank " << kt.getRank();
-    if (!dimsAgree(kt.getDimSize(1), 2))
-      return op->emitOpError("dim 1 of the page pool must be 2 (keys, values), "
-                             "got ")
-             << kt.getDimSize(1);
-    pageDim = nhd ? 2 : 3;
-    headsDim = nhd ? 3 : 2;
-  } else {
-    auto vt = cast<ShapedType>(a.kv[1].getType());
-    if (kt.getRank() != 4)
-      return op->emitOpError("a (k, v) page pool must have rank 4 (")
-             << (nhd ? "[P, page_size, Hkv, D]" : "[P, Hkv, page_size, D]")
-             << "), got rank " << kt.getRank();
-    if (kt != vt && failed(verifyKVPair(op, kt, vt)))
-      return failure();
-    pageDim = nhd ? 1 : 2;
-    headsDim = nhd ? 2 : 1;
-  }
-  Type kvType = kt.getElementType();
-  if (!isF16OrBF16(kvType) && !isFp8KV(kvType))
-    return op->emitOpError("KV cache element type must be f16, bf16, "
-                           "f8E4M3FN or f8E5M2, got ")
-           << kvType;
-  for (auto [scale, name] :
-       {std::pair(a.kScale, "k_scale"), std::pair(a.vScale, "v_scale")})
-    if (scale && !isFp8KV(kvType))
-      return op->emitOpError("'")
-             << name << "' dequantizes an fp8 KV cache (f8E4M3FN or "
-             << "f8E5M2), but the KV cache is " << kvType;
-  // The tensor-core kernels fold k_scale into the softmax's exponent scale
-  // (like sm_scale, it must be positive there); a constant one is checked
-  // here, a runtime one by the runtime before a launch (and a kernel given
-  // another writes NaN).
-  FloatAttr ks;
-  if (a.kScale && matchPattern(a.kScale, m_Constant(&ks)) &&
-      !(std::isfinite(ks.getValueAsDouble()) && ks.getValueAsDouble() > 0))
-    return op->emitOpError("'k_scale' must be finite and > 0, got ")
-           << ks.getValueAsDouble();
-  if (!dimsAgree(kt.getDimSize(pageDim), a.pageSize))
-    return op->emitOpError("page dimension of the KV cache is ")
-           << kt.getDimSize(pageDim) << " but page_size = " << a.pageSize;
-  if (!dimsAgree(kt.getShape().back(), headDim))
-    return op->emitOpError("head_dim of the KV cache is ")
-           << kt.getShape().back() << " but 'q' has head_dim " << headDim;
-  int64_t hqo = qt.getDimSize(1), hkv = kt.getDimSize(headsDim);
-  if (!ShapedType::isDynamic(hqo) && !ShapedType::isDynamic(hkv) &&
-      (hkv == 0 || hqo % hkv != 0))
-    return op->emitOpError("number of query heads (")
-           << hqo << ") must be a multiple of the number of KV heads (" << hkv
-           << ")";
-
-  // Destinations: q's rows and heads, v's head_dim.
-  auto ot = cast<ShapedType>(a.o.getType());
-  SmallVector<int64_t> oShape(qt.getShape());
-  oShape[2] = cast<ShapedType>(a.kv.back().getType()).getShape().back();
-  if (ot.getElementType() != qt.getElementType() ||
-      ot.getRank() != qt.getRank() ||
-      !llvm::all_of(llvm::seq<int64_t>(0, 3), [&](int64_t d) {
-        return dimsAgree(ot.getDimSize(d), oShape[d]);
-      }))
-    return op->emitOpError("'o' must be ")
-           << shapeStr(RankedTensorType::get(oShape, qt.getElementType()))
-           << " " << qt.getElementType()
-           << " (q's rows, heads and element type, v's head_dim), got "
-           << shapeStr(ot) << " " << ot.getElementType();
-  auto lt = cast<ShapedType>(a.lse.getType());
-  if (lt.getRank() != 2 || !lt.getElementType().isF32() ||
-      !dimsAgree(lt.getDimSize(0), qt.getDimSize(0)) ||
-      !dimsAgree(lt.getDimSize(1), qt.getDimSize(1)))
-    return op->emitOpError("'lse' must be f32 [rows, Hqo] = ")
-           << shapeStr(RankedTensorType::get(qt.getShape().drop_back(),
-                                             lt.getElementType()))
-           << ", got " << shapeStr(lt) << " " << lt.getElementType();
-
-  if (a.sinks) {
-    auto st = cast<ShapedType>(a.sinks.getType());
-    if (st.getRank() != 1 || !st.getElementType().isF32() ||
-        !dimsAgree(st.getDimSize(0), hqo))
-      return op->emitOpError("'sinks' must be f32 [Hqo] = [")
-             << (ShapedType::isDynamic(hqo) ? std::string("?")
-                                            : std::to_string(hqo))
-             << "] (one logit per query head), got " << shapeStr(st) << " "
-             << st.getElementType();
-  }
-
-  // Options.
-  std::string why = a.score.validate();
-  if (!why.empty())
-    return op->emitOpError(why);
-  return success();
-}
+/// The latent form's plans: none yet.
+constexpr char kLatentPlan[] =
+    "a latent (MLA) level takes no plan yet: its kernels, whose query rows "
+    "are the heads, have no plan-phase schedule";
 
 template <typename OpTy> AttentionView viewOf(OpTy op) {
-  return AttentionView{op.getQ(),
-                       op.getKv(),
-                       op.getO(),
-                       op.getLse(),
-                       static_cast<int64_t>(op.getPageSize()),
-                       op.getKvLayout(),
-                       getScoreOptions(op),
-                       op.getKScale(),
-                       op.getVScale(),
+  return AttentionView{op.getQ(),        op.getQPe(),
+                       op.getKv(),       op.getO(),
+                       op.getLse(),      static_cast<int64_t>(op.getPageSize()),
+                       op.getKvLayout(), getScoreOptions(op),
+                       op.getKScale(),   op.getVScale(),
                        op.getSinks()};
 }
 
@@ -494,6 +308,8 @@ static LogicalResult verifyPlan(PagedAttentionOp op) {
   ValueRange plan = op.getPlan();
   if (plan.empty())
     return success();
+  if (op.isLatent())
+    return op.emitOpError(kLatentPlan);
   // One !cascade.plan: planned at run time (CascadePlan.cpp).
   if (plan.size() == 1 && isa<PlanType>(plan[0].getType()))
     return verifyLevelPlan(op, plan[0].getType(), op.isDecode(),
@@ -685,6 +501,8 @@ LogicalResult MultiLevelAttentionOp::verifyPlans() {
   ValueRange plans = getPlans();
   if (plans.empty())
     return success();
+  if (isLatent())
+    return emitOpError(kLatentPlan);
   if (plans.size() != getNumLevels())
     return emitOpError("expects one plan per level, got ")
            << plans.size() << " plans for " << getNumLevels() << " levels";

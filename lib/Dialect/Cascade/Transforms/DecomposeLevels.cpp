@@ -73,7 +73,7 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       ValueRange plan =
           op.getPlans().empty() ? ValueRange{} : op.getPlans().slice(l, 1);
       auto level = PagedAttentionOp::create(
-          rewriter, loc, results, op.getQ(), op.getKv(), qoIndptr,
+          rewriter, loc, results, op.getQ(), op.getQPe(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getLevelKvIndices(l),
           op.getKvLastPageLen()[l], op.getKScale(), op.getVScale(),
           // The sinks join the cascade's softmax once: in the first level.

@@ -169,6 +169,18 @@ def Cascade_PagedAttentionOp
 
     Operands:
     - `q`: `[rows, Hqo, D]`, f16 or bf16; `rows = qo_indptr[B]`.
+    - `q_pe` (optional): the *latent* form, DeepSeek's multi-head latent
+      attention (MLA, FlashInfer's `BatchMLAPagedAttentionWrapper`) after
+      weight absorption. `q` is then `q_nope [rows, Hqo, Dc]`, `q_pe`
+      `[rows, Hqo, Dr]` (q's element type), and `kv` the latent cache
+      `(ckv, kpe)` of `[P, page_size, Dc]` and `[P, page_size, Dr]`: one
+      latent row and one rotary row per token, shared by every head. A
+      head's score is `sm_scale * (q_nope . ckv + q_pe . kpe)`, its value
+      the token's `ckv` row, so `o` is `[rows, Hqo, Dc]` (in the latent
+      space). `sm_scale` must be given (the absorbed head_dim is not the
+      model's), `kv_layout` is `nhd` (the cache has no head dimension) and
+      `pos_encoding` `none` (the rotary part comes rotated). `Dc` and `Dr`
+      are positive multiples of 8, at most 512 and 128.
     - `kv`: the page pool, either one `[P, 2, page_size, Hkv, D]` (`nhd`) /
       `[P, 2, Hkv, page_size, D]` (`hnd`) value, index 0 of dim 1 the keys,
       or a pair `(k, v)` of `[P, page_size, Hkv, D]` / `[P, Hkv, page_size, D]`.
@@ -257,9 +269,23 @@ def Cascade_PagedAttentionOp
         outs(%o0, %l0 : tensor<?x32x128xf16>, tensor<?x32xf32>)
         {page_size = 1 : i64, causal} -> tensor<?x32x128xf16>, tensor<?x32xf32>
     ```
+
+    Latent (MLA) decode, 128 heads, ckv 512 + kpe 64, page 64:
+
+    ```mlir
+    %o, %lse = cascade.paged_attention
+        q(%q_nope : tensor<?x128x512xbf16>) q_pe(%q_pe : tensor<?x128x64xbf16>)
+        kv(%ckv, %kpe : tensor<?x64x512xbf16>, tensor<?x64x64xbf16>)
+        kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>)
+        kv_last_page_len(%last : tensor<?xi32>)
+        outs(%o0, %l0 : tensor<?x128x512xbf16>, tensor<?x128xf32>)
+        {page_size = 64 : i64, sm_scale = 0.0721687 : f32}
+        -> tensor<?x128x512xbf16>, tensor<?x128xf32>
+    ```
   }];
   let arguments = !con((ins
       Cascade_TensorOrMemRef:$q,
+      Optional<Cascade_TensorOrMemRef>:$q_pe,
       Variadic<Cascade_TensorOrMemRef>:$kv,
       Optional<Cascade_TensorOrMemRef>:$qo_indptr,
       Cascade_TensorOrMemRef:$kv_indptr,
@@ -275,7 +301,9 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins UnitAttr:$accumulate));
   let assemblyFormat = [{
-    `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
+    `q` `(` $q `:` type($q) `)`
+    (`q_pe` `(` $q_pe^ `:` type($q_pe) `)`)?
+    `kv` `(` $kv `:` type($kv) `)`
     (`qo_indptr` `(` $qo_indptr^ `:` type($qo_indptr) `)`)?
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
     (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
@@ -291,6 +319,8 @@ def Cascade_PagedAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// True when the op has no `qo_indptr`: one query per request.
     bool isDecode() { return !getQoIndptr(); }
+    /// True for the latent (MLA) form: `q_pe` given, `kv` = (ckv, kpe).
+    bool isLatent() { return static_cast<bool>(getQPe()); }
     /// True when the op has no `kv_indices`: request i's pages are the
     /// pool pages kv_indptr[i] .. kv_indptr[i+1] - 1 (ragged K/V at page
     /// size 1).
@@ -319,7 +349,10 @@ def Cascade_MultiLevelAttentionOp
     level whose `qo_indptr` is `[0, B]`: all B queries form one group that
     reads the prefix pages once. The result is the merge over levels of every
     level's attention state; `causal` applies to the last level only. The
-    options are those of `cascade.paged_attention`.
+    options are those of `cascade.paged_attention`, and so is the latent
+    (MLA) form: with `q_pe`, `kv` is the latent cache `(ckv, kpe)` and every
+    level is a latent level over it (a shared prefix of latent pages is
+    read once for all heads of all its requests).
 
     `decode_levels` (optional, one boolean per level) marks the levels that
     have exactly one query per request (`qo_indptr[l]` is `[0, 1, ..., B]`,
@@ -374,6 +407,7 @@ def Cascade_MultiLevelAttentionOp
   }];
   let arguments = !con((ins
       Cascade_TensorOrMemRef:$q,
+      Optional<Cascade_TensorOrMemRef>:$q_pe,
       Variadic<Cascade_TensorOrMemRef>:$kv,
       Variadic<Cascade_TensorOrMemRef>:$qo_indptr,
       Variadic<Cascade_TensorOrMemRef>:$kv_indptr,
@@ -388,7 +422,9 @@ def Cascade_MultiLevelAttentionOp
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels,
            OptionalAttr<DenseBoolArrayAttr>:$ragged_levels));
   let assemblyFormat = [{
-    `q` `(` $q `:` type($q) `)` `kv` `(` $kv `:` type($kv) `)`
+    `q` `(` $q `:` type($q) `)`
+    (`q_pe` `(` $q_pe^ `:` type($q_pe) `)`)?
+    `kv` `(` $kv `:` type($kv) `)`
     `qo_indptr` `(` $qo_indptr `:` type($qo_indptr) `)`
     `kv_indptr` `(` $kv_indptr `:` type($kv_indptr) `)`
     (`kv_indices` `(` $kv_indices^ `:` type($kv_indices) `)`)?
@@ -402,6 +438,8 @@ def Cascade_MultiLevelAttentionOp
   let extraClassDeclaration = dpsClassDeclaration # [{
     /// Number of levels of the cascade.
     unsigned getNumLevels() { return getQoIndptr().size(); }
+    /// True for the latent (MLA) form: `q_pe` given, `kv` = (ckv, kpe).
+    bool isLatent() { return static_cast<bool>(getQPe()); }
     /// Whether level `l` has one query per request (decode_levels).
     bool isDecodeLevel(unsigned l) {
       auto levels = getDecodeLevels();
