@@ -83,8 +83,10 @@ from .cuda_graph import (  # noqa: F401,E402
     fast_decode_plan,
 )
 from .masks import packbits, segment_packbits  # noqa: F401,E402
+from .mla import BatchMLAPagedAttentionWrapper, MultiLevelMLACascadeWrapper  # noqa: F401,E402
 from .page import (  # noqa: F401,E402
     append_paged_kv_cache,
+    append_paged_mla_kv_cache,
     get_batch_indices_positions,
     get_seq_lens,
 )
@@ -100,15 +102,18 @@ __all__ = [
     "BatchAttentionWithAttentionSinkWrapper",
     "BatchDecodeWithPagedKVCacheWrapper",
     "BatchDecodeWithSharedPrefixPagedKVCacheWrapper",
+    "BatchMLAPagedAttentionWrapper",
     "BatchPrefillWithPagedKVCacheWrapper",
     "BatchPrefillWithRaggedKVCacheWrapper",
     "BatchPrefillWithSharedPrefixPagedKVCacheWrapper",
     "CUDAGraphBatchDecodeWithPagedKVCacheWrapper",
     "MissingKernelsError",
     "MultiLevelCascadeAttentionWrapper",
+    "MultiLevelMLACascadeWrapper",
     "NotPlannedError",
     "UnsupportedFeatureError",
     "append_paged_kv_cache",
+    "append_paged_mla_kv_cache",
     "compiler",
     "config",
     "fast_decode_plan",

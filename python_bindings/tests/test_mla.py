@@ -5,6 +5,7 @@ checked against the latent form's formula written out here in numpy."""
 import numpy as np
 import pytest
 
+import cascade_mlir as cm
 from cascade_mlir.mla import BatchMLAPagedAttentionWrapper, mla_reference
 
 LN2 = np.log(2.0)
@@ -137,3 +138,63 @@ def test_wrapper_refuses_bad_input_with_messages():
               np.zeros((1, 4, 4)))
     with pytest.raises(ValueError, match="backend"):
         BatchMLAPagedAttentionWrapper(None, backend="cutlass")
+
+
+def test_cascade_is_attention_over_the_concatenated_pages():
+    """A shared latent prefix (level 0, one request for all rows), a middle
+    level and each request's own pages (causal, as the last level): the
+    cascade equals one level over each request's concatenated pages, since
+    every prefix page is full and each request has at least qo_len own
+    tokens."""
+    rng = np.random.default_rng(11)
+    heads, dc, dp, page = 16, 64, 16, 4
+    q_lens = [2, 1, 3]
+    own = np.array([5, 4, 9], np.int32)
+    mid = np.array([8, 0, 4], np.int32)
+    B, rows = len(q_lens), sum(q_lens)
+    pool = 64
+    ids = rng.permutation(pool).astype(np.int32)
+    prefix = ids[:3]                                # 12 shared tokens
+    mid_pages = np.split(ids[3:3 + 3], [2, 2])      # 2, 0, 1 pages
+    own_pages = np.split(ids[6:6 + 2 + 1 + 3], [2, 3])  # 2, 1, 3 pages
+    qo = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+
+    def csr(pages):
+        return np.concatenate([[0], np.cumsum([len(p) for p in pages])]).astype(np.int32)
+    levels = [(np.array([0, rows], np.int32), np.array([0, 3], np.int32), prefix,
+               np.array([12], np.int32)),
+              (qo, csr(mid_pages), np.concatenate(mid_pages), mid),
+              (qo, csr(own_pages), np.concatenate(own_pages), own)]
+    q_nope, q_pe, ckv, kpe = tensors(rng, rows, heads, dc, dp, pool, page)
+    sm = 0.2
+    w = cm.MultiLevelMLACascadeWrapper(3)
+    w.plan(*[[lv[i] for lv in levels] for i in range(4)], heads, dc, dp, page, True, sm,
+           "float32", "float32")
+    o, lse = w.run(q_nope, q_pe, ckv, kpe, return_lse=True)
+    whole = [np.concatenate([prefix, mid_pages[b], own_pages[b]]) for b in range(B)]
+    eo, el = direct_mla(q_nope, q_pe, ckv, kpe, qo, csr(whole), np.concatenate(whole),
+                        12 + mid + own, sm, True)
+    np.testing.assert_allclose(o, eo, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(lse, el, rtol=0, atol=1e-6)
+    _, lse_e = w.run(q_nope, q_pe, ckv, kpe, return_lse=True, return_lse_base_on_e=True)
+    np.testing.assert_allclose(lse_e, el * LN2, rtol=0, atol=1e-6)
+
+
+def test_cascade_refuses_inconsistent_levels_with_messages():
+    w = cm.MultiLevelMLACascadeWrapper(2)
+    one = (np.array([0, 1], np.int32), np.array([0, 1], np.int32), np.array([0], np.int32),
+           np.array([3], np.int32))
+    two = (np.array([0, 1, 2], np.int32), np.array([0, 1, 2], np.int32),
+           np.array([1, 2], np.int32), np.array([2, 2], np.int32))
+    with pytest.raises(ValueError, match="expected 2 levels"):
+        w.plan(*[[x] for x in one], 2, 8, 4, 4, False, 1.0)
+    with pytest.raises(ValueError, match="same query rows"):
+        w.plan(*[[a, b] for a, b in zip(one, two)], 2, 8, 4, 4, False, 1.0)
+    bad = one[:3] + (np.array([9], np.int32),)
+    with pytest.raises(ValueError, match=r"request 0 \[level 1\]: kv_len 9 does not fit"):
+        w.plan(*[[a, b] for a, b in zip(one, bad)], 2, 8, 4, 4, False, 1.0)
+    with pytest.raises(cm.NotPlannedError):
+        w.run(np.zeros((1, 2, 8)), np.zeros((1, 2, 4)), np.zeros((3, 4, 8)),
+              np.zeros((3, 4, 4)))
+    with pytest.raises(ValueError, match="num_levels"):
+        cm.MultiLevelMLACascadeWrapper(0)
