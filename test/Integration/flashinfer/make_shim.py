@@ -91,9 +91,21 @@ class GPUArchitectureError(RuntimeError):
     pass
 
 
+def is_sm90a_supported(device=None):
+    """FlashInfer's gate of its FA3 backend: true on a Hopper GPU, where
+    cascade_mlir runs its own kernels whatever `backend` names (the files
+    run their fa3 cases then, the same inputs as fa2's)."""
+    try:
+        import torch
+        return bool(torch.cuda.is_available()) and \
+            tuple(torch.cuda.get_device_capability(device)) == (9, 0)
+    except Exception:  # noqa: BLE001 - no torch, no GPU: not Hopper
+        return False
+
+
 def __getattr__(name):
     if name.startswith("is_") and name.endswith("_supported"):
-        return lambda *args, **kwargs: False  # FlashInfer backends: not here
+        return lambda *args, **kwargs: False  # other chips' backends: not here
     raise AttributeError(name)
 ''',
 }
