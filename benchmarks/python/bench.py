@@ -69,7 +69,10 @@ def ws():
     return torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
 
 
-def decode_row(B, L):
+def decode_inputs(B, L):
+    """A decode batch of B requests of L tokens each, pages in random
+    order: (pool, kv_indices, kv_indptr, kv_last_page_len, q, pages a
+    request)."""
     npg = -(-L // PAGE)
     P = B * npg
     pool = torch.randn(P, 2, PAGE, HKV, D, device="cuda", dtype=DT)
@@ -77,6 +80,11 @@ def decode_row(B, L):
     indptr = (torch.arange(B + 1, device="cuda") * npg).int()
     last = torch.full((B,), L - (npg - 1) * PAGE, device="cuda", dtype=torch.int32)
     q = torch.randn(B, HQ, D, device="cuda", dtype=DT)
+    return pool, perm, indptr, last, q, npg
+
+
+def decode_row(B, L):
+    pool, perm, indptr, last, q, npg = decode_inputs(B, L)
     ids = perm.long().view(B, npg)
     kk = pool[ids, 0].reshape(B, npg * PAGE, HKV, D)[:, :L].transpose(1, 2).contiguous()
     vv = pool[ids, 1].reshape(B, npg * PAGE, HKV, D)[:, :L].transpose(1, 2).contiguous()
