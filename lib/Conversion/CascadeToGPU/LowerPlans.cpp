@@ -117,11 +117,16 @@ int64_t estimateOccupancy(KernelConfigAttr config, const LevelKernel &level,
 /// prefill over `qo` (groups of its rows) and that level's KV arrays,
 /// writing (or, if `op` accumulates, merging into) `op`'s outputs, with its
 /// own kernel configuration. Created at the builder's insertion point.
+/// Selection sees it as the planned level it is (it runs as the automatic
+/// plan's level 0 splits it), still holding `op`'s plan: so it gets the
+/// configuration of an explicit cascade's planned shared level (on sm_90a
+/// two consumer warpgroups over 128 rows, not the three over 192 that a
+/// plain prefill gets and that leave a shared prefix's few rows a KV head
+/// partly empty: docs/lowering.md).
 FailureOr<PagedAttentionOp> createSharedLevel(OpBuilder &b, PagedAttentionOp op,
                                               ValueRange arrays,
                                               const TargetInfo &target) {
   auto shared = cast<PagedAttentionOp>(b.clone(*op));
-  shared.getPlanMutable().clear();
   shared.getQoIndptrMutable().assign(arrays[0]);
   shared.getKvIndptrMutable().assign(arrays[1]);
   shared.getKvIndicesMutable().assign(arrays[2]);
@@ -132,6 +137,7 @@ FailureOr<PagedAttentionOp> createSharedLevel(OpBuilder &b, PagedAttentionOp op,
   shared->removeAttr(helper.getName());
   FailureOr<KernelConfigAttr> config =
       selectKernelConfig(shared, KernelConfigOptions(), target);
+  shared.getPlanMutable().clear();
   if (failed(config)) {
     shared->erase();
     return failure();

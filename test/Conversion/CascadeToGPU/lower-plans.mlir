@@ -150,6 +150,43 @@ func.func @auto(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
 
 // -----
 
+// An automatic cascade on sm_90a: its shared level runs as the plan splits
+// it, so it gets the planned level's configuration, as an explicit
+// cascade's shared level does (two consumer warpgroups over 128 rows), not
+// the plain prefill's three over 192; the plan counts its work items in
+// 128-row tiles.
+
+!auto = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
+
+// CHECK-LABEL: func.func @auto_sm90a(
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : i64
+// CHECK: call @cascade_mgpu_auto_plan({{.*}}, %[[C128]]) :
+// CHECK: func.call @cascade_mgpu_plan_split_kv(%{{.*}}, %[[C128]])
+// CHECK: cascade.paged_attention {{.*}} plan(
+// CHECK-SAME: {cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>,
+// CHECK: } else {
+// CHECK: cascade.paged_attention
+// CHECK-SAME: {cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>,
+// CHECK-NOT: q_tile = 192
+module attributes {gpu.container_module} {
+  gpu.module @cascade_kernels [#nvvm.target<chip = "sm_90a">] {
+  }
+  func.func @auto_sm90a(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
+      %kp: memref<?xi32>, %ki: memref<?xi32>, %kl: memref<?xi32>,
+      %hkp: memref<?xi32>, %hki: memref<?xi32>, %hkl: memref<?xi32>,
+      %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+    %p = cascade.plan kv_indptr(%hkp : memref<?xi32>) kv_last_page_len(%hkl : memref<?xi32>)
+        kv_indices(%hki : memref<?xi32>) : !auto
+    cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%c : memref<?x2x16x8x128xf16>)
+        kv_indptr(%kp : memref<?xi32>) kv_indices(%ki : memref<?xi32>) kv_last_page_len(%kl : memref<?xi32>)
+        plan(%p : !auto) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
+        {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>}
+    return
+  }
+}
+
+// -----
+
 // A wgmma level (sm_90a): the plan counts work items in the kernel's own
 // query tile (128 rows), and one block an SM fits (384 threads launched
 // with 168 registers each, 192 KiB of tiles).
