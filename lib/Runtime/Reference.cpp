@@ -52,6 +52,23 @@ Status validateOptions(const AttentionOptions &opts) {
   return Status::success();
 }
 
+/// Rotate-half RoPE of x [D] at position pos, into out.
+void applyRope(const float *x, double *out, int64_t headDim, double pos,
+               const AttentionOptions &opts) {
+  const int64_t half = headDim / 2;
+  const double theta = opts.score.ropeTheta, scale = opts.score.ropeScale;
+  for (int64_t i = 0; i < half; ++i) {
+    double freq = std::pow(theta, -2.0 * double(i) / double(headDim)) / scale;
+    double angle = pos * freq;
+    double c = std::cos(angle), s = std::sin(angle);
+    double a = x[i], b = x[i + half];
+    out[i] = a * c - b * s;
+    out[i + half] = b * c + a * s;
+  }
+}
+
+} // namespace
+
 Status validateBatch(const AttentionBatch &batch) {
   if (!batch.q || !batch.kv.k || !batch.kv.v)
     return makeError(ErrorCode::InvalidArgument,
@@ -80,23 +97,6 @@ Status validateBatch(const AttentionBatch &batch) {
   CASCADE_RETURN_IF_ERROR(validatePlanInputs(in));
   return validateCustomMask(batch);
 }
-
-/// Rotate-half RoPE of x [D] at position pos, into out.
-void applyRope(const float *x, double *out, int64_t headDim, double pos,
-               const AttentionOptions &opts) {
-  const int64_t half = headDim / 2;
-  const double theta = opts.score.ropeTheta, scale = opts.score.ropeScale;
-  for (int64_t i = 0; i < half; ++i) {
-    double freq = std::pow(theta, -2.0 * double(i) / double(headDim)) / scale;
-    double angle = pos * freq;
-    double c = std::cos(angle), s = std::sin(angle);
-    double a = x[i], b = x[i + half];
-    out[i] = a * c - b * s;
-    out[i + half] = b * c + a * s;
-  }
-}
-
-} // namespace
 
 PagedKvCache PagedKvCache::combined(const float *pool, int64_t numPages,
                                     int64_t pageSize, int64_t numKvHeads,

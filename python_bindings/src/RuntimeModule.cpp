@@ -421,23 +421,8 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
     if (b.qoIndptr.empty() || b.qoIndptr.back() != q.shape(0))
       throw py::value_error("every level's qo_indptr[-1] must equal the rows "
                             "of q");
-    // Validate the batch like the runtime's plan does, before touching data.
-    PlanInputs in;
-    in.mode = PlanMode::Prefill;
-    in.qo_indptr = ArrayView<int32_t>(b.qoIndptr);
-    in.kv_indptr = ArrayView<int32_t>(b.kvIndptr);
-    in.kv_last_page_len = ArrayView<int32_t>(b.kvLastPageLen);
-    in.kv_indices = ArrayView<int32_t>(b.kvIndices);
-    in.num_pages = cache.numPages;
-    in.num_qo_heads = q.shape(1);
-    in.num_kv_heads = cache.numKvHeads;
-    // The reference takes any head dims (the latent form's k is 576 wide):
-    // the plan's kernel limit on them does not apply here.
-    in.head_dim = 8;
-    in.head_dim_vo = 0;
-    in.page_size = pageSize;
-    in.num_sms = 1;
-    check(validatePlanInputs(in));
+    // Validate the batch as the reference does, before touching data.
+    check(ref::validateBatch(b));
     batches.push_back(std::move(b));
   }
   // The output has v's head_dim (head_dim_vo where it differs from q's).

@@ -192,6 +192,12 @@ struct AttentionBatch {
   std::vector<int32_t> maskIndptr; ///< [B+1] byte offsets, or empty
 };
 
+/// Checks one level before any data is read: q, k and v present, positive
+/// head dims (any width: the reference has no kernel limit), and the index
+/// arrays, heads and page size as a plan takes them (validatePlanInputs),
+/// and the custom mask's extent. attention() and its kin call it first.
+Status validateBatch(const AttentionBatch &batch);
+
 /// FlashInfer's ALiBi slope of head `head` out of `numHeads`.
 double alibiSlope(int64_t head, int64_t numHeads);
 

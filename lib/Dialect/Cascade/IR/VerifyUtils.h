@@ -1,5 +1,4 @@
-//===- VerifyUtils.h - Shared pieces of the cascade ops' verifiers -*- C++
-//-*-===//
+//===- VerifyUtils.h - Shared pieces of the verifiers -----------*- C++ -*-===//
 //
 // The shape helpers every verifier uses (CascadeOps.cpp) and the attention
 // ops' shared check (AttentionVerifier.cpp). Private to the dialect library.
