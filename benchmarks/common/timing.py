@@ -12,6 +12,9 @@ libraries launch there by default).
 kernel (torch), so the calls are queued before the first event: the device
 time alone, without the first call's host time.
 
+`copy_bandwidth(device)` is a device-to-device copy's bytes per second,
+the denominator of the benchmarks' "of copy".
+
 `interleaved_time_us(fns)` times several callables in alternating rounds
 (contiguous against strided, plain against cascade) and gives each its
 median over the rounds.
@@ -154,6 +157,17 @@ def cuda_time_us(fn, *, reps=20, warmup=3, inner=1, stream=None, ahead=False):
         z = ev.record()
         ts.append(ev.elapsed_us(a, z) / inner)
     return float(statistics.median(ts))
+
+
+def copy_bandwidth(device="cuda", *, ahead=False, nbytes=1 << 30):
+    """Device-to-device copy bandwidth of a torch tensor of `nbytes`, in
+    bytes read + written per second (cuda_time_us: 10 timings; `ahead` as
+    there)."""
+    import torch
+    src = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    us = cuda_time_us(lambda: dst.copy_(src), reps=10, warmup=2, ahead=ahead)
+    return 2 * nbytes / (us * 1e-6)
 
 
 def interleaved_time_us(fns, *, rounds=9, reps=10, warmup=3):

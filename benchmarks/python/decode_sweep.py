@@ -31,18 +31,10 @@ import torch
 
 import cascade_mlir as cm
 
-from benchmarks.common.timing import cuda_time_us
+from benchmarks.common.timing import copy_bandwidth, cuda_time_us
 from benchmarks.python.bench import D, DT, HKV, HQ, PAGE, TOL, decode_inputs, flashinfer
 
 MAX_TOKENS = 1 << 23  # 8M cached tokens (34 GB of fp16 KV at 32/8 x 128)
-
-
-def copy_gbs():
-    """Device-to-device copy bandwidth, GB/s (read + write counted)."""
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
-    dst = torch.empty_like(src)
-    us = cuda_time_us(lambda: dst.copy_(src), reps=10, warmup=2, ahead=True)
-    return 2 * src.numel() / us / 1e3
 
 
 def point(B, L):
@@ -90,7 +82,7 @@ def main():
     ap.add_argument("--lengths", default="256,1024,4096,16384,32768")
     ap.add_argument("--json")
     a = ap.parse_args()
-    bw = copy_gbs()
+    bw = copy_bandwidth(ahead=True) / 1e9  # GB/s
     print(f"# {torch.cuda.get_device_name()}: copy {bw:.0f} GB/s; FlashInfer "
           f"{'0.5.3 in this process' if flashinfer is not None else 'not importable'}")
     print("| B | L | ours b2b us | ours device us | of copy | FI b2b us | FI device us "

@@ -24,17 +24,9 @@ import json
 import torch
 
 import cascade_mlir as cm
-from benchmarks.common.timing import cuda_time_us, interleaved_time_us
+from benchmarks.common.timing import copy_bandwidth, cuda_time_us, interleaved_time_us
 
 HQ, HKV, D, PAGE = 32, 8, 128, 16
-
-
-def copy_bandwidth(dev):
-    n = 1 << 30
-    a = torch.empty(n, dtype=torch.uint8, device=dev)
-    b = torch.empty_like(a)
-    us = cuda_time_us(lambda: b.copy_(a), reps=10, warmup=2)
-    return 2 * n / (us * 1e-6)
 
 
 def views(rows, dev):
