@@ -131,7 +131,7 @@ def key_of(cfg):
         q_dtype=cfg["q"], kv_dtype=cfg["kv"], head_dim=cfg["d"], num_qo_heads=cfg["hq"],
         num_kv_heads=cfg["hkv"], page_size=cfg["page"], **cfg["score"])
     group = kernels.Group(decode=cfg["decode"], causal=cfg["causal"],
-                          sinks=bool(cfg.get("sinks")))
+                          state_inputs=("sinks",) if cfg.get("sinks") else ())
     return kernels.attention_key(c, group)
 
 

@@ -132,8 +132,14 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
       throw std::invalid_argument("a custom mask needs a prefill level");
     inputs.append({shaped({kDyn}, b.getI8Type()), idxT});
   }
-  if (call.sinks)
+  // The state inputs, f32 [Hqo] each.
+  for (const std::string &name : call.stateInputs) {
+    if (!llvm::is_contained(PagedAttentionOp::getStateInputNames(), name))
+      throw std::invalid_argument("'" + name +
+                                  "' is not a state input of the attention "
+                                  "ops");
     inputs.push_back(shaped({c.numQoHeads}, f32));
+  }
   SmallVector<Type> planT;
   if (call.split) {
     if (call.tensors)
@@ -173,7 +179,9 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
     mask = args[i++];
     maskIndptr = args[i++];
   }
-  Value sinks = call.sinks ? args[i++] : Value();
+  SmallVector<Value> stateArgs;
+  for (size_t k = 0; k < call.stateInputs.size(); ++k)
+    stateArgs.push_back(args[i++]);
   SmallVector<Value> plan;
   for (size_t k = 0; k < planT.size(); ++k)
     plan.push_back(args[i++]);
@@ -181,11 +189,14 @@ void addAttentionFunc(ModuleOp module, const std::string &name,
   Options opt = options(b, c, call.causal);
   auto op = PagedAttentionOp::create(
       b, loc, TypeRange(results), q, /*q_pe=*/Value(), kv, qo, kvIndptr,
-      kvIndices, last,
-      /*k_scale=*/Value(), /*v_scale=*/Value(), sinks, mask, maskIndptr, plan,
-      o, lse, opt.pageSize, opt.layout, opt.causal,
-      /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,
-      call.accumulate ? b.getUnitAttr() : UnitAttr());
+      kvIndices, last, plan, o, lse, opt.pageSize, opt.layout, opt.causal,
+      opt.base, call.accumulate ? b.getUnitAttr() : UnitAttr());
+  if (call.customMask) {
+    op.getCustomMaskMutable().assign(mask);
+    op.getMaskIndptrMutable().assign(maskIndptr);
+  }
+  for (auto [name, value] : llvm::zip(call.stateInputs, stateArgs))
+    op.getStateInputMutable(name)->assign(value);
   setScoreOptions(op, c.score);
   func::ReturnOp::create(b, loc, op->getResults());
 }
@@ -263,13 +274,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
   if (numLevels == 1) {
     op = PagedAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, /*q_pe=*/Value(), ValueRange{pool},
-        qo[0], kvp[0], kvi.empty() ? Value() : kvi[0], kvl[0],
-        /*k_scale=*/Value(),
-        /*v_scale=*/Value(), /*sinks=*/Value(),
-        /*custom_mask=*/Value(),
-        /*mask_indptr=*/Value(), ValueRange{}, o, lse, opt.pageSize, opt.layout,
-        opt.causal, /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {},
-        opt.base, UnitAttr());
+        qo[0], kvp[0], kvi.empty() ? Value() : kvi[0], kvl[0], ValueRange{}, o,
+        lse, opt.pageSize, opt.layout, opt.causal, opt.base, UnitAttr());
   } else {
     DenseBoolArrayAttr levels;
     if (!decodeLevels.empty()) {
@@ -278,11 +284,8 @@ void addMultiLevelFunc(ModuleOp module, const std::string &name,
     }
     op = MultiLevelAttentionOp::create(
         b, loc, TypeRange{oT, lseT}, q, /*q_pe=*/Value(), ValueRange{pool}, qo,
-        kvp, kvi, kvl,
-        /*k_scale=*/Value(), /*v_scale=*/Value(), /*sinks=*/Value(),
-        /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout, opt.causal,
-        /*score options: setScoreOptions*/ {}, {}, {}, {}, {}, {}, opt.base,
-        levels,
+        kvp, kvi, kvl, /*plans=*/ValueRange{}, o, lse, opt.pageSize, opt.layout,
+        opt.causal, opt.base, levels,
         raggedLevels.empty() ? DenseBoolArrayAttr()
                              : b.getDenseBoolArrayAttr(ragged));
   }

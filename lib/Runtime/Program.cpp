@@ -139,7 +139,7 @@ Status Program::bind(const ProgramSpec &spec, CascadePlan next) {
   spec_ = spec;
   plan_ = std::move(next);
   variants_.clear();
-  takesSinks_ = false;
+  stateInputs_.clear();
   uploaded_ = false;
   maxPageId_ = -1;
   for (const PlanInputs &in : spec.levels) {
@@ -437,8 +437,14 @@ Status Program::prepare(int variant,
     }
     t.setBuffer("o", sentinel(Role::O), vCount, odt);
     t.setBuffer("lse", sentinel(Role::LSE), rows * first.num_qo_heads, "f32");
-    t.setBuffer(contract::param::kSinks, sentinel(Role::Sinks),
-                first.num_qo_heads, "f32");
+    for (const std::string &name : {kernels[l].attention, kernels[l].merge})
+      if (!name.empty())
+        CASCADE_RETURN_IF_ERROR(collectStateInputs(name, t));
+    for (size_t i = 0; i < stateInputs_.size(); ++i)
+      t.setBuffer(
+          stateInputs_[i],
+          sentinel(static_cast<Role>(static_cast<size_t>(Role::State0) + i)),
+          first.num_qo_heads, "f32");
     // fp8 KV kernels' dequantization scales, patched by run().
     t.setFloat(contract::param::kKScale, 1.0);
     t.setFloat(contract::param::kVScale, 1.0);
@@ -493,6 +499,35 @@ Status Program::prepare(int variant,
     collectPatches(pl, v);
   variants_[variant] = std::move(v);
   return Status::success();
+}
+
+Status Program::collectStateInputs(const std::string &name,
+                                   const ArgumentTable &bound) {
+  const KernelSpec *spec = launcher_.bundle().find(name);
+  if (!spec)
+    return Status::success(); // the launch reports it
+  for (const ParamSpec &p : spec->params) {
+    // An f32 buffer named as a true static, which the program does not
+    // bind from its own arrays (a custom mask's buffer is a static too).
+    if (p.kind != ParamKind::Memref || p.dtype != "f32" ||
+        spec->staticString(p.name) != "true" || bound.find(p.name) ||
+        stateInputRole(p.name) != Role::Count)
+      continue;
+    if (stateInputs_.size() == kMaxStateInputs)
+      return makeError(ErrorCode::Unsupported,
+                       "kernel %s takes the state input %s: a program takes "
+                       "at most %zu",
+                       name.c_str(), p.name.c_str(), kMaxStateInputs);
+    stateInputs_.push_back(p.name);
+  }
+  return Status::success();
+}
+
+Role Program::stateInputRole(const std::string &name) const {
+  for (size_t i = 0; i < stateInputs_.size(); ++i)
+    if (stateInputs_[i] == name)
+      return static_cast<Role>(static_cast<size_t>(Role::State0) + i);
+  return Role::Count;
 }
 
 void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
@@ -550,8 +585,6 @@ void Program::collectPatches(PreparedLaunch &pl, Variant &v) {
     if (role >= kNumRoles)
       continue;
     patches.push_back({static_cast<uint32_t>(i), role, false});
-    if (role == static_cast<uint8_t>(Role::Sinks))
-      takesSinks_ = true;
     // A memref descriptor: allocated, aligned, offset, size, stride; the
     // size follows the aligned pointer.
     const std::string &name = pl.launch.slotNames[i];
@@ -666,13 +699,18 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
     c[lse] = rowCapacity_ * plan_.levels[0].num_qo_heads;
   }
   Variant &v = it->second;
-  const bool sinks = p[static_cast<size_t>(Role::Sinks)] != 0;
-  if (sinks != takesSinks_)
-    return Status(ErrorCode::InvalidArgument,
-                  takesSinks_ ? "this plan's kernels take attention sinks: "
-                                "pass sinks ([num_qo_heads] float32)"
-                              : "sinks given, but this plan's kernels take "
-                                "none: plan with sinks");
+  for (size_t i = 0; i < kMaxStateInputs; ++i) {
+    const bool given = p[static_cast<size_t>(Role::State0) + i] != 0;
+    if (i < stateInputs_.size() && !given)
+      return makeError(ErrorCode::InvalidArgument,
+                       "this plan's kernels take the state input %s: pass "
+                       "%s ([num_qo_heads] float32)",
+                       stateInputs_[i].c_str(), stateInputs_[i].c_str());
+    if (i >= stateInputs_.size() && given)
+      return Status(ErrorCode::InvalidArgument,
+                    "a state input given, but this plan's kernels take no "
+                    "more: plan with it");
+  }
   // The tensor-core kernels fold k_scale into the softmax's exponent scale,
   // which needs it positive (the running max of the raw logits is then the
   // max of the scaled ones); a scale is a magnitude, so nothing else is

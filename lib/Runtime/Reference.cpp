@@ -45,12 +45,45 @@ Status validateCustomMask(const AttentionBatch &batch) {
 }
 
 /// The score options, as the IR verifier checks them.
+/// A state input's fold of head value `x` into one state (v [D], s).
+using StateFold = void (*)(double x, int64_t headDim, double *v, double *s);
+
+/// Attention sinks: a logit in the units of the scaled scores that joins its
+/// head's softmax denominator and attends to no value, i.e. the state
+/// merged with (0, sink * log2(e)).
+void foldSink(double sink, int64_t headDim, double *v, double *s) {
+  std::vector<double> zero(static_cast<size_t>(headDim), 0.0);
+  const double *in[2] = {v, zero.data()};
+  double lse[2] = {*s, sink * kLog2e};
+  mergeRow<double, double>(2, in, lse, headDim, v, s);
+}
+
+/// The reference's state inputs (the compiler's are in
+/// lib/Conversion/CascadeToGPU/common/StateInputs.cpp).
+StateFold stateFold(const std::string &name) {
+  if (name == "sinks")
+    return foldSink;
+  return nullptr;
+}
+} // namespace
+
 Status validateOptions(const AttentionOptions &opts) {
   const std::string why = opts.score.validate();
   if (!why.empty())
     return makeError(ErrorCode::InvalidArgument, "%s", why.c_str());
+  for (const auto &[name, values] : opts.stateInputs) {
+    if (!stateFold(name))
+      return makeError(ErrorCode::InvalidArgument,
+                       "'%s' is not a state input the reference knows",
+                       name.c_str());
+    if (!values)
+      return makeError(ErrorCode::InvalidArgument,
+                       "state input '%s' without values", name.c_str());
+  }
   return Status::success();
 }
+
+namespace {
 
 /// Rotate-half RoPE of x [D] at position pos, into out.
 void applyRope(const float *x, double *out, int64_t headDim, double pos,
@@ -257,19 +290,16 @@ Status attentionRequest(const AttentionBatch &batch,
   return Status::success();
 }
 
-void applySinks(const float *sinks, int64_t rows, int64_t numQoHeads,
-                int64_t headDim, double *v, double *s) {
-  if (!sinks)
-    return;
-  std::vector<double> zero(static_cast<size_t>(headDim), 0.0);
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t h = 0; h < numQoHeads; ++h) {
-      double *row = v + (r * numQoHeads + h) * headDim;
-      const double *in[2] = {row, zero.data()};
-      double lse[2] = {s[r * numQoHeads + h], double(sinks[h]) * kLog2e};
-      mergeRow<double, double>(2, in, lse, headDim, row,
-                               s + r * numQoHeads + h);
-    }
+void applyStateInputs(const AttentionOptions &opts, int64_t rows,
+                      int64_t numQoHeads, int64_t headDim, double *v,
+                      double *s) {
+  for (const auto &[name, values] : opts.stateInputs) {
+    const StateFold fold = stateFold(name);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < numQoHeads; ++h)
+        fold(double(values[h]), headDim, v + (r * numQoHeads + h) * headDim,
+             s + r * numQoHeads + h);
+  }
 }
 
 Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
@@ -283,7 +313,7 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
     CASCADE_RETURN_IF_ERROR(attentionRequest(
         batch, opts, i, 0, -1, outV + row * hqo * d, outS + row * hqo));
   }
-  applySinks(opts.sinks, batch.qoIndptr[b], hqo, d, outV, outS);
+  applyStateInputs(opts, batch.qoIndptr[b], hqo, d, outV, outS);
   return Status::success();
 }
 
@@ -337,7 +367,7 @@ Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                                outV + (r * hqo + h) * d, outS + r * hqo + h);
     }
   }
-  applySinks(opts.sinks, rows, hqo, d, outV, outS);
+  applyStateInputs(opts, rows, hqo, d, outV, outS);
   return Status::success();
 }
 
@@ -346,6 +376,7 @@ Status cascade(const std::vector<AttentionBatch> &levels,
   if (levels.empty())
     return makeError(ErrorCode::InvalidArgument,
                      "a cascade needs at least one level");
+  CASCADE_RETURN_IF_ERROR(validateOptions(opts));
   const int64_t hqo = levels[0].numQoHeads, d = levels[0].kv.vDim();
   const int64_t rows =
       levels[0].qoIndptr.empty() ? 0 : levels[0].qoIndptr.back();
@@ -369,7 +400,7 @@ Status cascade(const std::vector<AttentionBatch> &levels,
   for (size_t l = 0; l < levels.size(); ++l) {
     AttentionOptions o = opts;
     o.causal = opts.causal && l + 1 == levels.size();
-    o.sinks = nullptr; // once, below
+    o.stateInputs.clear(); // once, below
 
     double *dstV = l == 0 ? outV : v.data();
     double *dstS = l == 0 ? outS : s.data();
@@ -378,7 +409,7 @@ Status cascade(const std::vector<AttentionBatch> &levels,
       mergeStateInPlace<double, double>(outV, outS, v.data(), s.data(), nullptr,
                                         0, rows, hqo, d);
   }
-  applySinks(opts.sinks, rows, hqo, d, outV, outS);
+  applyStateInputs(opts, rows, hqo, d, outV, outS);
   return Status::success();
 }
 

@@ -19,7 +19,7 @@ import numpy as np
 from . import _runtime, kernels
 from ._frameworks import framework_of, host_int32
 from .config import AttentionConfig
-from .kernels import Group
+from .kernels import Group, state_inputs_of
 
 _devices: Dict[int, Any] = {}
 _groups: Dict[Tuple[int, str], Dict[str, str]] = {}
@@ -292,11 +292,11 @@ class Engine:
 
     def _rebased(self, base: int) -> List[Group]:
         """The levels' groups when level `base` writes the output: every
-        other level accumulates into it, and the sinks (if any level has
-        them) join the base level's softmax, once."""
-        sinks = any(lv.group.sinks for lv in self.levels)
+        other level accumulates into it, and the state inputs (of whichever
+        level has them) join the base level's softmax, once."""
+        inputs = state_inputs_of(lv.group for lv in self.levels)
         return [dataclasses.replace(lv.group, accumulate=lvl != base,
-                                    sinks=sinks and lvl == base)
+                                    state_inputs=inputs if lvl == base else ())
                 for lvl, lv in enumerate(self.levels)]
 
     def _can_put_last_level_first(self, form: str) -> bool:
@@ -334,11 +334,11 @@ class Engine:
 
     def run(self, q: Any, paged_kv_cache: Any, out: Any = None, lse: Any = None,
             return_lse: bool = False, kv_shared: Any = None, k_scale: float = 1.0,
-            v_scale: float = 1.0, sinks: Any = None) -> Any:
+            v_scale: float = 1.0, state_inputs: Optional[Dict[str, Any]] = None) -> Any:
         if self.program is None:
             raise NotPlannedError("run() before plan(): call plan() first")
         return self.program.run(q, paged_kv_cache, out, lse, return_lse, kv_shared,
-                                k_scale, v_scale, sinks)
+                                k_scale, v_scale, state_inputs)
 
 
 def _weak_resolver(engine: Engine) -> Callable[[int], None]:

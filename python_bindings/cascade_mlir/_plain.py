@@ -25,6 +25,7 @@ import numpy as np
 
 from . import _gpu, _runtime
 from .config import AttentionConfig
+from .kernels import state_inputs_of
 
 
 def plain_level(levels: List["_gpu.Level"], cfg: AttentionConfig,
@@ -75,8 +76,8 @@ def plain_level(levels: List["_gpu.Level"], cfg: AttentionConfig,
     gather = np.repeat(seg_src - seg_out, seg_len) + np.arange(total)
     ids = np.concatenate([lv.kv_indices[:int(lv.kv_indptr[-1])] for lv in levels])
     last_len = np.where(own > 0, last.kv_last_page_len, page).astype(np.int32)
-    sinks = any(lv.group.sinks for lv in levels)
-    group = dataclasses.replace(last.group, accumulate=False, sinks=sinks)
+    group = dataclasses.replace(last.group, accumulate=False,
+                                state_inputs=state_inputs_of(lv.group for lv in levels))
     return _gpu.Level(last.qo_indptr, indptr.astype(np.int32),
                       ids[gather].astype(np.int32), last_len, group)
 

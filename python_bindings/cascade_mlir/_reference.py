@@ -5,7 +5,7 @@ torch tensors in, the runtime's float64 reference (`_runtime.ref_*`) in
 between, results in the caller's framework and dtype out.
 """
 
-from typing import Any, List, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -54,7 +54,7 @@ def _lse_out(result: np.ndarray, template: Any) -> Any:
 
 def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                    paged_kv_cache: Any, k_scale: float = 1.0,
-                   v_scale: float = 1.0, sinks: Any = None
+                   v_scale: float = 1.0, state_inputs: Optional[Dict[str, Any]] = None
                    ) -> Tuple[np.ndarray, np.ndarray]:
     qn = _to_numpy(q, "q")
     if qn.ndim != 3 or qn.shape[1] != cfg.num_qo_heads or qn.shape[2] != cfg.head_dim:
@@ -70,7 +70,8 @@ def _reference_run(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any
     o, lse = _runtime.ref_attention(
         np.asarray(qn, dtype=np.float32), kv, levels, cfg.page_size,
         cfg.kv_layout.upper(), causal=causal, k_scale=k_scale, v_scale=v_scale,
-        sinks=None if sinks is None else np.asarray(_to_numpy(sinks, "sinks"), np.float32),
+        state_inputs={name: np.asarray(_to_numpy(t, name), np.float32)
+                      for name, t in (state_inputs or {}).items() if t is not None},
         **cfg.score_args())
     return o, lse
 
@@ -93,12 +94,14 @@ def _check_split_kv(cfg: AttentionConfig, kv: List[np.ndarray]) -> None:
 def _reference_outputs(cfg: AttentionConfig, causal: bool, levels: List[Any], q: Any,
                        paged_kv_cache: Any, out: Any, lse: Any,
                        return_lse: bool, k_scale: float = 1.0,
-                       v_scale: float = 1.0, sinks: Any = None) -> RunResult:
+                       v_scale: float = 1.0,
+                       state_inputs: Optional[Dict[str, Any]] = None) -> RunResult:
     """run() without a GPU: the float64 reference, in q's framework and
     dtype, written into `out` / `lse` when given. The output is
     [rows, num_qo_heads, head_dim_vo] (q's shape unless v has a head_dim of
     its own)."""
-    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale, sinks)
+    o, l = _reference_run(cfg, causal, levels, q, paged_kv_cache, k_scale, v_scale,
+                          state_inputs)
     o, l = _like(o, q), _lse_out(l, q)
     if out is not None:
         if tuple(out.shape) != tuple(o.shape):

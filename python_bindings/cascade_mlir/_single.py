@@ -187,11 +187,11 @@ class SingleLevelWrapper:
         #: The host plan of the last plain plan() on the CPU reference path
         #: (_runtime.plan's dict, num_sms=1); None otherwise.
         self._host_plan: Optional[Dict[str, Any]] = None
-        #: Whether plan() plans the kernels with attention sinks: set by the
-        #: last run() (sinks given or not), which replans once when it
-        #: changes, so that an engine passing sinks every step plans them
+        #: The state inputs plan() plans the kernels with (names): set by the
+        #: last run() (those it was given), which replans once when they
+        #: change, so that an engine passing them every step plans them
         #: directly from the second step on.
-        self._sinks = False
+        self._state_inputs: Tuple[str, ...] = ()
         self._replan: Optional[Callable[[], None]] = None
         #: The last plan() (its options, custom mask and host inputs) and its
         #: own score configuration and mask (_plan_key), for the variants.
@@ -384,7 +384,8 @@ class SingleLevelWrapper:
             masked = custom_mask is not None
             levels = [_gpu.Level(qo, kp, ki, kl,
                                  Group(decode=self._decode, causal=causal and not masked,
-                                       custom_mask=masked, sinks=self._sinks),
+                                       custom_mask=masked,
+                                       state_inputs=self._state_inputs),
                                  custom_mask=custom_mask, **split)]
             buffers = [inputs.buffers] if inputs.buffers else None
         if self._engine is not None:
@@ -427,7 +428,8 @@ class SingleLevelWrapper:
         for i, lv in enumerate(res["levels"]):
             last = i == n - 1
             group = Group(decode=self._decode and last, causal=causal and last,
-                          accumulate=i > 0, sinks=self._sinks and i == 0)
+                          accumulate=i > 0,
+                          state_inputs=self._state_inputs if i == 0 else ())
             lqo = lv["qo_indptr"] if lv["qo_indptr"] is not None else qo
             levels.append(_gpu.Level(lqo, lv["kv_indptr"], lv["kv_indices"],
                                      lv["kv_last_page_len"], group, **split))
@@ -529,7 +531,8 @@ class SingleLevelWrapper:
 
     def _run(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
              planned: ScoreArgs, k_scale: Optional[float] = None,
-             v_scale: Optional[float] = None, sinks: Any = None,
+             v_scale: Optional[float] = None,
+             state_inputs: Optional[Dict[str, Any]] = None,
              q_scale: Optional[float] = None) -> Any:
         """run() past its fast path; `planned`: the score options run() was
         given again (checked against plan()'s, or forward()'s). q_scale and
@@ -551,33 +554,38 @@ class SingleLevelWrapper:
             target = self._variant(replace(cfg, sm_scale=cfg.effective_sm_scale * fold),
                                    target._causal)
         result = target._launch(q, paged_kv_cache, out, lse, return_lse,
-                                ks if fp8 else 1.0, vs if fp8 else 1.0, sinks)
+                                ks if fp8 else 1.0, vs if fp8 else 1.0, state_inputs)
         if not fp8 and vs != 1.0:
             scale_in_place(result[0] if return_lse else result, vs)
         return result
 
     def _launch(self, q: Any, paged_kv_cache: Any, out: Any, lse: Any, return_lse: bool,
-                k_scale: float, v_scale: float, sinks: Any) -> Any:
-        """The kernels (or the CPU reference) of this wrapper's plan."""
-        if (sinks is not None) != self._sinks:
-            self._sinks = sinks is not None
+                k_scale: float, v_scale: float,
+                state_inputs: Optional[Dict[str, Any]]) -> Any:
+        """The kernels (or the CPU reference) of this wrapper's plan;
+        `state_inputs`: {name: tensor} (None values are not given)."""
+        given = {k: v for k, v in (state_inputs or {}).items() if v is not None}
+        if tuple(given) != self._state_inputs:
+            self._state_inputs = tuple(given)
             if self._engine is not None:
-                # The kernels with sinks differ from those without: plan again.
+                # Kernels that take other state inputs: plan again.
                 assert self._replan is not None
                 self._replan()
         if self._engine is not None:
             return self._engine.run(q, paged_kv_cache, out, lse, return_lse,
-                                    k_scale=k_scale, v_scale=v_scale, sinks=sinks)
+                                    k_scale=k_scale, v_scale=v_scale,
+                                    state_inputs=given or None)
         from .cascade import _reference_outputs
         assert self._levels is not None and self._config is not None
         return _reference_outputs(self._config, self._causal, self._levels, q,
                                   paged_kv_cache, out, lse, return_lse, k_scale, v_scale,
-                                  sinks)
+                                  given or None)
 
     def _run_checked(self, q: Any, paged_kv_cache: Any, args: Tuple[Any, ...], out: Any,
                      lse: Any, return_lse: bool, planned: ScoreArgs,
                      q_scale: Optional[float] = None, k_scale: Optional[float] = None,
-                     v_scale: Optional[float] = None, sinks: Any = None,
+                     v_scale: Optional[float] = None,
+                     state_inputs: Optional[Dict[str, Any]] = None,
                      **unsupported: Any) -> Any:
         if args:
             raise TypeError("run() takes q and paged_kv_cache positionally; pass the "
@@ -585,7 +593,7 @@ class SingleLevelWrapper:
         for name, value in unsupported.items():
             reject(name, value)
         return self._run(q, paged_kv_cache, out, lse, return_lse, planned,
-                         k_scale, v_scale, sinks, q_scale)
+                         k_scale, v_scale, state_inputs, q_scale)
 
     def run_return_lse(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any:
         """run(..., return_lse=True): (o, lse), as FlashInfer's

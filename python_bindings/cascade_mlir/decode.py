@@ -73,14 +73,14 @@ class BatchDecodeWithPagedKVCacheWrapper(SingleLevelWrapper):
             q_len_per_req: Optional[int] = 1, **planned: Any) -> Any:
         """FlashInfer's run(); `planned`: the score options FlashInfer's
         run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
-        if (self._fast_run is not None and not self._sinks and not args and not planned
+        if (self._fast_run is not None and not self._state_inputs and not args and not planned
                 and _is_one(q_scale) and _is_one(k_scale) and _is_one(v_scale)
                 and sinks is None and q_len_per_req == 1):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         reject("q_len_per_req", q_len_per_req, 1)
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse, planned,
                                  q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-                                 sinks=sinks)
+                                 state_inputs={"sinks": sinks})
 
     @flashinfer_signature("BatchDecodeWithPagedKVCacheWrapper.forward")
     def forward(self, q: Any, paged_kv_cache: Any, q_scale: Optional[float] = None,

@@ -71,26 +71,43 @@ class Group:
     """One kind of attention level: decode (one query per request) or
     prefill, causal or not, writing its output or accumulating into it (a
     cascade level after the first), with FlashInfer's custom mask or not
-    (prefill only; it replaces the causal mask), with attention sinks or
-    not (one f32 logit per query head joining the softmax; a cascade gives
-    them to one level, its base)."""
+    (prefill only; it replaces the causal mask), and with the state inputs
+    its kernels take, by name (docs/semantics.md, "State inputs": one f32
+    per query head acting on its softmax state; a cascade gives them to one
+    level, its base)."""
 
     decode: bool
     causal: bool = False
     accumulate: bool = False
     custom_mask: bool = False
-    sinks: bool = False
+    state_inputs: Tuple[str, ...] = ()
 
     @property
     def name(self) -> str:
         return ("decode" if self.decode else "prefill") + \
             ("-causal" if self.causal else "") + ("-acc" if self.accumulate else "") + \
-            ("-mask" if self.custom_mask else "") + ("-sink" if self.sinks else "")
+            ("-mask" if self.custom_mask else "") + \
+            "".join("-" + name for name in self.state_inputs)
 
-    def as_dict(self) -> Dict[str, bool]:
+    def as_dict(self) -> Dict[str, Any]:
         return {"decode": self.decode, "causal": self.causal,
                 "accumulate": self.accumulate, "custom_mask": self.custom_mask,
-                "sinks": self.sinks}
+                "state_inputs": list(self.state_inputs)}
+
+
+#: The state inputs the compiler implements (docs/semantics.md, "State
+#: inputs"; CascadeOps.td lists them, common/StateInputs.cpp folds them): a
+#: key naming another is refused here, before a compile.
+STATE_INPUTS = ("sinks",)
+
+
+def state_inputs_of(groups: Iterable[Group]) -> Tuple[str, ...]:
+    """The state inputs of some levels' groups, each once, in order: what
+    the one level that takes them for a cascade (its base) takes."""
+    names: List[str] = []
+    for g in groups:
+        names += [n for n in g.state_inputs if n not in names]
+    return tuple(names)
 
 
 def check_group(cfg: AttentionConfig, group: Group) -> None:
@@ -124,8 +141,11 @@ def parse_key(key: str) -> ParsedKey:
         kind = parts[0].split("-")
         group = Group(decode=kind[0] == "decode", causal="causal" in kind,
                       accumulate="acc" in kind, custom_mask="mask" in kind,
-                      sinks="sink" in kind)
-        if kind[0] not in ("decode", "prefill") or group.name != parts[0]:
+                      state_inputs=tuple(k for k in kind[1:]
+                                         if k not in ("causal", "acc", "mask")))
+        if kind[0] not in ("decode", "prefill") or group.name != parts[0] or \
+                len(set(group.state_inputs)) != len(group.state_inputs) or \
+                not all(n in STATE_INPUTS for n in group.state_inputs):
             raise ValueError
         cfg = AttentionConfig.from_key(".".join(parts[1:]))
     except (ValueError, IndexError, TypeError):
@@ -243,8 +263,10 @@ def _gpu_test_set() -> List[str]:
                            groups=prefill_groups, pos_encoding="rope_llama")
     # Attention sinks (tests/gpu/test_gpu_sinks.py): decode and prefill
     # levels that add them.
-    sink_groups = (Group(decode=True, sinks=True), Group(decode=False, sinks=True),
-                   Group(decode=False, causal=True, sinks=True))
+    sinks = ("sinks",)
+    sink_groups = (Group(decode=True, state_inputs=sinks),
+                   Group(decode=False, state_inputs=sinks),
+                   Group(decode=False, causal=True, state_inputs=sinks))
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), groups=sink_groups)
     keys += _attention_set([(32, 4, 64)], dtypes=("bf16",), groups=sink_groups + (decode,))
     # head_dim_vo (tests/gpu/test_gpu_head_dim_vo.py): prefill over (k, v)

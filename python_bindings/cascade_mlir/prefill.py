@@ -81,13 +81,13 @@ class BatchPrefillWithPagedKVCacheWrapper(SingleLevelWrapper):
             enable_pdl: Optional[bool] = None, sinks: Any = None, **planned: Any) -> Any:
         """FlashInfer's run(); `planned`: the score options FlashInfer's
         run() repeats (config.RUN_SCORE_OPTIONS), checked against plan()'s."""
-        if (self._fast_run is not None and not self._sinks and not args and not planned
+        if (self._fast_run is not None and not self._state_inputs and not args and not planned
                 and _is_one(q_scale) and _is_one(k_scale) and _is_one(v_scale)
                 and sinks is None):
             return self._fast_run(q, paged_kv_cache, out, lse, return_lse)  # host cost
         return self._run_checked(q, paged_kv_cache, args, out, lse, return_lse, planned,
                                  q_scale=q_scale, k_scale=k_scale, v_scale=v_scale,
-                                 sinks=sinks)
+                                 state_inputs={"sinks": sinks})
 
     @flashinfer_signature("BatchPrefillWithPagedKVCacheWrapper.forward")
     def forward(self, q: Any, paged_kv_cache: Any, causal: bool = False,
@@ -139,7 +139,7 @@ class BatchAttentionWithAttentionSinkWrapper(BatchPrefillWithPagedKVCacheWrapper
                          paged_kv_indptr_buf, paged_kv_indices_buf,
                          paged_kv_last_page_len_buf, custom_mask_buf, mask_indptr_buf,
                          backend)
-        self._sinks = True  # plan() plans the kernels with sinks
+        self._state_inputs = ("sinks",)  # plan() plans the kernels with sinks
 
     def run(self, q: Any, paged_kv_cache: Any, *args: Any, **kwargs: Any) -> Any:
         if len(args) > 2:

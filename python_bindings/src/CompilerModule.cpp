@@ -113,7 +113,8 @@ std::string multiLevelIr(const py::dict &config, int64_t numLevels,
   });
 }
 
-/// groups: dicts {decode, causal, accumulate[, custom_mask, sinks]}; each
+/// groups: dicts {decode, causal, accumulate[, custom_mask, state_inputs
+/// (a list of names)]}; each
 /// gets an unsplit and a split kernel (and the split kernel's merge), in the
 /// configuration's KV form. The GIL is released while compiling: threads
 /// compile in parallel.
@@ -133,7 +134,8 @@ void compileAttentionBundle(const py::dict &config, const py::list &groups,
     group.causal = g["causal"].cast<bool>();
     group.accumulate = g["accumulate"].cast<bool>();
     group.customMask = flag("custom_mask");
-    group.sinks = flag("sinks");
+    if (g.contains("state_inputs"))
+      group.stateInputs = g["state_inputs"].cast<std::vector<std::string>>();
     gs.push_back(group);
   }
   std::string err;

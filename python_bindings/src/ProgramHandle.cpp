@@ -216,12 +216,13 @@ public:
   }
 
   /// k_scale / v_scale: None is 1, as FlashInfer's run() takes them.
-  /// sinks: the attention sinks, float32 [num_qo_heads] on q's device,
-  /// required exactly when the planned kernels take them.
+  /// state_inputs: {name: tensor}, the state inputs (float32
+  /// [num_qo_heads] on q's device each), required exactly when the planned
+  /// kernels take them.
   py::object run(py::handle q, py::handle kv, py::handle out, py::handle lse,
                  bool returnLse, py::handle kvShared,
                  std::optional<float> kScaleArg, std::optional<float> vScaleArg,
-                 py::handle sinks) {
+                 py::handle stateInputs) {
     if (!planned_)
       throw py::value_error("run() before plan(): call plan() first");
     const float kScale = kScaleArg.value_or(1.f);
@@ -246,22 +247,9 @@ public:
         throw py::value_error("k_shared and v_shared are required");
       c.bindKv(kvShared, 1, stream, ptrs, counts, alive);
     }
-    // Whether the plan takes sinks is the runtime's check (Program::run).
-    if (!sinks.is_none()) {
-      TensorArg ts = probe(sinks, "sinks", stream);
-      alive.push_back(ts.keepAlive);
-      if (ts.dtype != ElemType::F32 || ts.ndim != 1 ||
-          ts.shape[0] != sig_.config.numQoHeads || !ts.contiguous())
-        throw py::value_error(
-            "sinks must be a contiguous float32 tensor of [num_qo_heads] = [" +
-            std::to_string(sig_.config.numQoHeads) + "], got " +
-            ts.shapeString());
-      if (ts.device != tq.device)
-        throw py::value_error("sinks must be on q's device (" +
-                              tq.deviceString() + "), got " +
-                              ts.deviceString());
-      setRole(ptrs, counts, Role::Sinks, ts);
-    }
+    if (!stateInputs.is_none())
+      bindStateInputs(py::reinterpret_borrow<py::dict>(stateInputs), tq, stream,
+                      ptrs, counts, alive);
     if (!out.is_none())
       alive.push_back(c.checkOut(out, tq, stream).keepAlive);
     if (!lse.is_none())
@@ -450,8 +438,9 @@ public:
     int variant = 0;
     RowStrides strides;
     try {
-      // Sinks come only through run(): its Python kernel passes them.
-      if (!planned_ || sig_.sharedSlot || program_.takesSinks())
+      // State inputs come only through run(): its Python kernel passes
+      // them.
+      if (!planned_ || sig_.sharedSlot || !program_.stateInputs().empty())
         return 1;
       Checker ch{sig_, program_.numRows(), program_.rowCapacity(), maxPageId_,
                  pagedSlot0_};
@@ -543,6 +532,39 @@ public:
   }
 
 private:
+  /// Binds the state inputs `inputs` ({name: tensor}); that every input
+  /// the plan takes is given is the runtime's check (Program::run).
+  void bindStateInputs(const py::dict &inputs, const TensorArg &tq,
+                       int64_t stream, std::array<uint64_t, kNumRoles> &ptrs,
+                       std::array<int64_t, kNumRoles> &counts,
+                       std::vector<py::object> &alive) {
+    for (auto [key, value] : inputs) {
+      const std::string name = py::str(key);
+      if (value.is_none())
+        continue;
+      const Role role = program_.stateInputRole(name);
+      if (role == Role::Count)
+        throw py::value_error(name +
+                              " given, but this plan's kernels take none: "
+                              "plan with " +
+                              name);
+      TensorArg ts = probe(value, name.c_str(), stream);
+      alive.push_back(ts.keepAlive);
+      if (ts.dtype != ElemType::F32 || ts.ndim != 1 ||
+          ts.shape[0] != sig_.config.numQoHeads || !ts.contiguous())
+        throw py::value_error(
+            name +
+            " must be a contiguous float32 tensor of [num_qo_heads] = [" +
+            std::to_string(sig_.config.numQoHeads) + "], got " +
+            ts.shapeString());
+      if (ts.device != tq.device)
+        throw py::value_error(name + " must be on q's device (" +
+                              tq.deviceString() + "), got " +
+                              ts.deviceString());
+      setRole(ptrs, counts, role, ts);
+    }
+  }
+
   static void setRole(std::array<uint64_t, kNumRoles> &ptrs,
                       std::array<int64_t, kNumRoles> &counts, Role role,
                       const TensorArg &a) {
@@ -612,7 +634,7 @@ void bindProgram(py::module_ &m) {
            py::arg("out") = py::none(), py::arg("lse") = py::none(),
            py::arg("return_lse") = false, py::arg("kv_shared") = py::none(),
            py::arg("k_scale") = py::none(), py::arg("v_scale") = py::none(),
-           py::arg("sinks") = py::none())
+           py::arg("state_inputs") = py::none())
       .def_property_readonly("num_rows", &ProgramHandle::numRows)
       .def_property_readonly(
           "copy_fallbacks",

@@ -430,15 +430,20 @@ py::tuple refCascade(const F32Array &q, const std::vector<F32Array> &kv,
       {q.shape(0), q.shape(1), static_cast<py::ssize_t>(cache.vDim())}),
       lse({q.shape(0), q.shape(1)});
   ref::AttentionOptions opts = makeOptions(o);
-  // Attention sinks: one float32 logit per query head (kept alive here).
-  F32Array sinks;
-  if (o.contains("sinks") && !o["sinks"].is_none()) {
-    sinks = o["sinks"].cast<F32Array>();
-    if (sinks.ndim() != 1 || sinks.shape(0) != q.shape(1))
-      throw py::value_error("sinks must be [num_qo_heads] = [" +
-                            std::to_string(q.shape(1)) + "]");
-    opts.sinks = sinks.data();
-  }
+  // The state inputs ({name: values}): float32 [num_qo_heads] each (kept
+  // alive here); the reference refuses a name it does not know.
+  std::vector<F32Array> inputs;
+  if (o.contains("state_inputs") && !o["state_inputs"].is_none())
+    for (auto [key, value] : o["state_inputs"].cast<py::dict>()) {
+      if (value.is_none())
+        continue;
+      const std::string name = py::str(key);
+      inputs.push_back(value.cast<F32Array>());
+      if (inputs.back().ndim() != 1 || inputs.back().shape(0) != q.shape(1))
+        throw py::value_error(name + " must be [num_qo_heads] = [" +
+                              std::to_string(q.shape(1)) + "]");
+      opts.stateInputs.emplace_back(name, inputs.back().data());
+    }
   if (batches.size() == 1)
     check(ref::attention(batches[0], opts, out.mutable_data(),
                          lse.mutable_data()));

@@ -104,7 +104,8 @@ def test_cascade_reference_applies_sinks_once(rng):
                        np.arange(shared, dtype=np.int32), np.array([page], np.int32)),
         _runtime.Level(np.arange(b + 1, dtype=np.int32), own_indptr, own_idx, last),
     ]
-    o, lse = _runtime.ref_attention(q, [pool], levels, page, sinks=sinks)
+    o, lse = _runtime.ref_attention(q, [pool], levels, page,
+                                    state_inputs={"sinks": sinks})
     for i in range(b):
         ids = list(range(shared)) + list(own_idx[own_indptr[i]:own_indptr[i + 1]])
         n = shared * page + (own[i] - 1) * page + last[i]
@@ -117,10 +118,11 @@ def test_cascade_reference_applies_sinks_once(rng):
 
 def test_sink_groups_have_their_own_keys():
     cfg = cm.AttentionConfig(8, 2, 64, 16)
-    for group in (Group(decode=True, sinks=True),
-                  Group(decode=False, causal=True, accumulate=True, sinks=True)):
+    for group in (Group(decode=True, state_inputs=("sinks",)),
+                  Group(decode=False, causal=True, accumulate=True,
+                        state_inputs=("sinks",))):
         key = attention_key(cfg, group)
-        assert "-sink." in key
+        assert "-sinks." in key
         assert parse_key(key) == (cfg, group)
         assert key != attention_key(cfg, Group(decode=group.decode, causal=group.causal,
                                                 accumulate=group.accumulate))
@@ -140,3 +142,22 @@ def test_bad_sinks_are_refused(rng):
         s.run(q, pool)
     with pytest.raises(ValueError, match="sm_scale=0.5 differs from plan"):
         s.run(q, pool, np.zeros(hq, np.float32), 0.5)
+
+
+def test_state_inputs_are_named(rng):
+    """The reference takes state inputs by name and refuses one it does not
+    know; a key spells each after the group's flags."""
+    hq, hkv, d, page = 4, 2, 16, 4
+    pool, indptr, indices, last = paged_batch(rng, [5], page, hkv, d)
+    q = rng.standard_normal((1, hq, d)).astype(np.float32)
+    levels = [_runtime.Level(np.array([0, 1], np.int32), indptr, indices, last)]
+    with pytest.raises(ValueError, match="'bias' is not a state input"):
+        _runtime.ref_attention(q, [pool], levels, page,
+                               state_inputs={"bias": np.zeros(hq, np.float32)})
+    with pytest.raises(ValueError, match=r"sinks must be \[num_qo_heads\] = \[4\]"):
+        _runtime.ref_attention(q, [pool], levels, page,
+                               state_inputs={"sinks": np.zeros(3, np.float32)})
+    cfg = cm.AttentionConfig(8, 2, 64, 16)
+    for bad in ("decode-sinks-sinks", "decode-Sinks", "decode-sink2"):
+        with pytest.raises(ValueError, match="is not a kernel bundle key"):
+            parse_key(f"{bad}.{cfg.key()}")

@@ -19,7 +19,7 @@ if not WHEEL:
 
 #: A configuration no kernel set has: heads 40/8, head_dim 96, page 32, a
 #: window, a soft cap, an fp8 cache, sinks.
-NEW_KEY = ("prefill-causal-sink.bf16-f8e4m3.d96.h40x8.p32.nhd.pool"
+NEW_KEY = ("prefill-causal-sinks.bf16-f8e4m3.d96.h40x8.p32.nhd.pool"
            ".cap41f00000.win256")
 
 

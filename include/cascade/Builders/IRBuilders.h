@@ -28,8 +28,8 @@ using AttentionConfig = contract::AttentionConfig;
 /// One cascade.paged_attention in a function `name` (its KV form is the
 /// configuration's): a kernel group (decode or prefill, causal, accumulating,
 /// FlashInfer's custom mask as custom_mask i8 / mask_indptr i32 operands
-/// after kv_last_page_len, attention sinks as an f32 [Hqo] operand after
-/// them), split-KV or not.
+/// after kv_last_page_len, the group's state inputs as f32 [Hqo] operands
+/// after them, in the group's order), split-KV or not.
 struct AttentionCall : contract::AttentionGroup {
   bool split = false;
   /// Tensor form (value semantics, the function returns (o, lse)); else the

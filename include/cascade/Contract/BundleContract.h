@@ -114,9 +114,8 @@ inline constexpr char kMask[] = "mask";     ///< "none" or the mask dtype
 inline constexpr char kIndptr[] = "indptr"; ///< plan::kOIndptr / kMergeIndptr
 /// true on prefill kernels that take a custom mask (absent otherwise).
 inline constexpr char kCustomMask[] = "custom_mask";
-/// true on attention kernels and split merges that add attention sinks
-/// (absent otherwise).
-inline constexpr char kSinks[] = "sinks";
+// A state input's name (AttentionGroup::stateInputs) is a static too: true
+// on the attention kernels and split merges that take it, absent otherwise.
 /// false on kernels without a page table (no kv_indices parameter: request
 /// i's pages are kv_indptr[i] onwards); absent otherwise.
 inline constexpr char kPageTable[] = "page_table";
@@ -191,9 +190,11 @@ inline constexpr char kVScale[] = "v_scale";
 /// its per-request byte offsets (i32 [B+1]); docs/semantics.md.
 inline constexpr char kCustomMask[] = "custom_mask";
 inline constexpr char kMaskIndptr[] = "mask_indptr";
-/// The attention sinks of the kernels that take them: f32 [num_qo_heads],
-/// one logit per query head (docs/semantics.md).
-inline constexpr char kSinks[] = "sinks";
+// A state input (AttentionGroup::stateInputs) is a buffer parameter of an
+// attention kernel or split merge named as the input, f32 [num_qo_heads],
+// beside a static of that name, true: the runtime binds it by name from
+// the caller (Program::run).
+
 /// Element strides of q's and o's rows and heads (i64; head_dim is
 /// contiguous): attention kernels take q_stride_n / q_stride_h and, where
 /// they write o (and the split merge), o_stride_n / o_stride_h, each with

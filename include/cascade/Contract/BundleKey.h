@@ -4,8 +4,8 @@
 // directory in a kernel cache (`<root>/<chip>/<key>/`):
 //
 //   attention: `<group>.<AttentionConfig::key()>`, the group
-//              `decode|prefill` then `-causal`, `-acc`, `-mask`, `-sink` in
-//              that order
+//              `decode|prefill` then `-causal`, `-acc`, `-mask` in that
+//              order, then `-<name>` for each state input the kernels take
 //              (`prefill-causal-acc.f16-f16.d128.h32x8.p16.nhd.pool`);
 //   merges:    `merge.<v dtype>.d<head_dim>` (`merge.f16.d128`).
 //
@@ -31,13 +31,19 @@ namespace cascade::contract {
 /// The kind of attention level a bundle's kernels compute (each group
 /// yields an unsplit and a split-KV kernel).
 struct AttentionGroup {
-  bool decode = true, causal = false, accumulate = false, customMask = false,
-       sinks = false;
+  bool decode = true, causal = false, accumulate = false, customMask = false;
+  /// The state inputs the kernels take (docs/kernel-bundle.md): f32
+  /// [num_qo_heads] buffers, each a kernel parameter of its name, which the
+  /// compiler knows by name and the runtime binds by name.
+  std::vector<std::string> stateInputs;
 
   std::string name() const {
-    return std::string(decode ? "decode" : "prefill") +
-           (causal ? "-causal" : "") + (accumulate ? "-acc" : "") +
-           (customMask ? "-mask" : "") + (sinks ? "-sink" : "");
+    std::string s = std::string(decode ? "decode" : "prefill") +
+                    (causal ? "-causal" : "") + (accumulate ? "-acc" : "") +
+                    (customMask ? "-mask" : "");
+    for (const std::string &in : stateInputs)
+      s += "-" + in;
+    return s;
   }
   bool operator==(const AttentionGroup &o) const { return name() == o.name(); }
 };
@@ -103,6 +109,22 @@ inline bool parseFloatBits(std::string_view s, float &out) {
   std::memcpy(&out, &u, sizeof out);
   return true;
 }
+/// A state input's name: lower-case letters and underscores, not one of
+/// the group's flags.
+inline bool isStateInputName(std::string_view s) {
+  return !s.empty() && s != "causal" && s != "acc" && s != "mask" &&
+         s != "decode" && s != "prefill" &&
+         s.find_first_not_of("abcdefghijklmnopqrstuvwxyz_") ==
+             std::string_view::npos;
+}
+/// How many of `names` are `s`.
+inline size_t countOf(const std::vector<std::string> &names,
+                      std::string_view s) {
+  size_t n = 0;
+  for (const std::string &name : names)
+    n += name == s ? 1 : 0;
+  return n;
+}
 inline bool startsWith(std::string_view s, std::string_view p) {
   return s.substr(0, p.size()) == p;
 }
@@ -148,8 +170,9 @@ inline bool parseGroup(std::string_view s, AttentionGroup &g) {
       g.accumulate = true;
     else if (parts[i] == "mask")
       g.customMask = true;
-    else if (parts[i] == "sink")
-      g.sinks = true;
+    else if (isStateInputName(parts[i]) &&
+             countOf(g.stateInputs, parts[i]) == 0)
+      g.stateInputs.emplace_back(parts[i]);
     else
       return false;
   }

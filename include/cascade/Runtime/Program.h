@@ -33,10 +33,27 @@ namespace cascade::runtime {
 
 /// The caller's tensors of one call, by role. Levels bind the KV cache of
 /// their KV slot: slot 0 is the paged cache of run(), slot 1 a second cache
-/// (the contiguous shared prefix of the shared-prefix wrappers). Sinks: the
-/// attention sinks (f32 [Hqo]) of the kernels that take them.
-enum class Role : uint8_t { Q, O, LSE, KV0, K0, V0, KV1, K1, V1, Sinks, Count };
+/// (the contiguous shared prefix of the shared-prefix wrappers). State0,
+/// State1: the state inputs (f32 [Hqo] each; docs/kernel-bundle.md) the
+/// prepared kernels take, in the order of Program::stateInputs().
+enum class Role : uint8_t {
+  Q,
+  O,
+  LSE,
+  KV0,
+  K0,
+  V0,
+  KV1,
+  K1,
+  V1,
+  State0,
+  State1,
+  Count
+};
 constexpr size_t kNumRoles = static_cast<size_t>(Role::Count);
+/// How many state inputs one program takes at most.
+constexpr size_t kMaxStateInputs =
+    static_cast<size_t>(Role::Count) - static_cast<size_t>(Role::State0);
 
 /// Element strides of the tensors a run binds, by role: of the rows (or
 /// tokens) and heads of q and o (the kernels' q_stride_n / q_stride_h /
@@ -199,9 +216,12 @@ public:
   bool graphLaunch() const { return graphLaunch_; }
   /// Whether the last run() went through the variant's graph.
   bool lastRunUsedGraph() const { return lastRunUsedGraph_; }
-  /// Whether a prepared launch takes the attention sinks (Role::Sinks):
-  /// run() then needs them, and refuses them otherwise.
-  bool takesSinks() const { return takesSinks_; }
+  /// The state inputs the prepared kernels take, by name: input i is bound
+  /// to role State0 + i. run() needs each of them and refuses any other.
+  const std::vector<std::string> &stateInputs() const { return stateInputs_; }
+  /// The role of the state input `name`; Role::Count where the prepared
+  /// kernels take none of that name.
+  Role stateInputRole(const std::string &name) const;
 
 private:
   struct Patch {
@@ -290,7 +310,12 @@ private:
   int64_t frozenInt_ = 0, frozenFloat_ = 0;
   uint64_t frozenIntWs_ = 0, frozenFloatWs_ = 0;
   std::map<int, Variant> variants_;
-  bool graphLaunch_ = true, lastRunUsedGraph_ = false, takesSinks_ = false;
+  bool graphLaunch_ = true, lastRunUsedGraph_ = false;
+  std::vector<std::string> stateInputs_;
+  /// Adds the state inputs of the kernel `name` (its f32 buffer parameters
+  /// that are also statics, true, and not in `bound`) to stateInputs_.
+  Status collectStateInputs(const std::string &name,
+                            const ArgumentTable &bound);
   void *staging_ = nullptr;
   size_t stagingBytes_ = 0;
   cuda::CUevent copied_ = nullptr;

@@ -168,12 +168,16 @@ struct AttentionOptions {
   /// logits (with sm_scale), v_scale the output; 1 for f16/bf16 KV.
   double kScale = 1;
   double vScale = 1;
-  /// Attention sinks (null: none): numQoHeads logits in the units of the
-  /// scaled scores, each joining its head's softmax denominator once. A
-  /// state with sinks is the state without them merged with (0, sink *
-  /// log2(e)) (docs/semantics.md).
-  const float *sinks = nullptr;
+  /// The state inputs (docs/semantics.md, "State inputs"), by name:
+  /// numQoHeads values each, folded into each head's final state once (a
+  /// cascade's, not each level's). validateOptions refuses a name the
+  /// reference does not know.
+  std::vector<std::pair<std::string, const float *>> stateInputs;
 };
+
+/// Checks the options: the score options, and that each state input is
+/// one the reference knows.
+Status validateOptions(const AttentionOptions &opts);
 
 /// One attention level over a paged cache.
 struct AttentionBatch {
@@ -223,13 +227,15 @@ Status attention(const AttentionBatch &batch, const AttentionOptions &opts,
 Status attentionSplit(const AttentionBatch &batch, const AttentionOptions &opts,
                       const Plan &plan, double *outV, double *outS);
 
-/// Merges the state (0, sinks[h] * log2(e)) into every row of head h of
-/// (v [rows, Hqo, D], s [rows, Hqo]); nothing without sinks.
-void applySinks(const float *sinks, int64_t rows, int64_t numQoHeads,
-                int64_t headDim, double *v, double *s);
+/// Folds opts' state inputs into every row of (v [rows, Hqo, D],
+/// s [rows, Hqo]), in order; nothing without them.
+void applyStateInputs(const AttentionOptions &opts, int64_t rows,
+                      int64_t numQoHeads, int64_t headDim, double *v,
+                      double *s);
 
 /// A multi-level cascade: the merge of every level's state, causal (if
-/// opts.causal) on the last level only, and the sinks (if any) once.
+/// opts.causal) on the last level only, and the state inputs (if any)
+/// once.
 Status cascade(const std::vector<AttentionBatch> &levels,
                const AttentionOptions &opts, double *outV, double *outS);
 

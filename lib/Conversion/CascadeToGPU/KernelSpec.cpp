@@ -1,6 +1,7 @@
 //===- KernelSpec.cpp - What a cascade kernel is specialised on -----------===//
 
 #include "KernelSpec.h"
+#include "common/StateInputs.h"
 
 #include "cascade/Contract/BundleContract.h"
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
@@ -31,6 +32,14 @@ static Attribute lseBaseStatic(Builder &b, bool baseE) {
 
 static MemRefType flat(Type elementType) { return flatMemRefType(elementType); }
 
+/// What the state inputs `names` add to a kernel's name.
+static std::string stateInputSuffixes(ArrayRef<StringRef> names) {
+  std::string s;
+  for (StringRef n : names)
+    s += findStateInputHook(n)->suffix.str();
+  return s;
+}
+
 //===----------------------------------------------------------------------===//
 // MergeSpec
 //===----------------------------------------------------------------------===//
@@ -38,8 +47,8 @@ static MemRefType flat(Type elementType) { return flatMemRefType(elementType); }
 bool MergeSpec::operator==(const MergeSpec &o) const {
   return kind == o.kind && headDim == o.headDim && vType == o.vType &&
          baseE == o.baseE && maskType == o.maskType && numHeads == o.numHeads &&
-         indptr == o.indptr && accumulate == o.accumulate && sinks == o.sinks &&
-         config == o.config;
+         indptr == o.indptr && accumulate == o.accumulate &&
+         stateInputs == o.stateInputs && config == o.config;
 }
 
 StringRef MergeSpec::opName() const {
@@ -62,7 +71,7 @@ std::string MergeSpec::name() const {
   os << "cascade_" << opName() << "_" << dtypeName(vType) << "_d" << headDim;
   if (kind == MergeKind::Indptr)
     os << "_h" << numHeads << (indptr == cplan::kOIndptr ? "_byreq" : "_byrow")
-       << (accumulate ? "_acc" : "") << (sinks ? "_sink" : "");
+       << (accumulate ? "_acc" : "") << stateInputSuffixes(stateInputs);
   os << (baseE ? "_be" : "_b2");
   if (maskType)
     os << "_mask" << dtypeName(maskType);
@@ -102,8 +111,8 @@ SmallVector<KernelParam> MergeSpec::params(MLIRContext *ctx) const {
     SmallVector<KernelParam> p = {
         mem(indptr, b.getI32Type()), mem(cplan::kTmpV, f32),
         mem(cplan::kTmpS, f32), mem(cparam::kO, vType), mem(cparam::kLse, f32)};
-    if (sinks)
-      p.push_back(mem(cparam::kSinks, f32));
+    for (StringRef in : stateInputs)
+      p.push_back(mem(in, f32));
     if (byRow()) {
       // Rows past qo_indptr[batch_size] (the slack of a CUDA-graph plan
       // sized for row_capacity) are left alone.
@@ -135,8 +144,8 @@ SmallVector<NamedAttribute> MergeSpec::statics(Builder &b) const {
   if (kind == MergeKind::Indptr) {
     s.push_back(b.getNamedAttr(ckey::kIndptr, b.getStringAttr(indptr)));
     s.push_back(b.getNamedAttr(ckey::kAccumulate, b.getBoolAttr(accumulate)));
-    if (sinks)
-      s.push_back(b.getNamedAttr(ckey::kSinks, b.getBoolAttr(true)));
+    for (StringRef in : stateInputs)
+      s.push_back(b.getNamedAttr(in, b.getBoolAttr(true)));
   }
   s.push_back(
       b.getNamedAttr(ckey::kKernelFamily, b.getStringAttr(cfamily::kMerge)));
@@ -219,10 +228,11 @@ bool AttentionSpec::operator==(const AttentionSpec &o) const {
          pageSize == o.pageSize && hnd == o.hnd && pool == o.pool &&
          decode == o.decode && causal == o.causal && split == o.split &&
          accumulate == o.accumulate && customMask == o.customMask &&
-         epilogueSinks() == o.epilogueSinks() && pageTable == o.pageTable &&
-         qType == o.qType && kvType == o.kvType && oType == o.oType &&
-         score == o.score && baseE == o.baseE && config == o.config &&
-         fp8DirectK == o.fp8DirectK && fp8DirectV == o.fp8DirectV;
+         epilogueStateInputs() == o.epilogueStateInputs() &&
+         pageTable == o.pageTable && qType == o.qType && kvType == o.kvType &&
+         oType == o.oType && score == o.score && baseE == o.baseE &&
+         config == o.config && fp8DirectK == o.fp8DirectK &&
+         fp8DirectV == o.fp8DirectV;
 }
 
 StringRef AttentionSpec::opName() const {
@@ -255,8 +265,7 @@ std::string AttentionSpec::name() const {
     os << "_win" << score.windowLeft;
   if (customMask)
     os << "_cmask";
-  if (epilogueSinks())
-    os << "_sink";
+  os << stateInputSuffixes(epilogueStateInputs());
   if (score.rope())
     os << "_rope" << hex(score.ropeScale) << "x" << hex(score.ropeTheta);
   if (score.alibi())
@@ -336,8 +345,8 @@ SmallVector<KernelParam> AttentionSpec::params(MLIRContext *ctx) const {
     p.push_back(mem(cparam::kCustomMask, b.getI8Type()));
     p.push_back(mem(cparam::kMaskIndptr, i32));
   }
-  if (epilogueSinks())
-    p.push_back(mem(cparam::kSinks, f32));
+  for (StringRef in : epilogueStateInputs())
+    p.push_back(mem(in, f32));
   if (split) {
     p.push_back(mem(cplan::kRequestIndices, i32));
     p.push_back(mem(cplan::kKvTileIndices, i32));
@@ -458,8 +467,8 @@ SmallVector<NamedAttribute> AttentionSpec::statics(Builder &b) const {
         b.getNamedAttr(ckey::kHeadDimVo, b.getI64IntegerAttr(headDimVo)));
   if (customMask)
     s.push_back(b.getNamedAttr(ckey::kCustomMask, b.getBoolAttr(true)));
-  if (epilogueSinks())
-    s.push_back(b.getNamedAttr(ckey::kSinks, b.getBoolAttr(true)));
+  for (StringRef in : epilogueStateInputs())
+    s.push_back(b.getNamedAttr(in, b.getBoolAttr(true)));
   if (!pageTable)
     s.push_back(b.getNamedAttr(ckey::kPageTable, b.getBoolAttr(false)));
   // The runtime plans a prefill level with the kernel's query tile.
@@ -498,7 +507,7 @@ MergeSpec AttentionSpec::splitMerge() const {
   m.numHeads = numQoHeads;
   m.indptr = decode ? cplan::kOIndptr : cplan::kMergeIndptr;
   m.accumulate = accumulate;
-  m.sinks = sinks;
+  m.stateInputs = stateInputs;
   // ~128 threads a block, head_dim / 8 per state.
   int64_t tpt = headDimVo / 8, tpb = std::max<int64_t>(1, 128 / tpt);
   m.config = KernelConfigAttr::get(config.getContext(), KernelFamily::Merge,
@@ -540,7 +549,13 @@ mlir::cascade::analyseAttention(PagedAttentionOp op, KernelConfigAttr config,
   c.split = !op.getPlan().empty();
   c.causal = !c.decode && op.getCausal();
   c.customMask = op.hasCustomMask();
-  c.sinks = static_cast<bool>(op.getSinks());
+  for (auto [name, value] : op.getPresentStateInputs()) {
+    if (!findStateInputHook(name))
+      return op.emitError("no kernel implements the state input '")
+                 << name << "'",
+             failure();
+    c.stateInputs.push_back(name);
+  }
   c.pageTable = !op.hasIdentityPages();
   c.accumulate = op.getAccumulate();
   c.score = getScoreOptions(op);

@@ -47,9 +47,9 @@ struct MergeSpec {
   int64_t numHeads = 0;
   std::string indptr;
   bool accumulate = false;
-  /// Indptr: the level's attention sinks join each merged state (a sinks
-  /// parameter, f32 [numHeads]).
-  bool sinks = false;
+  /// Indptr: the level's state inputs (common/StateInputs.h), folded into
+  /// each merged state (a parameter of each name, f32 [numHeads]).
+  SmallVector<StringRef, 1> stateInputs;
   KernelConfigAttr config;
 
   bool operator==(const MergeSpec &o) const;
@@ -85,11 +85,11 @@ struct AttentionSpec {
        accumulate = false;
   /// Prefill with a custom mask (custom_mask / mask_indptr parameters).
   bool customMask = false;
-  /// The level has attention sinks (docs/semantics.md): an unsplit kernel
-  /// adds them in its epilogue (a sinks parameter, `_sink` in its name); a
-  /// split level's merge adds them after the chunks, and its attention
-  /// kernel is the one without sinks.
-  bool sinks = false;
+  /// The level's state inputs (common/StateInputs.h), in the op's order:
+  /// an unsplit kernel folds them in its epilogue (a parameter of each name,
+  /// the hook's suffix in its name); a split level's merge folds them after
+  /// the chunks, and its attention kernel is the one without them.
+  SmallVector<StringRef, 1> stateInputs;
   /// Pages looked up in kv_indices; without (the op has no kv_indices),
   /// request i's pages are kv_indptr[i] onwards: ragged K/V at page size 1.
   bool pageTable = true;
@@ -116,8 +116,10 @@ struct AttentionSpec {
   bool operator==(const AttentionSpec &o) const;
   /// v and the output have a head_dim of their own (head_dim_vo).
   bool splitHeadDims() const { return headDimVo != headDim; }
-  /// Whether this kernel's epilogue adds the sinks (see `sinks`).
-  bool epilogueSinks() const { return sinks && !split; }
+  /// The state inputs this kernel's epilogue folds (see `stateInputs`).
+  ArrayRef<StringRef> epilogueStateInputs() const {
+    return split ? ArrayRef<StringRef>() : ArrayRef<StringRef>(stateInputs);
+  }
   KernelFamily family() const { return config.getFamily(); }
   /// A tensor-core family (mma_sync or wgmma): query tiles of packed rows,
   /// self-scheduled prefill grids and dynamic shared memory.

@@ -210,7 +210,8 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
     v.buffer("kv_last_page_len", op.getKvLastPageLen());
     v.buffer("custom_mask", op.getCustomMask());
     v.buffer("mask_indptr", op.getMaskIndptr());
-    v.buffer("sinks", op.getSinks());
+    for (auto [name, value] : op.getPresentStateInputs())
+      v.buffer(name, value);
     v.rowsStrided("o", op.getO());
     v.buffer("lse", op.getLse());
     Value rows = dim(b, loc, op.getQ(), 0);

@@ -501,8 +501,9 @@ struct AutoCascadeAttentionLowering : OpConversionPattern<PagedAttentionOp> {
       ownOp.getKvIndicesMutable().assign(own[2]);
       ownOp.getKvLastPageLenMutable().assign(own[3]);
       ownOp.setAccumulate(true);
-      // The sinks joined the shared level's state: once.
-      ownOp.getSinksMutable().clear();
+      // The state inputs joined the shared level's state: once.
+      for (StringRef name : PagedAttentionOp::getStateInputNames())
+        ownOp.getStateInputMutable(name)->clear();
       emitPlannedLevel(rewriter, ownOp, ownPlan);
       rewriter.eraseOp(ownOp);
     }

@@ -54,13 +54,26 @@ TEST(BundleKey, EveryOptionRoundTrips) {
   c.score.ropeTheta = 5e5f;
   c.lseBase = LseBase::BaseE;
   c.headDimVo = 64;
-  AttentionGroup g{false, true, true, false, true};
+  AttentionGroup g{false, true, true, false, {"sinks"}};
   std::string key = g.name() + "." + c.key();
   BundleKey k = parse(key);
   EXPECT_EQ(k.config, c);
   EXPECT_EQ(k.group, g);
   EXPECT_EQ(k.str(), key);
-  EXPECT_EQ(g.name(), "prefill-causal-acc-sink");
+  EXPECT_EQ(g.name(), "prefill-causal-acc-sinks");
+}
+
+TEST(BundleKey, StateInputs) {
+  // Each state input by name after the flags, in the group's order; a
+  // name is lower-case letters and underscores, once, and not a flag.
+  BundleKey k = parse("decode-sinks-per_head.f16-f16.d128.h32x8.p16.nhd.pool");
+  EXPECT_EQ(k.group.stateInputs,
+            (std::vector<std::string>{"sinks", "per_head"}));
+  EXPECT_EQ(k.str(), "decode-sinks-per_head.f16-f16.d128.h32x8.p16.nhd.pool");
+  for (const char *bad : {"decode-sinks-sinks", "decode-Sinks", "decode-sink2",
+                          "decode-sinks-causal", "decode-", "decode-prefill"})
+    EXPECT_NE(error(std::string(bad) + ".f16-f16.d128.h32x8.p16.nhd.pool"), "")
+        << bad;
 }
 
 TEST(BundleKey, HeadDimVo) {

@@ -567,7 +567,7 @@ TEST(RefAttention, SinksJoinTheDenominatorOnce) {
                           ref::KvLayout::NHD, true);
   const float sinks[hqo] = {0.75f, -2.5f};
   ref::AttentionOptions opts;
-  opts.sinks = sinks;
+  opts.stateInputs = {{"sinks", sinks}};
   std::vector<double> v(2 * hqo * d), s(2 * hqo);
   ASSERT_TRUE(ref::attention(p.attn, opts, v.data(), s.data()).ok());
   const int64_t kvLen = ref::kvLength(p.attn, 0);
@@ -610,4 +610,23 @@ TEST(RefAttention, SinksJoinTheDenominatorOnce) {
     for (int64_t i = 0; i < d; ++i)
       EXPECT_NEAR(cv[h * d + i], v[h * d + i], 1e-12);
   }
+}
+
+// A state input the reference does not know is refused before any data is
+// read, by name; so is one without values.
+TEST(RefAttention, UnknownStateInputsAreRefused) {
+  std::mt19937_64 rng(12);
+  Problem p = makeProblem(rng, {3}, {1}, 4, 2, 1, 8, ref::KvLayout::NHD, true);
+  const float values[2] = {0.f, 0.f};
+  std::vector<double> v(2 * 8), s(2);
+  ref::AttentionOptions opts;
+  opts.stateInputs = {{"bias", values}};
+  Status st = ref::attention(p.attn, opts, v.data(), s.data());
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("'bias' is not a state input"), std::string::npos)
+      << st.message();
+  opts.stateInputs = {{"sinks", nullptr}};
+  EXPECT_FALSE(ref::attention(p.attn, opts, v.data(), s.data()).ok());
+  opts.stateInputs = {{"bias", values}};
+  EXPECT_FALSE(ref::cascade({p.attn}, opts, v.data(), s.data()).ok());
 }

@@ -1,6 +1,7 @@
 //===- AttentionEpilogue.cpp - Where attention states go ------------------===//
 
 #include "common/AttentionEpilogue.h"
+#include "common/StateInputs.h"
 
 #include <cmath>
 
@@ -23,15 +24,6 @@ Value mlir::cascade::stateIndex(KernelBuilder &k, Value row, int64_t numHeads,
 Value mlir::cascade::partialRowBase(KernelBuilder &k, const AttentionArgs &args,
                                     Value req) {
   return k.toIndex(k.loadScalar(args.oIndptr, req));
-}
-
-std::pair<Value, Value> mlir::cascade::mergeSink(KernelBuilder &k, Value sinks,
-                                                 Value head, Value s2) {
-  Value sink2 = k.fmul(k.loadScalar(sinks, head), k.f32(M_LOG2E));
-  // The state (1, s2) merged with (0, sink2): its v is the weight that
-  // scales the row's output, by merge_state's rules (an empty row gets
-  // (0, sink2), two empty states (0, -inf)).
-  return k.mergeStates(k.f32(1.0), s2, k.f32(0.0), sink2);
 }
 
 //===----------------------------------------------------------------------===//
@@ -100,10 +92,11 @@ void mlir::cascade::rowsEpilogue(KernelBuilder &k, const RowsOutput &out,
     KernelBuilder::MergedState fin = k.finishRunningState({m, d, acc});
     Value outV = fin.v;
     Value outS2 = k.select(fin.empty, k.negInf(), fin.lse);
-    if (c.epilogueSinks()) {
+    if (!c.epilogueStateInputs().empty()) {
       Value head = k.add(k.mul(out.kvHead, k.idx(c.groupSize)), k.idx(g));
       Value scale;
-      std::tie(scale, outS2) = mergeSink(k, a.sinks, head, outS2);
+      std::tie(scale, outS2) = applyStateInputs(k, c.epilogueStateInputs(),
+                                                a.stateInputs, head, outS2);
       outV = k.fmul(outV, k.splat(scale));
     }
     auto ifz = scf::IfOp::create(b, k.loc, isZ0, false);
@@ -240,9 +233,10 @@ static void writeMmaRow(KernelBuilder &k, const MmaOutput &out,
   auto ifv = scf::IfOp::create(b, k.loc, row.valid, false);
   OpBuilder::InsertionGuard g(b);
   b.setInsertionPointToStart(ifv.thenBlock());
-  if (c.epilogueSinks()) {
+  if (!c.epilogueStateInputs().empty()) {
     Value scale;
-    std::tie(scale, s2) = mergeSink(k, a.sinks, row.head, s2);
+    std::tie(scale, s2) = applyStateInputs(k, c.epilogueStateInputs(),
+                                           a.stateInputs, row.head, s2);
     inv = k.fmul(inv, scale);
   }
   Value outIdx, vBase, vDst = a.o, sDst = a.lse;

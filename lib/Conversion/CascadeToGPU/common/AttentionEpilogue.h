@@ -27,12 +27,6 @@ Value stateIndex(KernelBuilder &k, Value row, int64_t numHeads, Value head);
 /// Split-KV: the first partial row of request `req` (o_indptr[req]).
 Value partialRowBase(KernelBuilder &k, const AttentionArgs &args, Value req);
 
-/// Attention sinks (docs/semantics.md): a state of base-2 lse `s2` merged
-/// with (0, sinks[head] * log2(e)). Returns the factor that scales the
-/// state's normalised v and the merged base-2 lse.
-std::pair<Value, Value> mergeSink(KernelBuilder &k, Value sinks, Value head,
-                                  Value s2);
-
 /// The end of a rows-family block: bdz slices of the tokens (thread z)
 /// hold partial states of each of the G query heads; thread x owns 8
 /// elements of head_dim from `laneOff`.

@@ -48,7 +48,8 @@ AttentionArgs mlir::cascade::AttentionArgs::bind(const AttentionSpec &spec,
   r.kvLastPageLen = a.get(cplan::kKvLastPageLen);
   r.customMask = a.lookup(cparam::kCustomMask);
   r.maskIndptr = a.lookup(cparam::kMaskIndptr);
-  r.sinks = a.lookup(cparam::kSinks);
+  for (StringRef in : spec.epilogueStateInputs())
+    r.stateInputs.push_back(a.get(in));
   r.requestIndices = a.lookup(cplan::kRequestIndices);
   r.kvTileIndices = a.lookup(cplan::kKvTileIndices);
   r.oIndptr = a.lookup(cplan::kOIndptr);
@@ -119,7 +120,8 @@ MergeArgs mlir::cascade::MergeArgs::bind(const MergeSpec &spec,
   r.tmpS = a.lookup(cplan::kTmpS);
   r.o = a.lookup(cparam::kO);
   r.lse = a.lookup(cparam::kLse);
-  r.sinks = a.lookup(cparam::kSinks);
+  for (StringRef in : spec.stateInputs)
+    r.stateInputs.push_back(a.get(in));
   r.qoIndptr = a.lookup(cplan::kQoIndptr);
   r.rowCapacity = a.lookup(cplan::kRowCapacity);
   r.batchSize = a.lookup(cplan::kBatchSize);

@@ -48,8 +48,9 @@ struct AttentionArgs {
   /// A custom mask's packed bits (i8) and per-request byte offsets (i32);
   /// null without one.
   Value customMask, maskIndptr;
-  /// The attention sinks, f32 [Hqo] (null unless the epilogue adds them).
-  Value sinks;
+  /// The buffers of the state inputs the epilogue folds, f32 [Hqo] each,
+  /// in the spec's order (AttentionSpec::epilogueStateInputs).
+  SmallVector<Value, 1> stateInputs;
   // The plan of a split-KV level.
   Value requestIndices, kvTileIndices, oIndptr, blockValidMask, kvChunkSize;
   Value tmpV, tmpS;
@@ -93,8 +94,8 @@ struct MergeArgs {
   // merge_states_indptr: rows indptr[i] .. indptr[i + 1] of tmp_v / tmp_s
   // into (o, lse); by row: the real rows are qo_indptr[batch_size].
   Value indptr, tmpV, tmpS, o, lse, qoIndptr, rowCapacity, batchSize, numRows;
-  /// The level's attention sinks, f32 [heads] (null without).
-  Value sinks;
+  /// The level's state inputs, f32 [heads] each, in the spec's order.
+  SmallVector<Value, 1> stateInputs;
   /// merge_states_indptr: element strides (i64) of o's rows and heads.
   Value oStrideN, oStrideH;
 

@@ -14,6 +14,7 @@
 #include "KernelSpec.h"
 #include "common/AttentionEpilogue.h"
 #include "common/KernelArgs.h"
+#include "common/StateInputs.h"
 #include "merge/MergeFamily.h"
 
 #include <cmath>
@@ -198,10 +199,11 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
   Value v = merged.v;
   Value s2 = k.select(merged.empty, k.negInf(), merged.lse);
-  if (c.sinks) {
-    // The level's sinks join once, after its chunks.
+  if (!c.stateInputs.empty()) {
+    // The level's state inputs fold in once, after its chunks.
     Value scale;
-    std::tie(scale, s2) = mergeSink(k, a.sinks, head, s2);
+    std::tie(scale, s2) =
+        applyStateInputs(k, c.stateInputs, a.stateInputs, head, s2);
     v = k.fmul(v, k.splat(scale));
   }
   // o may be a strided view: row `req` (a request of a decode, a query

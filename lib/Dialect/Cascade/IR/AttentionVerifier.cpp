@@ -2,7 +2,7 @@
 //
 // The checks cascade.paged_attention and cascade.multi_level_attention share:
 // q, the paged cache (pool, (k, v) pair, or the latent form's (ckv, kpe)),
-// the destinations, the fp8 scales, the sinks and the score options.
+// the destinations, the fp8 scales, the state inputs and the score options.
 //
 //===----------------------------------------------------------------------===//
 
@@ -222,14 +222,15 @@ LogicalResult mlir::cascade::detail::verifyAttention(Operation *op,
                                              lt.getElementType()))
            << ", got " << shapeStr(lt) << " " << lt.getElementType();
 
-  if (a.sinks) {
-    auto st = cast<ShapedType>(a.sinks.getType());
+  for (auto [name, value] : a.stateInputs) {
+    auto st = cast<ShapedType>(value.getType());
     if (st.getRank() != 1 || !st.getElementType().isF32() ||
         !dimsAgree(st.getDimSize(0), hqo))
-      return op->emitOpError("'sinks' must be f32 [Hqo] = [")
+      return op->emitOpError("'")
+             << name << "' must be f32 [Hqo] = ["
              << (ShapedType::isDynamic(hqo) ? std::string("?")
                                             : std::to_string(hqo))
-             << "] (one logit per query head), got " << shapeStr(st) << " "
+             << "] (one value per query head), got " << shapeStr(st) << " "
              << st.getElementType();
   }
 

@@ -158,12 +158,17 @@ constexpr char kLatentPlan[] =
     "are the heads, have no plan-phase schedule";
 
 template <typename OpTy> AttentionView viewOf(OpTy op) {
-  return AttentionView{op.getQ(),        op.getQPe(),
-                       op.getKv(),       op.getO(),
-                       op.getLse(),      static_cast<int64_t>(op.getPageSize()),
-                       op.getKvLayout(), getScoreOptions(op),
-                       op.getKScale(),   op.getVScale(),
-                       op.getSinks()};
+  return AttentionView{op.getQ(),
+                       op.getQPe(),
+                       op.getKv(),
+                       op.getO(),
+                       op.getLse(),
+                       static_cast<int64_t>(op.getPageSize()),
+                       op.getKvLayout(),
+                       getScoreOptions(op),
+                       op.getKScale(),
+                       op.getVScale(),
+                       op.getPresentStateInputs()};
 }
 
 template <typename OpTy> float effectiveSmScale(OpTy op) {

@@ -60,12 +60,12 @@ struct AttentionView {
   ScoreOptions score;
   /// The fp8 dequantization scales (null when absent).
   Value kScale, vScale;
-  /// The attention sinks, f32 [Hqo] (null when absent).
-  Value sinks;
+  /// The state inputs the op has, (name, value): each f32 [Hqo].
+  SmallVector<std::pair<StringRef, Value>, 1> stateInputs;
 };
 
 /// Verifies q (and the latent form's q_pe), the cache, the destinations,
-/// the fp8 scales, the sinks and the options of an attention op.
+/// the fp8 scales, the state inputs and the options of an attention op.
 LogicalResult verifyAttention(Operation *op, const AttentionView &a);
 
 } // namespace detail

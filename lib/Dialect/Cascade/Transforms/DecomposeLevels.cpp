@@ -75,16 +75,23 @@ struct DecomposeMultiLevel : OpRewritePattern<MultiLevelAttentionOp> {
       auto level = PagedAttentionOp::create(
           rewriter, loc, results, op.getQ(), op.getQPe(), op.getKv(), qoIndptr,
           op.getKvIndptr()[l], op.getLevelKvIndices(l),
-          op.getKvLastPageLen()[l], op.getKScale(), op.getVScale(),
-          // The sinks join the cascade's softmax once: in the first level.
-          l == 0 ? op.getSinks() : Value(),
-          /*custom_mask=*/Value(),
-          /*mask_indptr=*/Value(), plan, o, lse, op.getPageSizeAttr(),
+          op.getKvLastPageLen()[l], plan, o, lse, op.getPageSizeAttr(),
           op.getKvLayoutAttr(), causal ? rewriter.getUnitAttr() : UnitAttr(),
-          // The score options: copied whole below.
-          {}, {}, {}, {}, {}, {}, op.getLseBaseAttr(),
+          op.getLseBaseAttr(),
           accumulate ? rewriter.getUnitAttr() : UnitAttr());
-      rewriter.modifyOpInPlace(level, [&] { copyScoreOptions(op, level); });
+      rewriter.modifyOpInPlace(level, [&] {
+        // The score options and the fp8 scales: copied whole.
+        copyScoreOptions(op, level);
+        if (Value s = op.getKScale())
+          level.getKScaleMutable().assign(s);
+        if (Value s = op.getVScale())
+          level.getVScaleMutable().assign(s);
+        // The state inputs join the cascade's softmax once: in the first
+        // level.
+        if (l == 0)
+          for (auto [name, value] : op.getPresentStateInputs())
+            level.getStateInputMutable(name)->assign(value);
+      });
       return level;
     };
 

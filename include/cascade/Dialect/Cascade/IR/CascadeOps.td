@@ -160,6 +160,42 @@ defvar Cascade_AttentionOptions = (ins
     DefaultValuedAttr<F32Attr, "10000.0f">:$rope_theta,
     Cascade_DefaultLSEBase:$lse_base);
 
+/// The state inputs of an attention op (docs/semantics.md, "State inputs"):
+/// optional f32 `[Hqo]` operands, one value per query head, that act on each
+/// head's final softmax state, once per cascade. Both attention ops name
+/// them here, and only here: the verifier, the decomposition, the planner,
+/// the IR builders and the kernels' specs and launches reach them through
+/// these methods, each input's kernel hook through its name
+/// (lib/Conversion/CascadeToGPU/common/StateInputs.cpp).
+defvar Cascade_StateInputsDeclaration = [{
+    /// The state inputs' names, in operand order.
+    static ::llvm::ArrayRef<::llvm::StringLiteral> getStateInputNames() {
+      static constexpr ::llvm::StringLiteral kNames[] = {"sinks"};
+      return kNames;
+    }
+    /// The state input `name` (null when absent or not a state input).
+    ::mlir::Value getStateInput(::llvm::StringRef name) {
+      return name == "sinks" ? getSinks() : ::mlir::Value();
+    }
+    /// The operand of the state input `name`; nullopt for a name that is
+    /// not one.
+    std::optional<::mlir::MutableOperandRange>
+    getStateInputMutable(::llvm::StringRef name) {
+      if (name == "sinks")
+        return getSinksMutable();
+      return std::nullopt;
+    }
+    /// The state inputs the op has, (name, value) in operand order.
+    ::llvm::SmallVector<std::pair<::llvm::StringRef, ::mlir::Value>, 1>
+    getPresentStateInputs() {
+      ::llvm::SmallVector<std::pair<::llvm::StringRef, ::mlir::Value>, 1> r;
+      for (::llvm::StringRef n : getStateInputNames())
+        if (::mlir::Value v = getStateInput(n))
+          r.push_back({n, v});
+      return r;
+    }
+}];
+
 def Cascade_PagedAttentionOp
     : Cascade_Op<"paged_attention", [AttrSizedOperandSegments]> {
   let summary = "Attention of ragged queries over a paged KV cache";
@@ -300,6 +336,27 @@ def Cascade_PagedAttentionOp
       Cascade_TensorOrMemRef:$o,
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins UnitAttr:$accumulate));
+  // The level's core: the optional feature operands (fp8 scales, state
+  // inputs, custom mask) are set after creation through their accessors,
+  // and the score options through setScoreOptions / copyScoreOptions, so
+  // that a new one changes no caller.
+  let builders = [
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$q,
+        "::mlir::Value":$q_pe, "::mlir::ValueRange":$kv,
+        "::mlir::Value":$qo_indptr, "::mlir::Value":$kv_indptr,
+        "::mlir::Value":$kv_indices, "::mlir::Value":$kv_last_page_len,
+        "::mlir::ValueRange":$plan, "::mlir::Value":$o, "::mlir::Value":$lse,
+        "::mlir::IntegerAttr":$page_size,
+        "::mlir::cascade::KVLayoutAttr":$kv_layout, "::mlir::UnitAttr":$causal,
+        "::mlir::cascade::LSEBaseAttr":$lse_base,
+        "::mlir::UnitAttr":$accumulate), [{
+      build($_builder, $_state, resultTypes, q, q_pe, kv, qo_indptr, kv_indptr,
+            kv_indices, kv_last_page_len, /*k_scale=*/::mlir::Value(),
+            /*v_scale=*/::mlir::Value(), /*sinks=*/::mlir::Value(),
+            /*custom_mask=*/::mlir::Value(), /*mask_indptr=*/::mlir::Value(),
+            plan, o, lse, page_size, kv_layout, causal, {}, {}, {}, {}, {}, {},
+            lse_base, accumulate);
+    }]>];
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     (`q_pe` `(` $q_pe^ `:` type($q_pe) `)`)?
@@ -316,7 +373,8 @@ def Cascade_PagedAttentionOp
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
   }];
-  let extraClassDeclaration = dpsClassDeclaration # [{
+  let extraClassDeclaration = !strconcat(dpsClassDeclaration,
+      Cascade_StateInputsDeclaration, [{
     /// True when the op has no `qo_indptr`: one query per request.
     bool isDecode() { return !getQoIndptr(); }
     /// True for the latent (MLA) form: `q_pe` given, `kv` = (ckv, kpe).
@@ -331,7 +389,7 @@ def Cascade_PagedAttentionOp
     bool hasCustomMask() { return static_cast<bool>(getCustomMask()); }
     /// The softmax scale, `1/sqrt(head_dim)` when not given.
     float getEffectiveSmScale();
-  }];
+  }]);
 }
 
 def Cascade_MultiLevelAttentionOp
@@ -421,6 +479,24 @@ def Cascade_MultiLevelAttentionOp
       Cascade_TensorOrMemRef:$lse), Cascade_AttentionOptions,
       (ins OptionalAttr<DenseBoolArrayAttr>:$decode_levels,
            OptionalAttr<DenseBoolArrayAttr>:$ragged_levels));
+  // The cascade's core, as paged_attention's builder.
+  let builders = [
+    OpBuilder<(ins "::mlir::TypeRange":$resultTypes, "::mlir::Value":$q,
+        "::mlir::Value":$q_pe, "::mlir::ValueRange":$kv,
+        "::mlir::ValueRange":$qo_indptr, "::mlir::ValueRange":$kv_indptr,
+        "::mlir::ValueRange":$kv_indices, "::mlir::ValueRange":$kv_last_page_len,
+        "::mlir::ValueRange":$plans, "::mlir::Value":$o, "::mlir::Value":$lse,
+        "::mlir::IntegerAttr":$page_size,
+        "::mlir::cascade::KVLayoutAttr":$kv_layout, "::mlir::UnitAttr":$causal,
+        "::mlir::cascade::LSEBaseAttr":$lse_base,
+        "::mlir::DenseBoolArrayAttr":$decode_levels,
+        "::mlir::DenseBoolArrayAttr":$ragged_levels), [{
+      build($_builder, $_state, resultTypes, q, q_pe, kv, qo_indptr, kv_indptr,
+            kv_indices, kv_last_page_len, /*k_scale=*/::mlir::Value(),
+            /*v_scale=*/::mlir::Value(), /*sinks=*/::mlir::Value(), plans, o,
+            lse, page_size, kv_layout, causal, {}, {}, {}, {}, {}, {}, lse_base,
+            decode_levels, ragged_levels);
+    }]>];
   let assemblyFormat = [{
     `q` `(` $q `:` type($q) `)`
     (`q_pe` `(` $q_pe^ `:` type($q_pe) `)`)?
@@ -435,7 +511,8 @@ def Cascade_MultiLevelAttentionOp
     `outs` `(` $o `,` $lse `:` type($o) `,` type($lse) `)`
     attr-dict (`->` type($results)^)?
   }];
-  let extraClassDeclaration = dpsClassDeclaration # [{
+  let extraClassDeclaration = !strconcat(dpsClassDeclaration,
+      Cascade_StateInputsDeclaration, [{
     /// Number of levels of the cascade.
     unsigned getNumLevels() { return getQoIndptr().size(); }
     /// True for the latent (MLA) form: `q_pe` given, `kv` = (ckv, kpe).
@@ -457,7 +534,7 @@ def Cascade_MultiLevelAttentionOp
     float getEffectiveSmScale();
     /// Checks the optional per-level plans (CascadeOps.cpp).
     ::mlir::LogicalResult verifyPlans();
-  }];
+  }]);
 }
 
 #endif // CASCADE_DIALECT_CASCADE_IR_CASCADEOPS_TD
