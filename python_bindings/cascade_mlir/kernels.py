@@ -261,6 +261,23 @@ def _gpu_test_set() -> List[str]:
     keys += _attention_set([(32, 8, 64)], page_size=1, form="ragged", groups=masked)
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="ragged",
                            groups=prefill_groups, pos_encoding="rope_llama")
+    # Views (tests/gpu/test_gpu_strides.py): q / out views at every head_dim
+    # in the pool and pair forms (run() binds the form it is given), the
+    # ragged wrapper's page-1 pool, and caches that are one layer of a
+    # larger allocation (bf16, both layouts).
+    for form in ("pool", "pair"):
+        keys += _attention_set([(32, 8, 64), (32, 8, 128), (32, 8, 256)], form=form,
+                               groups=(decode,) + prefill_groups)
+        keys += _attention_set([(32, 8, 128)], dtypes=("bf16",), layout="hnd", form=form,
+                               groups=(decode, Group(decode=False, causal=True)))
+    keys += _attention_set([(32, 8, 128)], page_size=1, groups=prefill_groups)
+    # The engine loop (tests/gpu/test_gpu_engine_loop.py) at 28/4 heads:
+    # decode and prefill over page-16 pools and pairs, the ragged wrapper's
+    # page-1 levels.
+    for form in ("pool", "pair"):
+        keys += _attention_set([(28, 4, 128)], form=form, groups=(decode,) + prefill_groups)
+    for form in ("pool", "pair", "ragged"):
+        keys += _attention_set([(28, 4, 128)], page_size=1, form=form, groups=prefill_groups)
     # Attention sinks (tests/gpu/test_gpu_sinks.py): decode and prefill
     # levels that add them.
     sinks = ("sinks",)
