@@ -26,6 +26,13 @@ using detail::planBuffers;
 
 namespace {
 
+/// The most blocks an SM a decode plan's grid aims at (planValidated). On
+/// an H100 (32/8 heads, D128, page 16), B1-B32 x 1K-4K decodes ran fastest
+/// at 128-256 blocks, one or two an SM; the kernel's occupancy (8 and more
+/// for the rows family) split them into 4-8x as many chunks, up to 1.2x
+/// slower (issue 43; benchmarks/RESULTS.md).
+constexpr int64_t kDecodeBlocksPerSm = 2;
+
 /// Work items of the whole batch with KV chunks of `chunk` pages.
 int64_t countItems(const std::vector<int64_t> &tiles,
                    const std::vector<int64_t> &pages, int64_t chunk) {
@@ -335,7 +342,12 @@ Status detail::planValidated(const PlanInputs &in, Plan &p) {
   p.o_dtype = in.o_dtype;
   p.gqa_group_size = in.num_qo_heads / in.num_kv_heads;
   p.cuda_graph = in.cuda_graph;
-  p.grid_limit = in.num_sms * in.occupancy;
+  // A decode grid aims at kDecodeBlocksPerSm blocks an SM at most, however
+  // many the kernel could hold: a decode block streams its KV chunk, and
+  // more blocks than that only add partial states to merge.
+  p.grid_limit =
+      in.num_sms * (decode ? std::min<int64_t>(in.occupancy, kDecodeBlocksPerSm)
+                           : in.occupancy);
 
   p.num_rows = decode ? b : in.qo_indptr[b];
   p.row_capacity = p.num_rows;

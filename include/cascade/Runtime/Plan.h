@@ -206,7 +206,7 @@ struct Plan {
   DType o_dtype = DType::F16;
   bool cuda_graph = false;
   bool split_kv = false;
-  int64_t grid_limit = 0; ///< occupancy * num_sms
+  int64_t grid_limit = 0; ///< occupancy * num_sms (decode: min(occupancy, 2))
   int64_t padded_batch_size = 0;
   int64_t num_work_items = 0;
   int64_t kv_chunk_size = 0; ///< tokens

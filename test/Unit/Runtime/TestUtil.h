@@ -206,8 +206,11 @@ inline void checkPlanInvariants(const PlanInputs &in, const Plan &p) {
   if (in.fixed_split_pages > 0 && p.split_kv) {
     ASSERT_EQ(p.kv_chunk_size_pages, in.fixed_split_pages);
   }
-  // Grid: the split plan fits occupancy * num_sms (or one chunk each).
-  const int64_t grid = in.num_sms * in.occupancy;
+  // Grid: the split plan fits occupancy * num_sms, at most two blocks an
+  // SM for decode (or one chunk each).
+  const int64_t grid =
+      in.num_sms * (decode ? std::min<int64_t>(in.occupancy, 2) : in.occupancy);
+  ASSERT_EQ(p.grid_limit, grid);
   const bool searched = in.fixed_split_pages == 0 && !in.disable_split_kv;
   if (searched && p.split_kv &&
       p.kv_chunk_size_pages > std::max<int64_t>(128 / in.page_size, 1)) {
