@@ -150,6 +150,9 @@ static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
   k.storeScalar(s, a.s, t.task);
 }
 
+/// Partial states the split-KV merge loads together (buildIndptrBody).
+constexpr int64_t kIndptrMergeUnroll = 4;
+
 /// The partial states of a split-KV level: state (row, head) merges rows
 /// indptr[row] .. indptr[row + 1] of tmp_v/tmp_s (f32, base 2), where row is
 /// a request (decode, o_indptr) or a query row (prefill, merge_indptr).
@@ -186,15 +189,34 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value r0 = k.toIndex(k.loadScalar(indptr, req));
   Value r1 = k.toIndex(k.loadScalar(indptr, k.add(req, k.idx(1))));
   Value laneOff = k.mul(lane, k.idx(8));
+  // kIndptrMergeUnroll partial states an iteration, their loads issued
+  // before any is absorbed: with few states to merge (a small batch split
+  // into many chunks) the loop is bound by load latency, not bandwidth.
+  // Rows past r1 read row r1 - 1 and are absorbed as (v, -inf), which
+  // leaves the running state exactly as it is (absorbState's weight 0 and
+  // scale 1): the result is the one-at-a-time loop's, bit for bit.
   auto loop = scf::ForOp::create(
-      b, loc, r0, r1, k.idx(1), k.emptyRunningState(),
+      b, loc, r0, r1, k.idx(kIndptrMergeUnroll), k.emptyRunningState(),
       [&](OpBuilder &lb, Location l, Value r, ValueRange it) {
         KernelBuilder kk(lb, l);
-        Value sidx = kk.add(kk.mul(r, kk.idx(c.numHeads)), head);
-        Value si = kk.loadScalar(tmpS, sidx);
-        Value vi =
-            kk.load8(tmpV, kk.add(kk.mul(sidx, kk.idx(c.headDim)), laneOff));
-        scf::YieldOp::create(lb, l, kk.absorbState(it, vi, si));
+        Value lastRow = kk.sub(r1, kk.idx(1));
+        SmallVector<Value, kIndptrMergeUnroll> ss, vs;
+        for (int64_t j = 0; j < kIndptrMergeUnroll; ++j) {
+          Value rj = kk.add(r, kk.idx(j));
+          Value sidx =
+              kk.add(kk.mul(kk.minU(rj, lastRow), kk.idx(c.numHeads)), head);
+          Value si = kk.loadScalar(tmpS, sidx);
+          ss.push_back(
+              j == 0 ? si
+                     : kk.select(kk.cmp(arith::CmpIPredicate::ult, rj, r1), si,
+                                 kk.negInf()));
+          vs.push_back(
+              kk.load8(tmpV, kk.add(kk.mul(sidx, kk.idx(c.headDim)), laneOff)));
+        }
+        SmallVector<Value> state(it.begin(), it.end());
+        for (int64_t j = 0; j < kIndptrMergeUnroll; ++j)
+          state = kk.absorbState(state, vs[j], ss[j]);
+        scf::YieldOp::create(lb, l, state);
       });
   KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
   Value v = merged.v;
