@@ -44,25 +44,33 @@ Status validateCustomMask(const AttentionBatch &batch) {
   return Status::success();
 }
 
-/// The score options, as the IR verifier checks them.
-/// A state input's fold of head value `x` into one state (v [D], s).
-using StateFold = void (*)(double x, int64_t headDim, double *v, double *s);
+/// A state input's fold of its values (one per query head) into every row
+/// of (v [rows, Hqo, D], s [rows, Hqo]).
+using StateFold = void (*)(const float *values, int64_t rows,
+                           int64_t numQoHeads, int64_t headDim, double *v,
+                           double *s);
 
 /// Attention sinks: a logit in the units of the scaled scores that joins its
-/// head's softmax denominator and attends to no value, i.e. the state
+/// head's softmax denominator and attends to no value, i.e. each state
 /// merged with (0, sink * log2(e)).
-void foldSink(double sink, int64_t headDim, double *v, double *s) {
+void foldSinks(const float *sinks, int64_t rows, int64_t numQoHeads,
+               int64_t headDim, double *v, double *s) {
   std::vector<double> zero(static_cast<size_t>(headDim), 0.0);
-  const double *in[2] = {v, zero.data()};
-  double lse[2] = {*s, sink * kLog2e};
-  mergeRow<double, double>(2, in, lse, headDim, v, s);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < numQoHeads; ++h) {
+      double *row = v + (r * numQoHeads + h) * headDim;
+      const double *in[2] = {row, zero.data()};
+      double lse[2] = {s[r * numQoHeads + h], double(sinks[h]) * kLog2e};
+      mergeRow<double, double>(2, in, lse, headDim, row,
+                               s + r * numQoHeads + h);
+    }
 }
 
 /// The reference's state inputs (the compiler's are in
 /// lib/Conversion/CascadeToGPU/common/StateInputs.cpp).
 StateFold stateFold(const std::string &name) {
   if (name == "sinks")
-    return foldSink;
+    return foldSinks;
   return nullptr;
 }
 } // namespace
@@ -293,13 +301,8 @@ Status attentionRequest(const AttentionBatch &batch,
 void applyStateInputs(const AttentionOptions &opts, int64_t rows,
                       int64_t numQoHeads, int64_t headDim, double *v,
                       double *s) {
-  for (const auto &[name, values] : opts.stateInputs) {
-    const StateFold fold = stateFold(name);
-    for (int64_t r = 0; r < rows; ++r)
-      for (int64_t h = 0; h < numQoHeads; ++h)
-        fold(double(values[h]), headDim, v + (r * numQoHeads + h) * headDim,
-             s + r * numQoHeads + h);
-  }
+  for (const auto &[name, values] : opts.stateInputs)
+    stateFold(name)(values, rows, numQoHeads, headDim, v, s);
 }
 
 Status attention(const AttentionBatch &batch, const AttentionOptions &opts,

@@ -173,17 +173,18 @@ defvar Cascade_StateInputsDeclaration = [{
       static constexpr ::llvm::StringLiteral kNames[] = {"sinks"};
       return kNames;
     }
-    /// The state input `name` (null when absent or not a state input).
-    ::mlir::Value getStateInput(::llvm::StringRef name) {
-      return name == "sinks" ? getSinks() : ::mlir::Value();
-    }
     /// The operand of the state input `name`; nullopt for a name that is
-    /// not one.
+    /// not one. The one place that maps names to operands.
     std::optional<::mlir::MutableOperandRange>
     getStateInputMutable(::llvm::StringRef name) {
       if (name == "sinks")
         return getSinksMutable();
       return std::nullopt;
+    }
+    /// The state input `name` (null when absent or not a state input).
+    ::mlir::Value getStateInput(::llvm::StringRef name) {
+      std::optional<::mlir::MutableOperandRange> r = getStateInputMutable(name);
+      return r && !r->empty() ? (*r)[0].get() : ::mlir::Value();
     }
     /// The state inputs the op has, (name, value) in operand order.
     ::llvm::SmallVector<std::pair<::llvm::StringRef, ::mlir::Value>, 1>
