@@ -164,6 +164,13 @@ StringRef MergeSpec::gridParam() const {
   return byRow() ? cplan::kRowCapacity : cplan::kNumRows;
 }
 
+StringRef MergeSpec::gridAdd() const {
+  // A prefill's rows are many (and its row capacity may be far above
+  // them): its chunks are spread over rows already.
+  return kind == MergeKind::Indptr && !byRow() ? cplan::kPartialRowsCapacity
+                                               : "";
+}
+
 FailureOr<MergeSpec> mlir::cascade::analyseMerge(Operation *op,
                                                  KernelConfigAttr config) {
   MergeSpec s;

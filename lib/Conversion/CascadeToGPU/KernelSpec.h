@@ -63,11 +63,15 @@ struct MergeSpec {
   /// States merged per block and threads per state.
   int64_t statesPerBlock() const { return config.getQTile(); }
   int64_t threadsPerState() const { return headDim / 8; }
-  /// The grid is (ceil(gridParam * gridMul / statesPerBlock), 1, 1).
+  /// The grid is (ceil(gridParam * gridMul / statesPerBlock) + gridAdd, 1,
+  /// 1). A decode's split merge adds a block per partial row the plan holds
+  /// room for (partial_rows_capacity: CUDA-graph stable): the kernel spreads
+  /// each state's chunks over the spare threads (chunkGroupsLog2 in
+  /// merge/MergeKernels.cpp).
   StringRef gridParam() const;
   int64_t gridMul() const { return kind == MergeKind::Indptr ? numHeads : 1; }
   int64_t gridDiv() const { return statesPerBlock(); }
-  StringRef gridAdd() const { return ""; }
+  StringRef gridAdd() const;
   int64_t gridY() const { return 1; }
   int64_t dynamicSharedBytes() const { return 0; }
 };

@@ -231,6 +231,7 @@ template <typename OpTy> struct LaunchPattern : OpRewritePattern<OpTy> {
       for (auto [i, p] : llvm::enumerate(plan))
         v.buffer(kNames[i], p);
       v.scalar("padded_batch_size", dim(b, loc, plan[kPlanRequestIndices], 0));
+      v.scalar("partial_rows_capacity", dim(b, loc, plan[kPlanTmpS], 0));
     }
   }
 

@@ -63,6 +63,33 @@ def test_decode(gpu, cfg, batch):
     assert torch.equal(w.run(q, cache), o)
 
 
+# A decode's split merge spreads each state's chunks over as many groups of
+# threads as the grid's spare blocks allow (1 to statesPerBlock, from the
+# chunks per state): few requests with many chunks, and many with few.
+@pytest.mark.parametrize("cfg", [CONFIGS[0], CONFIGS[4], CONFIGS[5], CONFIGS[9]],
+                         ids=lambda c: "-".join(map(str, c[:7])) +
+                         ("-" + "-".join(c[7]) if c[7] else ""))
+@pytest.mark.parametrize("batch,max_pages,split", [
+    (1, 64, 1), (1, 9, 2), (2, 40, 4), (3, 50, 1), (6, 30, 2), (40, 12, 3)])
+def test_decode_split_merge_groups(gpu, cfg, batch, max_pages, split):
+    dtype, hq, hkv, d, page, layout, form, opts = cfg
+    num_pages = 4096
+    indptr, indices, last = random_batch(batch, page, max_pages, num_pages,
+                                         empty=(1,) if batch >= 3 else ())
+    cache = make_cache(num_pages, page, hkv, d, layout, form, dtype, gpu)
+    q = torch.randn(batch, hq, d, device=gpu).to(tdtype(dtype))
+    w = cm.BatchDecodeWithPagedKVCacheWrapper(workspace(gpu), layout)
+    w.plan(indptr.to(gpu), indices.to(gpu), last.to(gpu), hq, hkv, d, page,
+           q_data_type=tdtype(dtype), fixed_split_size=split, **opts)
+    o, lse = w.run(q, cache, return_lse=True)
+    eo, el = attention_ref(q, cache, layout, torch.arange(batch + 1), indptr, indices,
+                           last, page, **ref_kwargs(opts))
+    tol = TOL[str(q.dtype).replace("torch.", "")]
+    assert rel_err(o, eo) <= tol and rel_err(lse, el) <= tol
+    if batch >= 3:  # the empty request: (0, -inf)
+        assert torch.all(o[1] == 0) and torch.all(torch.isneginf(lse[1]))
+
+
 @pytest.mark.parametrize("cfg", CONFIGS, ids=lambda c: "-".join(map(str, c[:7])) +
                          ("-" + "-".join(c[7]) if c[7] else ""))
 @pytest.mark.parametrize("causal", [True, False])

@@ -23,8 +23,9 @@
 // CHECK-SAME: "plan_arrays": ["request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s"]
 // CHECK-SAME: "ptx": "kernels.ptx", "static": {"accumulate": false, "causal": false, "gqa_group_size": 4, "head_dim": 128, "kernel_family": "rows", "kv_dtype": "f16",
 // The merge of a decode's partial states: rows of o_indptr (per request),
-// 8 states of 16 threads a block.
-// CHECK-NEXT: {"block": [128, 1, 1], "dynamic_shared_bytes": 0, "grid": [{"div": 8, "mul": 32, "param": "num_rows"}, 1, 1]
+// 8 states of 16 threads a block, and a spare block per partial row over
+// which the states of a small batch spread their chunks.
+// CHECK-NEXT: {"block": [128, 1, 1], "dynamic_shared_bytes": 0, "grid": [{"add": "partial_rows_capacity", "div": 8, "mul": 32, "param": "num_rows"}, 1, 1]
 // CHECK-SAME: "name": "cascade_merge_states_indptr_f16_d128_h32_byreq_b2_t128", "op": "merge_states_indptr"
 // CHECK-SAME: "plan_arrays": ["o_indptr", "tmp_v", "tmp_s"]
 // CHECK-SAME: "static": {"accumulate": false, "head_dim": 128, "indptr": "o_indptr", "kernel_family": "merge",

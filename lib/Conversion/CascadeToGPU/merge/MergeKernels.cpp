@@ -17,6 +17,8 @@
 #include "common/StateInputs.h"
 #include "merge/MergeFamily.h"
 
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+
 #include <cmath>
 
 using namespace mlir;
@@ -153,10 +155,36 @@ static void buildStatesBody(OpBuilder &b, gpu::GPUFuncOp f,
 /// Partial states the split-KV merge loads together (buildIndptrBody).
 constexpr int64_t kIndptrMergeUnroll = 4;
 
+/// log2 of the chunk groups a state of the split-KV merge is spread over:
+/// the largest power of two G <= statesPerBlock (and dividing it) with
+/// numTasks * G <= gridDim.x * statesPerBlock. A decode's grid holds a
+/// block per statesPerBlock states plus one per partial row
+/// (MergeSpec::gridAdd), so G follows the chunks per state: a small batch
+/// split into many chunks
+/// spreads each state's chunks over up to statesPerBlock groups of threads
+/// instead of walking them one after another.
+static Value chunkGroupsLog2(KernelBuilder &k, int64_t statesPerBlock,
+                             Value numTasks) {
+  Value grid = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::x);
+  Value ratio =
+      k.div(k.mul(grid, k.idx(statesPerBlock)), k.maxS(numTasks, k.idx(1)));
+  Value lg = k.idx(0);
+  for (int64_t g = 2, l = 1; g <= statesPerBlock && statesPerBlock % g == 0;
+       g *= 2, ++l)
+    lg = k.select(k.cmp(arith::CmpIPredicate::uge, ratio, k.idx(g)), k.idx(l),
+                  lg);
+  return lg;
+}
+
 /// The partial states of a split-KV level: state (row, head) merges rows
 /// indptr[row] .. indptr[row + 1] of tmp_v/tmp_s (f32, base 2), where row is
 /// a request (decode, o_indptr) or a query row (prefill, merge_indptr).
 /// With `accumulate`, the result is merged into the state (o, lse) holds.
+///
+/// A block holds statesPerBlock slots of threadsPerState threads. G = 2^lg
+/// consecutive slots serve one state (chunkGroupsLog2): slot group j takes
+/// the state's rows r0 + j, r0 + j + G, ..., and with G > 1 the groups'
+/// states meet in shared memory, where group 0 merges them and writes.
 static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
                             const MergeSpec &c) {
   KernelBuilder k(b, f.getLoc());
@@ -168,10 +196,28 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
     rows = k.minU(rows,
                   k.toIndex(k.loadScalar(a.qoIndptr, k.toIndex(a.batchSize))));
   Value numTasks = k.mul(rows, k.idx(c.numHeads));
-  int64_t tpb = c.statesPerBlock(), tpt = c.threadsPerState();
+  int64_t spb = c.statesPerBlock(), tpt = c.threadsPerState();
+  auto wg =
+      gpu::AddressSpaceAttr::get(b.getContext(), gpu::AddressSpace::Workgroup);
+  Value vSm = f.addWorkgroupAttribution(
+      MemRefType::get({spb * tpt * 8}, b.getF32Type(),
+                      MemRefLayoutAttrInterface(), wg),
+      loc);
+  Value sSm = f.addWorkgroupAttribution(
+      MemRefType::get({spb}, b.getF32Type(), MemRefLayoutAttrInterface(), wg),
+      loc);
+  f.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
+                                b.getI64IntegerAttr(16));
+
+  Value lg = chunkGroupsLog2(k, spb, numTasks);
+  Value groups = arith::ShLIOp::create(b, loc, k.idx(1), lg);
   Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
-  Value task = k.add(k.mul(bid, k.idx(tpb)), k.div(tid, k.idx(tpt)));
-  Value lane = k.rem(tid, k.idx(tpt));
+  Value slot = k.div(tid, k.idx(tpt)), lane = k.rem(tid, k.idx(tpt));
+  Value group = arith::AndIOp::create(b, loc, slot, k.sub(groups, k.idx(1)));
+  Value firstSlot = arith::ShLIOp::create(
+      b, loc, arith::ShRUIOp::create(b, loc, slot, lg), lg);
+  Value task = k.add(k.mul(bid, arith::ShRUIOp::create(b, loc, k.idx(spb), lg)),
+                     arith::ShRUIOp::create(b, loc, slot, lg));
   Value inRange = k.cmp(arith::CmpIPredicate::ult, task, numTasks);
   Value oldS;
   if (c.accumulate) {
@@ -181,28 +227,37 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
     oldS = lseToBase2(k, k.loadScalar(lse, k.minU(task, last)), c.baseE);
     gpu::BarrierOp::create(b, loc);
   }
-  auto ifOp = scf::IfOp::create(b, loc, inRange, false);
-  OpBuilder::InsertionGuard guard(b);
-  b.setInsertionPointToStart(ifOp.thenBlock());
   Value req = k.div(task, k.idx(c.numHeads)),
         head = k.rem(task, k.idx(c.numHeads));
-  Value r0 = k.toIndex(k.loadScalar(indptr, req));
-  Value r1 = k.toIndex(k.loadScalar(indptr, k.add(req, k.idx(1))));
+  // Threads past the last state run no chunk, but reach the barriers.
+  Type idxTy = b.getIndexType();
+  auto bounds =
+      scf::IfOp::create(b, loc, TypeRange{idxTy, idxTy}, inRange, true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(bounds.thenBlock());
+    Value r0 = k.toIndex(k.loadScalar(indptr, req));
+    Value r1 = k.toIndex(k.loadScalar(indptr, k.add(req, k.idx(1))));
+    scf::YieldOp::create(b, loc, ValueRange{r0, r1});
+    b.setInsertionPointToStart(bounds.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{k.idx(0), k.idx(0)});
+  }
+  Value r0 = bounds.getResult(0), r1 = bounds.getResult(1);
   Value laneOff = k.mul(lane, k.idx(8));
   // kIndptrMergeUnroll partial states an iteration, their loads issued
-  // before any is absorbed: with few states to merge (a small batch split
-  // into many chunks) the loop is bound by load latency, not bandwidth.
-  // Rows past r1 read row r1 - 1 and are absorbed as (v, -inf), which
-  // leaves the running state exactly as it is (absorbState's weight 0 and
-  // scale 1): the result is the one-at-a-time loop's, bit for bit.
+  // before any is absorbed: with few states to merge the loop is bound by
+  // load latency, not bandwidth. Rows past r1 read row r1 - 1 and are
+  // absorbed as (v, -inf), which leaves the running state exactly as it is
+  // (absorbState's weight 0 and scale 1).
   auto loop = scf::ForOp::create(
-      b, loc, r0, r1, k.idx(kIndptrMergeUnroll), k.emptyRunningState(),
+      b, loc, k.add(r0, group), r1, k.mul(groups, k.idx(kIndptrMergeUnroll)),
+      k.emptyRunningState(),
       [&](OpBuilder &lb, Location l, Value r, ValueRange it) {
         KernelBuilder kk(lb, l);
         Value lastRow = kk.sub(r1, kk.idx(1));
         SmallVector<Value, kIndptrMergeUnroll> ss, vs;
         for (int64_t j = 0; j < kIndptrMergeUnroll; ++j) {
-          Value rj = kk.add(r, kk.idx(j));
+          Value rj = kk.add(r, kk.mul(groups, kk.idx(j)));
           Value sidx =
               kk.add(kk.mul(kk.minU(rj, lastRow), kk.idx(c.numHeads)), head);
           Value si = kk.loadScalar(tmpS, sidx);
@@ -221,6 +276,45 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   KernelBuilder::MergedState merged = k.finishRunningState(loop.getResults());
   Value v = merged.v;
   Value s2 = k.select(merged.empty, k.negInf(), merged.lse);
+
+  // G > 1 (uniform in the block): the groups' states meet in shared memory.
+  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, lane, k.idx(0));
+  auto combine =
+      scf::IfOp::create(b, loc, TypeRange{v.getType(), s2.getType()},
+                        k.cmp(arith::CmpIPredicate::ne, lg, k.idx(0)), true);
+  {
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(combine.thenBlock());
+    k.store8(v, vSm, k.mul(tid, k.idx(8)));
+    auto ifLane0 = scf::IfOp::create(b, loc, isLane0, false);
+    b.setInsertionPointToStart(ifLane0.thenBlock());
+    k.storeScalar(s2, sSm, slot);
+    b.setInsertionPointAfter(ifLane0);
+    gpu::BarrierOp::create(b, loc);
+    auto all = scf::ForOp::create(
+        b, loc, firstSlot, k.add(firstSlot, groups), k.idx(1),
+        k.emptyRunningState(),
+        [&](OpBuilder &lb, Location l, Value s, ValueRange it) {
+          KernelBuilder kk(lb, l);
+          Value vi = kk.load8(
+              vSm, kk.add(kk.mul(kk.mul(s, kk.idx(tpt)), kk.idx(8)), laneOff));
+          scf::YieldOp::create(lb, l,
+                               kk.absorbState(it, vi, kk.loadScalar(sSm, s)));
+        });
+    KernelBuilder::MergedState m = k.finishRunningState(all.getResults());
+    scf::YieldOp::create(b, loc,
+                         ValueRange{m.v, k.select(m.empty, k.negInf(), m.lse)});
+    b.setInsertionPointToStart(combine.elseBlock());
+    scf::YieldOp::create(b, loc, ValueRange{v, s2});
+  }
+  v = combine.getResult(0);
+  s2 = combine.getResult(1);
+
+  Value writes = arith::AndIOp::create(
+      b, loc, inRange, k.cmp(arith::CmpIPredicate::eq, group, k.idx(0)));
+  auto ifOp = scf::IfOp::create(b, loc, writes, false);
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPointToStart(ifOp.thenBlock());
   if (!c.stateInputs.empty()) {
     // The level's state inputs fold in once, after its chunks.
     Value scale;
@@ -237,7 +331,6 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
     std::tie(v, s2) = k.mergeStates(k.load8(o, vOff), oldS, v, s2);
   Value s = lseFromBase2(k, s2, c.baseE);
   k.store8(v, o, vOff);
-  Value isLane0 = k.cmp(arith::CmpIPredicate::eq, lane, k.idx(0));
   auto if0 = scf::IfOp::create(b, loc, isLane0, false);
   b.setInsertionPointToStart(if0.thenBlock());
   k.storeScalar(s, lse, task);
