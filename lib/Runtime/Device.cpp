@@ -3,6 +3,8 @@
 #include "cascade/Runtime/Device.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 namespace cascade::runtime {
 
@@ -51,6 +53,8 @@ Status Device::open(const DriverApi &api, int ordinal,
                     &minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
                 "cuDeviceGetAttribute"));
   d->chip_ = "sm_" + std::to_string(major) + std::to_string(minor);
+  const char *pdl = std::getenv("CASCADE_PDL");
+  d->setProgrammaticLaunch(major >= 9 && !(pdl && std::strcmp(pdl, "0") == 0));
   d->kernelChip_ = kernelChipFor(major, minor);
   out = std::move(d);
   return Status::success();
@@ -155,6 +159,30 @@ Status Device::launch(CUfunction fn, const KernelLaunch &l, void **params,
   if (r != CUDA_SUCCESS) {
     Status s = checkCuda(*api_, r, "cuLaunchKernel");
     return Status(s.code(), what + ": " + s.message());
+  }
+  return Status::success();
+}
+
+void Device::setProgrammaticLaunch(bool on) {
+  pdl_ = on && api_->cuLaunchKernelEx;
+}
+
+Status Device::launch(const PreparedLaunch &l, CUstream stream,
+                      bool dependent) const {
+  void **params = const_cast<void **>(l.params.data());
+  if (!(dependent && l.pdl && pdl_))
+    return launch(l.function, l.launch, params, stream, l.kernel);
+  const KernelLaunch &k = l.launch;
+  cuda::CudaLaunchAttribute attr{};
+  attr.id = cuda::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.priority = 1; // the union's int: programmaticStreamSerialization
+  cuda::CudaLaunchConfig config{
+      k.grid[0],  k.grid[1],     k.grid[2], k.block[0], k.block[1],
+      k.block[2], k.sharedBytes, stream,    &attr,      1};
+  CUresult r = api_->cuLaunchKernelEx(&config, l.function, params, nullptr);
+  if (r != CUDA_SUCCESS) {
+    Status s = checkCuda(*api_, r, "cuLaunchKernelEx");
+    return Status(s.code(), l.kernel + ": " + s.message());
   }
   return Status::success();
 }
@@ -345,7 +373,12 @@ bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
     const size_t n = launches.size();
     if (deps && deps->size() != n)
       return fail();
-    std::vector<CUgraphNode> on;
+    std::vector<CUgraphNode> on, to;
+    std::vector<cuda::CudaGraphEdgeData> edges;
+    // A kernel that waits for its prerequisites itself (pdl) hangs off
+    // programmatic edges: it starts while they finish.
+    const bool programmatic =
+        device_->programmaticLaunch() && api.cuGraphAddDependencies;
     auto add = [&](size_t i) {
       on.clear();
       if (!deps && i)
@@ -357,8 +390,20 @@ bool KernelGraph::launch(const std::vector<PreparedLaunch> &launches,
         on.push_back(nodes_[j]);
       }
       const CudaKernelNodeParams np = nodeParams(launches[i]);
-      return api.cuGraphAddKernelNode(&nodes_[i], graph_, on.data(), on.size(),
-                                      &np) == CUDA_SUCCESS;
+      if (!(programmatic && launches[i].pdl) || on.empty())
+        return api.cuGraphAddKernelNode(&nodes_[i], graph_, on.data(),
+                                        on.size(), &np) == CUDA_SUCCESS;
+      if (api.cuGraphAddKernelNode(&nodes_[i], graph_, nullptr, 0, &np) !=
+          CUDA_SUCCESS)
+        return false;
+      to.assign(on.size(), nodes_[i]);
+      cuda::CudaGraphEdgeData e{};
+      e.from_port = cuda::CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC;
+      e.type = cuda::CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC;
+      edges.assign(on.size(), e);
+      return api.cuGraphAddDependencies(graph_, on.data(), to.data(),
+                                        edges.data(),
+                                        on.size()) == CUDA_SUCCESS;
     };
     // Roots first, each pass in launch order.
     for (int pass = 0; pass < 2; ++pass)

@@ -110,6 +110,11 @@ Status loadDriverLibrary(const char *path, DriverApi &out) {
     api.cuCtxGetStreamPriorityRange = nullptr;
     api.cuStreamGetPriority = nullptr;
   }
+  // Optional: programmatic dependent launch (each alone).
+  std::string noPdl;
+  resolve(handle, "cuLaunchKernelEx", api.cuLaunchKernelEx, noPdl);
+  resolve(handle, "cuGraphAddDependencies_v2", api.cuGraphAddDependencies,
+          noPdl);
   // Optional: only the Hopper kernels' tensor maps need it.
   std::string noTensorMaps;
   resolve(handle, "cuTensorMapEncodeTiled", api.cuTensorMapEncodeTiled,

@@ -167,6 +167,7 @@ Status Launcher::launch(const std::string &kernel, const ArgumentTable &args,
     p.kernel = kernel;
     p.function = fn;
     p.launch = std::move(l);
+    p.pdl = spec->pdl;
     recorder_->push_back(std::move(p));
     return Status::success();
   }

@@ -158,6 +158,11 @@ Status parseKernel(const Json &k, const std::string &where, KernelSpec &out) {
     if (!getIntIn(*smem, 0, int64_t(1) << 30, out.dynamicSharedBytes))
       return schema(at + ": \"dynamic_shared_bytes\" must be a non-negative "
                          "integer");
+  if (const Json *pdl = json::find(k, mf::kPdl)) {
+    if (!pdl->is_boolean())
+      return schema(at + ": \"pdl\" must be a boolean");
+    out.pdl = pdl->get<bool>();
+  }
   if (const Json *st = json::find(k, mf::kStatic)) {
     if (!st->is_object())
       return schema(at + ": \"static\" must be an object");

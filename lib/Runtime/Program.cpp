@@ -767,8 +767,8 @@ Status Program::run(int variant, const std::array<uint64_t, kNumRoles> &ptrs,
       graph && v.graph->launch(v.launches, v.dirty, stream, &v.deps, &v.urgent);
   if (lastRunUsedGraph_)
     return Status::success();
-  for (PreparedLaunch &pl : v.launches)
-    CASCADE_RETURN_IF_ERROR(device_.launch(pl, stream));
+  for (size_t i = 0; i < v.launches.size(); ++i)
+    CASCADE_RETURN_IF_ERROR(device_.launch(v.launches[i], stream, i > 0));
   return Status::success();
 }
 

@@ -44,9 +44,14 @@ inline constexpr char kDynamicSharedBytes[] = "dynamic_shared_bytes";
 inline constexpr char kStatic[] = "static";
 inline constexpr char kParams[] = "params";
 inline constexpr char kPlanArrays[] = "plan_arrays";
+/// true: the kernel's threads wait for the grids launched before it
+/// (griddepcontrol.wait) before their first memory access, so the runtime
+/// may launch it as a programmatic dependent of the kernel before it
+/// (docs/kernel-bundle.md). Absent: false.
+inline constexpr char kPdl[] = "pdl";
 inline constexpr const char *kKernelKeys[] = {
-    kName,   kPtx,    kOp,        kBlock, kGrid, kDynamicSharedBytes,
-    kStatic, kParams, kPlanArrays};
+    kName,   kPtx,    kOp,         kBlock, kGrid, kDynamicSharedBytes,
+    kStatic, kParams, kPlanArrays, kPdl};
 
 // Keys of one parameter ("name" as above) and the parameter kinds.
 inline constexpr char kKind[] = "kind";

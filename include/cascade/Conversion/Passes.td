@@ -131,7 +131,20 @@ def ConvertCascadeToGPU : Pass<"convert-cascade-to-gpu", "::mlir::ModuleOp"> {
     buffers. `multi_level_attention` must be decomposed first
     (cascade-decompose-levels; the cascade-to-ptx pipeline does it).
     Unsupported configurations fail with one diagnostic each.
+
+    On sm_90 and newer every kernel takes part in programmatic dependent
+    launch: its threads first wait for the grids launched before it
+    (`nvvm.griddepcontrol wait`, a no-op for a plain launch) and then let
+    the grids after it start (`launch_dependents`); its manifest entry says
+    `"pdl": true`.
+
+    Example: `cascade-opt --convert-cascade-to-gpu=chip=sm_90a in.mlir`.
   }];
+  let options = [
+    Option<"chip", "chip", "std::string", /*default=*/"\"\"",
+           "The chip the kernels are built for (empty: the attached "
+           "#nvvm.target, else sm_90)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect", "::mlir::scf::SCFDialect",

@@ -33,6 +33,9 @@ struct PreparedLaunch {
   cuda::CUfunction function = nullptr;
   KernelLaunch launch;
   std::vector<void *> params;
+  /// The kernel waits for the grids before it itself (its manifest's
+  /// "pdl"): it may be launched as their programmatic dependent.
+  bool pdl = false;
   void finalize() { params = launch.paramPointers(); }
 };
 
@@ -129,6 +132,14 @@ public:
   /// Whether the driver has the graph-building entry points KernelGraph
   /// needs.
   bool canBuildGraphs() const { return api_->canBuildGraphs(); }
+  /// Programmatic dependent launch: a kernel that waits for the grids
+  /// before it itself (PreparedLaunch::pdl) and follows another kernel of
+  /// the same run starts while that one finishes (on a stream with
+  /// cuLaunchKernelEx, in a KernelGraph through programmatic edges). On by
+  /// default where the driver has the entry points; $CASCADE_PDL=0 turns
+  /// it off for the process, setProgrammaticLaunch for this device.
+  bool programmaticLaunch() const { return pdl_; }
+  void setProgrammaticLaunch(bool on);
 
   // Modules and functions.
 
@@ -155,10 +166,11 @@ public:
   /// and `params`; errors are prefixed with `what`.
   Status launch(cuda::CUfunction fn, const KernelLaunch &launch, void **params,
                 cuda::CUstream stream, const std::string &what) const;
-  Status launch(const PreparedLaunch &l, cuda::CUstream stream) const {
-    return launch(l.function, l.launch, const_cast<void **>(l.params.data()),
-                  stream, l.kernel);
-  }
+  /// `dependent`: the launch follows another kernel of the same run on
+  /// `stream`, and starts as its programmatic dependent where l.pdl and
+  /// programmaticLaunch() allow.
+  Status launch(const PreparedLaunch &l, cuda::CUstream stream,
+                bool dependent = false) const;
 
   /// cuModuleLoadDataEx of `image` with an error log (and the optimization
   /// level when `optLevel >= 0`); `log` holds the JIT's message on failure.
@@ -205,6 +217,7 @@ private:
   int ordinal_ = 0;
   cuda::CUcontext context_ = nullptr;
   int numSms_ = 0;
+  bool pdl_ = false;
   std::string chip_, kernelChip_;
   std::map<std::string, cuda::CUmodule> modules_;
   std::map<std::pair<std::string, std::string>, cuda::CUfunction> functions_;

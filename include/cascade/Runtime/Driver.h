@@ -76,6 +76,35 @@ union CudaLaunchAttributeValue {
 };
 /// cuda.h's CU_LAUNCH_ATTRIBUTE_PRIORITY.
 constexpr int CU_LAUNCH_ATTRIBUTE_PRIORITY = 8;
+/// cuda.h's CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION (value:
+/// an int, 1 = the launch may start before the previous kernel of its
+/// stream completes; the kernel itself waits with griddepcontrol.wait).
+constexpr int CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+/// cuda.h's CUlaunchAttribute: an id, padding to 8 bytes, a value.
+struct CudaLaunchAttribute {
+  int id;
+  char pad[8 - sizeof(int)];
+  CudaLaunchAttributeValue value;
+};
+/// cuda.h's CUlaunchConfig (cuLaunchKernelEx).
+struct CudaLaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CudaLaunchAttribute *attrs;
+  unsigned numAttrs;
+};
+/// cuda.h's CUgraphEdgeData (CUDA 12.3): an edge of a graph; a
+/// programmatic edge from a kernel node's programmatic port lets the
+/// downstream kernel start once every block upstream has run
+/// griddepcontrol.launch_dependents (or exited).
+struct CudaGraphEdgeData {
+  unsigned char from_port, to_port, type;
+  unsigned char reserved[5];
+};
+constexpr unsigned char CU_GRAPH_KERNEL_NODE_PORT_PROGRAMMATIC = 1;
+constexpr unsigned char CU_GRAPH_DEPENDENCY_TYPE_PROGRAMMATIC = 1;
 /// cuda.h's CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY: a graph launch
 /// schedules each kernel node at its own priority attribute instead of the
 /// launch stream's.
@@ -147,6 +176,13 @@ struct DriverApi {
                                             const CudaLaunchAttributeValue *);
   CUresult (*cuCtxGetStreamPriorityRange)(int *, int *);
   CUresult (*cuStreamGetPriority)(CUstream, int *);
+  // Optional: programmatic dependent launch, on a stream (CUDA 12.0) and
+  // as graph edges (12.3).
+  CUresult (*cuLaunchKernelEx)(const CudaLaunchConfig *, CUfunction, void **,
+                               void **);
+  CUresult (*cuGraphAddDependencies)(CUgraph, const CUgraphNode *,
+                                     const CUgraphNode *,
+                                     const CudaGraphEdgeData *, size_t);
   // Optional (null before CUDA 12.0 drivers): TMA tensor maps. The enums
   // are passed as their cuda.h values; TensorMap.h checks the description
   // and reports a missing entry point when a map is encoded.

@@ -61,6 +61,9 @@ struct KernelSpec {
   std::vector<std::pair<std::string, std::string>> statics;
   std::vector<ParamSpec> params;
   std::vector<std::string> planArrays;
+  /// The manifest's "pdl": the kernel may be launched as a programmatic
+  /// dependent of the kernel before it.
+  bool pdl = false;
 
   /// A "static" value as text ("128", "f16", "true"); "" if absent.
   std::string staticString(const std::string &key) const;

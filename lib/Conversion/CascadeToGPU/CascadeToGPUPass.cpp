@@ -183,8 +183,11 @@ void moveKernelBuffersToDevice(ModuleOp module) {
 /// The kernels of the module, one per distinct spec.
 class KernelSet {
 public:
-  explicit KernelSet(ModuleOp module)
-      : module(module), gm(getOrCreateKernelModule(module)) {}
+  /// `gridDependencies`: the kernels take part in programmatic dependent
+  /// launch (createKernel); the target chip must be sm_90 or newer.
+  KernelSet(ModuleOp module, bool gridDependencies)
+      : module(module), gm(getOrCreateKernelModule(module)),
+        gridDependencies(gridDependencies) {}
 
   /// The kernel of `spec` (built by `generate` the first time) and its
   /// launch.
@@ -237,8 +240,9 @@ private:
       return failure();
     auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid,
                                  l.dynamicSharedBytes, spec.statics(bb),
-                                 l.params, spec.planArrays());
-    l.fn = createKernel(gm, name, l.params, l.block, manifest, body);
+                                 l.params, spec.planArrays(), gridDependencies);
+    l.fn = createKernel(gm, name, l.params, l.block, manifest, body,
+                        gridDependencies);
     // The launch bound beside .maxntid (the known block size): ptxas keeps
     // the registers that many blocks an SM leave a thread.
     if (int64_t blocks = spec.config.getMinBlocksPerSm())
@@ -258,6 +262,7 @@ private:
 
   ModuleOp module;
   gpu::GPUModuleOp gm;
+  bool gridDependencies;
   std::vector<std::pair<AttentionSpec, KernelLaunch>> attention;
   std::vector<std::pair<MergeSpec, KernelLaunch>> merges;
 };
@@ -341,6 +346,7 @@ FailureOr<OpLaunches> lowerOp(KernelSet &kernels, Operation *op,
 
 struct ConvertCascadeToGPUPass
     : mlir::cascade::impl::ConvertCascadeToGPUBase<ConvertCascadeToGPUPass> {
+  using Base::Base;
   void runOnOperation() override {
     ModuleOp module = getOperation();
     if (failed(checkLayouts(module)))
@@ -376,14 +382,15 @@ struct ConvertCascadeToGPUPass
                       .getLoadedDialect<CascadeDialect>()
                       ->getKernelConfigAttrHelper();
     // Ops without a configuration get the selection pass's defaults for the
-    // chip the module targets (an attached #nvvm.target, else sm_90), as if
+    // chip (the option, an attached #nvvm.target, else sm_90), as if
     // cascade-select-kernel-config had run first.
     KernelConfigOptions defaults;
     FailureOr<const TargetInfo *> target =
-        resolveSelectionTarget(module, /*chipOption=*/"");
+        resolveSelectionTarget(module, chip);
     if (failed(target))
       return signalPassFailure();
-    KernelSet kernels(module);
+    // griddepcontrol is sm_90's (PTX ISA 7.8).
+    KernelSet kernels(module, (*target)->computeCapability >= 90);
     LaunchTable table;
     for (Operation *op : ops) {
       KernelConfigAttr config = helper.getAttr(op);

@@ -83,7 +83,9 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   CascadeLowerPlansOptions lo;
   lo.chip = o.chip;
   pm.addPass(createCascadeLowerPlans(lo));
-  pm.addPass(createConvertCascadeToGPU());
+  ConvertCascadeToGPUOptions go;
+  go.chip = o.chip;
+  pm.addPass(createConvertCascadeToGPU(go));
   if (o.ptxPerKernel)
     pm.addPass(createCascadeSplitKernelModules());
   GpuNVVMAttachTargetOptions t;

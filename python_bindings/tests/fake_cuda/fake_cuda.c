@@ -30,6 +30,7 @@ struct fn {
 struct launch {
   char name[256];
   unsigned grid[3], block[3], shared;
+  int programmatic; /* cuLaunchKernelEx with programmatic serialization */
   int nparams;
   uint64_t params[MAX_PARAMS];
 };
@@ -101,10 +102,39 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   l->grid[0] = gx; l->grid[1] = gy; l->grid[2] = gz;
   l->block[0] = bx; l->block[1] = by; l->block[2] = bz;
   l->shared = shared;
+  l->programmatic = 0;
   l->nparams = fn->nparams < MAX_PARAMS ? fn->nparams : MAX_PARAMS;
   for (int i = 0; i < l->nparams; ++i)
     memcpy(&l->params[i], params[i], 8);
   return 0;
+}
+/* cuLaunchKernelEx: recorded as cuLaunchKernel, with whether attribute 6
+   (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION) was set to 1; any
+   other attribute is refused. */
+struct launch_attribute {
+  int id;
+  char pad[4];
+  union { int value; char bytes[64]; } v;
+};
+struct launch_config {
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  void *stream;
+  struct launch_attribute *attrs;
+  unsigned nattrs;
+};
+CUresult cuLaunchKernelEx(const struct launch_config *c, void *f, void **params,
+                          void **extra) {
+  int programmatic = 0;
+  for (unsigned a = 0; a < c->nattrs; ++a) {
+    if (c->attrs[a].id != 6)
+      return 1;
+    programmatic = c->attrs[a].v.value == 1;
+  }
+  CUresult r = cuLaunchKernel(f, c->gx, c->gy, c->gz, c->bx, c->by, c->bz,
+                              c->shared, c->stream, params, extra);
+  if (r == 0)
+    launches[nlaunches - 1].programmatic = programmatic;
+  return r;
 }
 CUresult cuStreamCreate(void **s, unsigned f) { (void)f; *s = malloc(1); ++live_objects; return 0; }
 CUresult cuStreamDestroy_v2(void *s) { free(s); --live_objects; return 0; }
@@ -185,6 +215,9 @@ CUresult cuStreamEndCapture(void *s, void **g) {
    1 + the node's index in creation order). */
 #define MAX_DEPS 8
 static int last_graph_deps[MAX_NODES][MAX_DEPS + 1]; /* count, then ids */
+/* Whether dependency k of a node is a programmatic edge (from the kernel
+   node's programmatic port: cuGraphAddDependencies_v2). */
+static int last_graph_dep_programmatic[MAX_NODES][MAX_DEPS];
 /* The priority attribute of each node of the last graph built (NO_PRIORITY
    where none was set), and the flags it was instantiated with. The context's
    priorities range from 0 (least) to -5 (greatest), as on the H200; a
@@ -219,6 +252,8 @@ CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps
   if (gr->nnodes == MAX_NODES || ndeps > MAX_DEPS)
     return 1;
   last_graph_deps[gr->nnodes][0] = (int)ndeps;
+  for (size_t d = 0; d < MAX_DEPS; ++d)
+    last_graph_dep_programmatic[gr->nnodes][d] = 0;
   for (size_t d = 0; d < ndeps; ++d) {
     intptr_t id = (intptr_t)deps[d] - 1;
     if (id < 0 || id >= gr->nnodes)
@@ -228,6 +263,28 @@ CUresult cuGraphAddKernelNode_v2(void **node, void *g, void **deps, size_t ndeps
   record(&gr->nodes[gr->nnodes], p);
   *node = (void *)(intptr_t)(gr->nnodes + 1);
   ++gr->nnodes;
+  return 0;
+}
+/* Edges added after their nodes: type 1 (programmatic) only from port 1 (the
+   kernel node's programmatic port), to port 0. */
+struct edge_data {
+  unsigned char from_port, to_port, type, reserved[5];
+};
+CUresult cuGraphAddDependencies_v2(void *g, void **from, void **to,
+                                   const struct edge_data *edges, size_t n) {
+  struct graph *gr = g;
+  for (size_t e = 0; e < n; ++e) {
+    intptr_t a = (intptr_t)from[e] - 1, b = (intptr_t)to[e] - 1;
+    if (a < 0 || b < 0 || a >= gr->nnodes || b >= gr->nnodes || a == b)
+      return 1;
+    int k = last_graph_deps[b][0];
+    if (k == MAX_DEPS || edges[e].to_port != 0 ||
+        (edges[e].type == 1) != (edges[e].from_port == 1) || edges[e].type > 1)
+      return 1;
+    last_graph_deps[b][k + 1] = (int)a;
+    last_graph_dep_programmatic[b][k] = edges[e].type == 1;
+    last_graph_deps[b][0] = k + 1;
+  }
   return 0;
 }
 CUresult cuGraphInstantiateWithFlags(void **e, void *g, unsigned long long f) {
@@ -309,6 +366,15 @@ int fake_cuda_graph_dep(int node, int k) {
     return -1;
   return k < 0 ? last_graph_deps[node][0] : last_graph_deps[node][k + 1];
 }
+/* Whether dependency k of node `node` of the last graph built is a
+   programmatic edge (-1: no such dependency). */
+int fake_cuda_graph_dep_programmatic(int node, int k) {
+  if (node < 0 || node >= MAX_NODES || k < 0 || k >= last_graph_deps[node][0])
+    return -1;
+  return last_graph_dep_programmatic[node][k];
+}
+/* Whether launch i was a programmatic dependent launch. */
+int fake_cuda_launch_programmatic(int i) { return launches[i].programmatic; }
 /* The priority of node `node` (creation order) of the last graph built
    (99: none set), and that graph's instantiation flags. */
 int fake_cuda_graph_priority(int node) {

@@ -6,8 +6,17 @@
 // One line per kernel (keys sorted), then the bundle header.
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); [print(json.dumps(k, sort_keys=True)) for k in m['kernels']]; print(json.dumps({k: v for k, v in m.items() if k != 'kernels'}, sort_keys=True))" %t/manifest.json | FileCheck %s
 
+// On sm_90 every kernel first waits for the grids launched before it, then
+// lets those after it start (programmatic dependent launch), before any
+// memory access.
 // PTX: .visible .entry cascade_decode_split_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2(
+// PTX-NOT: ld.global
+// PTX: griddepcontrol.wait;
+// PTX-NEXT: griddepcontrol.launch_dependents;
 // PTX: .visible .entry cascade_merge_states_indptr_f16_d128_h32_byreq_b2_t128(
+// PTX-NOT: ld.global
+// PTX: griddepcontrol.wait;
+// PTX-NEXT: griddepcontrol.launch_dependents;
 // PTX: .visible .entry cascade_prefill_split_causal_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q128_kv32_s3(
 // PTX: .visible .entry cascade_merge_states_indptr_f16_d128_h32_byrow_b2_t128(
 
@@ -20,7 +29,7 @@
 // CHECK-SAME: "grid": [{"div": 1, "param": "padded_batch_size"}, 8, 1]
 // CHECK-SAME: "name": "cascade_decode_split_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv32_s2", "op": "decode_split"
 // CHECK-SAME: "params": [{"dtype": "f16", "kind": "memref", "name": "q"}, {"dtype": "f16", "kind": "memref", "name": "kv_cache"}, {"dtype": "i32", "kind": "memref", "name": "kv_indptr"}, {"dtype": "i32", "kind": "memref", "name": "kv_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_last_page_len"}, {"dtype": "i32", "kind": "memref", "name": "request_indices"}, {"dtype": "i32", "kind": "memref", "name": "kv_tile_indices"}, {"dtype": "i32", "kind": "memref", "name": "o_indptr"}, {"dtype": "u8", "kind": "memref", "name": "block_valid_mask"}, {"dtype": "i32", "kind": "memref", "name": "kv_chunk_size"}, {"dtype": "f32", "kind": "memref", "name": "tmp_v"}, {"dtype": "f32", "kind": "memref", "name": "tmp_s"}, {"dtype": "f16", "kind": "memref", "name": "o"}, {"dtype": "f32", "kind": "memref", "name": "lse"}, {"kind": "i64", "name": "padded_batch_size"}, {"default": 4096, "kind": "i64", "name": "q_stride_n"}, {"default": 128, "kind": "i64", "name": "q_stride_h"}, {"default": 4096, "kind": "i64", "name": "o_stride_n"}, {"default": 128, "kind": "i64", "name": "o_stride_h"}, {"default": 32768, "kind": "i64", "name": "kv_stride_page"}]
-// CHECK-SAME: "plan_arrays": ["request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s"]
+// CHECK-SAME: "pdl": true, "plan_arrays": ["request_indices", "kv_tile_indices", "o_indptr", "block_valid_mask", "kv_chunk_size", "tmp_v", "tmp_s"]
 // CHECK-SAME: "ptx": "kernels.ptx", "static": {"accumulate": false, "causal": false, "gqa_group_size": 4, "head_dim": 128, "kernel_family": "rows", "kv_dtype": "f16",
 // The merge of a decode's partial states: rows of o_indptr (per request),
 // 8 states of 16 threads a block, and a spare block per partial row over

@@ -9,6 +9,9 @@
 
 // SM90: gpu.launch_func @cascade_kernels::@cascade_decode_mma_f16_f16_d128_g16_h2_p16_nhd_pool_w1x4_q16_kv128_s3 {{.*}} dynamic_shared_memory_size %c200704_i32
 // SM90: gpu.binary @cascade_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_90", features = "+ptx80">
+// Programmatic dependent launch is sm_90's: older chips' kernels have none.
+// SM90-SAME: griddepcontrol.wait;
+// SM80-NOT: griddepcontrol
 // SM80: gpu.launch_func @cascade_kernels::@cascade_decode_mma_f16_f16_d128_g16_h2_p16_nhd_pool_w1x4_q16_kv128_s2 {{.*}} dynamic_shared_memory_size %c135168_i32
 // SM80: gpu.binary @cascade_kernels  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx80">
 // SM86: gpu.launch_func @cascade_kernels::@cascade_decode_mma_f16_f16_d128_g16_h2_p16_nhd_pool_w1x4_q16_kv64_s2 {{.*}} dynamic_shared_memory_size %c69632_i32

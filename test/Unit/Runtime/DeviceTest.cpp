@@ -133,6 +133,8 @@ struct Fake : test::FakeCudaLibrary {
   void (*reset)() = nullptr;
   int (*numGraphLaunches)() = nullptr;
   int (*graphDep)(int, int) = nullptr;
+  int (*graphDepProgrammatic)(int, int) = nullptr;
+  int (*launchProgrammatic)(int) = nullptr;
   int (*graphPriority)(int) = nullptr;
   unsigned long long (*graphFlags)() = nullptr;
   const char *(*launchName)(int) = nullptr;
@@ -152,6 +154,8 @@ Fake &fake() {
     f->hook(f->reset, "fake_cuda_reset");
     f->hook(f->numGraphLaunches, "fake_cuda_num_graph_launches");
     f->hook(f->graphDep, "fake_cuda_graph_dep");
+    f->hook(f->graphDepProgrammatic, "fake_cuda_graph_dep_programmatic");
+    f->hook(f->launchProgrammatic, "fake_cuda_launch_programmatic");
     f->hook(f->graphPriority, "fake_cuda_graph_priority");
     f->hook(f->graphFlags, "fake_cuda_graph_flags");
     f->hook(f->launchName, "fake_cuda_launch_name");
@@ -482,6 +486,67 @@ TEST(DeviceOnStandIn, LaunchCaptureAndKernelGraph) {
   EXPECT_EQ(fake().launchParam(3, 0), 101u); // not dirty: the old value
   EXPECT_EQ(fake().launchParam(5, 0), 777u);
   EXPECT_FALSE(graph.failed());
+  EXPECT_TRUE(d.destroyStream(stream).ok());
+}
+
+TEST(DeviceOnStandIn, ProgrammaticDependentLaunch) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  // On by default on sm_90 where the driver has the entry points.
+  ASSERT_TRUE(d.programmaticLaunch());
+  cuda::CUstream stream = nullptr;
+  ASSERT_TRUE(d.createStream(stream).ok());
+  std::vector<PreparedLaunch> launches(2);
+  for (size_t i = 0; i < 2; ++i) {
+    PreparedLaunch &pl = launches[i];
+    pl.kernel = i ? "t_merge_splits" : "t_merge_level";
+    ASSERT_TRUE(d.function("t.ptx", pl.kernel, 0, pl.function).ok());
+    pl.launch.grid = {static_cast<uint32_t>(3 + i), 2, 1};
+    pl.launch.slots.assign(i ? 15 : 21, 0);
+    pl.launch.slots[0] = 100 + i;
+    pl.finalize();
+  }
+  launches[1].pdl = true;
+  // On a stream, only a kernel that waits for its predecessors itself and
+  // follows another kernel of the run starts as a programmatic dependent.
+  ASSERT_TRUE(d.launch(launches[0], stream).ok());
+  ASSERT_TRUE(d.launch(launches[1], stream, /*dependent=*/true).ok());
+  ASSERT_TRUE(d.launch(launches[1], stream, /*dependent=*/false).ok());
+  launches[1].pdl = false;
+  ASSERT_TRUE(d.launch(launches[1], stream, /*dependent=*/true).ok());
+  launches[1].pdl = true;
+  d.setProgrammaticLaunch(false);
+  ASSERT_TRUE(d.launch(launches[1], stream, /*dependent=*/true).ok());
+  ASSERT_EQ(fake().numLaunches(), 5);
+  const int expected[] = {0, 1, 0, 0, 0};
+  for (int i = 0; i < 5; ++i)
+    EXPECT_EQ(fake().launchProgrammatic(i), expected[i]) << "launch " << i;
+  EXPECT_EQ(fake().launchGrid(1, 0), 4u);
+  EXPECT_EQ(fake().launchParam(1, 0), 101u);
+
+  // In a graph built node by node, the edge into such a kernel is
+  // programmatic; with the option off it is a plain one.
+  for (bool on : {true, false}) {
+    d.setProgrammaticLaunch(on);
+    fake().reset();
+    KernelGraph graph(d);
+    std::vector<uint8_t> dirty(2, 1);
+    ASSERT_TRUE(graph.launch(launches, dirty, stream));
+    EXPECT_EQ(fake().graphDep(0, -1), 0);
+    ASSERT_EQ(fake().graphDep(1, -1), 1);
+    EXPECT_EQ(fake().graphDep(1, 0), 0);
+    EXPECT_EQ(fake().graphDepProgrammatic(1, 0), on ? 1 : 0);
+    EXPECT_EQ(fake().numLaunches(), 2);
+  }
+  d.setProgrammaticLaunch(true);
+
+  // $CASCADE_PDL=0 turns it off for the devices opened after.
+  ASSERT_EQ(setenv("CASCADE_PDL", "0", 1), 0);
+  std::shared_ptr<Device> off;
+  Status s = Device::open(fake().api, 0, off);
+  unsetenv("CASCADE_PDL");
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_FALSE(off->programmaticLaunch());
   EXPECT_TRUE(d.destroyStream(stream).ok());
 }
 

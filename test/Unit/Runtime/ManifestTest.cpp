@@ -67,6 +67,22 @@ TEST(Manifest, LoadsTheHandwrittenBundle) {
   EXPECT_EQ(b.find("nope"), nullptr);
 }
 
+TEST(Manifest, PdlSaysTheKernelWaitsForItsPredecessors) {
+  // Absent (a bundle of an older compiler): never launched early.
+  Bundle b = loadTestBundle();
+  for (const KernelSpec &k : b.kernels)
+    EXPECT_FALSE(k.pdl) << k.name;
+  for (bool pdl : {true, false}) {
+    Bundle one;
+    const std::string kernel =
+        std::string(R"({"name": "k", "ptx": "a.ptx", "op": "decode",
+             "block": [1, 1, 1], "grid": [1, 1, 1], "params": [], "pdl": )") +
+        (pdl ? "true}" : "false}");
+    ASSERT_TRUE(parseManifest(manifestWith(kernel), one).ok());
+    EXPECT_EQ(one.kernels.at(0).pdl, pdl);
+  }
+}
+
 TEST(Manifest, BindsMemrefsAsFiveParams) {
   Bundle b = loadTestBundle();
   ArgumentTable t;
@@ -180,6 +196,9 @@ TEST(Manifest, SchemaErrors) {
       {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
            "grid": [1, 1, 1], "params": [], "extra": 1})",
        "manifest: kernels[0]: unknown key \"extra\""},
+      {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],
+           "grid": [1, 1, 1], "params": [], "pdl": 1})",
+       "manifest: kernels[0] (k): \"pdl\" must be a boolean"},
       // Text from the manifest is quoted as JSON in messages, so that a
       // message stays one line (found by test/Fuzz/plan_json_fuzzer).
       {R"({"name": "k", "ptx": "a.ptx", "op": "decode", "block": [1, 1, 1],

@@ -2,6 +2,8 @@
 
 #include "common/KernelSupport.h"
 
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+
 using namespace mlir;
 using namespace mlir::cascade;
 
@@ -90,7 +92,8 @@ gpu::GPUModuleOp cascade::getOrCreateKernelModule(ModuleOp module) {
 gpu::GPUFuncOp cascade::createKernel(
     gpu::GPUModuleOp gm, StringRef name, ArrayRef<KernelParam> params,
     ArrayRef<int64_t> block, DictionaryAttr manifest,
-    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder) {
+    llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder,
+    bool gridDependencies) {
   OpBuilder b(gm.getContext());
   b.setInsertionPoint(gm.getBody(), gm.getBody()->end());
   SmallVector<Type> types;
@@ -104,6 +107,12 @@ gpu::GPUFuncOp cascade::createKernel(
   fn->setAttr(kManifestAttrName, manifest);
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
+  if (gridDependencies) {
+    NVVM::GriddepcontrolOp::create(b, gm.getLoc(),
+                                   NVVM::GridDepActionKind::wait);
+    NVVM::GriddepcontrolOp::create(b, gm.getLoc(),
+                                   NVVM::GridDepActionKind::launch_dependents);
+  }
   bodyBuilder(b, fn);
   b.setInsertionPointToEnd(&fn.getBody().back());
   gpu::ReturnOp::create(b, gm.getLoc());
@@ -128,7 +137,7 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
                                      ArrayRef<Attribute> grid, int64_t dynSmem,
                                      ArrayRef<NamedAttribute> statics,
                                      ArrayRef<KernelParam> params,
-                                     ArrayRef<StringRef> planArrays) {
+                                     ArrayRef<StringRef> planArrays, bool pdl) {
   Builder b(ctx);
   SmallVector<Attribute> ps;
   for (const KernelParam &p : params) {
@@ -147,7 +156,7 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
   SmallVector<Attribute> pa;
   for (StringRef s : planArrays)
     pa.push_back(b.getStringAttr(s));
-  return b.getDictionaryAttr({
+  SmallVector<NamedAttribute> entries{
       b.getNamedAttr("name", b.getStringAttr(name)),
       b.getNamedAttr("ptx", b.getStringAttr("kernels.ptx")),
       b.getNamedAttr("op", b.getStringAttr(op)),
@@ -157,5 +166,8 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
       b.getNamedAttr("static", b.getDictionaryAttr(statics)),
       b.getNamedAttr("params", b.getArrayAttr(ps)),
       b.getNamedAttr("plan_arrays", b.getArrayAttr(pa)),
-  });
+  };
+  if (pdl)
+    entries.push_back(b.getNamedAttr("pdl", b.getBoolAttr(true)));
+  return b.getDictionaryAttr(entries);
 }

@@ -65,18 +65,26 @@ struct KernelParam {
 /// the known block size `block` and the given manifest dictionary;
 /// `bodyBuilder` fills the body (the builder is at the start of the entry
 /// block, args are the block args).
+///
+/// With `gridDependencies` (sm_90 and up) the kernel takes part in
+/// programmatic dependent launch: its threads first wait for the grids it
+/// was launched after (griddepcontrol.wait: complete, their writes visible;
+/// a no-op for a plain launch), then let the grids launched after it start
+/// (griddepcontrol.launch_dependents). The manifest then says "pdl": true,
+/// which is what allows the runtime to launch it early.
 gpu::GPUFuncOp
 createKernel(gpu::GPUModuleOp module, StringRef name,
              ArrayRef<KernelParam> params, ArrayRef<int64_t> block,
              DictionaryAttr manifest,
-             llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder);
+             llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder,
+             bool gridDependencies = false);
 
-/// Builds a manifest dictionary.
+/// Builds a manifest dictionary (`pdl`: see createKernel).
 DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
                             ArrayRef<int64_t> block, ArrayRef<Attribute> grid,
                             int64_t dynSmem, ArrayRef<NamedAttribute> statics,
                             ArrayRef<KernelParam> params,
-                            ArrayRef<StringRef> planArrays);
+                            ArrayRef<StringRef> planArrays, bool pdl = false);
 /// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:
 /// ceil(p * m / k)).
 Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,
