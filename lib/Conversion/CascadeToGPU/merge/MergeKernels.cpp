@@ -157,17 +157,25 @@ constexpr int64_t kIndptrMergeUnroll = 4;
 
 /// log2 of the chunk groups a state of the split-KV merge is spread over:
 /// the largest power of two G <= statesPerBlock (and dividing it) with
-/// numTasks * G <= gridDim.x * statesPerBlock. A decode's grid holds a
-/// block per statesPerBlock states plus one per partial row
-/// (MergeSpec::gridAdd), so G follows the chunks per state: a small batch
-/// split into many chunks
-/// spreads each state's chunks over up to statesPerBlock groups of threads
-/// instead of walking them one after another.
+/// numTasks * G <= gridDim.x * statesPerBlock (every state is served) and
+/// G * kIndptrMergeUnroll <= the grid's spare blocks / rows. A decode's
+/// grid holds a block per statesPerBlock states plus one per partial row
+/// (MergeSpec::gridAdd), so the spare blocks per row are its chunks: a
+/// small batch split into many chunks spreads each state's chunks over up
+/// to statesPerBlock groups of threads instead of walking them one after
+/// another, while a group still gets a full unrolled iteration of chunks
+/// (with fewer, the groups' merge in shared memory would cost more than it
+/// saves).
 static Value chunkGroupsLog2(KernelBuilder &k, int64_t statesPerBlock,
-                             Value numTasks) {
+                             Value numTasks, Value rows) {
   Value grid = gpu::GridDimOp::create(k.b, k.loc, gpu::Dimension::x);
-  Value ratio =
-      k.div(k.mul(grid, k.idx(statesPerBlock)), k.maxS(numTasks, k.idx(1)));
+  Value spb = k.idx(statesPerBlock);
+  Value ratio = k.div(k.mul(grid, spb), k.maxS(numTasks, k.idx(1)));
+  Value stateBlocks = k.div(k.add(numTasks, k.idx(statesPerBlock - 1)), spb);
+  Value spare = k.sub(grid, k.minU(grid, stateBlocks));
+  Value perRow =
+      k.div(spare, k.mul(k.maxS(rows, k.idx(1)), k.idx(kIndptrMergeUnroll)));
+  ratio = k.minU(ratio, perRow);
   Value lg = k.idx(0);
   for (int64_t g = 2, l = 1; g <= statesPerBlock && statesPerBlock % g == 0;
        g *= 2, ++l)
@@ -209,7 +217,7 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   f.setWorkgroupAttributionAttr(0, LLVM::LLVMDialect::getAlignAttrName(),
                                 b.getI64IntegerAttr(16));
 
-  Value lg = chunkGroupsLog2(k, spb, numTasks);
+  Value lg = chunkGroupsLog2(k, spb, numTasks, rows);
   Value groups = arith::ShLIOp::create(b, loc, k.idx(1), lg);
   Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
   Value slot = k.div(tid, k.idx(tpt)), lane = k.rem(tid, k.idx(tpt));
