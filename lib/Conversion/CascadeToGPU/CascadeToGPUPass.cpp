@@ -385,8 +385,7 @@ struct ConvertCascadeToGPUPass
     // chip (the option, an attached #nvvm.target, else sm_90), as if
     // cascade-select-kernel-config had run first.
     KernelConfigOptions defaults;
-    FailureOr<const TargetInfo *> target =
-        resolveSelectionTarget(module, chip);
+    FailureOr<const TargetInfo *> target = resolveSelectionTarget(module, chip);
     if (failed(target))
       return signalPassFailure();
     // griddepcontrol is sm_90's (PTX ISA 7.8).
