@@ -151,16 +151,21 @@ Status Device::occupancy(CUfunction fn, int threads, int64_t dynamicSharedBytes,
   return Status::success();
 }
 
+/// The status of launch entry point `call` of kernel `what`.
+static Status launchStatus(const DriverApi &api, CUresult r, const char *call,
+                           const std::string &what) {
+  if (r == CUDA_SUCCESS)
+    return Status::success();
+  Status s = checkCuda(api, r, call);
+  return Status(s.code(), what + ": " + s.message());
+}
+
 Status Device::launch(CUfunction fn, const KernelLaunch &l, void **params,
                       CUstream stream, const std::string &what) const {
   CUresult r = api_->cuLaunchKernel(fn, l.grid[0], l.grid[1], l.grid[2],
                                     l.block[0], l.block[1], l.block[2],
                                     l.sharedBytes, stream, params, nullptr);
-  if (r != CUDA_SUCCESS) {
-    Status s = checkCuda(*api_, r, "cuLaunchKernel");
-    return Status(s.code(), what + ": " + s.message());
-  }
-  return Status::success();
+  return launchStatus(*api_, r, "cuLaunchKernel", what);
 }
 
 void Device::setProgrammaticLaunch(bool on) {
@@ -175,16 +180,12 @@ Status Device::launch(const PreparedLaunch &l, CUstream stream,
   const KernelLaunch &k = l.launch;
   cuda::CudaLaunchAttribute attr{};
   attr.id = cuda::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.priority = 1; // the union's int: programmaticStreamSerialization
+  attr.value.programmaticStreamSerializationAllowed = 1;
   cuda::CudaLaunchConfig config{
       k.grid[0],  k.grid[1],     k.grid[2], k.block[0], k.block[1],
       k.block[2], k.sharedBytes, stream,    &attr,      1};
   CUresult r = api_->cuLaunchKernelEx(&config, l.function, params, nullptr);
-  if (r != CUDA_SUCCESS) {
-    Status s = checkCuda(*api_, r, "cuLaunchKernelEx");
-    return Status(s.code(), l.kernel + ": " + s.message());
-  }
-  return Status::success();
+  return launchStatus(*api_, r, "cuLaunchKernelEx", l.kernel);
 }
 
 //===----------------------------------------------------------------------===//

@@ -68,10 +68,11 @@ struct CudaKernelNodeParams {
   CUcontext ctx;
 };
 
-/// A kernel node's launch attribute value (cuda.h's CUlaunchAttributeValue,
-/// a 64-byte union); only the priority is used.
+/// A launch attribute's value (cuda.h's CUlaunchAttributeValue, a 64-byte
+/// union); only the members below are used.
 union CudaLaunchAttributeValue {
   int priority;
+  int programmaticStreamSerializationAllowed;
   char pad[64];
 };
 /// cuda.h's CU_LAUNCH_ATTRIBUTE_PRIORITY.

@@ -240,7 +240,7 @@ private:
       return failure();
     auto manifest = makeManifest(ctx, name, spec.opName(), l.block, grid,
                                  l.dynamicSharedBytes, spec.statics(bb),
-                                 l.params, spec.planArrays(), gridDependencies);
+                                 l.params, spec.planArrays());
     l.fn = createKernel(gm, name, l.params, l.block, manifest, body,
                         gridDependencies);
     // The launch bound beside .maxntid (the known block size): ptxas keeps

@@ -436,12 +436,10 @@ TEST(DeviceOnStandIn, MemoryStreamsAndEvents) {
   EXPECT_TRUE(d.destroyStream(stream).ok());
 }
 
-TEST(DeviceOnStandIn, LaunchCaptureAndKernelGraph) {
-  NEED_FAKE();
-  Device &d = *fake().device;
-  cuda::CUstream stream = nullptr;
-  ASSERT_TRUE(d.createStream(stream).ok());
-  std::vector<PreparedLaunch> launches(2);
+/// The test bundle's two merge kernels as prepared launches (grids 3 and 4,
+/// first slots 100 and 101), finalized in place.
+static void prepareTwoLaunches(Device &d,
+                               std::vector<PreparedLaunch> &launches) {
   for (size_t i = 0; i < 2; ++i) {
     PreparedLaunch &pl = launches[i];
     pl.kernel = i ? "t_merge_splits" : "t_merge_level";
@@ -451,6 +449,15 @@ TEST(DeviceOnStandIn, LaunchCaptureAndKernelGraph) {
     pl.launch.slots[0] = 100 + i;
     pl.finalize();
   }
+}
+
+TEST(DeviceOnStandIn, LaunchCaptureAndKernelGraph) {
+  NEED_FAKE();
+  Device &d = *fake().device;
+  cuda::CUstream stream = nullptr;
+  ASSERT_TRUE(d.createStream(stream).ok());
+  std::vector<PreparedLaunch> launches(2);
+  ASSERT_NO_FATAL_FAILURE(prepareTwoLaunches(d, launches));
   ASSERT_TRUE(d.launch(launches[0], stream).ok());
   ASSERT_EQ(fake().numLaunches(), 1);
   EXPECT_STREQ(fake().launchName(0), "t_merge_level");
@@ -497,15 +504,7 @@ TEST(DeviceOnStandIn, ProgrammaticDependentLaunch) {
   cuda::CUstream stream = nullptr;
   ASSERT_TRUE(d.createStream(stream).ok());
   std::vector<PreparedLaunch> launches(2);
-  for (size_t i = 0; i < 2; ++i) {
-    PreparedLaunch &pl = launches[i];
-    pl.kernel = i ? "t_merge_splits" : "t_merge_level";
-    ASSERT_TRUE(d.function("t.ptx", pl.kernel, 0, pl.function).ok());
-    pl.launch.grid = {static_cast<uint32_t>(3 + i), 2, 1};
-    pl.launch.slots.assign(i ? 15 : 21, 0);
-    pl.launch.slots[0] = 100 + i;
-    pl.finalize();
-  }
+  ASSERT_NO_FATAL_FAILURE(prepareTwoLaunches(d, launches));
   launches[1].pdl = true;
   // On a stream, only a kernel that waits for its predecessors itself and
   // follows another kernel of the run starts as a programmatic dependent.

@@ -104,6 +104,11 @@ gpu::GPUFuncOp cascade::createKernel(
   fn->setAttr(gpu::GPUDialect::getKernelFuncAttrName(), b.getUnitAttr());
   fn.setKnownBlockSizeAttr(b.getDenseI32ArrayAttr(
       {int32_t(block[0]), int32_t(block[1]), int32_t(block[2])}));
+  if (gridDependencies) {
+    NamedAttrList entries(manifest);
+    entries.set("pdl", b.getBoolAttr(true));
+    manifest = entries.getDictionary(gm.getContext());
+  }
   fn->setAttr(kManifestAttrName, manifest);
   Block &entry = fn.getBody().front();
   b.setInsertionPointToStart(&entry);
@@ -137,7 +142,7 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
                                      ArrayRef<Attribute> grid, int64_t dynSmem,
                                      ArrayRef<NamedAttribute> statics,
                                      ArrayRef<KernelParam> params,
-                                     ArrayRef<StringRef> planArrays, bool pdl) {
+                                     ArrayRef<StringRef> planArrays) {
   Builder b(ctx);
   SmallVector<Attribute> ps;
   for (const KernelParam &p : params) {
@@ -156,7 +161,7 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
   SmallVector<Attribute> pa;
   for (StringRef s : planArrays)
     pa.push_back(b.getStringAttr(s));
-  SmallVector<NamedAttribute> entries{
+  return b.getDictionaryAttr({
       b.getNamedAttr("name", b.getStringAttr(name)),
       b.getNamedAttr("ptx", b.getStringAttr("kernels.ptx")),
       b.getNamedAttr("op", b.getStringAttr(op)),
@@ -166,8 +171,5 @@ DictionaryAttr cascade::makeManifest(MLIRContext *ctx, StringRef name,
       b.getNamedAttr("static", b.getDictionaryAttr(statics)),
       b.getNamedAttr("params", b.getArrayAttr(ps)),
       b.getNamedAttr("plan_arrays", b.getArrayAttr(pa)),
-  };
-  if (pdl)
-    entries.push_back(b.getNamedAttr("pdl", b.getBoolAttr(true)));
-  return b.getDictionaryAttr(entries);
+  });
 }

@@ -70,7 +70,7 @@ struct KernelParam {
 /// programmatic dependent launch: its threads first wait for the grids it
 /// was launched after (griddepcontrol.wait: complete, their writes visible;
 /// a no-op for a plain launch), then let the grids launched after it start
-/// (griddepcontrol.launch_dependents). The manifest then says "pdl": true,
+/// (griddepcontrol.launch_dependents). Its manifest then gets "pdl": true,
 /// which is what allows the runtime to launch it early.
 gpu::GPUFuncOp
 createKernel(gpu::GPUModuleOp module, StringRef name,
@@ -79,12 +79,12 @@ createKernel(gpu::GPUModuleOp module, StringRef name,
              llvm::function_ref<void(OpBuilder &, gpu::GPUFuncOp)> bodyBuilder,
              bool gridDependencies = false);
 
-/// Builds a manifest dictionary (`pdl`: see createKernel).
+/// Builds a manifest dictionary.
 DictionaryAttr makeManifest(MLIRContext *ctx, StringRef name, StringRef op,
                             ArrayRef<int64_t> block, ArrayRef<Attribute> grid,
                             int64_t dynSmem, ArrayRef<NamedAttribute> statics,
                             ArrayRef<KernelParam> params,
-                            ArrayRef<StringRef> planArrays, bool pdl = false);
+                            ArrayRef<StringRef> planArrays);
 /// A grid entry {"param": p, "div": k} (with "mul": m when m != 1:
 /// ceil(p * m / k)).
 Attribute gridRule(MLIRContext *ctx, StringRef param, int64_t div,

@@ -222,10 +222,11 @@ static void buildIndptrBody(OpBuilder &b, gpu::GPUFuncOp f,
   Value tid = k.threadId(gpu::Dimension::x), bid = k.blockId(gpu::Dimension::x);
   Value slot = k.div(tid, k.idx(tpt)), lane = k.rem(tid, k.idx(tpt));
   Value group = arith::AndIOp::create(b, loc, slot, k.sub(groups, k.idx(1)));
-  Value firstSlot = arith::ShLIOp::create(
-      b, loc, arith::ShRUIOp::create(b, loc, slot, lg), lg);
-  Value task = k.add(k.mul(bid, arith::ShRUIOp::create(b, loc, k.idx(spb), lg)),
-                     arith::ShRUIOp::create(b, loc, slot, lg));
+  // The block's state that this slot serves, and its first slot.
+  Value state = arith::ShRUIOp::create(b, loc, slot, lg);
+  Value firstSlot = arith::ShLIOp::create(b, loc, state, lg);
+  Value task =
+      k.add(k.mul(bid, arith::ShRUIOp::create(b, loc, k.idx(spb), lg)), state);
   Value inRange = k.cmp(arith::CmpIPredicate::ult, task, numTasks);
   Value oldS;
   if (c.accumulate) {
