@@ -33,6 +33,20 @@ namespace {
 /// slower (issue 43; benchmarks/RESULTS.md).
 constexpr int64_t kDecodeBlocksPerSm = 2;
 
+/// The shortest KV chunk (tokens) of a split. Decode's split merge serves a
+/// state's chunks with several thread groups, so short chunks pay: on an
+/// H100 (32/8 heads, D128, page 16) chunks of 32 tokens ran B1 x 256 in
+/// 8.2 us against 9.5 with 128-token chunks, and B1 x 1K in 9.6 against
+/// 10.3 (issue 43). Prefill keeps 128: a chunk shorter than one KV tile of
+/// its kernels only adds merge work.
+constexpr int64_t kDecodeMinChunk = 32;
+constexpr int64_t kPrefillMinChunk = 128;
+
+/// Outside CUDA-graph mode a decode batch whose requests all hold at most
+/// this many tokens is not split: the split's merge launch would cost more
+/// than the short requests' reads.
+constexpr int64_t kDecodeSplitMinTokens = 128;
+
 /// Work items of the whole batch with KV chunks of `chunk` pages.
 int64_t countItems(const std::vector<int64_t> &tiles,
                    const std::vector<int64_t> &pages, int64_t chunk) {
@@ -145,7 +159,8 @@ void chooseChunk(const PlanInputs &in, Plan &p,
   const int64_t hkv = p.num_kv_heads;
   const bool decode = p.mode == PlanMode::Decode;
   const int64_t maxItemsIfSplit = p.grid_limit / hkv;
-  const int64_t minChunk = std::max<int64_t>(128 / in.page_size, 1);
+  const int64_t minChunk = std::max<int64_t>(
+      (decode ? kDecodeMinChunk : kPrefillMinChunk) / in.page_size, 1);
   int64_t chunk = std::max<int64_t>(maxPages, 1);
   bool split = false;
   if (in.disable_split_kv) {
@@ -159,7 +174,8 @@ void chooseChunk(const PlanInputs &in, Plan &p,
       int64_t c =
           searchChunkPages(tiles, pages, maxItemsIfSplit, minChunk, maxPages);
       int64_t items = countItems(tiles, pages, c);
-      split = in.cuda_graph || items != b;
+      bool longEnough = maxPages * in.page_size > kDecodeSplitMinTokens;
+      split = in.cuda_graph || (items != b && longEnough);
       if (split)
         chunk = c;
     }

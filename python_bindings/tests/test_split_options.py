@@ -8,7 +8,7 @@ import pytest
 import cascade_mlir as cm
 from cascade_mlir import _runtime
 
-PAGE = 4
+PAGE = 16
 
 
 def chunks_per_request(plan):

@@ -66,8 +66,8 @@ TEST(Cli, PrintsThePlanOfTheExample) {
         "merge_indptr", "kv_chunk_size", "block_valid_mask",
         "padded_batch_size", "split_kv", "int_workspace", "float_workspace"})
     EXPECT_TRUE(v.contains(key)) << key;
-  EXPECT_EQ(v.value("padded_batch_size", -1), 3);
-  EXPECT_EQ(v.value("kv_chunk_size", -1), 128);
+  EXPECT_EQ(v.value("padded_batch_size", -1), 4);
+  EXPECT_EQ(v.value("kv_chunk_size", -1), 64);
   EXPECT_EQ(v.value("split_kv", false), true);
 }
 

@@ -154,11 +154,11 @@ TEST(Json, PlanOutputLayout) {
   ASSERT_TRUE(makePlan(d.inputs()[0], plan).ok());
   const std::string text = planToJson(plan);
   // Arrays of scalars and objects of scalars on one line, two-space indent.
-  EXPECT_NE(text.find("\n  \"request_indices\": [0, 0, 1],\n"),
+  EXPECT_NE(text.find("\n  \"request_indices\": [0, 0, 0, 1],\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("\n      {\"name\": \"request_indices\", \"dtype\": "
-                      "\"i32\", \"offset\": 0, \"bytes\": 12, \"count\": 3},"),
+                      "\"i32\", \"offset\": 0, \"bytes\": 16, \"count\": 4},"),
             std::string::npos)
       << text;
   EXPECT_EQ(text.rfind("{\n  \"mode\": \"decode\",\n", 0), 0u) << text;

@@ -124,7 +124,7 @@ TEST(Manifest, BindsPlanArraysAndScalars) {
   const WorkspaceSection *chunk = plan.int_workspace.find("kv_chunk_size");
   const WorkspaceSection *tmpV = plan.float_workspace.find("tmp_v");
   EXPECT_EQ(l.slots[5], 0x10000u + req->offset);
-  EXPECT_EQ(l.slots[8], 3u);                       // padded_batch_size elements
+  EXPECT_EQ(l.slots[8], 4u);                       // padded_batch_size elements
   EXPECT_EQ(l.slots[10], 0x10000u + mask->offset); // ptr: one slot
   EXPECT_EQ(l.slots[11], 0x10000u + chunk->offset);
   EXPECT_EQ(l.slots[14], 1u);
@@ -136,7 +136,7 @@ TEST(Manifest, BindsPlanArraysAndScalars) {
   std::memcpy(&scale, &l.slots[22], 4);
   EXPECT_EQ(scale, 0.125f);
   EXPECT_EQ(l.slots.size(), 23u);
-  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{3, 1, 1}));
+  EXPECT_EQ(l.grid, (std::array<uint32_t, 3>{4, 1, 1}));
   EXPECT_EQ(l.sharedBytes, 65536u);
 }
 

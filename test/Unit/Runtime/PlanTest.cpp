@@ -12,21 +12,22 @@ using namespace cascade::runtime;
 using namespace cascade::runtime::test;
 
 TEST(DecodePlan, SplitsToFillTheGrid) {
-  // Grid 4, 2 requests x 1 KV head: split; min chunk 128/16 = 8 pages.
+  // Grid 4, 2 requests x 1 KV head: split; the smallest chunk (of at least
+  // 32 / 16 = 2 pages) whose items fit the grid is 4 pages: 3 + 1 items.
   Batch b =
       makeBatch(PlanMode::Decode, {10, 2}, {}, 16, 8, 1, 128, 4, 1, false);
   Plan p;
   ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
   checkPlanInvariants(b.in, p);
   EXPECT_TRUE(p.split_kv);
-  EXPECT_EQ(p.kv_chunk_size_pages, 8);
-  EXPECT_EQ(p.kv_chunk_size, 128);
-  EXPECT_EQ(p.request_indices, (std::vector<int32_t>{0, 0, 1}));
-  EXPECT_EQ(p.kv_tile_indices, (std::vector<int32_t>{0, 1, 0}));
-  EXPECT_EQ(p.o_indptr, (std::vector<int32_t>{0, 2, 3}));
-  EXPECT_EQ(p.merge_indptr, (std::vector<int32_t>{0, 2, 3}));
-  EXPECT_EQ(p.padded_batch_size, 3);
-  EXPECT_EQ(p.num_partial_rows, 3);
+  EXPECT_EQ(p.kv_chunk_size_pages, 4);
+  EXPECT_EQ(p.kv_chunk_size, 64);
+  EXPECT_EQ(p.request_indices, (std::vector<int32_t>{0, 0, 0, 1}));
+  EXPECT_EQ(p.kv_tile_indices, (std::vector<int32_t>{0, 1, 2, 0}));
+  EXPECT_EQ(p.o_indptr, (std::vector<int32_t>{0, 3, 4}));
+  EXPECT_EQ(p.merge_indptr, (std::vector<int32_t>{0, 3, 4}));
+  EXPECT_EQ(p.padded_batch_size, 4);
+  EXPECT_EQ(p.num_partial_rows, 4);
 }
 
 TEST(DecodePlan, NoSplitWhenTheBatchFillsTheGrid) {
@@ -42,13 +43,20 @@ TEST(DecodePlan, NoSplitWhenTheBatchFillsTheGrid) {
 }
 
 TEST(DecodePlan, ShortRequestsAreNotSplit) {
-  // Chunks of at least 8 pages: 3-page requests need no split.
+  // Requests of at most 128 tokens are not split (3 pages of 16); longer
+  // ones split into chunks of down to 32 tokens (2 pages).
   Batch b =
-      makeBatch(PlanMode::Decode, {3, 3}, {}, 16, 4, 1, 64, 132, 2, false);
+      makeBatch(PlanMode::Decode, {3, 8}, {}, 16, 4, 1, 64, 132, 2, false);
   Plan p;
   ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
   checkPlanInvariants(b.in, p);
   EXPECT_FALSE(p.split_kv);
+  b = makeBatch(PlanMode::Decode, {3, 9}, {}, 16, 4, 1, 64, 132, 2, false);
+  ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_TRUE(p.split_kv);
+  EXPECT_EQ(p.kv_chunk_size_pages, 2);
+  EXPECT_EQ(p.request_indices, (std::vector<int32_t>{0, 0, 1, 1, 1, 1, 1}));
 }
 
 TEST(DecodePlan, EmptyRequestsGetOneWorkItem) {
@@ -150,6 +158,19 @@ TEST(PrefillPlan, SplitsLongKvAcrossTiles) {
   const int64_t n = p.num_work_items;
   EXPECT_EQ(p.merge_indptr[3], 3 * n);
   EXPECT_EQ(p.num_partial_rows, 10 * n);
+}
+
+TEST(PrefillPlan, ChunksHoldAtLeast128Tokens) {
+  // Prefill's chunks stay at 128 tokens or more (8 pages of 16), where
+  // decode's would go down to 2 pages.
+  Batch b =
+      makeBatch(PlanMode::Prefill, {12}, {1}, 16, 8, 8, 128, 132, 1, false);
+  Plan p;
+  ASSERT_TRUE(makePlan(b.inputs(), p).ok());
+  checkPlanInvariants(b.in, p);
+  EXPECT_TRUE(p.split_kv);
+  EXPECT_EQ(p.kv_chunk_size_pages, 8);
+  EXPECT_EQ(p.num_work_items, 2);
 }
 
 TEST(PrefillPlan, RequestsWithoutQueriesHaveNoWork) {
@@ -294,7 +315,7 @@ TEST(Plan, ScalarsByName) {
   ASSERT_TRUE(makePlan(b.inputs(false), p).ok());
   int64_t v = 0;
   EXPECT_TRUE(p.scalar("padded_batch_size", v));
-  EXPECT_EQ(v, 3);
+  EXPECT_EQ(v, 4);
   EXPECT_TRUE(p.scalar("split_kv", v));
   EXPECT_EQ(v, 1);
   EXPECT_FALSE(p.scalar("nope", v));
