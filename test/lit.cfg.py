@@ -37,6 +37,7 @@ tool_dirs = [config.cascade_tools_dir, config.llvm_tools_dir]
 tools = [
     ToolSubst("cascade-opt", unresolved="fatal"),
     ToolSubst("cascade-plan", unresolved="ignore"),
+    ToolSubst("cascade-compile", unresolved="ignore"),
     ToolSubst("cascade-bundle-check", unresolved="fatal"),
     ToolSubst("split-file", unresolved="fatal"),
     ToolSubst("not", unresolved="fatal"),
@@ -47,6 +48,8 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 if os.path.exists(os.path.join(config.cascade_tools_dir, "cascade-plan")):
     config.available_features.add("cascade-plan")
+if os.path.exists(os.path.join(config.cascade_tools_dir, "cascade-compile")):
+    config.available_features.add("cascade-compile")
 
 # PTX checks run ptxas where the CUDA toolkit is installed (it is in CI).
 if config.ptxas and os.path.exists(config.ptxas):

@@ -78,7 +78,15 @@ std::string lowerToBundle(Session &s, mlir::ModuleOp module,
   options.ptxPerKernel = o.ptxPerKernel;
   options.optLevel = o.optLevel;
   options.remarkTimes = o.timing;
-  mlir::cascade::buildCascadeToPTXPipeline(pm, options);
+  options.selectOptions = o.selectOptions;
+  std::string optionError;
+  if (mlir::failed(mlir::cascade::buildCascadeToPTXPipeline(
+          pm, options, [&](const llvm::Twine &msg) {
+            optionError = msg.str();
+            return mlir::failure();
+          })))
+    return "bad kernel selection options '" + o.selectOptions + "'" +
+           (optionError.empty() ? "" : ": " + optionError);
   if (mlir::failed(pm.run(module)))
     return "compiling the kernels failed:\n" + s.diagnostics;
   if (times) {

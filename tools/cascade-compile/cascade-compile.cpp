@@ -83,6 +83,12 @@ static cl::opt<unsigned>
              cl::desc("LLVM optimisation level of the PTX code generation "
                       "(0..3; every bundle is built with 3: to measure)"),
              cl::init(3), cl::cat(category));
+static cl::opt<std::string> selectOptions(
+    "select",
+    cl::desc("options of cascade-select-kernel-config, as \"rows-threads=256 "
+             "rows-min-blocks-per-sm=5\" (tuning experiments: the bundle's "
+             "key does not record them)"),
+    cl::cat(category));
 static cl::opt<bool> parseOnly(
     "parse-keys",
     cl::desc("only parse the keys: print each in its normal spelling"),
@@ -154,6 +160,7 @@ std::string run(const Task &t, double &seconds, bool &cached) {
   options.threads = kernelPool;
   options.timing = timing;
   options.optLevel = optLevel;
+  options.selectOptions = selectOptions;
   std::string err =
       cascade::builders::compileBundle(t.parsed, std::string(tmp), options);
   seconds =

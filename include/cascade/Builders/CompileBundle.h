@@ -40,6 +40,10 @@ struct CompileOptions {
   /// LLVM's optimisation level for the NVPTX code generation (3, the
   /// default, is what every bundle is built with; for measurements).
   unsigned optLevel = 3;
+  /// cascade-select-kernel-config options for tuning experiments
+  /// (CascadeToPTXOptions::selectOptions); "" for the defaults that every
+  /// bundle is built with.
+  std::string selectOptions;
 };
 
 /// The PTX features a chip's bundles are lowered with (sm_100 and newer

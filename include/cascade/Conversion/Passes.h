@@ -57,10 +57,16 @@ struct CascadeToPTXOptions {
   bool ptxPerKernel = false;
   /// A remark per gpu.module with the wall time of its serialization.
   bool remarkTimes = false;
+  /// Options of cascade-select-kernel-config in its pass-option syntax
+  /// ("rows-threads=256 rows-min-blocks-per-sm=5"), for tuning experiments:
+  /// the bundle's key does not record them. The chip is the pipeline's.
+  std::string selectOptions;
 };
-/// Adds the cascade-to-ptx pipeline to `pm` (anchored on builtin.module).
-void buildCascadeToPTXPipeline(OpPassManager &pm,
-                               const CascadeToPTXOptions &options);
+/// Adds the cascade-to-ptx pipeline to `pm` (anchored on builtin.module);
+/// fails (through `errorHandler`) on bad selectOptions.
+LogicalResult buildCascadeToPTXPipeline(
+    OpPassManager &pm, const CascadeToPTXOptions &options,
+    function_ref<LogicalResult(const Twine &)> errorHandler);
 
 /// Registers the conversion passes and the `cascade-to-ptx` pipeline.
 void registerConversionPasses();

@@ -279,6 +279,7 @@ struct SelectKernelConfigPass
     o.rowsKVTile = rowsKVTile;
     o.rowsMaxStages = rowsMaxStages;
     o.rowsSmemKiB = rowsSmemKiB;
+    o.rowsMinBlocksPerSM = rowsMinBlocksPerSM;
     o.rowsMaxGroup = rowsMaxGroup;
     o.rowsMaxGroupFp8 = rowsMaxGroupFp8;
     o.mmaQTile = mmaQTile;
@@ -316,7 +317,8 @@ struct SelectKernelConfigPass
         return;
       }
       FailureOr<KernelConfigAttr> c = selectKernelConfig(op, opts, **target);
-      if (failed(c)) {
+      // A tuning option (a launch bound) may ask for more than the chip has.
+      if (failed(c) || failed(verifyKernelConfigFitsTarget(op, *c, **target))) {
         failedAny = true;
         return;
       }

@@ -60,11 +60,17 @@ struct PipelineOptions : public PassPipelineOptions<PipelineOptions> {
       llvm::cl::desc("One gpu.module and one PTX file per kernel, compiled "
                      "in parallel where the context is multithreaded"),
       llvm::cl::init(false)};
+  Option<std::string> select{
+      *this, "select",
+      llvm::cl::desc("Options of cascade-select-kernel-config, as "
+                     "{rows-threads=256 rows-kv-tile=16} (tuning)"),
+      llvm::cl::init("")};
 };
 } // namespace
 
-void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
-                                        const CascadeToPTXOptions &o) {
+LogicalResult cascade::buildCascadeToPTXPipeline(
+    OpPassManager &pm, const CascadeToPTXOptions &o,
+    function_ref<LogicalResult(const Twine &)> errorHandler) {
   // Tensor-level input: decompose cascades, then bufferize (no-ops on
   // memref input).
   pm.addPass(createCascadeDecomposeLevels());
@@ -78,7 +84,15 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
   // Kernels are chosen for the chip they are built for.
   CascadeSelectKernelConfigOptions so;
   so.chip = o.chip;
-  pm.addPass(createCascadeSelectKernelConfig(so));
+  std::unique_ptr<Pass> select = createCascadeSelectKernelConfig(so);
+  if (!o.selectOptions.empty()) {
+    if (failed(select->initializeOptions(o.selectOptions, errorHandler)))
+      return failure();
+    // The pipeline's chip, whatever the string says.
+    if (failed(select->initializeOptions("chip=" + o.chip, errorHandler)))
+      return failure();
+  }
+  pm.addPass(std::move(select));
   // Plans made at run time: calls of the runtime shim (no-op without them).
   CascadeLowerPlansOptions lo;
   lo.chip = o.chip;
@@ -114,6 +128,7 @@ void cascade::buildCascadeToPTXPipeline(OpPassManager &pm,
     eo.dir = o.bundleDir;
     pm.addPass(createCascadeEmitBundle(eo));
   }
+  return success();
 }
 
 void cascade::registerConversionPasses() {
@@ -152,8 +167,8 @@ void cascade::registerConversionPasses() {
         o.optLevel = po.optLevel;
         o.bundleDir = po.bundleDir;
         o.ptxPerKernel = po.ptxPerKernel;
-        buildCascadeToPTXPipeline(pm, o);
-        return success();
+        o.selectOptions = po.select;
+        return buildCascadeToPTXPipeline(pm, o, errorHandler);
       },
       [](function_ref<void(const detail::PassOptions &)> optHandler) {
         optHandler(PipelineOptions());

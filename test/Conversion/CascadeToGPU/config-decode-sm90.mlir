@@ -3,6 +3,7 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a | FileCheck %s
 // RUN: cascade-opt %s --cascade-select-kernel-config="mma-q-tile=64 mma-kv-tile=64 mma-stages=2 rows-max-group=16 overwrite=true" | FileCheck %s --check-prefix=TUNED
 // RUN: cascade-opt %s --cascade-select-kernel-config --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNELS
+// RUN: cascade-opt %s --cascade-select-kernel-config="rows-kv-tile=16 rows-smem-kib=32 rows-min-blocks-per-sm=5" --convert-cascade-to-gpu | FileCheck %s --check-prefix=BOUND
 
 // The kernel configuration of every op is chosen once and recorded in the IR;
 // the lowering builds one kernel per (static configuration, kernel
@@ -16,6 +17,10 @@
 // CHECK: {cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>, page_size = 16 : i64}
 // TUNED-LABEL: func.func @decode_g4
 // TUNED: #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2>
+// A launch bound for rows (rows-min-blocks-per-sm): in the config, the
+// kernel's name and its .minnctapersm; 16-token tiles, 4 stages in 32 KiB.
+// BOUND: gpu.func @cascade_decode_rows_f16_f16_d128_g4_h8_p16_nhd_pool_t16x8_kv16_s4_b5(
+// BOUND-SAME: nvvm.minctasm = 5 : i32
 func.func @decode_g4(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
                      %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                      %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {

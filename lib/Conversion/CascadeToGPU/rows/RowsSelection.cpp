@@ -55,7 +55,21 @@ FailureOr<KernelConfigAttr> cascade::chooseRows(const SelectionInput &in) {
     if (stages >= 2 || tile <= 16)
       break;
   }
-  return KernelConfigAttr::get(in.op->getContext(), KernelFamily::Rows,
-                               {bdx, 1, bdz}, 1, tile,
-                               std::max<int64_t>(stages, 1));
+  // Checked: rows-min-blocks-per-sm comes from the options as it is.
+  KernelConfigAttr config = KernelConfigAttr::getChecked(
+      [&] { return in.op->emitError("rows-min-blocks-per-sm: "); },
+      in.op->getContext(), KernelFamily::Rows, ArrayRef<int64_t>{bdx, 1, bdz},
+      int64_t{1}, tile, std::max<int64_t>(stages, 1), KVBarriers::Joint,
+      o.rowsMinBlocksPerSM, Fp8Staging::Convert);
+  if (!config)
+    return failure();
+  int64_t kvBytes = std::max<int64_t>(stages, 1) * 2 * tile * headDim *
+                    (isFp8KVType(in.shape.kvType) ? 1 : 2);
+  if (int64_t blocks = o.rowsMinBlocksPerSM;
+      blocks > 0 && blocks * kvBytes > in.target.sharedBytesPerSM)
+    return in.op->emitError("rows-min-blocks-per-sm = ")
+           << blocks << ": the K/V stages alone take " << kvBytes
+           << " bytes of shared memory a block; " << in.target.chip << " has "
+           << in.target.sharedBytesPerSM << " an SM";
+  return config;
 }
