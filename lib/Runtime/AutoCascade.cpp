@@ -219,6 +219,11 @@ Status checkOptions(const AutoCascadeOptions &opt) {
                      "auto cascade graph_group_capacity must be in [0, 2^30] "
                      "(0 = the batch size), got %lld",
                      ll(opt.graph_group_capacity));
+  if (opt.shared_occupancy < 0 || opt.shared_occupancy > (1 << 12))
+    return makeError(ErrorCode::InvalidArgument,
+                     "auto cascade shared_occupancy must be in [0, 4096] "
+                     "(0 = the batch's occupancy), got %lld",
+                     ll(opt.shared_occupancy));
   if (opt.shared_qo_tile_size < 0 || opt.shared_qo_tile_size > 4096)
     return makeError(ErrorCode::InvalidArgument,
                      "auto cascade shared_qo_tile_size must be in [0, 4096] "
@@ -709,8 +714,11 @@ Status planLevels(const PlanInputs &in, const AutoCascadeOptions &opt,
     p.kv_indptr = lv.kv_indptr;
     p.kv_indices = ArrayView<int32_t>();
     p.kv_last_page_len = lv.kv_last_page_len;
-    if (l + 1 < levelInputs.size())
+    if (l + 1 < levelInputs.size()) {
       p.qo_tile_size = opt.shared_qo_tile_size;
+      if (opt.shared_occupancy > 0)
+        p.occupancy = opt.shared_occupancy;
+    }
     res.stats.pages_read += lv.kv_indptr[lv.kv_indptr.size() - 1];
   }
   return detail::cascadePlanValidated(levelInputs.data(), levelInputs.size(),

@@ -342,7 +342,8 @@ CASCADE_MGPU_EXPORT void *_mlir_ciface_cascade_mgpu_auto_plan(
     void **slot, MemRef<int32_t, 1> *kvIndptr,
     MemRef<int32_t, 1> *kvLastPageLen, MemRef<int32_t, 1> *kvIndices,
     int64_t numQoHeads, int64_t numKvHeads, int64_t headDim, int64_t pageSize,
-    int64_t graphRows, int64_t occupancy, int64_t sharedQoTileSize) {
+    int64_t graphRows, int64_t occupancy, int64_t sharedQoTileSize,
+    int64_t sharedOccupancy) {
   Device *device = mgpu::enterDevice();
   if (!device || !slot)
     return nullptr;
@@ -357,6 +358,7 @@ CASCADE_MGPU_EXPORT void *_mlir_ciface_cascade_mgpu_auto_plan(
   options.causal = false; // a decode batch
   options.max_levels = MgpuAutoPlan::kMaxLevels;
   options.shared_qo_tile_size = sharedQoTileSize;
+  options.shared_occupancy = sharedOccupancy;
   Status s = makeAutoCascadePlan(in, options, p->cascade);
   p->numLevels = s.ok() ? static_cast<int64_t>(p->cascade.levels.size()) : 0;
   if (s.ok()) {

@@ -138,10 +138,16 @@ const char *const kTopKeys[] = {
 const char *const kOptionKeys[] = {"fixed_split_pages", "disable_split_kv",
                                    nullptr};
 
-const char *const kAutoKeys[] = {
-    "max_levels",        "graph_group_capacity", "shared_qo_tile_size",
-    "level_overhead_us", "group_overhead_us",    "bandwidth_bytes_per_us",
-    "level_row_bytes",   "l2_hidden_fraction",   nullptr};
+const char *const kAutoKeys[] = {"max_levels",
+                                 "graph_group_capacity",
+                                 "shared_qo_tile_size",
+                                 "shared_occupancy",
+                                 "level_overhead_us",
+                                 "group_overhead_us",
+                                 "bandwidth_bytes_per_us",
+                                 "level_row_bytes",
+                                 "l2_hidden_fraction",
+                                 nullptr};
 
 Status getDouble(const Json &obj, const char *key, double &out) {
   const Json *v = json::find(obj, key);
@@ -174,6 +180,8 @@ Status parseAutoCascade(const Json &root, BatchDescription &d) {
       getInt(*v, "graph_group_capacity", false, o.graph_group_capacity));
   CASCADE_RETURN_IF_ERROR(
       getInt(*v, "shared_qo_tile_size", false, o.shared_qo_tile_size));
+  CASCADE_RETURN_IF_ERROR(
+      getInt(*v, "shared_occupancy", false, o.shared_occupancy));
   CASCADE_RETURN_IF_ERROR(
       getDouble(*v, "level_overhead_us", o.level_overhead_us));
   CASCADE_RETURN_IF_ERROR(

@@ -154,6 +154,7 @@ const char *const kAutoOptionKeys[] = {"causal",
                                        "max_levels",
                                        "graph_group_capacity",
                                        "shared_qo_tile_size",
+                                       "shared_occupancy",
                                        "bandwidth_bytes_per_us",
                                        "level_overhead_us",
                                        "group_overhead_us",
@@ -210,6 +211,7 @@ py::dict autoCascade(const std::string &mode, const I32Array &kvIndptr,
   set("max_levels", o.max_levels);
   set("graph_group_capacity", o.graph_group_capacity);
   set("shared_qo_tile_size", o.shared_qo_tile_size);
+  set("shared_occupancy", o.shared_occupancy);
   set("bandwidth_bytes_per_us", o.bandwidth_bytes_per_us);
   set("level_overhead_us", o.level_overhead_us);
   set("group_overhead_us", o.group_overhead_us);
@@ -478,8 +480,9 @@ PYBIND11_MODULE(_runtime, m) {
         "returns {'levels': [{mode, qo_indptr, kv_indptr, kv_indices, "
         "kv_last_page_len, num_page_groups, plan}], 'stats': {...}}. Keyword "
         "options: causal, max_levels, graph_group_capacity, "
-        "shared_qo_tile_size, bandwidth_bytes_per_us, level_overhead_us, "
-        "group_overhead_us, level_row_bytes, l2_hidden_fraction, and "
+        "shared_qo_tile_size, shared_occupancy, bandwidth_bytes_per_us, "
+        "level_overhead_us, group_overhead_us, level_row_bytes, "
+        "l2_hidden_fraction, and "
         "plan()'s (num_qo_heads, ..., cuda_graph, q_dtype, kv_dtype; num_sms "
         "defaults to 1).");
 

@@ -35,6 +35,10 @@ struct AutoCascadeOptions {
   /// Query tile of the shared (prefill) levels; 0 = automatic. Must match
   /// the tile of the prefill kernel that runs them.
   int64_t shared_qo_tile_size = 0;
+  /// Resident blocks per SM of the prefill kernel that runs the shared
+  /// levels, which sets their grid limit (PlanInputs::occupancy); 0 = the
+  /// batch's occupancy (that of the per-request level's kernel).
+  int64_t shared_occupancy = 0;
   /// Cost model: effective HBM bandwidth (bytes per microsecond) that turns
   /// bytes into time, the fixed cost of one more level (its attention launch
   /// and its merge) and of one more group in a level. The level's 12 us and

@@ -77,8 +77,10 @@ Value i64(OpBuilder &b, Location loc, int64_t v) {
 struct PlanKernel {
   int64_t qoTile = 0;
   int64_t occupancy = 1;
-  /// auto_cascade: the query tile of the shared level's prefill kernel.
+  /// auto_cascade: the query tile and the occupancy of the shared level's
+  /// prefill kernel (its grid limit: not the decode kernel's).
   int64_t sharedQoTile = 0;
+  int64_t sharedOccupancy = 0;
 };
 
 /// What the occupancy of a level's kernel depends on besides its
@@ -168,8 +170,11 @@ public:
           return;
         config = *c;
       }
-      int64_t sharedQoTile = 0;
-      if (cast<PlanType>(plan[0].getType()).getAutoCascade()) {
+      auto type = cast<PlanType>(plan[0].getType());
+      Type kvType = cast<ShapedType>(op.getKv()[0].getType()).getElementType();
+      bool rope = op.getPosEncoding() == PosEncoding::RopeLlama;
+      int64_t sharedQoTile = 0, sharedOccupancy = 0;
+      if (type.getAutoCascade()) {
         // The shared level's kernel, on stand-in arrays (the op's own).
         OpBuilder b(op);
         Value kvp = op.getKvIndptr();
@@ -180,15 +185,13 @@ public:
           KernelConfigAttr sc = helper.getAttr(*shared);
           if (sc.isTensorCore())
             sharedQoTile = sc.getQTile();
+          sharedOccupancy = estimateOccupancy(
+              sc, LevelKernel{type.getHeadDim(), kvType, false, rope}, target);
           shared->erase();
         }
       }
-      auto type = cast<PlanType>(plan[0].getType());
-      LevelKernel level{
-          type.getHeadDim(),
-          cast<ShapedType>(op.getKv()[0].getType()).getElementType(),
-          op.isDecode(), op.getPosEncoding() == PosEncoding::RopeLlama};
-      users.push_back({plan[0], config, sharedQoTile, level});
+      LevelKernel level{type.getHeadDim(), kvType, op.isDecode(), rope};
+      users.push_back({plan[0], config, sharedQoTile, sharedOccupancy, level});
     });
   }
 
@@ -226,8 +229,10 @@ public:
     k.occupancy = op.getOccupancy().value_or(
         estimateOccupancy(c, runs.front()->level, target));
     for (const User &u : users)
-      if (u.plan == plan || u.plan.getType() == type)
+      if (u.plan == plan || u.plan.getType() == type) {
         k.sharedQoTile = std::max(k.sharedQoTile, u.sharedQoTile);
+        k.sharedOccupancy = std::max(k.sharedOccupancy, u.sharedOccupancy);
+      }
     return k;
   }
 
@@ -236,6 +241,7 @@ private:
     Value plan;
     KernelConfigAttr config;
     int64_t sharedQoTile;
+    int64_t sharedOccupancy;
     LevelKernel level;
   };
   SmallVector<User> users;
@@ -283,9 +289,10 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
     PlanType type = op.getPlan().getType();
     if (type.getAutoCascade()) {
       // cascade_mgpu_auto_plan(slot, kv_indptr, last, indices, Hqo, Hkv, D,
-      // page, graph_rows, occupancy, shared level's query tile).
+      // page, graph_rows, occupancy, shared level's query tile and
+      // occupancy).
       SmallVector<Type> autoArgs = {ptr, arr, arr, arr};
-      autoArgs.append(7, i64Type);
+      autoArgs.append(8, i64Type);
       func::FuncOp autoFn = declare(
           module, kAutoPlanFn, FunctionType::get(ctx, autoArgs, {ptr}), true);
       auto cast = [&](Value v) -> Value {
@@ -302,7 +309,8 @@ struct PlanOpLowering : OpConversionPattern<PlanOp> {
           i64(rewriter, loc, type.getPageSize()),
           i64(rewriter, loc, type.getGraphRows()),
           i64(rewriter, loc, kernel->second.occupancy),
-          i64(rewriter, loc, kernel->second.sharedQoTile)};
+          i64(rewriter, loc, kernel->second.sharedQoTile),
+          i64(rewriter, loc, kernel->second.sharedOccupancy)};
       rewriter.replaceOpWithNewOp<func::CallOp>(op, autoFn, operands);
       return success();
     }

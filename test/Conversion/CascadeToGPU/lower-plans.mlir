@@ -108,10 +108,11 @@ func.func @step(%hkp: memref<?xi32>, %hkl: memref<?xi32>, %q: memref<128x32x128x
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : i64
 // CHECK-DAG: %[[C4:.*]] = arith.constant 4 : i64
 // CHECK-DAG: %[[C128:.*]] = arith.constant 128 : i64
-// Decode rows kernel: 4 blocks an SM; the shared level's kernel: q_tile 128.
-// CHECK: %[[PLAN:.*]] = call @cascade_mgpu_auto_plan(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C128]], %{{.*}}, %[[C0]], %[[C4]], %[[C128]])
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : i64
+// Decode rows kernel: 4 blocks an SM; the shared level's kernel: q_tile 128,
+// 2 blocks an SM (its grid, not the decode kernel's).
+// CHECK: %[[PLAN:.*]] = call @cascade_mgpu_auto_plan(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C128]], %{{.*}}, %[[C0]], %[[C4]], %[[C128]], %[[C2]])
 // CHECK: %[[N:.*]] = call @cascade_mgpu_auto_num_levels(%[[PLAN]]) : (!llvm.ptr) -> i64
-// CHECK: %[[C2:.*]] = arith.constant 2 : i64
 // CHECK: %[[TWO:.*]] = arith.cmpi eq, %[[N]], %[[C2]]
 // CHECK: scf.if %[[TWO]] {
 // CHECK: %[[L0:.*]] = func.call @cascade_mgpu_auto_level(%[[PLAN]], %[[C0]])
@@ -154,13 +155,14 @@ func.func @auto(%q: memref<?x32x128xf16>, %c: memref<?x2x16x8x128xf16>,
 // it, so it gets the planned level's configuration, as an explicit
 // cascade's shared level does (two consumer warpgroups over 128 rows), not
 // the plain prefill's three over 192; the plan counts its work items in
-// 128-row tiles.
+// 128-row tiles on a grid of one such block an SM.
 
 !auto = !cascade.plan<decode, heads = 32 / 8, head_dim = 128, page_size = 16, auto_cascade>
 
 // CHECK-LABEL: func.func @auto_sm90a(
 // CHECK-DAG: %[[C128:.*]] = arith.constant 128 : i64
-// CHECK: call @cascade_mgpu_auto_plan({{.*}}, %[[C128]]) :
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : i64
+// CHECK: call @cascade_mgpu_auto_plan({{.*}}, %[[C128]], %[[C1]]) :
 // CHECK: func.call @cascade_mgpu_plan_split_kv(%{{.*}}, %[[C128]])
 // CHECK: cascade.paged_attention {{.*}} plan(
 // CHECK-SAME: {cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 3>,

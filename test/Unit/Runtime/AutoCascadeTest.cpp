@@ -176,8 +176,11 @@ void checkStructure(const Batch &b, const AutoCascade &ac) {
 void checkPlansAreMakePlans(const PlanInputs &in, const AutoCascadeOptions &o,
                             const AutoCascade &ac) {
   std::vector<PlanInputs> levels = ac.inputs(in);
-  for (size_t l = 0; l + 1 < levels.size(); ++l)
+  for (size_t l = 0; l + 1 < levels.size(); ++l) {
     levels[l].qo_tile_size = o.shared_qo_tile_size;
+    if (o.shared_occupancy > 0)
+      levels[l].occupancy = o.shared_occupancy;
+  }
   CascadePlan want;
   Status s = makeCascadePlan(levels, want);
   ASSERT_TRUE(s.ok()) << s.message();
@@ -268,6 +271,45 @@ TEST(AutoCascade, GroupsOfRequestsWithTheirOwnPrefix) {
   EXPECT_EQ(ac.levels[1].mode, PlanMode::Decode);
   EXPECT_EQ(ac.stats.pages_saved, 3 * (5 + 6 + 7));
   EXPECT_LT(cascadeError(pb, b, ac, false, 1), 1e-12);
+}
+
+TEST(AutoCascade, SharedLevelsTakeTheirOwnOccupancy) {
+  // 8 requests sharing 64 pages: the shared level (a prefill) splits to fill
+  // the grid of its own kernel (shared_occupancy x 16 SMs), the per-request
+  // level keeps the batch's occupancy.
+  PageBatch pb;
+  std::vector<int32_t> prefix = range(0, 64);
+  int32_t next = 64;
+  for (int r = 0; r < 8; ++r) {
+    pb.pages.push_back(concat(prefix, range(next, 2)));
+    next += 2;
+    pb.last.push_back(3);
+  }
+  pb.numPages = next;
+  pb.pageSize = 128; // chunks of one page and up
+  Batch b = pb.build();
+  b.in.occupancy = 4;
+  auto plan = [&](int64_t sharedOccupancy, AutoCascade &ac) {
+    AutoCascadeOptions o = eager(2);
+    o.shared_occupancy = sharedOccupancy;
+    Status s = makeAutoCascadePlan(b.in, o, ac);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_EQ(ac.levels.size(), 2u);
+    checkPlansAreMakePlans(b.in, o, ac);
+  };
+  AutoCascade byBatch, own;
+  plan(0, byBatch);
+  plan(1, own);
+  // One query tile over 8 x 2 rows; the grid limit over 2 KV heads.
+  EXPECT_EQ(byBatch.plan.levels[0].num_work_items, 4 * 16 / 2);
+  EXPECT_EQ(own.plan.levels[0].num_work_items, 16 / 2);
+  EXPECT_EQ(own.plan.levels[1].int_image, byBatch.plan.levels[1].int_image);
+  AutoCascadeOptions bad;
+  bad.shared_occupancy = -1;
+  Status s = makeAutoCascadePlan(b.in, bad, own);
+  EXPECT_EQ(s.code(), ErrorCode::InvalidArgument);
+  EXPECT_EQ(s.message(), "auto cascade shared_occupancy must be in [0, 4096] "
+                         "(0 = the batch's occupancy), got -1");
 }
 
 TEST(AutoCascade, NoSharingIsThePlainPlan) {

@@ -45,12 +45,10 @@ void _mlir_ciface_cascade_mgpu_plan_i8(MemRef<int8_t, 1> *out, void *plan,
 void _mlir_ciface_cascade_mgpu_plan_tmp_v(MemRef<float, 3> *out, void *plan);
 void _mlir_ciface_cascade_mgpu_plan_tmp_s(MemRef<float, 2> *out, void *plan);
 void cascade_mgpu_plan_destroy(void **slot);
-void *_mlir_ciface_cascade_mgpu_auto_plan(void **slot, Array *kvIndptr,
-                                          Array *last, Array *indices,
-                                          int64_t hqo, int64_t hkv,
-                                          int64_t headDim, int64_t pageSize,
-                                          int64_t graphRows, int64_t occupancy,
-                                          int64_t sharedQoTile);
+void *_mlir_ciface_cascade_mgpu_auto_plan(
+    void **slot, Array *kvIndptr, Array *last, Array *indices, int64_t hqo,
+    int64_t hkv, int64_t headDim, int64_t pageSize, int64_t graphRows,
+    int64_t occupancy, int64_t sharedQoTile, int64_t sharedOccupancy);
 int64_t cascade_mgpu_auto_num_levels(void *plan);
 void *cascade_mgpu_auto_level(void *plan, int64_t level);
 void _mlir_ciface_cascade_mgpu_auto_array(Array *out, void *plan, int64_t level,
@@ -253,10 +251,10 @@ struct SharedBatch {
       last.push_back(16);
     }
   }
-  void *plan(void **slot) {
+  void *plan(void **slot, int64_t occupancy = 2, int64_t sharedOccupancy = 0) {
     Array k = view(kvIndptr), l = view(last), n = view(indices);
-    return _mlir_ciface_cascade_mgpu_auto_plan(slot, &k, &l, &n, 32, 8, 128, 16,
-                                               0, 2, 128);
+    return _mlir_ciface_cascade_mgpu_auto_plan(
+        slot, &k, &l, &n, 32, 8, 128, 16, 0, occupancy, 128, sharedOccupancy);
   }
 };
 
@@ -291,6 +289,31 @@ TEST_F(MgpuPlanTest, AutoCascadeFindsTheSharedPrefix) {
   EXPECT_EQ(merge.sizes[0], 65);
   EXPECT_EQ(cascade_mgpu_auto_level(plan, 2), nullptr);
   cascade_mgpu_auto_plan_destroy(&slot);
+}
+
+// The shared level is planned for the grid of its own (prefill) kernel:
+// with shared_occupancy 1 its split has a quarter of the work items that the
+// decode kernel's occupancy 4 would give it (the stand-in device's SMs x 1
+// over 8 KV heads, against x 4).
+TEST_F(MgpuPlanTest, AutoCascadeSharedLevelHasItsOwnOccupancy) {
+  SharedBatch batch(64, 2048);
+  auto sharedItems = [&](int64_t sharedOccupancy) {
+    void *other = nullptr;
+    void *plan = batch.plan(&other, 4, sharedOccupancy);
+    EXPECT_NE(plan, nullptr);
+    EXPECT_EQ(cascade_mgpu_auto_num_levels(plan), 2);
+    Array req{};
+    _mlir_ciface_cascade_mgpu_plan_i32(&req, cascade_mgpu_auto_level(plan, 0),
+                                       0);
+    int64_t items = req.sizes[0];
+    cascade_mgpu_auto_plan_destroy(&other);
+    return items;
+  };
+  const int64_t byDecode = sharedItems(0), own = sharedItems(1);
+  EXPECT_GT(own, 0);
+  EXPECT_EQ(byDecode, sharedItems(4));
+  EXPECT_LT(own, byDecode);
+  EXPECT_GE(own * 4, byDecode - 4); // up to one partial chunk per tile
 }
 
 TEST_F(MgpuPlanTest, AutoCascadeIgnoresAPreallocatedBuffersTail) {
