@@ -66,6 +66,11 @@ struct KernelFamilyTraits {
   /// merge).
   int64_t (*dynamicSharedBytes)(KernelConfigAttr config,
                                 const AttentionShape &shape);
+  /// The static shared memory (bytes) a block holds at least (rows: its
+  /// K/V stages); null where the family has none to count. A launch bound
+  /// (min_blocks_per_sm) is checked against it with the dynamic part.
+  int64_t (*staticSharedBytes)(KernelConfigAttr config,
+                               const AttentionShape &shape);
   /// Registers a thread of the family's kernels uses, as occupancy
   /// estimates take it.
   int64_t (*registersPerThread)(KernelConfigAttr config,

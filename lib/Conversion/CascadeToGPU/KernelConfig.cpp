@@ -55,17 +55,22 @@ static int64_t maskGroupSize(PagedAttentionOp op) {
   return std::max<int64_t>(qHeads / kvHeads, 1);
 }
 
-/// The dynamic shared memory of a block of `op`'s kernel under `config`
-/// (0 for the families whose shared memory is static: rows, merge).
-static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
+/// The shared memory of a block of `op`'s kernel under `config`: its
+/// dynamic part (0 for the families whose shared memory is static: rows,
+/// merge) and the static part its family counts (staticSharedBytes).
+struct BlockSharedBytes {
+  int64_t dynamic = 0, counted = 0;
+};
+static BlockSharedBytes blockSharedBytes(Operation *op,
+                                         KernelConfigAttr config) {
   auto attention = dyn_cast<PagedAttentionOp>(op);
   const KernelFamilyTraits &traits = getKernelFamily(config.getFamily()).traits;
-  if (!attention || !traits.dynamicSharedBytes)
-    return 0;
+  if (!attention || (!traits.dynamicSharedBytes && !traits.staticSharedBytes))
+    return {};
   int64_t headDim =
       cast<ShapedType>(attention.getQ().getType()).getShape().back();
   if (ShapedType::isDynamic(headDim))
-    return 0;
+    return {};
   AttentionShape shape;
   shape.headDim = headDim;
   shape.kvType =
@@ -76,7 +81,13 @@ static int64_t dynamicSharedBytes(Operation *op, KernelConfigAttr config) {
     shape.customMask = true;
     shape.groupSize = group;
   }
-  return traits.dynamicSharedBytes(config, shape);
+  BlockSharedBytes bytes;
+  if (traits.dynamicSharedBytes)
+    bytes.dynamic = traits.dynamicSharedBytes(config, shape);
+  bytes.counted = bytes.dynamic;
+  if (traits.staticSharedBytes)
+    bytes.counted += traits.staticSharedBytes(config, shape);
+  return bytes;
 }
 
 /// The shared memory the hardware reserves for each resident block (sm_80
@@ -88,7 +99,8 @@ static std::string whyNotFits(Operation *op, KernelConfigAttr config,
                               const TargetInfo &target) {
   std::string why;
   llvm::raw_string_ostream os(why);
-  int64_t smem = dynamicSharedBytes(op, config);
+  BlockSharedBytes bytes = blockSharedBytes(op, config);
+  int64_t smem = bytes.dynamic;
   if (smem > target.sharedBytesPerBlockOptin) {
     os << "needs " << smem << " bytes of shared memory per block; "
        << target.chip << " allows at most " << target.sharedBytesPerBlockOptin;
@@ -98,7 +110,7 @@ static std::string whyNotFits(Operation *op, KernelConfigAttr config,
   if (!blocks)
     return why;
   int64_t threads = blocks * config.getNumThreads();
-  int64_t perSM = blocks * (smem + kReservedSharedBytesPerBlock);
+  int64_t perSM = blocks * (bytes.counted + kReservedSharedBytesPerBlock);
   if (threads > target.maxThreadsPerSM)
     os << "asks for " << blocks << " blocks an SM, " << threads << " threads; "
        << target.chip << " holds " << target.maxThreadsPerSM;

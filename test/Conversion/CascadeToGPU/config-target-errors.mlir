@@ -102,3 +102,18 @@ module attributes {gpu.container_module} {
     return
   }
 }
+
+// -----
+
+// And a rows block's static K/V stages (2 x 32 tokens x 128 x K and V, f16:
+// 32 KiB): 8 of them with what each block reserves exceed sm_90's 228 KiB.
+func.func @decode_bound_smem(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x8x128xf16>,
+    %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  // expected-error@+1 {{kernel_config #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2, min_blocks_per_sm = 8> asks for 8 blocks an SM, 270336 bytes of shared memory with what each block reserves; sm_90 has 233472}}
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%cache : memref<?x2x16x8x128xf16>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64,
+       cascade.kernel_config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 2, min_blocks_per_sm = 8>}
+  return
+}

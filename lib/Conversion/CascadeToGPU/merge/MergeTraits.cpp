@@ -23,6 +23,7 @@ const KernelFamilyTraits mlir::cascade::kMergeTraits = {
     "_merge",
     supportsKVType,
     /*dynamicSharedBytes=*/nullptr,
+    /*staticSharedBytes=*/nullptr,
     registersPerThread,
     whyNotAttention,
 };

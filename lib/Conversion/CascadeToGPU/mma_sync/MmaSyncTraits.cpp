@@ -165,6 +165,7 @@ const KernelFamilyTraits mlir::cascade::kMmaSyncTraits = {
     "_mma",
     mmaSyncSupportsKVType,
     dynamicSharedBytes,
+    /*staticSharedBytes=*/nullptr,
     registersPerThread,
     whyNotAttention,
 };

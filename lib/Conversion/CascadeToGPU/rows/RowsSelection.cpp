@@ -49,13 +49,13 @@ FailureOr<KernelConfigAttr> cascade::chooseRows(const SelectionInput &in) {
   for (;; tile /= 2) {
     while ((tile * bdx) % nthreads != 0 || tile % bdz != 0)
       tile *= 2;
-    int64_t stageBytes =
-        2 * tile * headDim * (isFp8KVType(in.shape.kvType) ? 1 : 2);
+    int64_t stageBytes = rowsKVStageBytes(tile, headDim, in.shape.kvType);
     stages = std::min<int64_t>(o.rowsMaxStages, budget / stageBytes);
     if (stages >= 2 || tile <= 16)
       break;
   }
-  // Checked: rows-min-blocks-per-sm comes from the options as it is.
+  // Checked: rows-min-blocks-per-sm comes from the options as it is (and
+  // selection checks the bound against the chip).
   KernelConfigAttr config = KernelConfigAttr::getChecked(
       [&] { return in.op->emitError("rows-min-blocks-per-sm: "); },
       in.op->getContext(), KernelFamily::Rows, ArrayRef<int64_t>{bdx, 1, bdz},
@@ -63,13 +63,5 @@ FailureOr<KernelConfigAttr> cascade::chooseRows(const SelectionInput &in) {
       o.rowsMinBlocksPerSM, Fp8Staging::Convert);
   if (!config)
     return failure();
-  int64_t kvBytes = std::max<int64_t>(stages, 1) * 2 * tile * headDim *
-                    (isFp8KVType(in.shape.kvType) ? 1 : 2);
-  if (int64_t blocks = o.rowsMinBlocksPerSM;
-      blocks > 0 && blocks * kvBytes > in.target.sharedBytesPerSM)
-    return in.op->emitError("rows-min-blocks-per-sm = ")
-           << blocks << ": the K/V stages alone take " << kvBytes
-           << " bytes of shared memory a block; " << in.target.chip << " has "
-           << in.target.sharedBytesPerSM << " an SM";
   return config;
 }

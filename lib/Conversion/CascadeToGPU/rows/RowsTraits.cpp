@@ -21,6 +21,18 @@ bool mlir::cascade::rowsSupportsKVType(Type, Type kvType,
                        fp8KVConvertSupported(target.computeCapability));
 }
 
+int64_t mlir::cascade::rowsKVStageBytes(int64_t tile, int64_t headDim,
+                                        Type kvType, int64_t stages) {
+  return stages * 2 * tile * headDim * (isFp8KVType(kvType) ? 1 : 2);
+}
+
+/// The K/V stages (the reduction buffers beside them are not counted).
+static int64_t staticSharedBytes(KernelConfigAttr config,
+                                 const AttentionShape &s) {
+  return rowsKVStageBytes(config.getKvTile(), s.headDim, s.kvType,
+                          config.getStages());
+}
+
 /// The rows kernels stay well under 128 registers a thread.
 static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &) {
   return 128;
@@ -46,9 +58,7 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (s.customMask)
     return "custom masks run on the tensor-core families (mma_sync, wgmma): "
            "q and KV of one dtype";
-  if (config.getKvTile() * s.headDim * 2 * (isFp8KVType(s.kvType) ? 1 : 2) *
-          config.getStages() >
-      48 * 1024)
+  if (staticSharedBytes(config, s) > 48 * 1024)
     return "the K/V stages exceed 48 KiB of static shared memory";
   return {};
 }
@@ -59,6 +69,7 @@ const KernelFamilyTraits mlir::cascade::kRowsTraits = {
     "_rows",
     rowsSupportsKVType,
     /*dynamicSharedBytes=*/nullptr,
+    staticSharedBytes,
     registersPerThread,
     whyNotAttention,
 };

@@ -27,6 +27,10 @@ bool rowsFamilySupportsHeadDim(int64_t headDim);
 /// conversion instructions (sm_89 and up).
 bool rowsSupportsKVType(Type qType, Type kvType, const TargetInfo &target);
 
+/// The shared memory (bytes) of `stages` K/V stages of `tile` tokens.
+int64_t rowsKVStageBytes(int64_t tile, int64_t headDim, Type kvType,
+                         int64_t stages = 1);
+
 } // namespace cascade
 } // namespace mlir
 

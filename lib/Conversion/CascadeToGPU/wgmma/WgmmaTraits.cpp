@@ -123,6 +123,7 @@ const KernelFamilyTraits mlir::cascade::kWgmmaTraits = {
     "_wgmma",
     wgmmaSupportsKVType,
     dynamicSharedBytes,
+    /*staticSharedBytes=*/nullptr,
     registersPerThread,
     whyNotAttention,
 };
