@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tensor-core attention benchmarks on the GPU machine (no MLIR there).
 
-  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade]
+  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade,prefill-fp8]
 
 (from the repository root, with the runtime's Python module cascade_mlir
 importable: the split-KV plan of the cascade's prefix level is the runtime's)
@@ -15,6 +15,9 @@ Rows (printed as a markdown table):
   fp16 and bf16: TFLOP/s (causal FLOPs = 4 B Hq D L^2 / 2) of our default
   kernel and its tuning variants, torch SDPA on contiguous KV, FlashInfer's
   BatchPrefillWithPagedKVCacheWrapper, and an 8192^3 matmul;
+- prefill-fp8 (BUNDLE from test/Integration/gpu/fp8_operand_kernels.mlir):
+  q, K and V in e4m3 on fp8 tensor cores against the 16-bit kernel of the
+  same shape, causal (f16 out) and non-causal (bf16 out);
 - two-level decode cascade, shared prefix 32768, unique 256 per request,
   B=128, D=128, page 16, fp16, heads 32/8 and 32/32: total us of all our
   launches (split tensor-core prefill of the prefix + merge of its partial
@@ -156,6 +159,88 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
         rows_out.append((f"FlashInfer 0.5.3 prefill {mode} {dtype} D{D}", f"{t_fi:.0f}",
                          f"{fi_tflops:.0f}", f"{fi_tflops / sdpa_tflops:.2f}",
                          f"{fi_tflops / mm_tflops:.2f}", "1.00", f"{e_fi:.1e}"))
+
+
+def bench_prefill_fp8(b, causal, o_dtype):
+    """fp8 queries on fp8 tensor cores against the 16-bit kernel of the same
+    shape (B8 L4096 32/8 D128 page 16; both in BUNDLE, built from
+    test/Integration/gpu/fp8_operand_kernels.mlir): q, K and V drawn in
+    `o_dtype`, stored as e4m3 (per-tensor scale 1), the 16-bit kernel and
+    SDPA run on the dequantized values; FlashInfer's fp8 prefill where its
+    prebuilt modules have one."""
+    B, L, Hq, Hkv, D, ps = 8, 4096, 32, 8, 128, 16
+    mode = "causal" if causal else "non-causal"
+    tdt, f8 = DT[o_dtype], torch.float8_e4m3fn
+    torch.manual_seed(0)
+    q8 = torch.randn(B * L, Hq, D, device="cuda").to(f8)
+    k8 = torch.randn(B, L, Hkv, D, device="cuda").to(f8)
+    v8 = torch.randn(B, L, Hkv, D, device="cuda").to(f8)
+    pages = L // ps
+    perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
+    cache8 = torch.empty(B * pages, 2, ps, Hkv, D, device="cuda", dtype=f8)
+    cache8[perm.long(), 0] = k8.reshape(B * pages, ps, Hkv, D)
+    cache8[perm.long(), 1] = v8.reshape(B * pages, ps, Hkv, D)
+    cache = cache8.to(tdt)
+    q = q8.to(tdt)
+    qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
+    kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
+    last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+    flops = 4 * B * Hq * D * L * L / (2 if causal else 1)
+    qt = q.reshape(B, L, Hq, D).transpose(1, 2)
+    kt, vt = k8.to(tdt).transpose(1, 2), v8.to(tdt).transpose(1, 2)
+    sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+        qt, kt, vt, is_causal=causal, enable_gqa=True)
+    ref = sdpa().transpose(1, 2).reshape(B * L, Hq, D)
+    t_sdpa = timed(sdpa)
+    base = dict(kernel_family="wgmma", head_dim=D, num_qo_heads=Hq, num_kv_heads=Hkv,
+                page_size=ps, kv_layout="nhd", kv_form="pool", causal=causal,
+                accumulate=False, pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    o = torch.empty(B * L, Hq, D, device="cuda", dtype=tdt)
+    lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
+    times = {}
+    for label, qq, cc, want in (
+            (o_dtype, q, cache, dict(q_dtype=o_dtype, kv_dtype=o_dtype)),
+            ("e4m3", q8, cache8, dict(q_dtype="f8e4m3", kv_dtype="f8e4m3", o_dtype=o_dtype))):
+        names = [n for n, kk in b.kernels.items() if kk["op"] == "prefill" and
+                 static_matches(kk["static"], dict(base, **want))]
+        for name in names:
+            bufs = dict(q=cpa(qq.view(torch.uint8) if qq.dtype == f8 else qq),
+                        kv_cache=cpa(cc.view(torch.uint8) if cc.dtype == f8 else cc),
+                        qo_indptr=cpa(qo_indptr), kv_indptr=cpa(kv_indptr),
+                        kv_indices=cpa(perm), kv_last_page_len=cpa(last), o=cpa(o),
+                        lse=cpa(lse), batch_size=B, num_rows=B * L, row_capacity=B * L,
+                        k_scale=1.0, v_scale=1.0)
+            o.fill_(float("nan"))
+            b.launch(name, bufs)
+            finish_or_exit(name)
+            err = relerr(o, ref)
+            t = timed(lambda: b.launch(name, bufs))
+            times.setdefault(label, t)
+            tf = flops / t / 1e6
+            ratio = times[o_dtype] / t if o_dtype in times else float("nan")
+            row = (f"prefill {mode} q/K/V {label} -> {o_dtype} B8 L4096 32/8 D128 p16 "
+                   f"[{name[name.rindex('_w') + 1:]}]", f"{t:.0f}", f"{tf:.0f}",
+                   f"{tf / (flops / t_sdpa / 1e6):.2f}", f"{ratio:.2f}", f"{err:.1e}")
+            rows_out.append(row)
+            print(" | ".join(row), flush=True)
+    rows_out.append((f"torch SDPA {mode} {o_dtype} D128 (dequantized, contiguous KV)",
+                     f"{t_sdpa:.0f}", f"{flops / t_sdpa / 1e6:.0f}", "1.00", "", ""))
+    if HAVE_FI:
+        import flashinfer
+        ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        try:
+            w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD", backend="fa3")
+            w.plan(qo_indptr, kv_indptr, perm, last, Hq, Hkv, D, ps, causal=causal,
+                   q_data_type=f8, kv_data_type=f8)
+            out_fi = w.run(q8, cache8)
+            e_fi = relerr(out_fi.to(tdt), ref)
+            t_fi = timed(lambda: w.run(q8, cache8))
+            row = (f"FlashInfer 0.5.3 fp8 prefill {mode} (FA3)", f"{t_fi:.0f}",
+                   f"{flops / t_fi / 1e6:.0f}", f"{t_sdpa / t_fi:.2f}", "", f"{e_fi:.1e}")
+            rows_out.append(row)
+            print(" | ".join(row), flush=True)
+        except Exception as e:  # noqa: BLE001 (no prebuilt fp8 module)
+            print(f"FlashInfer fp8 prefill {mode}: {e}", flush=True)
 
 
 # ---------------------------------------------------------------------------
@@ -330,6 +415,10 @@ def main():
             bench_prefill(b, dtype, causal=False, matmul=False)
             for D in (64, 256):
                 bench_prefill(b, dtype, D=D, matmul=False)
+    if "prefill-fp8" in want:
+        print("| fp8 prefill | us | TFLOP/s | / SDPA | / 16-bit kernel | max rel err |")
+        bench_prefill_fp8(b, True, "f16")
+        bench_prefill_fp8(b, False, "bf16")
     if "cascade" in want:
         print("| cascade | ours us | split | plain SDPA us | speedup | torch compose us | ratio |"
               " FlashInfer us | ratio | max rel err |")

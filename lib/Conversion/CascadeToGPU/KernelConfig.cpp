@@ -73,6 +73,7 @@ static BlockSharedBytes blockSharedBytes(Operation *op,
     return {};
   AttentionShape shape;
   shape.headDim = headDim;
+  shape.qType = cast<ShapedType>(attention.getQ().getType()).getElementType();
   shape.kvType =
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType();
   shape.decode = attention.isDecode();
@@ -242,6 +243,20 @@ FailureOr<KernelConfigAttr> mlir::cascade::selectKernelConfig(
   for (const KernelFamilyEntry &family : getKernelFamilies())
     if (family.applies(in))
       return family.choose(in);
+  if (isFp8KVType(shape->qType)) {
+    InFlightDiagnostic d = op->emitError("fp8 queries (")
+                           << shape->qType << ") run on the wgmma family only";
+    if (!target.hasWgmma)
+      d << ", which needs sm_90a; the target is " << target.chip;
+    else if (!opts.wgmmaFp8Operands)
+      d << ": enable it with cascade-select-kernel-config's "
+           "wgmma-fp8-operands (experimental)";
+    else if (shape->decode)
+      d << ", which runs prefill and append, not decode";
+    else
+      d << ", which needs head_dim 128 for them and no RoPE or custom mask";
+    return failure();
+  }
   if (isFp8KVType(shape->kvType) &&
       !fp8KVConvertSupported(target.computeCapability))
     return op->emitError("an fp8 KV cache (")
@@ -304,6 +319,7 @@ struct SelectKernelConfigPass
     o.wgmmaStages = wgmmaStages;
     o.wgmmaConsumers = wgmmaConsumers;
     o.wgmmaSplitKVBarriers = wgmmaSplitKVBarriers;
+    o.wgmmaFp8Operands = wgmmaFp8Operands;
     return o;
   }
 

@@ -258,6 +258,9 @@ std::string AttentionSpec::name() const {
      << "_" << dtypeName(kvType) << "_d" << headDim;
   if (splitHeadDims())
     os << "v" << headDimVo;
+  // An output of its own type (fp8 queries write f16 or bf16).
+  if (oType != qType)
+    os << "_o" << dtypeName(oType);
   os << "_g" << groupSize << "_h" << numKvHeads << "_p" << pageSize
      << (hnd ? "_hnd" : "_nhd") << (pool ? "_pool" : "_pair")
      << (pageTable ? "" : "_ragged");

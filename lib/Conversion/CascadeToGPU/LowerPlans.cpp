@@ -87,7 +87,7 @@ struct PlanKernel {
 /// configuration.
 struct LevelKernel {
   int64_t headDim;
-  Type kvType;
+  Type qType, kvType;
   bool decode, rope;
 };
 
@@ -106,6 +106,7 @@ int64_t estimateOccupancy(KernelConfigAttr config, const LevelKernel &level,
   if (traits.dynamicSharedBytes) {
     AttentionShape shape;
     shape.headDim = level.headDim;
+    shape.qType = level.qType;
     shape.kvType = level.kvType;
     shape.decode = level.decode;
     shape.rope = level.rope;
@@ -171,6 +172,7 @@ public:
         config = *c;
       }
       auto type = cast<PlanType>(plan[0].getType());
+      Type qType = cast<ShapedType>(op.getQ().getType()).getElementType();
       Type kvType = cast<ShapedType>(op.getKv()[0].getType()).getElementType();
       bool rope = op.getPosEncoding() == PosEncoding::RopeLlama;
       int64_t sharedQoTile = 0, sharedOccupancy = 0;
@@ -186,11 +188,12 @@ public:
           if (sc.isTensorCore())
             sharedQoTile = sc.getQTile();
           sharedOccupancy = estimateOccupancy(
-              sc, LevelKernel{type.getHeadDim(), kvType, false, rope}, target);
+              sc, LevelKernel{type.getHeadDim(), qType, kvType, false, rope},
+              target);
           shared->erase();
         }
       }
-      LevelKernel level{type.getHeadDim(), kvType, op.isDecode(), rope};
+      LevelKernel level{type.getHeadDim(), qType, kvType, op.isDecode(), rope};
       users.push_back({plan[0], config, sharedQoTile, sharedOccupancy, level});
     });
   }

@@ -147,11 +147,13 @@ TileCopyPlan cascade::distributeTileCopy(KernelBuilder &k, int64_t rows,
   return plan;
 }
 
-SmallVector<Value>
-cascade::issueTileCopy(KernelBuilder &k, Value smem, Value tileBase,
-                       const SmemTileLayout &layout, const TileCopyPlan &plan,
-                       Value src, ArrayRef<Value> srcRowOffsets,
-                       ArrayRef<Value> valid, int64_t validChunks) {
+SmallVector<Value> cascade::issueTileCopy(
+    KernelBuilder &k, Value smem, Value tileBase, const SmemTileLayout &layout,
+    const TileCopyPlan &plan, Value src, ArrayRef<Value> srcRowOffsets,
+    ArrayRef<Value> valid, int64_t validChunks, int64_t chunkElements) {
+  // The layout counts 16-bit units (8 a chunk); `smem` and `src` elements
+  // of chunkElements a chunk (16: bytes).
+  int64_t scale = chunkElements / 8;
   SmallVector<Value> tokens;
   for (size_t p = 0; p < plan.rows.size(); ++p) {
     auto emit = [&](KernelBuilder &kk) {
@@ -160,15 +162,19 @@ cascade::issueTileCopy(KernelBuilder &k, Value smem, Value tileBase,
         ok = arith::AndIOp::create(kk.b, kk.loc, ok,
                                    kk.cmp(arith::CmpIPredicate::ult,
                                           plan.chunks[p], kk.idx(validChunks)));
-      Value srcOff = kk.select(
-          ok, kk.add(srcRowOffsets[p], kk.mul(plan.chunks[p], kk.idx(8))),
-          kk.idx(0));
+      Value srcOff =
+          kk.select(ok,
+                    kk.add(srcRowOffsets[p],
+                           kk.mul(plan.chunks[p], kk.idx(chunkElements))),
+                    kk.idx(0));
       Value dst = kk.add(tileBase,
                          layout.chunkOffset(kk, plan.rows[p], plan.chunks[p]));
-      Value n = kk.select(ok, kk.idx(8), kk.idx(0));
+      if (scale != 1)
+        dst = kk.mul(dst, kk.idx(scale));
+      Value n = kk.select(ok, kk.idx(chunkElements), kk.idx(0));
       return nvgpu::DeviceAsyncCopyOp::create(
                  kk.b, kk.loc, smem, ValueRange{dst}, src, ValueRange{srcOff},
-                 kk.b.getIndexAttr(8), n, kk.b.getUnitAttr())
+                 kk.b.getIndexAttr(chunkElements), n, kk.b.getUnitAttr())
           .getResult();
     };
     auto inRange = plan.inRange[p].getDefiningOp<arith::ConstantIntOp>();

@@ -91,12 +91,20 @@ Value cascade::wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA,
     t = NVVM::WGMMATypes::f16;
   else if (elementType.isBF16())
     t = NVVM::WGMMATypes::bf16;
+  else if (isa<Float8E4M3FNType>(elementType))
+    t = NVVM::WGMMATypes::e4m3;
+  else if (isa<Float8E5M2Type>(elementType))
+    t = NVVM::WGMMATypes::e5m2;
   else
-    llvm::report_fatal_error("wgmma: operands must be f16 or bf16");
+    llvm::report_fatal_error("wgmma: operands must be f16, bf16 or fp8");
+  if (wgmmaKStep(elementType) == 32 &&
+      (majorA != WgmmaMajor::K || majorB != WgmmaMajor::K))
+    llvm::report_fatal_error("wgmma: fp8 operands are K-major only");
   MLIRContext *ctx = k.b.getContext();
   return NVVM::WgmmaMmaAsyncOp::create(
       k.b, k.loc, wgmmaAccumulatorType(ctx, n), acc, descA, descB,
-      NVVM::MMAShapeAttr::get(ctx, 64, n, 16), t, t, NVVM::WGMMATypes::f32,
+      NVVM::MMAShapeAttr::get(ctx, 64, n, wgmmaKStep(elementType)), t, t,
+      NVVM::WGMMATypes::f32,
       accumulate ? NVVM::WGMMAScaleOut::one : NVVM::WGMMAScaleOut::zero,
       NVVM::WGMMAScaleIn::one, NVVM::WGMMAScaleIn::one,
       layoutOf(majorA, /*isA=*/true), layoutOf(majorB, /*isA=*/false),
@@ -134,19 +142,29 @@ Value cascade::wgmmaMmaAsyncRegA(KernelBuilder &k, Value acc, ArrayRef<Value> a,
                                  Value descB, int64_t n, Type elementType,
                                  WgmmaMajor majorB) {
   assert(a.size() == 4 && wgmma::Accumulator::validN(n) &&
-         "m64nNk16 takes four A registers and n in 8..256");
+         "m64nNk16 / m64nNk32 take four A registers and n in 8..256");
   int64_t regs = wgmma::Accumulator::numRegisters(n);
-  StringRef ty = elementType.isBF16() ? "bf16" : "f16";
+  bool fp8 = wgmmaKStep(elementType) == 32;
+  if (fp8 && majorB != WgmmaMajor::K)
+    llvm::report_fatal_error("wgmma: an fp8 B operand is K-major only");
+  StringRef ty = elementType.isBF16()                 ? "bf16"
+                 : isa<Float8E4M3FNType>(elementType) ? "e4m3"
+                 : isa<Float8E5M2Type>(elementType)   ? "e5m2"
+                                                      : "f16";
   std::string str;
   llvm::raw_string_ostream os(str);
   os << "{\n.reg .pred p;\nsetp.ne.b32 p, 1, "
         "0;\nwgmma.mma_async.sync.aligned.m64n"
-     << n << "k16.f32." << ty << "." << ty << " {";
+     << n << "k" << wgmmaKStep(elementType) << ".f32." << ty << "." << ty
+     << " {";
   for (int64_t i = 0; i < regs; ++i)
     os << (i ? ", " : "") << "$" << i;
   os << "}, {$" << regs << ", $" << regs + 1 << ", $" << regs + 2 << ", $"
-     << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1, "
-     << (majorB == WgmmaMajor::MN ? 1 : 0) << ";\n}";
+     << regs + 3 << "}, $" << regs + 4 << ", p, 1, 1";
+  // fp8 has no transpose immediate (its operands are K-major).
+  if (!fp8)
+    os << ", " << (majorB == WgmmaMajor::MN ? 1 : 0);
+  os << ";\n}";
   // Inputs: A ("r"), the descriptor ("l").
   SmallVector<Value> inputs(a.begin(), a.end());
   inputs.push_back(descB);
@@ -184,6 +202,40 @@ SmallVector<Value> cascade::wgmmaARegisters(KernelBuilder &k, Value fragA) {
         vector::ExtractOp::create(k.b, k.loc, word, ArrayRef<int64_t>{0}));
   }
   return regs;
+}
+
+int64_t cascade::wgmmaKStep(Type elementType) {
+  return isa<Float8E4M3FNType, Float8E5M2Type>(elementType) ? 32 : 16;
+}
+
+SmallVector<Value> cascade::wgmmaFp8ARegisters(KernelBuilder &k, Value lo,
+                                               Value hi, Type fp8Type) {
+  // Register r of the k32 fragment holds row g (r even) or g + 8 (r odd) at
+  // four consecutive k: the f16 pairs of registers r % 2 and r % 2 + 2 of
+  // the k16 fragment `lo` (r < 2) or `hi` (r >= 2), narrowed (round to
+  // nearest, saturating) and packed low pair first.
+  StringRef ty = isa<Float8E5M2Type>(fp8Type) ? "e5m2" : "e4m3";
+  std::string str;
+  llvm::raw_string_ostream os(str);
+  os << "{\n.reg .b16 l, h;\ncvt.rn.satfinite." << ty
+     << "x2.f16x2 l, $1;\ncvt.rn.satfinite." << ty
+     << "x2.f16x2 h, $2;\nmov.b32 $0, {l, h};\n}";
+  Type i32 = k.b.getI32Type();
+  SmallVector<Value> out;
+  for (Value frag : {lo, hi}) {
+    SmallVector<Value> r = wgmmaARegisters(k, frag);
+    for (int64_t row = 0; row < 2; ++row)
+      out.push_back(LLVM::InlineAsmOp::create(
+                        k.b, k.loc, i32, ValueRange{r[row], r[row + 2]}, str,
+                        "=r,r,r", /*has_side_effects=*/false,
+                        /*is_align_stack=*/false,
+                        LLVM::tailcallkind::TailCallKind::None,
+                        LLVM::AsmDialectAttr::get(k.b.getContext(),
+                                                  LLVM::AsmDialect::AD_ATT),
+                        ArrayAttr())
+                        .getResult(0));
+  }
+  return out;
 }
 
 SmallVector<Value> cascade::wgmmaAccumulatorToFragments(KernelBuilder &k,

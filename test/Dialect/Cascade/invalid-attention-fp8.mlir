@@ -1,14 +1,37 @@
 // RUN: cascade-opt %s -split-input-file -verify-diagnostics
 
-// fp8 KV caches (f8E4M3FN, f8E5M2): q stays f16/bf16, the pair agrees in its
+// fp8 KV caches (f8E4M3FN, f8E5M2): q is f16/bf16 or fp8 of the cache's
+// element type (whose output is f16 or bf16), the pair agrees in its
 // element type, and k_scale / v_scale dequantize fp8 caches only.
 
-func.func @fp8_query(%q: tensor<4x32x128xf8E4M3FN>, %kv0: tensor<?x2x16x8x128xf8E4M3FN>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf8E4M3FN>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'q' element type must be f16 or bf16, got 'f8E4M3FN'}}
+func.func @fp8_query_fp8_output(%q: tensor<4x32x128xf8E4M3FN>, %kv0: tensor<?x2x16x8x128xf8E4M3FN>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf8E4M3FN>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{'o' of fp8 'q' must be f16 or bf16, got 'f8E4M3FN'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf8E4M3FN>) kv(%kv0 : tensor<?x2x16x8x128xf8E4M3FN>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf8E4M3FN>, tensor<4x32xf32>) {page_size = 16 : i64}
       -> tensor<4x32x128xf8E4M3FN>, tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @fp8_query_f16_cache(%q: tensor<4x32x128xf8E4M3FN>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{fp8 'q' ('f8E4M3FN') needs a KV cache of its element type, got 'f16'}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf8E4M3FN>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
+      kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      outs(%o, %lse : tensor<4x32x128xf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x128xf16>, tensor<4x32xf32>
+  return
+}
+
+// -----
+
+func.func @fp8_query_other_fp8_cache(%q: tensor<4x32x128xf8E4M3FN>, %kv0: tensor<?x2x16x8x128xf8E5M2>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xbf16>, %lse: tensor<4x32xf32>) {
+  // expected-error@+1 {{fp8 'q' ('f8E4M3FN') needs a KV cache of its element type, got 'f8E5M2'}}
+  %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf8E4M3FN>) kv(%kv0 : tensor<?x2x16x8x128xf8E5M2>)
+      kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
+      outs(%o, %lse : tensor<4x32x128xbf16>, tensor<4x32xf32>) {page_size = 16 : i64}
+      -> tensor<4x32x128xbf16>, tensor<4x32xf32>
   return
 }
 

@@ -14,7 +14,7 @@ func.func @q_rank(%q: tensor<4x4096xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: 
 // -----
 
 func.func @q_f32(%q: tensor<4x32x128xf32>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf32>, %lse: tensor<4x32xf32>) {
-  // expected-error@+1 {{'q' element type must be f16 or bf16, got 'f32'}}
+  // expected-error@+1 {{'q' element type must be f16, bf16, f8E4M3FN or f8E5M2, got 'f32'}}
   %r:2 = cascade.paged_attention q(%q : tensor<4x32x128xf32>) kv(%kv0 : tensor<?x2x16x8x128xf16>)
       kv_indptr(%kvp : tensor<?xi32>) kv_indices(%kvi : tensor<?xi32>) kv_last_page_len(%last : tensor<?xi32>)
       outs(%o, %lse : tensor<4x32x128xf32>, tensor<4x32xf32>) {page_size = 16 : i64}

@@ -34,6 +34,21 @@ func.func @prefill_e5m2_pair_v_scale_only(%q: memref<?x8x64xbf16>, %k: memref<?x
   return
 }
 
+// fp8 queries over a cache of their type, writing bf16 (FlashAttention-3's
+// fp8 prefill: both products on fp8 tensor cores).
+// CHECK-LABEL: func @prefill_fp8_query
+// CHECK: cascade.paged_attention q(%{{.*}} : memref<?x32x128xf8E4M3FN>) kv(%{{.*}} : memref<?x2x16x8x128xf8E4M3FN>)
+// CHECK-SAME: outs(%{{.*}}, %{{.*}} : memref<?x32x128xbf16>, memref<?x32xf32>)
+func.func @prefill_fp8_query(%q: memref<?x32x128xf8E4M3FN>, %cache: memref<?x2x16x8x128xf8E4M3FN>,
+    %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+    %ks: f32, %vs: f32, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf8E4M3FN>) kv(%cache : memref<?x2x16x8x128xf8E4M3FN>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) k_scale(%ks) v_scale(%vs)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, causal}
+  return
+}
+
 // The scales apply to every level: decomposition hands them to each.
 // CHECK-LABEL: func @cascade_e4m3
 // CHECK: cascade.multi_level_attention {{.*}} k_scale(%{{.*}}) v_scale(%{{.*}}) outs(

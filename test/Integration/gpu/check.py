@@ -28,7 +28,7 @@ import cupy as cp
 
 from benchmarks.common.bundle import TENSOR_CORE, Bundle, plan_buffers
 from benchmarks.common.timing import finish_or_exit
-from gpu_common import to_storage, from_storage, poison, alibi_slope
+from gpu_common import FP8_DTYPES, to_storage, from_storage, poison, alibi_slope
 from plans import ROW_SLACK, paged_layout, request_lengths, row_capacity, split_plan
 
 LN2 = math.log(2.0)
@@ -43,7 +43,16 @@ def thr(dtype):
 UNIT_ROUNDOFF = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8, "f32": 2.0 ** -24}
 
 
-def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note="", state_roundings=1):
+# fp8 queries (both products on fp8 tensor cores) round P to e4m3 / e5m2
+# before P V (3 / 2 significant bits after the leading one): the output's
+# error is that rounding's, averaged over the keys. Bound on max|o - ref| /
+# max|ref| (the lse keeps its dtype's bound: S is exact products of the
+# stored q and k in f32).
+FP8_OPERAND_TOL = {"f8e4m3": 4e-2, "f8e5m2": 8e-2}
+
+
+def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note="", state_roundings=1,
+           o_tol=None):
     o = np.asarray(o, np.float64)
     s = np.asarray(s, np.float64)
     nan = bool(np.isnan(o).any() or np.isnan(s).any())
@@ -58,6 +67,8 @@ def record(name, dtype, o, o_ref, s, s_ref, extra_ok=True, note="", state_roundi
     else:
         es = 0.0
     thr_o = thr(dtype) + (state_roundings - 1) * UNIT_ROUNDOFF[dtype]
+    if o_tol is not None:
+        thr_o = o_tol
     ok = (not nan) and inf_ok and eo <= thr_o and es <= thr(dtype) and extra_ok
     results.append((name, dtype, eo, es, nan, inf_ok and extra_ok, ok, note))
     print(f"{'PASS' if ok else 'FAIL'} {name:58s} {dtype:5s} v/o {eo:.2e} lse {es:.2e}"
@@ -486,19 +497,27 @@ ONLY_HEAD_DIM = None
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
               q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None,
-              sinks=False):
+              sinks=False, o_dtype=None):
     """kv_dtype, k_scale, v_scale, sinks: as check_decode's.
-    kernel: the kernel's name (default: the op's tensor-core kernel)."""
+    kernel: the kernel's name (default: the op's tensor-core kernel).
+    o_dtype: the output's dtype (default q's; fp8 queries write f16 or
+    bf16), which the partial states' merge and the tolerance follow. fp8
+    queries (dtype f8e4m3 / f8e5m2, the cache's) round P to their type
+    before P V: their outputs are held to FP8_OPERAND_TOL, and the note
+    gives the output's RMS error relative to the reference's RMS."""
     if ONLY_HEAD_DIM not in (None, D):
         return
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     kv_dtype = kv_dtype or dtype
+    o_dtype = o_dtype or dtype
     stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
                 accumulate=accumulate)
     stat.update(static or {})
     if kv_dtype != dtype:
         stat["kv_dtype"] = kv_dtype
+    if o_dtype != dtype:
+        stat["o_dtype"] = o_dtype
     if not decode:
         stat["causal"] = bool(opts.get("causal"))
     if sinks and not split:  # a split level's attention kernel has none
@@ -508,7 +527,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     merge_name = None
     if split:
         merge_stat = dict(sinks=True) if sinks else {}
-        merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=dtype,
+        merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=o_dtype,
                             lse_base="e" if base_e else 2, accumulate=accumulate,
                             indptr="o_indptr" if decode else "merge_indptr", **merge_stat)
     G = Hqo // Hkv
@@ -532,20 +551,20 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         bufs["qo_indptr"] = dev(qo_indptr)
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
     if accumulate:
-        v0, v064, s0, s064 = prior_state(rng, rows, Hqo, D, dtype)
+        v0, v064, s0, s064 = prior_state(rng, rows, Hqo, D, o_dtype)
         o_ref, lse_ref = merge2(v064, s064, o_ref, lse_ref)
         bufs["o"] = dev(v0)
         bufs["lse"] = dev((s0 * LN2) if base_e else s0)
     else:
-        bufs["o"] = poison((rows, Hqo, D), dtype)
+        bufs["o"] = poison((rows, Hqo, D), o_dtype)
         bufs["lse"] = poison((rows, Hqo), "f32")
     if base_e:
         lse_ref = lse_ref * LN2
     note = launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr, kv_indptr=indptr,
                         last=last, ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo,
-                        Hkv=Hkv, D=D, dtype=dtype)
+                        Hkv=Hkv, D=D, dtype=o_dtype)
     finish_or_exit("the next case's kernels", backend="cupy")
-    oh = from_storage(cp.asnumpy(bufs["o"]), dtype)
+    oh = from_storage(cp.asnumpy(bufs["o"]), o_dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
     ex = True
     if not accumulate:
@@ -555,15 +574,22 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         ex = empty_rows_exact(oh, lh, lse_ref, empty, sink_vals)
     kind = ("decode" if decode else "prefill") + (" split" if split else "") + \
         (" acc" if accumulate else "")
-    if kv_dtype != dtype:
+    fp8_operands = dtype in FP8_DTYPES
+    if kv_dtype != dtype or fp8_operands:
         label = f"{label} kv={kv_dtype} ks={k_scale:g} vs={v_scale:g}".strip()
+    if fp8_operands:
+        label = f"{label} q={dtype} o={o_dtype}".strip()
+        rms = float(np.sqrt(np.mean((oh - o_ref) ** 2)) /
+                    max(np.sqrt(np.mean(o_ref ** 2)), 1e-30))
+        note = f"{note} rms {rms:.2e}".strip()
     family = b.kernels[name]["static"]["kernel_family"]
     if sinks:
         label = f"{label} sinks".strip()
     record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
-           dtype, oh, o_ref, lh, lse_ref, ex,
+           o_dtype, oh, o_ref, lh, lse_ref, ex,
            (note + (f" empty->{'(0,sink)' if sinks else '(0,-inf)'}={ex}"
-                    if not accumulate else "")).strip())
+                    if not accumulate else "")).strip(),
+           o_tol=FP8_OPERAND_TOL[dtype] if fp8_operands else None)
 
 
 def cascade_ref(q64, keys, G):
@@ -1085,6 +1111,34 @@ def sink_cases(b, rng, small=False):
               label="causal softcap30 window40")
 
 
+def fp8_operand_cases(b, rng, small=False):
+    """fp8_operand_kernels.mlir: fp8 queries over an fp8 cache of their type
+    on fp8 tensor cores (wgmma, head_dim 128), with k_scale / v_scale,
+    against the float64 reference over the dequantized q, K and V."""
+    sc = dict(k_scale=0.37, v_scale=2.5)
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    d128 = dict(sm_scale=1.0 / math.sqrt(128))
+    common = dict(D=128, Hqo=32, Hkv=8, ps=16, layout="nhd", form="pool", static=none, **sc)
+    big = not small
+    check_mma(b, rng, dtype="f8e4m3", kv_dtype="f8e4m3", o_dtype="f16", B=9 if big else 3,
+              max_qo=300 if big else 40, max_len=1200 if big else 200,
+              opts=dict(d128, causal=True), **common)
+    check_mma(b, rng, dtype="f8e4m3", kv_dtype="f8e4m3", o_dtype="bf16", B=7 if big else 2,
+              max_qo=200 if big else 30, max_len=900 if big else 150, opts=d128, **common)
+    check_mma(b, rng, dtype="f8e5m2", kv_dtype="f8e5m2", o_dtype="bf16", D=128, Hqo=32, Hkv=4,
+              ps=1, layout="hnd", form="pair", B=6 if big else 2, max_qo=150 if big else 30,
+              max_len=700 if big else 120,
+              opts=dict(d128, causal=True, soft_cap=30.0, window=40),
+              static=dict(logits_soft_cap=30.0, window_left=40), label="softcap30 window40",
+              **sc)
+    check_mma(b, rng, dtype="f8e4m3", kv_dtype="f8e4m3", o_dtype="bf16", B=8 if big else 3,
+              max_qo=160 if big else 30, max_len=1500 if big else 300,
+              opts=dict(d128, causal=True), split=6, pad=2, **common)
+    check_mma(b, rng, dtype="f8e5m2", kv_dtype="f8e5m2", o_dtype="f16", B=7 if big else 2,
+              max_qo=120 if big else 20, max_len=800 if big else 150, opts=d128,
+              accumulate=True, **common)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
@@ -1092,6 +1146,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--fp8", action="store_true",
                     help="the fp8 KV cases; BUNDLE built from fp8_kernels.mlir")
+    ap.add_argument("--fp8-operands", action="store_true",
+                    help="fp8 queries on fp8 tensor cores; BUNDLE built from "
+                    "fp8_operand_kernels.mlir")
     ap.add_argument("--sinks", action="store_true",
                     help="the attention-sink cases; BUNDLE built from sink_kernels.mlir")
     ap.add_argument("--tensor-core", action="store_true",
@@ -1106,6 +1163,8 @@ def main():
     dflt = lambda D: dict(sm_scale=1.0 / math.sqrt(D))
     if a.fp8:
         fp8_cases(b, rng, small=a.small)
+    elif a.fp8_operands:
+        fp8_operand_cases(b, rng, small=a.small)
     elif a.sinks:
         sink_cases(b, rng, small=a.small)
     elif a.tensor_core:

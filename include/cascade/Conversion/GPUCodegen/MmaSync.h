@@ -107,12 +107,15 @@ TileCopyPlan distributeTileCopy(KernelBuilder &k, int64_t rows,
 /// `rows[p]` comes from `src` at element offset `srcRowOffsets[p] + 8 *
 /// chunk`, 16 bytes with L1 bypass; where `valid[p]` is false or the chunk
 /// is `>= validChunks` it is zero-filled instead (nothing is read). Returns
-/// the copies' tokens (for nvgpu.device_async_create_group).
+/// the copies' tokens (for nvgpu.device_async_create_group). With
+/// `chunkElements` 16, `smem` and `src` hold bytes (fp8): the layout's
+/// 16-bit offsets (and `tileBase`) are doubled and a chunk is 16 of them.
 SmallVector<Value> issueTileCopy(KernelBuilder &k, Value smem, Value tileBase,
                                  const SmemTileLayout &layout,
                                  const TileCopyPlan &plan, Value src,
                                  ArrayRef<Value> srcRowOffsets,
-                                 ArrayRef<Value> valid, int64_t validChunks);
+                                 ArrayRef<Value> valid, int64_t validChunks,
+                                 int64_t chunkElements = 8);
 
 /// Commits `tokens` as one cp.async group; returns the group token.
 Value commitGroup(KernelBuilder &k, ArrayRef<Value> tokens);

@@ -67,19 +67,26 @@ void wgmmaFence(KernelBuilder &k);
 /// How an operand is laid out in shared memory.
 enum class WgmmaMajor { K, MN };
 
-/// wgmma.mma_async m64nNk16 with f32 accumulators: acc (+)= A * B with A
-/// (64 x 16) and B (16 x n) read through descriptors, `elementType` f16 or
-/// bf16. `accumulate` false gives A * B (scale-d 0; `acc` is only the
-/// result's type then). B K-major is B stored [n][k] (K in Q.K^T), MN-major
-/// stored [k][n] (V in P.V).
+/// The K of one wgmma on operands of `elementType`: 16 for f16 / bf16, 32
+/// for fp8 (f8E4M3FN, f8E5M2). Either way a step is 32 bytes of a
+/// K-major row.
+int64_t wgmmaKStep(Type elementType);
+
+/// wgmma.mma_async m64nNk16 (m64nNk32 for fp8) with f32 accumulators: acc
+/// (+)= A * B with A (64 x K) and B (K x n) read through descriptors,
+/// `elementType` f16, bf16, f8E4M3FN or f8E5M2 (fp8: both K-major, the only
+/// form the instruction has). `accumulate` false gives A * B (scale-d 0;
+/// `acc` is only the result's type then). B K-major is B stored [n][k] (K
+/// in Q.K^T), MN-major stored [k][n] (V in P.V).
 Value wgmmaMmaAsync(KernelBuilder &k, Value acc, Value descA, Value descB,
                     int64_t n, Type elementType, bool accumulate,
                     WgmmaMajor majorA = WgmmaMajor::K,
                     WgmmaMajor majorB = WgmmaMajor::K);
 
-/// wgmma.mma_async m64nNk16 with A from registers and B through a
-/// descriptor, accumulating into `acc` (64 x n, f32): `a` is the thread's
-/// four 32-bit registers of two packed `elementType` (f16 / bf16) each, in
+/// wgmma.mma_async m64nNk16 (fp8: m64nNk32, B K-major) with A from
+/// registers and B through a descriptor, accumulating into `acc` (64 x n,
+/// f32): `a` is the thread's four 32-bit registers of two packed
+/// `elementType` (f16 / bf16) each (fp8: four, wgmmaFp8ARegisters), in
 /// the A fragment layout of mma.sync m16n8k16 per warp (which is how an
 /// accumulator's registers pack into A: P in P.V). No upstream op takes A
 /// from registers (nvvm.wgmma.mma_async reads descriptors only), so this is
@@ -103,6 +110,17 @@ void wgmmaKeepRegisters(KernelBuilder &k, ValueRange regs);
 /// The four 32-bit A registers of an mma.sync A fragment (vector<4x2xT>,
 /// T f16 or bf16), as wgmmaMmaAsyncRegA takes them.
 SmallVector<Value> wgmmaARegisters(KernelBuilder &k, Value fragA);
+
+/// The four A registers of an fp8 (`fp8Type`) m64nNk32 wgmma from two f16
+/// A fragments (vector<4x2xf16>) `lo` and `hi` of consecutive k16 steps,
+/// narrowed with cvt.rn.satfinite (sm_89+). The k32 fragment puts four
+/// consecutive k of a row in a register where the k16 ones hold two pairs 8
+/// apart, so k is permuted: within each 16 of the 32, the k32 fragment's
+/// k = 4 c + j holds the k16 fragment's 8 (j / 2) + 2 c + j % 2 (c the lane
+/// in its quad). The B operand must be stored with the same permutation of
+/// its k (P.V: V's keys).
+SmallVector<Value> wgmmaFp8ARegisters(KernelBuilder &k, Value lo, Value hi,
+                                      Type fp8Type);
 
 /// The accumulator of a 64 x n wgmma as mma.sync accumulator fragments
 /// (vector<2x2xf32>, one per 8 columns: [row lane / 4 (+ 8)][column

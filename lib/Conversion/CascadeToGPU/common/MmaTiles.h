@@ -71,7 +71,15 @@ struct MmaTiles {
   /// halves are zero constants, their softmax is not computed, and the KV
   /// loop carries only rows 0..7 of O (half the accumulator registers).
   bool upperRowsEmpty = false;
-  SmemTileLayout qLayout, kvLayout;
+  /// wgmma with fp8 queries (wgmmaFp8Operands): the Q, K and V tiles hold
+  /// fp8 bytes, laid out as 16-bit tiles of half the columns (qLayout and
+  /// kvLayout count 16-bit units: a row of head_dim bytes is head_dim / 2
+  /// of them), and the V ring holds V transposed, [head_dim][kv_tile] in
+  /// vtLayout (the same units), with the keys of each 32 permuted as
+  /// wgmmaFp8ARegisters permutes P's. V lands in a staging ring after the
+  /// tiles first (stagingV).
+  bool fp8Operands = false;
+  SmemTileLayout qLayout, kvLayout, vtLayout;
 
   int64_t sharedElements() const {
     return qLayout.numElements() +

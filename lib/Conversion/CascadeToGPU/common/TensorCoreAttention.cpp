@@ -10,6 +10,15 @@ using namespace mlir;
 using namespace mlir::cascade;
 
 void TensorCoreAttention::allocateTiles() {
+  if (tiles.fp8Operands) {
+    // fp8 tiles in 16-bit units, the same bytes as fp8, then V's staging.
+    int64_t units = tiles.sharedElements();
+    smem = dynamicSharedMemory(k, module, k.b.getF16Type(), 0, units);
+    smem8 = dynamicSharedMemory(k, module, c.qType, 0, 2 * units);
+    stagingV = dynamicSharedMemory(k, module, c.kvType, 2 * units,
+                                   tiles.stages * tiles.kvTile * c.headDim);
+    return;
+  }
   smem = dynamicSharedMemory(k, module, c.qType, 0, tiles.sharedElements());
   if (isFp8KVType(c.kvType)) {
     int64_t ring = tiles.stages * tiles.kvTile * c.headDim;
@@ -70,8 +79,10 @@ void TensorCoreAttention::copyQTile() {
   // Packed row r is query (tileRow0 + r) / G of head kv_head * G +
   // (tileRow0 + r) % G; rows past the request are zero-filled.
   int64_t d = c.headDim;
-  TileCopyPlan qCopy = distributeTileCopy(k, tiles.qTile, tiles.dp / 8,
-                                          tiles.numThreads, th.tid);
+  // fp8 queries: 16 bytes a chunk (MmaTiles::fp8Operands).
+  int64_t chunkElements = tiles.fp8Operands ? 16 : 8;
+  TileCopyPlan qCopy = distributeTileCopy(
+      k, tiles.qTile, tiles.dp / chunkElements, tiles.numThreads, th.tid);
   SmallVector<Value> offs, valid;
   for (Value r : qCopy.rows) {
     Value packed = k.add(tileRow0, r);
@@ -81,8 +92,10 @@ void TensorCoreAttention::copyQTile() {
     valid.push_back(k.cmp(arith::CmpIPredicate::ult, j, queries.len));
     offs.push_back(args.qOffset(k, k.add(queries.start, j), head));
   }
-  qGroup = commitGroup(k, issueTileCopy(k, smem, k.idx(0), tiles.qLayout, qCopy,
-                                        args.q, offs, valid, d / 8));
+  qGroup =
+      commitGroup(k, issueTileCopy(k, tiles.fp8Operands ? smem8 : smem,
+                                   k.idx(0), tiles.qLayout, qCopy, args.q, offs,
+                                   valid, d / chunkElements, chunkElements));
 }
 
 PackedRow TensorCoreAttention::row(int64_t r) {

@@ -50,7 +50,9 @@ protected:
         kvLayout(spec, args), expScale(variant.expScale()) {}
 
   /// The dynamic shared memory from 0 (`smem`, q's dtype): the tiles, and
-  /// over an fp8 cache the staging rings of K and V after them.
+  /// over an fp8 cache the staging rings of K and V after them. With fp8
+  /// queries (MmaTiles::fp8Operands) `smem` is f16 (16-bit units of the
+  /// tiles' layouts), `smem8` the same bytes as fp8, and only V is staged.
   void allocateTiles();
   /// The block's work item, its query rows, and whether it has work.
   void findWorkItem();
@@ -139,7 +141,7 @@ protected:
   ExpScale expScale;
 
   MmaThread th;
-  Value smem, ropeTable, slopes;
+  Value smem, smem8, ropeTable, slopes;
   /// fp8 KV: the staging rings [stages][kv_tile][head_dim] of K and V.
   Value stagingK, stagingV;
   WorkItem item;

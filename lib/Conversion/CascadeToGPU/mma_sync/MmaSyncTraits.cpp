@@ -15,6 +15,9 @@ using namespace mlir::cascade;
 
 bool mlir::cascade::mmaSyncSupportsKVType(Type qType, Type kvType,
                                           const TargetInfo &target) {
+  // Queries are f16 or bf16 (fp8 queries run on wgmma only).
+  if (!qType.isF16() && !qType.isBF16())
+    return false;
   bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
   return (f16OrBf16 && kvType == qType) ||
          (isFp8KVType(kvType) &&
@@ -124,6 +127,8 @@ static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &target) {
 
 static std::string whyNotAttention(KernelConfigAttr config,
                                    const AttentionShape &s) {
+  if (isFp8KVType(s.qType))
+    return "fp8 queries run on the wgmma family only (fp8 tensor cores)";
   if (s.qType != s.kvType && !isFp8KVType(s.kvType))
     return "tensor cores need q and KV of one dtype (or an fp8 KV cache, "
            "converted to q's)";

@@ -14,8 +14,11 @@ bool mlir::cascade::rowsFamilySupportsHeadDim(int64_t headDim) {
   return headDim % 8 == 0 && headDim / 8 <= 32 && 32 % (headDim / 8) == 0;
 }
 
-bool mlir::cascade::rowsSupportsKVType(Type, Type kvType,
+bool mlir::cascade::rowsSupportsKVType(Type qType, Type kvType,
                                        const TargetInfo &target) {
+  // Queries are f16 or bf16 (fp8 queries run on wgmma only).
+  if (!qType.isF16() && !qType.isBF16())
+    return false;
   bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
   return f16OrBf16 || (isFp8KVType(kvType) &&
                        fp8KVConvertSupported(target.computeCapability));
@@ -40,6 +43,8 @@ static int64_t registersPerThread(KernelConfigAttr, const TargetInfo &) {
 
 static std::string whyNotAttention(KernelConfigAttr config,
                                    const AttentionShape &s) {
+  if (isFp8KVType(s.qType))
+    return "fp8 queries run on the wgmma family only (fp8 tensor cores)";
   if (s.headDimVo != s.headDim)
     return "the rows family needs v's head_dim to be q's and k's (a "
            "narrower v runs on mma_sync)";

@@ -17,14 +17,16 @@ static constexpr int64_t kGatherUnroll = 4;
 WgmmaKVGather::WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                              const KVSource &src, Value smem,
                              const MmaTiles &tiles, Value tid, Value stagingK,
-                             Value stagingV)
+                             Value stagingV, Value smem8)
     : k(k), layout(layout), src(src), smem(smem), tid(tid), stagingK(stagingK),
-      stagingV(stagingV), tiles(tiles) {
-  assert(!stagingK == !stagingV && "fp8: K and V staging rings");
+      stagingV(stagingV), smem8(smem8), tiles(tiles) {
+  assert((tiles.fp8Operands ? stagingV && smem8 && !stagingK
+                            : !stagingK == !stagingV) &&
+         "fp8: K and V staging rings; fp8 operands: V's and the byte view");
 }
 
 int64_t WgmmaKVGather::chunksPerRow() const {
-  return tiles.dp / (fp8() ? 16 : 8);
+  return tiles.dp / (fp8Bytes() ? 16 : 8);
 }
 
 int64_t WgmmaKVGather::rowsPerPass() const {
@@ -47,6 +49,8 @@ int64_t WgmmaKVGather::unroll() const {
 
 void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
   const MmaTiles &t = tiles;
+  if (tiles.fp8Operands)
+    return issueFp8Operands(i, stage, part);
   int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
   // Elements of a 16-byte chunk: 8 of q's dtype, 16 fp8.
   int64_t elems = fp8() ? 16 : 8;
@@ -165,4 +169,120 @@ void WgmmaKVGather::convertStaged(Value stage, Type to) const {
         }
         scf::YieldOp::create(k.b, k.loc);
       });
+}
+
+Value WgmmaKVGather::vStagingOffset(Value stage, Value row, Value chunk) const {
+  // Row-major [kv_tile][head_dim] bytes with the 16-byte chunks of a row
+  // swizzled by its key (chunk ^ row % 8): transposeV's loads of one chunk
+  // from rows 2 apart then fall in four bank groups.
+  const MmaTiles &t = tiles;
+  Value swizzled = arith::XOrIOp::create(
+      k.b, k.loc, chunk, arith::AndIOp::create(k.b, k.loc, row, k.idx(7)));
+  return k.add(k.mul(stage, k.idx(t.kvTile * t.dp)),
+               k.add(k.mul(row, k.idx(t.dp)), k.mul(swizzled, k.idx(16))));
+}
+
+void WgmmaKVGather::issueFp8Operands(Value i, Value stage,
+                                     WgmmaKVPart part) const {
+  // K straight into its ring stage (the fp8 panel form wgmma reads), V into
+  // its staging slot (transposeV turns it into the ring's form).
+  assert(part == WgmmaKVPart::KV && "fp8 operands: one K/V ring");
+  const MmaTiles &t = tiles;
+  int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
+  Value chunk = k.rem(tid, k.idx(chunks));
+  Value row0 = k.div(tid, k.idx(chunks));
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
+  Value lastKey = k.sub(src.t1, k.idx(1));
+  Value kBase = t.kRing().stage(k, stage);
+  scf::ForOp::create(
+      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(n), ValueRange{},
+      [&](OpBuilder &lb, Location, Value p0, ValueRange) {
+        OpBuilder::InsertionGuard lg(k.b);
+        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+        for (int64_t u = 0; u < n; ++u) {
+          Value row = k.add(k.mul(k.add(p0, k.idx(u)), k.idx(rows)), row0);
+          Value key = k.add(tileStart, row);
+          Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
+          // Rows past t1: zero-filled from the last key's page.
+          Value inRange = k.minU(key, lastKey);
+          Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
+          Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
+                             k.mul(chunk, k.idx(16)));
+          Value bytes = k.select(valid, k.idx(16), k.idx(0));
+          Value kDst = k.mul(
+              k.add(kBase, t.kvLayout.chunkOffset(k, row, chunk)), k.idx(2));
+          for (auto [to, dst, cache, off] :
+               {std::tuple(smem8, kDst, src.kCache, kOff),
+                std::tuple(stagingV, vStagingOffset(stage, row, chunk),
+                           src.vCache, layout.vFromK(k, kOff))})
+            nvgpu::DeviceAsyncCopyOp::create(
+                k.b, k.loc, to, ValueRange{dst}, cache, ValueRange{off},
+                k.b.getIndexAttr(16), bytes, k.b.getUnitAttr());
+        }
+        scf::YieldOp::create(k.b, k.loc);
+      });
+  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
+}
+
+void WgmmaKVGather::transposeV(Value stage) const {
+  // A unit: keys {k0, k0 + 1, k0 + 8, k0 + 9} (k0 = 32 c + 16 h + 2 q) of
+  // 16 dims from 16 b, which are the transposed tile's bytes 32 c + 16 h +
+  // 4 q .. + 3 (wgmmaFp8ARegisters' key permutation) of its rows 16 b ..
+  // 16 b + 15. A warp's 32 lanes take one b and every (c, h, q) of a
+  // 128-key tile, so each of its 16 four-byte stores covers the 32 banks.
+  const MmaTiles &t = tiles;
+  assert(t.kvTile % 128 == 0 && t.dp % 16 == 0 && "whole warps of units");
+  Type fp8Type = cast<MemRefType>(stagingV.getType()).getElementType();
+  Type i8 = k.b.getI8Type();
+  int64_t units = (t.kvTile / 32) * 8 * (t.dp / 16);
+  assert(units % kWgmmaProducerThreads == 0 && "whole passes of units");
+  Value vtBase = t.vRing().stage(k, stage);
+  for (int64_t pass = 0; pass < units / kWgmmaProducerThreads; ++pass) {
+    Value u = k.add(tid, k.idx(pass * kWgmmaProducerThreads));
+    Value q = k.rem(u, k.idx(4));
+    Value h = k.rem(k.div(u, k.idx(4)), k.idx(2));
+    Value rest = k.div(u, k.idx(8));
+    // c's low two bits from the lane, its high bits past every b.
+    Value c = k.add(k.rem(rest, k.idx(4)),
+                    k.mul(k.div(rest, k.idx(4 * (t.dp / 16))), k.idx(4)));
+    Value b = k.rem(k.div(rest, k.idx(4)), k.idx(t.dp / 16));
+    Value k0 = k.add(k.mul(c, k.idx(32)),
+                     k.add(k.mul(h, k.idx(16)), k.mul(q, k.idx(2))));
+    SmallVector<Value> rowsOf;
+    for (int64_t delta : {0, 1, 8, 9}) {
+      Value key = k.add(k0, k.idx(delta));
+      Value v = vector::LoadOp::create(
+          k.b, k.loc, VectorType::get({16}, fp8Type), stagingV,
+          ValueRange{vStagingOffset(stage, key, b)}, /*nontemporal=*/false,
+          llvm::Align(16));
+      rowsOf.push_back(
+          arith::BitcastOp::create(k.b, k.loc, VectorType::get({16}, i8), v));
+    }
+    auto concat = [&](Value x, Value y) {
+      return vector::ShuffleOp::create(
+          k.b, k.loc, x, y, llvm::to_vector(llvm::seq<int64_t>(0, 32)));
+    };
+    SmallVector<int64_t> mask;
+    for (int64_t d = 0; d < 16; ++d)
+      for (int64_t j = 0; j < 4; ++j)
+        mask.push_back(16 * j + d);
+    Value transposed =
+        vector::ShuffleOp::create(k.b, k.loc, concat(rowsOf[0], rowsOf[1]),
+                                  concat(rowsOf[2], rowsOf[3]), mask);
+    Value chunk = k.add(k.mul(c, k.idx(2)), h);
+    for (int64_t d = 0; d < 16; ++d) {
+      Value word = vector::ShuffleOp::create(
+          k.b, k.loc, transposed, transposed,
+          llvm::to_vector(llvm::seq<int64_t>(4 * d, 4 * d + 4)));
+      Value row = k.add(k.mul(b, k.idx(16)), k.idx(d));
+      Value at = k.add(
+          k.mul(k.add(vtBase, t.vtLayout.chunkOffset(k, row, chunk)), k.idx(2)),
+          k.mul(q, k.idx(4)));
+      vector::StoreOp::create(
+          k.b, k.loc,
+          arith::BitcastOp::create(k.b, k.loc, VectorType::get({4}, fp8Type),
+                                   word),
+          smem8, ValueRange{at}, /*nontemporal=*/false, llvm::Align(4));
+    }
+  }
 }

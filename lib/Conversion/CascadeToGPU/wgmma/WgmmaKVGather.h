@@ -36,14 +36,27 @@ class WgmmaKVGather {
 public:
   WgmmaKVGather(KernelBuilder &k, const PagedKVLayout &layout,
                 const KVSource &src, Value smem, const MmaTiles &tiles,
-                Value tid, Value stagingK = {}, Value stagingV = {});
+                Value tid, Value stagingK = {}, Value stagingV = {},
+                Value smem8 = {});
   void issue(Value i, Value stage, WgmmaKVPart part) const;
   /// fp8: converts this thread's chunks of staging stage `stage` into the
   /// K and V panel tiles of the ring's stage `stage` (type `to`).
   void convertStaged(Value stage, Type to) const;
+  /// fp8 operands (MmaTiles::fp8Operands): transposes V's staging slot
+  /// `stage` (all of it: call after every producer thread's copies of the
+  /// tile landed and a producer barrier) into the V ring's stage `stage`,
+  /// [head_dim][kv_tile] with the keys permuted as P's (vtLayout).
+  void transposeV(Value stage) const;
 
 private:
   bool fp8() const { return static_cast<bool>(stagingK); }
+  /// The copies move fp8 bytes (an fp8 cache, converted or not).
+  bool fp8Bytes() const { return fp8() || tiles.fp8Operands; }
+  /// fp8 operands: K into its ring stage (through `smem8`), V into its
+  /// staging slot.
+  void issueFp8Operands(Value i, Value stage, WgmmaKVPart part) const;
+  /// Byte offset of chunk `chunk` of row `row` in V's staging slot `stage`.
+  Value vStagingOffset(Value stage, Value row, Value chunk) const;
   /// 16-byte chunks of a row, rows a pass, passes a tile and passes per
   /// loop iteration.
   int64_t chunksPerRow() const;
@@ -54,7 +67,7 @@ private:
   KernelBuilder &k;
   PagedKVLayout layout;
   KVSource src;
-  Value smem, tid, stagingK, stagingV;
+  Value smem, tid, stagingK, stagingV, smem8;
   const MmaTiles &tiles;
 };
 

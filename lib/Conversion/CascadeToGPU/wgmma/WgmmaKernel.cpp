@@ -79,7 +79,7 @@ void WgmmaKernel::build() {
   if (variant.customMask()) {
     // After the tiles (and an fp8 cache's staging rings).
     int64_t groupSize = c.groupSize;
-    int64_t base = wgmmaSharedBytes(c.config, c.headDim, c.kvType);
+    int64_t base = wgmmaSharedBytes(c.config, c.headDim, c.qType, c.kvType);
     maskSide = dynamicSharedMemory(
         k, module, k.b.getI32Type(), base,
         tiles.stages * wgmmaMaskStageWords(c.config, groupSize));
@@ -209,9 +209,14 @@ void WgmmaKernel::run() {
   // landed tiles): the copies publish their tiles themselves.
   bool split = c.config.hasSplitKVBarriers();
   bool fp8 = isFp8KVType(c.kvType);
+  // fp8 queries: K lands in its ring, V in a staging slot that the
+  // producer transposes once the tile landed (published after the next
+  // tile's copies were issued).
+  bool fp8Operands = tiles.fp8Operands;
   assert(!(fp8 && split) && "fp8 KV on wgmma: a joint ring (KernelSpec)");
   using Publish = WgmmaMainloop::Publish;
   Publish publish = split            ? Publish::SplitKV
+                    : fp8Operands    ? Publish::AfterNext
                     : fp8            ? Publish::Staged
                     : variant.rope() ? Publish::AfterNext
                                      : Publish::CopiesArrive;
@@ -242,11 +247,19 @@ void WgmmaKernel::run() {
   KVSource src{args.kCache, args.vCache, args.kvIndices, kv.pageStart,
                th.kvHead,   kv.t0,       kv.t1};
   // fp8: the copies land in the staging rings (build()).
-  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid, stagingK, stagingV);
+  WgmmaKVGather gather(k, kvLayout, src, smem, tiles, ptid, stagingK, stagingV,
+                       smem8);
   auto issue = [&](Value i, Value stage, WgmmaKVPart part) {
     gather.issue(i, stage, part);
   };
   auto prepare = [&](Value stage, Value tileStart) {
+    // fp8 operands: V's staging slot, landed (every producer thread's
+    // cp.async wait, then the barrier), transposed into the ring.
+    if (fp8Operands) {
+      namedBarrier(k, kWgmmaProducerBarrier, kWgmmaProducerThreads);
+      gather.transposeV(stage);
+      return;
+    }
     // fp8: this thread's chunks, landed (its cp.async wait), into q's dtype.
     if (fp8)
       gather.convertStaged(stage, c.qType);

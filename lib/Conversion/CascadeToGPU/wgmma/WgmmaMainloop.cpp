@@ -40,8 +40,13 @@ MmaTiles mlir::cascade::wgmmaTiles(const AttentionSpec &spec) {
   t.sTiles = t.kvTile / 8;
   t.oTiles = t.dp / 8;
   t.numThreads = 32 * t.warpsQ;
-  t.qLayout = SmemTileLayout::getPanels(t.qTile, t.dp);
-  t.kvLayout = SmemTileLayout::getPanels(t.kvTile, t.dp);
+  // fp8 queries: fp8 rows of dp bytes, dp / 2 16-bit units; V transposed.
+  t.fp8Operands = wgmmaFp8Operands(spec.qType);
+  int64_t units = t.fp8Operands ? t.dp / 2 : t.dp;
+  t.qLayout = SmemTileLayout::getPanels(t.qTile, units);
+  t.kvLayout = SmemTileLayout::getPanels(t.kvTile, units);
+  if (t.fp8Operands)
+    t.vtLayout = SmemTileLayout::getPanels(t.dp, t.kvTile / 2);
   t.kvRingStages = t.kRingStages = t.vRingStages = t.stages;
   return t;
 }
@@ -64,6 +69,7 @@ WgmmaMainloop::WgmmaMainloop(KernelBuilder &k, const MmaTiles &tiles,
                              Type elementType, ExpScale expScale,
                              Publish publish, bool annotated)
     : k(k), tiles(tiles), thread(thread), smem(smem), elementType(elementType),
+      pType(tiles.fp8Operands ? k.b.getF16Type() : elementType),
       expScale(expScale), splitKV(publish == Publish::SplitKV),
       copiesArrive(publish == Publish::CopiesArrive),
       staged(publish == Publish::Staged), annotated(annotated) {}
@@ -391,7 +397,9 @@ Value WgmmaMainloop::issueScores(Value stage) {
   Value kBase = address(t.kRing().stage(k, stage));
   Value acc = wgmmaZeroAccumulator(k, t.kvTile);
   wgmmaFence(k);
-  for (int64_t kk = 0; kk < t.dp / 16; ++kk) {
+  // 32 bytes of a row a step: dp / 16 steps of k16, dp / 32 of fp8's k32.
+  int64_t rowBytes = t.fp8Operands ? t.dp : 2 * t.dp;
+  for (int64_t kk = 0; kk < rowBytes / kK16Bytes; ++kk) {
     int64_t panel = kk / 4, inPanel = (kk % 4) * kK16Bytes;
     Value qAddr =
         k.add(qBase, k.i64(panel * t.qLayout.panelElements() * 2 + inPanel));
@@ -411,11 +419,30 @@ Value WgmmaMainloop::issueScores(Value stage) {
 Value WgmmaMainloop::issuePV(ArrayRef<Value> pA, Value stage,
                              ArrayRef<Value> o) {
   const MmaTiles &t = tiles;
+  Value vBase = address(t.vRing().stage(k, stage));
+  Value acc = wgmmaFenceOperand(k, wgmmaFragmentsToAccumulator(k, o));
+  if (t.fp8Operands) {
+    // V transposed, [d][key] in panels of 128 keys, is K-major for P.V like
+    // K for Q.K^T: 8-row groups 1024 bytes apart, a k32 step 32 bytes.
+    SmallVector<SmallVector<Value>> a;
+    for (size_t j = 0; j + 1 < pA.size(); j += 2)
+      a.push_back(wgmmaFp8ARegisters(k, pA[j], pA[j + 1], elementType));
+    wgmmaFence(k);
+    for (int64_t kk = 0; kk < t.kvTile / 32; ++kk) {
+      int64_t panel = kk / 4, inPanel = (kk % 4) * kK16Bytes;
+      Value vAddr =
+          k.add(vBase, k.i64(panel * t.vtLayout.panelElements() * 2 + inPanel));
+      Value descV = wgmmaDescriptor(k, vAddr, kUnusedLeadingBytes,
+                                    kSwizzleGroupBytes, wgmma::Swizzle::B128);
+      acc = wgmmaMmaAsyncRegA(k, acc, a[kk], descV, t.dp, elementType,
+                              WgmmaMajor::K);
+    }
+    wgmmaCommitGroup(k);
+    return acc;
+  }
   // V stored [key][d] in panels is MN-major for P.V: 8-key groups 1024
   // bytes apart (stride byte offset), panels of 64 columns one panel's
   // bytes apart (leading byte offset); a k16 step is 16 keys of 128 bytes.
-  Value vBase = address(t.vRing().stage(k, stage));
-  Value acc = wgmmaFenceOperand(k, wgmmaFragmentsToAccumulator(k, o));
   SmallVector<SmallVector<Value>> a;
   for (Value p : pA)
     a.push_back(wgmmaARegisters(k, p));
@@ -462,8 +489,8 @@ static SmallVector<Value> loopValues(ArrayRef<Value> o, const MmaState &st,
 WgmmaMainloop::ConsumerLoop::ConsumerLoop(WgmmaMainloop &loop, Value t0,
                                           TransformFn transform,
                                           const TileSideData *side)
-    : mma(loop.k, loop.elementType, loop.thread.lane),
-      softmax(loop.k, loop.tiles, loop.elementType, loop.expScale),
+    : mma(loop.k, loop.pType, loop.thread.lane),
+      softmax(loop.k, loop.tiles, loop.pType, loop.expScale),
       transform(transform), side(side), t0(t0),
       skips(side && static_cast<bool>(side->shown)) {}
 
@@ -482,8 +509,7 @@ SmallVector<Value> WgmmaMainloop::zeroP(ConsumerLoop &c) {
   for (int64_t i = 0; i < tiles.kvTile / 16; ++i)
     z.push_back(arith::ConstantOp::create(
         k.b, k.loc, c.mma.aType(),
-        DenseElementsAttr::get(c.mma.aType(),
-                               k.b.getFloatAttr(elementType, 0.0))));
+        DenseElementsAttr::get(c.mma.aType(), k.b.getFloatAttr(pType, 0.0))));
   return z;
 }
 

@@ -240,7 +240,8 @@ private:
   /// wait, through scoresOf).
   Value issueScores(Value stage);
   /// Issues O += P V on stage `stage` (P the A operands [kv_tile / 16]) as
-  /// one wgmma group; returns the accumulator.
+  /// one wgmma group; returns the accumulator. fp8 operands: P narrowed to
+  /// k32 fragments, V read transposed (K-major, MmaTiles::vtLayout).
   Value issuePV(ArrayRef<Value> pA, Value stage, ArrayRef<Value> o);
   /// An accumulator after its group completed, as fragments.
   SmallVector<Value> fragmentsOf(Value acc, int64_t n);
@@ -265,7 +266,9 @@ private:
   const MmaTiles &tiles;
   const MmaThread &thread;
   Value smem;
-  Type elementType;
+  /// The wgmma operands' type (q's: f16, bf16 or fp8) and P's as the
+  /// softmax builds it (f16 for fp8 operands, narrowed at P V's issue).
+  Type elementType, pType;
   ExpScale expScale;
   bool splitKV;
   bool copiesArrive;

@@ -28,10 +28,45 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
                   (!in.opts.wgmmaStages || in.opts.wgmmaStages >= 3) &&
                   (!in.opts.wgmmaKVTile ||
                    wgmmaFp8GatherFits(in.opts.wgmmaKVTile, s.headDim)));
+  // fp8 queries: both products on fp8 tensor cores, behind their option.
+  if (wgmmaFp8Operands(s.qType))
+    fp8Fits = in.opts.wgmmaFp8Operands && s.headDim == 128 && !s.rope &&
+              !s.customMask && !in.opts.wgmmaSplitKVBarriers &&
+              (!in.opts.wgmmaStages || in.opts.wgmmaStages >= 3) &&
+              (!in.opts.wgmmaKVTile || in.opts.wgmmaKVTile == 128);
   return in.opts.wgmma && !s.merge && !s.decode &&
          wgmmaSupportsKVType(s.qType, s.kvType, in.target) &&
          wgmmaFamilySupportsHeadDim(s.headDim) && s.headDimVo == s.headDim &&
          fp8Fits;
+}
+
+/// fp8 queries: two consumers (their S tile of 128 keys, O and P in
+/// registers), 128-key tiles (the transposed V's rows whole panels) in as
+/// many stages as fit, three at least (wgmmaWhyNotFp8Operands).
+static FailureOr<KernelConfigAttr> chooseWgmmaFp8(const SelectionInput &in) {
+  const CascadeSelectKernelConfigOptions &o = in.opts;
+  int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
+  auto make = [&](int64_t stages) {
+    return KernelConfigAttr::getChecked(
+        [&] { return in.op->emitError("invalid wgmma tuning options: "); },
+        in.op->getContext(), KernelFamily::Wgmma,
+        ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, int64_t(128),
+        stages, KVBarriers::Joint);
+  };
+  int64_t stages = o.wgmmaStages ? o.wgmmaStages : 3;
+  KernelConfigAttr c = make(stages);
+  if (!c)
+    return failure();
+  while (!o.wgmmaStages && stages < 4) {
+    KernelConfigAttr deeper = make(stages + 1);
+    if (!deeper || !in.fits(deeper))
+      break;
+    c = deeper;
+    ++stages;
+  }
+  if (failed(in.verifyFits(c)))
+    return failure();
+  return c;
 }
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
@@ -53,6 +88,8 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
 FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   const CascadeSelectKernelConfigOptions &o = in.opts;
   const OpShape &s = in.shape;
+  if (wgmmaFp8Operands(s.qType))
+    return chooseWgmmaFp8(in);
   // Three consumers (192 query rows a block) by default for a plain
   // prefill (not planned, not accumulating, f16/bf16 KV, no per-score
   // options; a custom mask allowed) up to head_dim 128: on the H200 at B8

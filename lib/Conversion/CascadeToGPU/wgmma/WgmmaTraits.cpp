@@ -22,10 +22,41 @@ bool mlir::cascade::wgmmaSupportsKVType(Type qType, Type kvType,
                                         const TargetInfo &target) {
   bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
   // KV of q's type lands straight in the tiles wgmma reads; an fp8 cache
-  // lands in a staging ring that the producer converts into them.
-  return target.hasWgmma && ((f16OrBf16 && kvType == qType) ||
-                             (isFp8KVType(kvType) &&
-                              fp8KVConvertSupported(target.computeCapability)));
+  // lands in a staging ring that the producer converts into them (16-bit
+  // queries) or reads as it is (fp8 queries of its type).
+  bool qFits = qType.isF16() || qType.isBF16() || qType == kvType;
+  return target.hasWgmma && qFits &&
+         ((f16OrBf16 && kvType == qType) ||
+          (isFp8KVType(kvType) &&
+           fp8KVConvertSupported(target.computeCapability)));
+}
+
+bool mlir::cascade::wgmmaFp8Operands(Type qType) {
+  return qType && isFp8KVType(qType);
+}
+
+std::string mlir::cascade::wgmmaWhyNotFp8Operands(KernelConfigAttr config,
+                                                  int64_t headDim, bool rope,
+                                                  bool customMask) {
+  if (headDim != 128)
+    return ("fp8 queries on wgmma need head_dim 128 (whole 128-byte panel "
+            "rows of fp8), got " +
+            Twine(headDim))
+        .str();
+  if (config.getKvTile() != 128)
+    return "fp8 queries on wgmma need kv_tile 128 (the transposed V tile's "
+           "rows are whole 128-byte panels)";
+  if (config.hasSplitKVBarriers() || config.getStages() < 3)
+    return "fp8 queries on wgmma need one K/V ring (kv_barriers = joint) of "
+           "three stages or more: the producer transposes V from a staging "
+           "slot while the next tile lands";
+  if (rope)
+    return "fp8 queries on wgmma take no RoPE (its rotation works on 16-bit "
+           "tiles); rotate q and k before quantizing them";
+  if (customMask)
+    return "fp8 queries on wgmma take no custom mask yet (its producer "
+           "hooks work on 16-bit tiles)";
+  return {};
 }
 
 bool mlir::cascade::wgmmaConsumersHoldHeadDim(int64_t consumers,
@@ -60,20 +91,24 @@ int64_t mlir::cascade::wgmmaMaskSideBytes(KernelConfigAttr c,
 }
 
 int64_t mlir::cascade::wgmmaSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                        Type kvType, int64_t maskGroupSize) {
+                                        Type qType, Type kvType,
+                                        int64_t maskGroupSize) {
   int64_t mask = maskGroupSize ? wgmmaMaskSideBytes(c, maskGroupSize) : 0;
+  int64_t ring = c.getStages() * c.getKvTile() * headDim;
+  // fp8 queries: fp8 panels (Q, K, transposed V), then V's staging ring.
+  if (wgmmaFp8Operands(qType))
+    return mask + c.getQTile() * headDim + 3 * ring;
   // Unpadded 128-byte-swizzled panels, no partial states to merge.
-  int64_t tiles =
-      (c.getQTile() + 2 * c.getStages() * c.getKvTile()) * headDim * 2;
+  int64_t tiles = c.getQTile() * headDim * 2 + 2 * ring * 2;
   // The panel ring of q's dtype, then the fp8 staging rings (K and V,
   // `stages` deep).
   if (isFp8KVType(kvType))
-    tiles += 2 * c.getStages() * c.getKvTile() * headDim;
+    tiles += 2 * ring;
   return mask + tiles;
 }
 
 static int64_t dynamicSharedBytes(KernelConfigAttr c, const AttentionShape &s) {
-  return wgmmaSharedBytes(c, s.headDim, s.kvType,
+  return wgmmaSharedBytes(c, s.headDim, s.qType, s.kvType,
                           s.customMask ? s.groupSize : 0);
 }
 
@@ -110,6 +145,12 @@ static std::string whyNotAttention(KernelConfigAttr config,
             " (the producer's 128 threads copy 2048 / head_dim keys a pass "
             "in 16-byte chunks)")
         .str();
+  if (wgmmaFp8Operands(s.qType)) {
+    std::string why =
+        wgmmaWhyNotFp8Operands(config, s.headDim, s.rope, s.customMask);
+    if (!why.empty())
+      return why;
+  }
   if (s.decode)
     return "the wgmma family runs prefill and append, not decode (a decode "
            "request fills too few of its 64-row warpgroup tiles; use rows or "

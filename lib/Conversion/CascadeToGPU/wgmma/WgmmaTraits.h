@@ -130,8 +130,25 @@ bool wgmmaFamilySupportsHeadDim(int64_t headDim);
 /// on `target` (sm_90a): KV of q's type lands straight in the tiles wgmma
 /// reads; an fp8 cache (f8E4M3FN, f8E5M2, on chips with the fp8 conversion
 /// instructions) lands in a staging ring that the producer converts into
-/// them.
+/// them, or, with fp8 queries of the cache's type (wgmmaFp8Operands), is
+/// read by fp8 wgmma as it is.
 bool wgmmaSupportsKVType(Type qType, Type kvType, const TargetInfo &target);
+
+/// fp8 queries (`qType` f8E4M3FN or f8E5M2, the KV cache's type): both
+/// products on fp8 tensor cores (m64nNk32). The tiles are fp8 in the
+/// panels (128 elements a 128-byte panel row), V transposed by the
+/// producer (wgmma reads fp8 B operands K-major only) and P narrowed to
+/// the cache's type (wgmmaFp8ARegisters).
+bool wgmmaFp8Operands(Type qType);
+
+/// Why the fp8-operand form cannot take a configuration or shape (empty
+/// where it can): head_dim 128 (its rows whole 128-byte panels), 128-key
+/// tiles (V's transposed rows whole panels), one ring of three stages or
+/// more (the producer transposes V from a staging slot while the next
+/// tile lands), no RoPE and no custom mask (their producer hooks work on
+/// 16-bit tiles).
+std::string wgmmaWhyNotFp8Operands(KernelConfigAttr config, int64_t headDim,
+                                   bool rope, bool customMask);
 
 /// Whether a wgmma block of `consumers` consumer warpgroups can hold the
 /// P.V accumulator of `headDim`: ptxas compiles the kernel within the
@@ -167,10 +184,11 @@ int64_t wgmmaMaskSideBytes(KernelConfigAttr config, int64_t groupSize);
 /// The dynamic shared memory (bytes) of a wgmma block: the Q tile and the
 /// K/V ring in unpadded 128-byte-swizzled panels (no partial states to
 /// merge), over an fp8 cache the staging rings after them (K and V, every
-/// stage, head_dim bytes a key), and with a custom mask
+/// stage, head_dim bytes a key; with fp8 queries the tiles are fp8 and
+/// only V is staged), and with a custom mask
 /// (`maskGroupSize`, the GQA group size; 0 without) its side data last.
-int64_t wgmmaSharedBytes(KernelConfigAttr config, int64_t headDim, Type kvType,
-                         int64_t maskGroupSize = 0);
+int64_t wgmmaSharedBytes(KernelConfigAttr config, int64_t headDim, Type qType,
+                         Type kvType, int64_t maskGroupSize = 0);
 
 } // namespace cascade
 } // namespace mlir

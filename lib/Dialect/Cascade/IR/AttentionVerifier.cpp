@@ -151,8 +151,14 @@ LogicalResult mlir::cascade::detail::verifyAttention(Operation *op,
   if (qt.getRank() != 3)
     return op->emitOpError("'q' must have rank 3 ([rows, Hqo, D]), got rank ")
            << qt.getRank();
-  if (!isF16OrBF16(qt.getElementType()))
-    return op->emitOpError("'q' element type must be f16 or bf16, got ")
+  // fp8 queries need a cache of their type (checked with the cache below).
+  bool fp8Q = isFp8KV(qt.getElementType());
+  if (!isF16OrBF16(qt.getElementType()) && !fp8Q)
+    return op->emitOpError("'q' element type must be f16, bf16, f8E4M3FN or "
+                           "f8E5M2, got ")
+           << qt.getElementType();
+  if (fp8Q && a.qPe)
+    return op->emitOpError("the latent (MLA) form takes f16 or bf16 'q', got ")
            << qt.getElementType();
   if (failed(verifyHeadDim(op, qt, "q", "head_dim", a.qPe ? 512 : 256)))
     return failure();
@@ -168,6 +174,10 @@ LogicalResult mlir::cascade::detail::verifyAttention(Operation *op,
     return op->emitOpError("KV cache element type must be f16, bf16, "
                            "f8E4M3FN or f8E5M2, got ")
            << kvType;
+  if (fp8Q && kvType != qt.getElementType())
+    return op->emitOpError("fp8 'q' (")
+           << qt.getElementType()
+           << ") needs a KV cache of its element type, got " << kvType;
   for (auto [scale, name] :
        {std::pair(a.kScale, "k_scale"), std::pair(a.vScale, "v_scale")})
     if (scale && !isFp8KV(kvType))
@@ -203,14 +213,18 @@ LogicalResult mlir::cascade::detail::verifyAttention(Operation *op,
   SmallVector<int64_t> oShape(qt.getShape());
   if (!a.qPe)
     oShape[2] = cast<ShapedType>(a.kv.back().getType()).getShape().back();
-  if (ot.getElementType() != qt.getElementType() ||
-      ot.getRank() != qt.getRank() ||
+  // The output of fp8 queries is f16 or bf16 (the caller's choice); of
+  // 16-bit queries, q's type.
+  Type oType = ot.getElementType();
+  if (fp8Q && !isF16OrBF16(oType))
+    return op->emitOpError("'o' of fp8 'q' must be f16 or bf16, got ") << oType;
+  if ((!fp8Q && oType != qt.getElementType()) || ot.getRank() != qt.getRank() ||
       !llvm::all_of(llvm::seq<int64_t>(0, 3), [&](int64_t d) {
         return dimsAgree(ot.getDimSize(d), oShape[d]);
       }))
     return op->emitOpError("'o' must be ")
            << shapeStr(RankedTensorType::get(oShape, qt.getElementType()))
-           << " " << qt.getElementType()
+           << " " << (fp8Q ? oType : qt.getElementType())
            << " (q's rows, heads and element type, v's head_dim), got "
            << shapeStr(ot) << " " << ot.getElementType();
   auto lt = cast<ShapedType>(a.lse.getType());
