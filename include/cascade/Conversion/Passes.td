@@ -36,9 +36,9 @@ def CascadeSelectKernelConfig
     barrier rings of their own (`kv_barriers = split`, FlashAttention-3's
     separate K and V pipelines; off by default).
     fp8 queries (q of the fp8 KV cache's type) run on `wgmma` only, both
-    products on fp8 tensor cores, with `wgmma-fp8-operands` (off until the
-    kernels are checked on a GPU; without it such ops are refused with the
-    reason): head_dim 128, 128-key tiles, two consumer warpgroups.
+    products on fp8 tensor cores (`wgmma-fp8-operands`, on by default;
+    `=false` refuses such ops with the reason): head_dim 128, 128-key
+    tiles, two consumer warpgroups.
 
     The target chip (its shared-memory, register and instruction limits,
     `cascade/Conversion/TargetInfo.h`) is the chip of the `#nvvm.target`
@@ -108,9 +108,9 @@ def CascadeSelectKernelConfig
     Option<"wgmmaConsumers", "wgmma-consumers", "int64_t", /*default=*/"0",
            "wgmma: consumer warpgroups, 64 query rows each (0 = automatic)">,
     Option<"wgmmaFp8Operands", "wgmma-fp8-operands", "bool",
-           /*default=*/"false",
+           /*default=*/"true",
            "wgmma: run ops with fp8 queries (q of the fp8 KV cache's type) "
-           "on fp8 tensor cores (experimental until checked on a GPU)">,
+           "on fp8 tensor cores (false: refuse them)">,
     Option<"wgmmaSplitKVBarriers", "wgmma-split-kv-barriers", "bool",
            /*default=*/"false",
            "wgmma: K and V tiles in rings of their own, each under its own "

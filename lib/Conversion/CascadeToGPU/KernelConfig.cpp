@@ -249,8 +249,8 @@ FailureOr<KernelConfigAttr> mlir::cascade::selectKernelConfig(
     if (!target.hasWgmma)
       d << ", which needs sm_90a; the target is " << target.chip;
     else if (!opts.wgmmaFp8Operands)
-      d << ": enable it with cascade-select-kernel-config's "
-           "wgmma-fp8-operands (experimental)";
+      d << ", whose fp8 operands cascade-select-kernel-config's "
+           "wgmma-fp8-operands=false turned off";
     else if (shape->decode)
       d << ", which runs prefill and append, not decode";
     else

@@ -1,10 +1,9 @@
 // fp8 queries over an fp8 KV cache of their type on the wgmma family
 // (sm_90a, both products on fp8 tensor cores): the kernels of the GPU check
-// `check.py --fp8-operands`, built with cascade-select-kernel-config's
-// wgmma-fp8-operands (`tools/cascade-dev gpu prepare` builds
+// `check.py --fp8-operands` (`tools/cascade-dev gpu prepare` builds
 // fp8-operand-bundle-sm90a):
 //   cascade-opt fp8_operand_kernels.mlir --cascade-to-ptx="chip=sm_90a
-//       bundle-dir=DIR select={wgmma-fp8-operands=true}" -o /dev/null
+//       bundle-dir=DIR" -o /dev/null
 // head_dim 128: causal and not, e4m3 and e5m2, f16 and bf16 outputs, NHD and
 // HND, pool and pair, soft cap + window, split-KV with its merge, and a
 // level that accumulates into a state.
