@@ -40,7 +40,8 @@ _DTYPE_NAMES: Dict[str, str] = {
     "float8_e4m3fn": "f8e4m3", "f8e4m3": "f8e4m3", "torch.float8_e4m3fn": "f8e4m3",
     "float8_e5m2": "f8e5m2", "f8e5m2": "f8e5m2", "torch.float8_e5m2": "f8e5m2",
 }
-#: The fp8 KV dtypes (KV only: q and outputs stay f16/bf16/f32).
+#: The fp8 dtypes: of a KV cache, and of queries over a cache of their type
+#: (whose outputs are f16 or bf16; outputs are never fp8).
 FP8_DTYPES = ("f8e4m3", "f8e5m2")
 KV_LAYOUTS = ("nhd", "hnd")
 #: A page pool, a (k, v) pair of pools, or ragged K/V (a pair without a page
@@ -123,7 +124,7 @@ class AttentionConfig:
     q_dtype: str = "f16"
     #: None: q's dtype.
     kv_dtype: Optional[str] = None
-    #: None: q's dtype.
+    #: None: q's dtype (fp8 queries: bf16).
     o_dtype: Optional[str] = None
     kv_scale: str = "none"
     kv_layout: str = "nhd"
@@ -150,12 +151,18 @@ class AttentionConfig:
         if self.head_dim % 8:
             raise ValueError(f"head_dim must be a multiple of 8, got {self.head_dim}")
         self._check_head_dim_vo()
-        q = dtype_code(self.q_dtype, "q_data_type")
+        q = dtype_code(self.q_dtype, "q_data_type", allow_fp8=True)
         put(self, "q_dtype", q)
         put(self, "kv_dtype", dtype_code(q if self.kv_dtype is None else self.kv_dtype,
                                          "kv_data_type", allow_fp8=True))
-        put(self, "o_dtype", dtype_code(q if self.o_dtype is None else self.o_dtype,
-                                        "o_data_type", allow_f32=True))
+        # fp8 queries (both products on fp8 tensor cores) read a cache of
+        # their type and write f16 or bf16 (bf16 unless told).
+        fp8_q = q in FP8_DTYPES
+        if fp8_q and self.kv_dtype != q:
+            raise ValueError(f"q_data_type {q} (fp8 queries) needs kv_data_type of the same "
+                             f"type, got {self.kv_dtype}")
+        o = ("bf16" if fp8_q else q) if self.o_dtype is None else self.o_dtype
+        put(self, "o_dtype", dtype_code(o, "o_data_type", allow_f32=not fp8_q))
         put(self, "kv_scale", _choice("kv_scale", self.kv_scale, KV_SCALES))
         put(self, "kv_layout", _choice("kv_layout", self.kv_layout, KV_LAYOUTS))
         put(self, "kv_form", _choice("kv_form", self.kv_form, KV_FORMS))
@@ -325,7 +332,7 @@ class AttentionConfig:
             if parts[1][0] != "d" or parts[2][0] != "h" or parts[3][0] != "p":
                 raise ValueError
             fields: Dict[str, Any] = dict(
-                q_dtype=dtype_code(q), kv_dtype=dtype_code(kv, allow_fp8=True),
+                q_dtype=dtype_code(q, allow_fp8=True), kv_dtype=dtype_code(kv, allow_fp8=True),
                 kv_layout=parts[4],
                 kv_form=parts[5])
             if parts[4] not in KV_LAYOUTS or parts[5] not in KV_FORMS:

@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple,
                     Union)
 
-from .config import AttentionConfig, dtype_code, f32
+from .config import FP8_DTYPES, AttentionConfig, dtype_code, f32
 
 #: What parse_key returns: (config, group) or ('merge', v_dtype, head_dim).
 ParsedKey = Union[Tuple[AttentionConfig, "Group"], Tuple[str, str, int]]
@@ -244,6 +244,11 @@ def _gpu_test_set() -> List[str]:
     # Contiguous K/V (single-request attention, the ragged wrapper): one
     # token per page of a pair pool; page-size-1 pools (CUDA-graph decode).
     prefill_groups = (Group(decode=False), Group(decode=False, causal=True))
+    # fp8 queries over fp8 caches of their type, writing bf16 (prefill on
+    # fp8 tensor cores, sm_90a; tests/gpu/test_gpu_fp8.py).
+    for f8 in FP8_DTYPES:
+        cfg = AttentionConfig(32, 8, 128, 16, q_dtype=f8, kv_dtype=f8)
+        keys += [attention_key(cfg, g) for g in prefill_groups]
     keys += _attention_set([(32, 8, 128)], page_size=1, form="pair",
                            groups=(decode,) + prefill_groups)
     keys += _attention_set([(32, 8, 128)], dtypes=("f16",), page_size=1, form="pair",
@@ -321,6 +326,15 @@ def kernel_set(name: str) -> List[str]:
     if name == "gpu-tests":
         return list(dict.fromkeys(kernel_set("default") + _gpu_test_set()))
     raise ValueError(f"unknown kernel set {name!r}: default, minimal or gpu-tests")
+
+
+def builds_on(key: str, chip: str) -> bool:
+    """Whether `chip` has kernels for `key`: fp8 queries run on the wgmma
+    family's fp8 tensor cores, sm_90a's only; everything else on every
+    chip."""
+    parts = key.split(".")
+    q = parts[1].split("-")[0] if len(parts) > 1 and "-" in parts[1] else ""
+    return q not in FP8_DTYPES or chip == "sm_90a"
 
 
 # --- finding and building bundles ----------------------------------------------

@@ -254,8 +254,10 @@ public:
       alive.push_back(c.checkOut(out, tq, stream).keepAlive);
     if (!lse.is_none())
       alive.push_back(c.checkLse(lse, tq, stream).keepAlive);
-    // Outputs not given: new ones from the caller's framework (like q).
-    if (out.is_none() && sig_.oType != sig_.qType)
+    // Outputs not given: new ones from the caller's framework (like q; with
+    // torch, of the planned dtype where it is not q's: fp8 queries write
+    // f16 or bf16).
+    if (out.is_none() && sig_.oType != sig_.qType && !tq.torch)
       throw py::value_error(
           "out is required: the planned output dtype " +
           std::string(contract::dtypeName(sig_.config.oType)) +
@@ -333,13 +335,16 @@ public:
     const int64_t vDim = sig_.config.vDim();
     if (!out.is_none()) {
       tout = probe(o, "out", stream);
-    } else if (tq.torch && tq.contiguous() && vDim == tq.shape[2]) {
+    } else if (tq.torch && tq.contiguous() && vDim == tq.shape[2] &&
+               sig_.oType == sig_.qType) {
       o = torchEmptyLike(q, tq, tout); // q's shape, dtype and strides
     } else if (tq.torch) {
-      // A strided q (a view), or an output whose head_dim is v's
-      // (head_dim_vo): a contiguous [rows, heads, head_dim_vo] output.
+      // A strided q (a view), an output whose head_dim is v's
+      // (head_dim_vo) or whose dtype is its own: a contiguous [rows, heads,
+      // head_dim_vo] output of the planned dtype.
       TensorArg like = tq;
       like.shape[2] = vDim;
+      like.dtype = sig_.oType;
       like.setRowMajorStrides();
       o = torchEmptyStrided(like, tout);
     } else if (vDim != tq.shape[2]) {

@@ -86,7 +86,7 @@ def test_buffer_form_split_attention_has_plan_operands():
 
 
 def test_config_rejects_unknown_dtype():
-    with pytest.raises(ValueError, match="float16 or bfloat16"):
+    with pytest.raises(ValueError, match="float16, bfloat16, float8_e4m3fn or float8_e5m2"):
         ir.AttentionConfig(8, 8, 64, 16, q_dtype="float64")
 
 

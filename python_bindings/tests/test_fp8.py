@@ -12,7 +12,7 @@ import pytest
 import cascade_mlir as cm
 from cascade_mlir import ir
 from cascade_mlir.config import AttentionConfig
-from cascade_mlir.kernels import Group, attention_key, parse_key
+from cascade_mlir.kernels import Group, attention_key, builds_on, parse_key
 
 E4M3 = "float8_e4m3fn"
 
@@ -36,11 +36,34 @@ def test_fp8_kv_dtype_names_and_keys(name, code):
     assert parse_key(key)[0] == cfg
 
 
-@pytest.mark.parametrize("field", ["q_dtype", "o_dtype"])
-def test_fp8_is_for_kv_only(field):
-    with pytest.raises(ValueError, match="data_type must be float16(,| or) bfloat16"):
-        AttentionConfig.make(**{field: E4M3}, head_dim=64, num_qo_heads=8,
+@pytest.mark.parametrize("q", ["float16", E4M3])
+def test_fp8_outputs_are_refused(q):
+    with pytest.raises(ValueError, match="o_data_type must be float16(,| or) bfloat16"):
+        AttentionConfig.make(q_dtype=q, o_dtype=E4M3, head_dim=64, num_qo_heads=8,
                              num_kv_heads=8, page_size=16)
+
+
+@pytest.mark.parametrize("q,kv", [(E4M3, "float16"), (E4M3, "float8_e5m2"),
+                                  ("float8_e5m2", E4M3)])
+def test_fp8_queries_need_a_cache_of_their_type(q, kv):
+    with pytest.raises(ValueError, match="fp8 queries.*needs kv_data_type of the same type"):
+        AttentionConfig.make(q_dtype=q, kv_dtype=kv, head_dim=128, num_qo_heads=32,
+                             num_kv_heads=8, page_size=16)
+
+
+@pytest.mark.parametrize("o,code", [(None, "bf16"), ("float16", "f16"), ("bfloat16", "bf16")])
+def test_fp8_query_keys(o, code):
+    """fp8 queries: the cache of their type by default, a 16-bit output
+    (bf16 unless told) spelled in the key, which parses back; their bundles
+    are built for sm_90a only (fp8 wgmma)."""
+    cfg = AttentionConfig.make(q_dtype=E4M3, o_dtype=o, head_dim=128, num_qo_heads=32,
+                               num_kv_heads=8, page_size=16)
+    assert (cfg.q_dtype, cfg.kv_dtype, cfg.o_dtype) == ("f8e4m3", "f8e4m3", code)
+    key = attention_key(cfg, Group(decode=False, causal=True))
+    assert key == f"prefill-causal.f8e4m3-f8e4m3.d128.h32x8.p16.nhd.pool.o{code}"
+    assert parse_key(key)[0] == cfg
+    assert builds_on(key, "sm_90a") and not builds_on(key, "sm_90")
+    assert builds_on("prefill.f16-f8e4m3.d128.h32x8.p16.nhd.pool", "sm_90")
 
 
 def _ptx(out, kernels):
@@ -105,6 +128,29 @@ def test_fp8_prefill_on_sm90a_runs_on_wgmma(tmp_path, q):
     ptx = _ptx(out, kernels)
     assert "cvt.rn.f16x2.e4m3x2" in ptx
     assert re.search(r"setmaxnreg\.dec\.sync\.aligned\.u32\s+56;", ptx)
+
+
+@pytest.mark.parametrize("kv", ["f8e4m3", "f8e5m2"])
+def test_fp8_query_prefill_runs_on_fp8_wgmma(tmp_path, kv):
+    """fp8 queries over a cache of their type on sm_90a: the unsplit and
+    split kernels multiply on fp8 tensor cores (k32), take k_scale /
+    v_scale and write bf16; sm_90 (no wgmma) refuses them with the reason."""
+    cfg = AttentionConfig(32, 8, 128, 16, q_dtype=kv, kv_dtype=kv)
+    key = attention_key(cfg, Group(decode=False, causal=True))
+    out = cm.kernels.build_bundle(key, str(tmp_path), chip="sm_90a", cubin=False)
+    with open(os.path.join(out, "manifest.json")) as f:
+        kernels = json.load(f)["kernels"]
+    attention = [k for k in kernels if not k["op"].startswith("merge")]
+    assert len(attention) == 2
+    for k in attention:
+        assert k["static"]["kernel_family"] == "wgmma"
+        assert (k["static"]["q_dtype"], k["static"]["o_dtype"]) == (kv, "bf16")
+        assert k["name"].endswith("_w3x1_q128_kv128_s4")
+        assert [p["name"] for p in k["params"] if p["kind"] == "f32"] == ["k_scale", "v_scale"]
+    assert f"wgmma.mma_async.sync.aligned.m64n128k32.f32.{kv[2:]}.{kv[2:]}" in \
+        _ptx(out, kernels)
+    with pytest.raises(ValueError, match="fp8 queries.*wgmma family only.*sm_90a"):
+        cm.kernels.build_bundle(key, str(tmp_path / "sm90"), chip="sm_90", cubin=False)
 
 
 def test_fp8_on_sm80_is_refused_when_compiling(tmp_path):

@@ -89,7 +89,7 @@ def test_config_normalisation_gives_one_key_per_kernel():
     (dict(num_qo_heads=30), "multiple of num_kv_heads"),
     (dict(head_dim=100), "multiple of 8"),
     (dict(page_size=0), "page_size must be a positive int"),
-    (dict(q_dtype="float64"), "q_data_type must be float16 or bfloat16"),
+    (dict(q_dtype="float64"), "q_data_type must be float16, bfloat16, float8_e4m3fn or float8_e5m2"),
     (dict(kv_layout="NCHW"), "kv_layout"),
     (dict(pos_encoding_mode="YARN"), "pos_encoding_mode"),
     (dict(window_left=-7), "window_left"),

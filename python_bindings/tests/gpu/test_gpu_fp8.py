@@ -3,8 +3,9 @@ wrapper (rows kernels) and a two-level decode cascade (the shared prefix on
 mma_sync, the suffixes on rows) against the float64 reference over the
 dequantized cache (fp8 value x k_scale / v_scale), f16 and bf16 queries, with
 the tolerances of the f16/bf16 tests; run(k_scale=, v_scale=) per call
-(a changed scale is honoured, also in CUDA-graph mode). Every configuration
-is in the default kernel set (32/8 heads, D 128, page 16, NHD pool)."""
+(a changed scale is honoured, also in CUDA-graph mode); fp8 queries over fp8
+caches on fp8 tensor cores (prefill). Every configuration is in the default
+kernel set (32/8 heads, D 128, page 16, NHD pool)."""
 import pytest
 
 import cascade_mlir as cm
@@ -55,6 +56,47 @@ def test_fp8_decode(gpu, kv, dtype, batch, graph):
         eo, el = attention_ref(q, dequantized(cache, ks, vs), "NHD", torch.arange(batch + 1),
                                indptr, indices, last, PAGE)
         assert rel_err(o, eo) <= tol and rel_err(lse, el) <= tol, (ks, vs)
+
+
+# fp8 queries round P to their type before P V (FlashAttention-3's fp8
+# prefill): max|o - ref| / max|ref| within this, against the float64
+# reference over the dequantized q, K and V (the lse keeps f16's bound).
+FP8_QUERY_TOL = {"float8_e4m3fn": 4e-2, "float8_e5m2": 8e-2}
+
+
+@pytest.mark.parametrize("kv", FP8)
+@pytest.mark.parametrize("causal", [True, False])
+def test_fp8_query_prefill(gpu, kv, causal):
+    """q, K and V in fp8 on fp8 tensor cores (sm_90a's wgmma; the kernel set
+    has the key): the output is bf16 (the dtype FlashAttention-3 writes), or
+    the `out` given; the kernels take k_scale and v_scale (a q_scale folds
+    into sm_scale, another key: not in the prebuilt set)."""
+    if torch.cuda.get_device_capability(gpu) != (9, 0):
+        pytest.skip("fp8 queries run on sm_90a's fp8 wgmma only; this GPU is "
+                    f"sm_{''.join(map(str, torch.cuda.get_device_capability(gpu)))}")
+    f8 = getattr(torch, kv)
+    b, num_pages = 5, 1024
+    indptr, indices, last = random_batch(b, PAGE, 40, num_pages, empty=(2,))
+    qo_lens = torch.randint(1, 200, (b,))
+    qo_indptr = torch.cat([torch.zeros(1, dtype=torch.int64), qo_lens.cumsum(0)]).int()
+    cache = fp8_cache((num_pages, 2, PAGE, HKV, D), kv, gpu)
+    q = torch.randn(int(qo_indptr[-1]), HQ, D, device=gpu).to(f8)
+    w = cm.BatchPrefillWithPagedKVCacheWrapper(workspace(gpu), "NHD")
+    w.plan(qo_indptr.to(gpu), indptr.to(gpu), indices.to(gpu), last.to(gpu), HQ, HKV, D,
+           PAGE, causal=causal, q_data_type=f8, kv_data_type=f8)
+    ks, vs = 0.25, 2.0
+    o, lse = w.run(q, cache, k_scale=ks, v_scale=vs, return_lse=True)
+    assert o.dtype == torch.bfloat16 and o.shape == (q.shape[0], HQ, D)
+    eo, el = attention_ref(q.double(), dequantized(cache, ks, vs), "NHD", qo_indptr,
+                           indptr, indices, last, PAGE, causal=causal)
+    assert rel_err(o, eo) <= FP8_QUERY_TOL[kv] and rel_err(lse, el) <= TOL["float16"]
+    # An out of the planned dtype is written in place; one of q's (fp8) is
+    # refused with the reason.
+    out = torch.empty_like(o)
+    w.run(q, cache, k_scale=ks, v_scale=vs, out=out)
+    assert torch.equal(out, o)
+    with pytest.raises((TypeError, ValueError), match="out"):
+        w.run(q, cache, out=torch.empty_like(q))
 
 
 @pytest.mark.parametrize("kv", FP8)
