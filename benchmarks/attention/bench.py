@@ -161,14 +161,14 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
                          f"{fi_tflops / mm_tflops:.2f}", "1.00", f"{e_fi:.1e}"))
 
 
-def bench_prefill_fp8(b, causal, o_dtype):
+def bench_prefill_fp8(b, causal, o_dtype, B=8, L=4096):
     """fp8 queries on fp8 tensor cores against the 16-bit kernel of the same
-    shape (B8 L4096 32/8 D128 page 16; both in BUNDLE, built from
+    shape (B x L, 32/8 heads, D128, page 16; both in BUNDLE, built from
     test/Integration/gpu/fp8_operand_kernels.mlir): q, K and V drawn in
     `o_dtype`, stored as e4m3 (per-tensor scale 1), the 16-bit kernel and
     SDPA run on the dequantized values; FlashInfer's fp8 prefill where its
     prebuilt modules have one."""
-    B, L, Hq, Hkv, D, ps = 8, 4096, 32, 8, 128, 16
+    Hq, Hkv, D, ps = 32, 8, 128, 16
     mode = "causal" if causal else "non-causal"
     tdt, f8 = DT[o_dtype], torch.float8_e4m3fn
     torch.manual_seed(0)
@@ -218,12 +218,12 @@ def bench_prefill_fp8(b, causal, o_dtype):
             times.setdefault(label, t)
             tf = flops / t / 1e6
             ratio = times[o_dtype] / t if o_dtype in times else float("nan")
-            row = (f"prefill {mode} q/K/V {label} -> {o_dtype} B8 L4096 32/8 D128 p16 "
+            row = (f"prefill {mode} q/K/V {label} -> {o_dtype} B{B} L{L} 32/8 D128 p16 "
                    f"[{name[name.rindex('_w') + 1:]}]", f"{t:.0f}", f"{tf:.0f}",
                    f"{tf / (flops / t_sdpa / 1e6):.2f}", f"{ratio:.2f}", f"{err:.1e}")
             rows_out.append(row)
             print(" | ".join(row), flush=True)
-    rows_out.append((f"torch SDPA {mode} {o_dtype} D128 (dequantized, contiguous KV)",
+    rows_out.append((f"torch SDPA {mode} {o_dtype} B{B} L{L} D128 (dequantized, contiguous KV)",
                      f"{t_sdpa:.0f}", f"{flops / t_sdpa / 1e6:.0f}", "1.00", "", ""))
     if HAVE_FI:
         import flashinfer
@@ -417,8 +417,9 @@ def main():
                 bench_prefill(b, dtype, D=D, matmul=False)
     if "prefill-fp8" in want:
         print("| fp8 prefill | us | TFLOP/s | / SDPA | / 16-bit kernel | max rel err |")
-        bench_prefill_fp8(b, True, "f16")
-        bench_prefill_fp8(b, False, "bf16")
+        for B, L in ((8, 4096), (2, 16384)):
+            bench_prefill_fp8(b, True, "f16", B, L)
+            bench_prefill_fp8(b, False, "bf16", B, L)
     if "cascade" in want:
         print("| cascade | ours us | split | plain SDPA us | speedup | torch compose us | ratio |"
               " FlashInfer us | ratio | max rel err |")
