@@ -49,18 +49,26 @@ int64_t WgmmaKVGather::unroll() const {
 
 void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
   const MmaTiles &t = tiles;
-  if (tiles.fp8Operands)
-    return issueFp8Operands(i, stage, part);
+  // fp8 operands: K straight into its ring stage (the fp8 panel form wgmma
+  // reads, through `smem8`), V into its staging slot (transposeV turns it
+  // into the ring's form).
+  bool operands = t.fp8Operands;
+  assert((!operands || part == WgmmaKVPart::KV) &&
+         "fp8 operands: one K/V ring");
   int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
   // Elements of a 16-byte chunk: 8 of q's dtype, 16 fp8.
-  int64_t elems = fp8() ? 16 : 8;
+  int64_t elems = fp8Bytes() ? 16 : 8;
   Value chunk = k.rem(tid, k.idx(chunks));
   Value row0 = k.div(tid, k.idx(chunks));
   Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
   Value lastKey = k.sub(src.t1, k.idx(1));
   // Destinations: the panel stages, or the fp8 staging stages.
   Value kDst = smem, vDst = smem, kBase, vBase;
-  if (fp8()) {
+  if (operands) {
+    kDst = smem8;
+    vDst = stagingV;
+    kBase = t.kRing().stage(k, stage);
+  } else if (fp8()) {
     kDst = stagingK;
     vDst = stagingV;
     kBase = vBase = k.mul(stage, k.idx(t.kvTile * t.dp));
@@ -83,18 +91,30 @@ void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
           Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
           Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
                              k.mul(chunk, k.idx(elems)));
-          Value dst =
-              fp8() ? k.add(k.mul(row, k.idx(t.dp)), k.mul(chunk, k.idx(elems)))
-                    : t.kvLayout.chunkOffset(k, row, chunk);
+          Value dst;
+          if (!operands)
+            dst = fp8() ? k.add(k.mul(row, k.idx(t.dp)),
+                                k.mul(chunk, k.idx(elems)))
+                        : t.kvLayout.chunkOffset(k, row, chunk);
           Value bytes = k.select(valid, k.idx(elems), k.idx(0));
-          SmallVector<std::tuple<Value, Value, Value, Value>, 2> copies;
+          // The element offset of a part's chunk in its destination.
+          auto at = [&](bool isK, Value base) -> Value {
+            if (!operands)
+              return k.add(base, dst);
+            if (!isK)
+              return vStagingOffset(stage, row, chunk);
+            return k.mul(k.add(base, t.kvLayout.chunkOffset(k, row, chunk)),
+                         k.idx(2));
+          };
+          SmallVector<std::tuple<bool, Value, Value, Value, Value>, 2> copies;
           if (part != WgmmaKVPart::V)
-            copies.push_back({kDst, kBase, src.kCache, kOff});
+            copies.push_back({true, kDst, kBase, src.kCache, kOff});
           if (part != WgmmaKVPart::K)
-            copies.push_back({vDst, vBase, src.vCache, layout.vFromK(k, kOff)});
-          for (auto [to, base, cache, off] : copies)
+            copies.push_back(
+                {false, vDst, vBase, src.vCache, layout.vFromK(k, kOff)});
+          for (auto [isK, to, base, cache, off] : copies)
             nvgpu::DeviceAsyncCopyOp::create(
-                k.b, k.loc, to, ValueRange{k.add(base, dst)}, cache,
+                k.b, k.loc, to, ValueRange{at(isK, base)}, cache,
                 ValueRange{off}, k.b.getIndexAttr(elems), bytes,
                 k.b.getUnitAttr());
         }
@@ -180,48 +200,6 @@ Value WgmmaKVGather::vStagingOffset(Value stage, Value row, Value chunk) const {
       k.b, k.loc, chunk, arith::AndIOp::create(k.b, k.loc, row, k.idx(7)));
   return k.add(k.mul(stage, k.idx(t.kvTile * t.dp)),
                k.add(k.mul(row, k.idx(t.dp)), k.mul(swizzled, k.idx(16))));
-}
-
-void WgmmaKVGather::issueFp8Operands(Value i, Value stage,
-                                     WgmmaKVPart part) const {
-  // K straight into its ring stage (the fp8 panel form wgmma reads), V into
-  // its staging slot (transposeV turns it into the ring's form).
-  assert(part == WgmmaKVPart::KV && "fp8 operands: one K/V ring");
-  const MmaTiles &t = tiles;
-  int64_t chunks = chunksPerRow(), rows = rowsPerPass(), n = unroll();
-  Value chunk = k.rem(tid, k.idx(chunks));
-  Value row0 = k.div(tid, k.idx(chunks));
-  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
-  Value lastKey = k.sub(src.t1, k.idx(1));
-  Value kBase = t.kRing().stage(k, stage);
-  scf::ForOp::create(
-      k.b, k.loc, k.idx(0), k.idx(passes()), k.idx(n), ValueRange{},
-      [&](OpBuilder &lb, Location, Value p0, ValueRange) {
-        OpBuilder::InsertionGuard lg(k.b);
-        k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
-        for (int64_t u = 0; u < n; ++u) {
-          Value row = k.add(k.mul(k.add(p0, k.idx(u)), k.idx(rows)), row0);
-          Value key = k.add(tileStart, row);
-          Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
-          // Rows past t1: zero-filled from the last key's page.
-          Value inRange = k.minU(key, lastKey);
-          Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
-          Value kOff = k.add(layout.tokenOffset(k, page, inRange, src.kvHead),
-                             k.mul(chunk, k.idx(16)));
-          Value bytes = k.select(valid, k.idx(16), k.idx(0));
-          Value kDst = k.mul(
-              k.add(kBase, t.kvLayout.chunkOffset(k, row, chunk)), k.idx(2));
-          for (auto [to, dst, cache, off] :
-               {std::tuple(smem8, kDst, src.kCache, kOff),
-                std::tuple(stagingV, vStagingOffset(stage, row, chunk),
-                           src.vCache, layout.vFromK(k, kOff))})
-            nvgpu::DeviceAsyncCopyOp::create(
-                k.b, k.loc, to, ValueRange{dst}, cache, ValueRange{off},
-                k.b.getIndexAttr(16), bytes, k.b.getUnitAttr());
-        }
-        scf::YieldOp::create(k.b, k.loc);
-      });
-  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
 }
 
 void WgmmaKVGather::transposeV(Value stage) const {

@@ -52,9 +52,6 @@ private:
   bool fp8() const { return static_cast<bool>(stagingK); }
   /// The copies move fp8 bytes (an fp8 cache, converted or not).
   bool fp8Bytes() const { return fp8() || tiles.fp8Operands; }
-  /// fp8 operands: K into its ring stage (through `smem8`), V into its
-  /// staging slot.
-  void issueFp8Operands(Value i, Value stage, WgmmaKVPart part) const;
   /// Byte offset of chunk `chunk` of row `row` in V's staging slot `stage`.
   Value vStagingOffset(Value stage, Value row, Value chunk) const;
   /// 16-byte chunks of a row, rows a pass, passes a tile and passes per

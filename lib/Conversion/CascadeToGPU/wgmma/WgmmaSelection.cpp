@@ -40,35 +40,6 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
          fp8Fits;
 }
 
-/// fp8 queries: two consumers (their S tile of 128 keys, O and P in
-/// registers), 128-key tiles (the transposed V's rows whole panels) in as
-/// many stages as fit, three at least (wgmmaWhyNotFp8Operands).
-static FailureOr<KernelConfigAttr> chooseWgmmaFp8(const SelectionInput &in) {
-  const CascadeSelectKernelConfigOptions &o = in.opts;
-  int64_t consumers = o.wgmmaConsumers ? o.wgmmaConsumers : 2;
-  auto make = [&](int64_t stages) {
-    return KernelConfigAttr::getChecked(
-        [&] { return in.op->emitError("invalid wgmma tuning options: "); },
-        in.op->getContext(), KernelFamily::Wgmma,
-        ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, int64_t(128),
-        stages, KVBarriers::Joint);
-  };
-  int64_t stages = o.wgmmaStages ? o.wgmmaStages : 3;
-  KernelConfigAttr c = make(stages);
-  if (!c)
-    return failure();
-  while (!o.wgmmaStages && stages < 4) {
-    KernelConfigAttr deeper = make(stages + 1);
-    if (!deeper || !in.fits(deeper))
-      break;
-    c = deeper;
-    ++stages;
-  }
-  if (failed(in.verifyFits(c)))
-    return failure();
-  return c;
-}
-
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
 /// query rows), KV tiles of 128 tokens up to head_dim 128 and of 64 above
 /// (head_dim 256's f32 output tile takes 128 registers a thread), and 64
@@ -88,8 +59,6 @@ static FailureOr<KernelConfigAttr> chooseWgmmaFp8(const SelectionInput &in) {
 FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   const CascadeSelectKernelConfigOptions &o = in.opts;
   const OpShape &s = in.shape;
-  if (wgmmaFp8Operands(s.qType))
-    return chooseWgmmaFp8(in);
   // Three consumers (192 query rows a block) by default for a plain
   // prefill (not planned, not accumulating, f16/bf16 KV, no per-score
   // options; a custom mask allowed) up to head_dim 128: on the H200 at B8
@@ -109,13 +78,17 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // 176.1-177.0 beside it (benchmarks/RESULTS.md, fifteenth session).
   // wgmma-consumers overrides, where the consumers' registers hold the head
   // dim's output tile (not head_dim 256 with three).
+  // fp8 queries (wgmmaFp8Operands) take two consumers (their S tile of 128
+  // keys, O and P in registers; three spill 1.6 KB) over 128-key tiles (the
+  // transposed V's rows whole panels), never shrunk.
   bool fp8 = isFp8KVType(s.kvType);
+  bool operands = wgmmaFp8Operands(s.qType);
   bool plain = !s.planned && !s.accumulate && !fp8 && !s.heavyOptions;
   bool fp8Prefix =
       fp8 && !s.causal && !s.heavyOptions && !s.customMask && s.headDim == 128;
-  int64_t consumers = o.wgmmaConsumers     ? o.wgmmaConsumers
-                      : plain || fp8Prefix ? 3
-                                           : 2;
+  int64_t consumers = o.wgmmaConsumers                    ? o.wgmmaConsumers
+                      : !operands && (plain || fp8Prefix) ? 3
+                                                          : 2;
   if (!wgmmaConsumersHoldHeadDim(consumers, s.headDim))
     consumers = 2;
   // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
@@ -125,12 +98,14 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // head_dim 128 by ptxas).
   bool wide =
       s.headDim <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
-  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide ? 128 : 64;
+  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide || operands ? 128 : 64;
   // An fp8 cache needs a joint ring (three stages or more) and adds its
   // staging rings, so its KV tiles shrink until three stages fit: 64
   // tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
   int64_t minStages = fp8 ? 3 : 2;
-  int64_t minKVTile = fp8 ? std::max<int64_t>(16, 2048 / s.headDim) : 16;
+  int64_t minKVTile = operands ? kvTile
+                      : fp8    ? std::max<int64_t>(16, 2048 / s.headDim)
+                               : 16;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : minStages;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
