@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tensor-core attention benchmarks on the GPU machine (no MLIR there).
 
-  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade,prefill-fp8]
+  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade,prefill-fp8,prefill-shapes]
 
 (from the repository root, with the runtime's Python module cascade_mlir
 importable: the split-KV plan of the cascade's prefix level is the runtime's)
@@ -15,6 +15,10 @@ Rows (printed as a markdown table):
   fp16 and bf16: TFLOP/s (causal FLOPs = 4 B Hq D L^2 / 2) of our default
   kernel and its tuning variants, torch SDPA on contiguous KV, FlashInfer's
   BatchPrefillWithPagedKVCacheWrapper, and an 8192^3 matmul;
+- prefill-shapes (BUNDLE from test/Integration/gpu/wgmma_shape_tune.mlir):
+  head_dim 64 / 128 / 256, causal and not, f16 and bf16, B8 L4096 (and B2
+  L16384 with --long), every kernel of the bundle for the shape against
+  SDPA (FlashInfer at head_dim 128);
 - prefill-fp8 (BUNDLE from test/Integration/gpu/fp8_operand_kernels.mlir):
   q, K and V in e4m3 on fp8 tensor cores against the 16-bit kernel of the
   same shape, causal (f16 out) and non-causal (bf16 out);
@@ -75,10 +79,11 @@ def relerr(a, ref):
 MATMUL_TFLOPS = {}
 
 
-def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
-    """Prefill B8 L4096 32/8 page 16 at head_dim D, causal or not, against
-    torch SDPA (and FlashInfer); `matmul` adds the tensor-core rate row."""
-    B, L, Hq, Hkv, ps = 8, 4096, 32, 8, 16
+def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=True):
+    """Prefill B x L (qo = kv) 32/8 page 16 at head_dim D, causal or not,
+    against torch SDPA (and FlashInfer where `fi`); `matmul` adds the
+    tensor-core rate row."""
+    Hq, Hkv, ps = 32, 8, 16
     mode = "causal" if causal else "non-causal"
     tdt = DT[dtype]
     torch.manual_seed(0)
@@ -110,7 +115,7 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
     t_mm, mm_tflops = MATMUL_TFLOPS[dtype]
     sdpa_tflops = flops / t_sdpa / 1e6
     fi_tflops = None
-    if HAVE_FI:
+    if HAVE_FI and fi:
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         w = flashinfer.BatchPrefillWithPagedKVCacheWrapper(ws, "NHD")
@@ -145,18 +150,18 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True):
         t = timed(lambda: b.launch(name, bufs))
         tf = flops / t / 1e6
         cfg = b.kernels[name]["static"]["kernel_family"] + " " + name[name.rindex("_w") + 1:]
-        row = (f"prefill {mode} {dtype} B8 L4096 32/8 D{D} p16 [{cfg}]",
+        row = (f"prefill {mode} {dtype} B{B} L{L} 32/8 D{D} p16 [{cfg}]",
                f"{t:.0f}", f"{tf:.0f}", f"{tf / sdpa_tflops:.2f}", f"{tf / mm_tflops:.2f}",
                f"{tf / fi_tflops:.2f}" if fi_tflops else "n/a", f"{err:.1e}")
         rows_out.append(row)
         print(" | ".join(row), flush=True)
-    rows_out.append((f"torch SDPA {mode} {dtype} D{D} (contiguous KV)", f"{t_sdpa:.0f}",
+    rows_out.append((f"torch SDPA {mode} {dtype} B{B} L{L} D{D} (contiguous KV)", f"{t_sdpa:.0f}",
                      f"{sdpa_tflops:.0f}", "1.00", f"{sdpa_tflops / mm_tflops:.2f}", "", ""))
     if matmul:
         rows_out.append((f"torch matmul 8192^3 {dtype}", f"{t_mm:.0f}", f"{mm_tflops:.0f}",
                          "", "1.00", "", ""))
     if fi_tflops:
-        rows_out.append((f"FlashInfer 0.5.3 prefill {mode} {dtype} D{D}", f"{t_fi:.0f}",
+        rows_out.append((f"FlashInfer 0.5.3 prefill {mode} {dtype} B{B} L{L} D{D}", f"{t_fi:.0f}",
                          f"{fi_tflops:.0f}", f"{fi_tflops / sdpa_tflops:.2f}",
                          f"{fi_tflops / mm_tflops:.2f}", "1.00", f"{e_fi:.1e}"))
 
@@ -225,7 +230,7 @@ def bench_prefill_fp8(b, causal, o_dtype, B=8, L=4096):
             print(" | ".join(row), flush=True)
     rows_out.append((f"torch SDPA {mode} {o_dtype} B{B} L{L} D128 (dequantized, contiguous KV)",
                      f"{t_sdpa:.0f}", f"{flops / t_sdpa / 1e6:.0f}", "1.00", "", ""))
-    if HAVE_FI:
+    if HAVE_FI and fi:
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         try:
@@ -358,7 +363,7 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
         fastest = pres[min(range(len(pres)), key=lambda i: results[i][0])]
         results += [measure(fastest, d) for d in decs[1:]]
     t_fi = e_fi = None
-    if HAVE_FI:
+    if HAVE_FI and fi:
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         w = flashinfer.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
@@ -396,6 +401,10 @@ def main():
                     help="prefill: time only the kernels whose name matches this regex")
     ap.add_argument("--quick", action="store_true",
                     help="prefill: the causal D=128 rows only (an A/B of kernel changes)")
+    ap.add_argument("--long", action="store_true",
+                    help="prefill-shapes: B2 L16384 beside B8 L4096")
+    ap.add_argument("--only", default="",
+                    help="prefill-shapes: only these shapes, as d256-causal-f16,d64-full-bf16")
     ap.add_argument("--fp8-bundle", default=None,
                     help="fp8_kernels.mlir's bundle: adds the cascade rows over an fp8 cache")
     a = ap.parse_args()
@@ -415,6 +424,23 @@ def main():
             bench_prefill(b, dtype, causal=False, matmul=False)
             for D in (64, 256):
                 bench_prefill(b, dtype, D=D, matmul=False)
+    if "prefill-shapes" in want:
+        # Issue 43's prefill shapes: head_dim 64 / 128 / 256, causal and not,
+        # f16 and bf16, at B8 L4096 (and B2 L16384 with --long), every
+        # kernel of the bundle that runs the shape (wgmma_shape_tune.mlir:
+        # the defaults and their tuning variants). FlashInfer's rows at
+        # head_dim 128 only (the kit's prebuilt modules; others would JIT).
+        shapes = [(8, 4096)] + ([(2, 16384)] if a.long else [])
+        print("| prefill | us | TFLOP/s | / SDPA | / matmul | / FlashInfer | max rel err |")
+        for B, L in shapes:
+            for D in (64, 128, 256):
+                for causal in (True, False):
+                    for dtype in ("f16", "bf16"):
+                        if a.only and f"d{D}-{'causal' if causal else 'full'}-{dtype}" \
+                                not in a.only.split(","):
+                            continue
+                        bench_prefill(b, dtype, D=D, causal=causal, matmul=False, B=B, L=L,
+                                      fi=D == 128)
     if "prefill-fp8" in want:
         print("| fp8 prefill | us | TFLOP/s | / SDPA | / 16-bit kernel | max rel err |")
         for B, L in ((8, 4096), (2, 16384)):
