@@ -115,6 +115,10 @@ def CascadeSelectKernelConfig
            /*default=*/"false",
            "wgmma: K and V tiles in rings of their own, each under its own "
            "full/empty mbarriers (kv_barriers = split)">,
+    Option<"wgmmaExp2Emulation", "wgmma-exp2-emulation", "int64_t",
+           /*default=*/"0",
+           "wgmma: eighths of the S columns whose exp2 the softmax evaluates "
+           "with a polynomial instead of MUFU.EX2 (exp2_emulation)">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

@@ -320,6 +320,7 @@ struct SelectKernelConfigPass
     o.wgmmaConsumers = wgmmaConsumers;
     o.wgmmaSplitKVBarriers = wgmmaSplitKVBarriers;
     o.wgmmaFp8Operands = wgmmaFp8Operands;
+    o.wgmmaExp2Emulation = wgmmaExp2Emulation;
     return o;
   }
 

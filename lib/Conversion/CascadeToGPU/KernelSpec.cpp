@@ -296,6 +296,8 @@ std::string AttentionSpec::name() const {
     os << "_kvdirect";
   else if (fp8DirectK)
     os << "_kdirect";
+  if (int64_t e = config.getExp2Emulation())
+    os << "_ex2e" << e;
   return s;
 }
 

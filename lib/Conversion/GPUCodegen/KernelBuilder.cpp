@@ -129,6 +129,26 @@ static Value callF32Intrinsic(OpBuilder &b, Location loc, StringRef name,
 Value KernelBuilder::ex2(Value x) {
   return callF32Intrinsic(b, loc, "llvm.nvvm.ex2.approx.ftz.f32", x);
 }
+Value KernelBuilder::ex2Poly(Value x) {
+  // Coefficients of 1 + c1 f + c2 f^2 + c3 f^3 ~ 2^f on [-0.5, 0.5]: the
+  // least relative-error fit with p(0) = 1 (max 1.0e-4 in f32 arithmetic),
+  // so that the clamp value -127 (f = 0) gives the bits of 1.0 minus
+  // 127 << 23: +0.0 exactly.
+  constexpr double c1 = 0.6932829022407532, c2 = 0.2422109693288803,
+                   c3 = 0.05500893294811249;
+  // 1.5 * 2^23: x + it rounds x to an integer in the low mantissa bits.
+  constexpr double roundMagic = 12582912.0;
+  Value xc = fmax(x, f32(-127.0));
+  Value t = fadd(xc, f32(roundMagic));
+  Value f = fsub(xc, fsub(t, f32(roundMagic)));
+  Value p = fma(fma(fma(f32(c3), f, f32(c2)), f, f32(c1)), f, f32(1.0));
+  Type i32Type = b.getI32Type();
+  Value j = arith::ShLIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32Type, t), i32(23));
+  Value bits = arith::AddIOp::create(
+      b, loc, arith::BitcastOp::create(b, loc, i32Type, p), j);
+  return arith::BitcastOp::create(b, loc, b.getF32Type(), bits);
+}
 Value KernelBuilder::lg2(Value x) {
   return callF32Intrinsic(b, loc, "llvm.nvvm.lg2.approx.ftz.f", x);
 }

@@ -1,6 +1,6 @@
 // RUN: cascade-opt %s -split-input-file -verify-diagnostics
 
-// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base, kernel_config's fp8_staging).
+// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base, kernel_config's fp8_staging and exp2_emulation).
 
 func.func @page_size_zero(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
   // expected-error@+3 {{'page_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
@@ -169,5 +169,28 @@ func.func private @fp8_staging_unknown() attributes {config = #cascade.kernel_co
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm or fp8_staging (each at most once), got 'fp8_staging'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'fp8_staging'}}
 func.func private @fp8_staging_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_k, fp8_staging = direct_k>}
+
+// -----
+
+// #cascade.kernel_config's exp2_emulation: eighths of the S columns, on the
+// tensor-core families' online softmax.
+
+// expected-error@+1 {{exp2_emulation must be in [0, 8] (eighths of the S columns), got 9}}
+func.func private @exp2_emulation_nine() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 9>}
+
+// -----
+
+// expected-error@+1 {{exp2_emulation must be in [0, 8] (eighths of the S columns), got -1}}
+func.func private @exp2_emulation_negative() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2, exp2_emulation = -1>}
+
+// -----
+
+// expected-error@+1 {{exp2_emulation is a tensor-core option (mma_sync or wgmma: their online softmax on MMA fragments)}}
+func.func private @exp2_emulation_rows() attributes {config = #cascade.kernel_config<rows, threads = [16, 1, 8], q_tile = 1, kv_tile = 32, stages = 4, exp2_emulation = 2>}
+
+// -----
+
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'exp2_emulation'}}
+func.func private @exp2_emulation_twice() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2, exp2_emulation = 2>}

@@ -164,17 +164,19 @@ def sink_kernels():
 
 
 #: wgmma variants of `--shape-tune` by head_dim: (consumer warpgroups,
-#: kv_tile, stages, split K/V barriers). The default of each shape (no
-#: kernel_config) is timed beside them. Three consumers spill with 128-key
-#: tiles at head_dim 64 (64 bytes) and 96-key tiles at 128 (220 bytes), two
-#: with 256-key tiles at 64 (352 bytes), and
-#: ptxas then serializes their wgmma: not among them.
+#: kv_tile, stages, split K/V barriers, exp2_emulation). The default of each
+#: shape (no kernel_config) is timed beside them. Three consumers spill with
+#: 128-key tiles at head_dim 64 (64 bytes) and 96-key tiles at 128 (220
+#: bytes), two with 256-key tiles at 64 (352 bytes), and ptxas then
+#: serializes their wgmma: not among them.
 SHAPE_VARIANTS = {
-    64: [(2, 128, 4, False), (2, 192, 4, False), (3, 96, 4, False),
-         (3, 64, 6, False)],
-    128: [(2, 128, 3, False), (2, 160, 2, True), (2, 176, 2, True), (3, 64, 5, False)],
-    256: [(2, 80, 2, True), (2, 48, 3, True), (2, 48, 3, False), (2, 32, 4, False),
-          (2, 32, 4, True)],
+    64: [(2, 128, 4, False, 0), (2, 192, 4, False, 0), (3, 96, 4, False, 0),
+         (3, 64, 6, False, 0), (3, 64, 4, False, 2), (3, 64, 4, False, 3),
+         (2, 128, 4, False, 2)],
+    128: [(2, 128, 3, False, 0), (2, 160, 2, True, 0), (2, 176, 2, True, 0),
+          (3, 64, 5, False, 0), (3, 64, 4, False, 1)],
+    256: [(2, 80, 2, True, 0), (2, 48, 3, True, 0), (2, 48, 3, False, 0),
+          (2, 32, 4, False, 0), (2, 32, 4, True, 0)],
 }
 
 
@@ -192,13 +194,15 @@ def shape_tune_kernels():
             for dt in ("f16", "bf16"):
                 mode = "causal" if causal else "full"
                 out.append(attention(f"shape_{dt}_d{d}_{mode}", dtype=dt, D=d, causal=causal))
-                for c, kv, s, split in variants:
+                for c, kv, s, split, e in variants:
                     cfg = (f"wgmma, threads = [128, {c + 1}, 1], q_tile = {64 * c}, "
                            f"kv_tile = {kv}, stages = {s}")
                     if split:
                         cfg += ", kv_barriers = split"
+                    if e:
+                        cfg += f", exp2_emulation = {e}"
                     name = (f"shape_{dt}_d{d}_{mode}_w{c + 1}_kv{kv}_s{s}"
-                            f"{'_kvsplit' if split else ''}")
+                            f"{'_kvsplit' if split else ''}{f'_ex2e{e}' if e else ''}")
                     out.append(attention(name, dtype=dt, D=d, causal=causal, config=cfg))
     return out
 

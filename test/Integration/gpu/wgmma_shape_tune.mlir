@@ -43,6 +43,30 @@ func.func @shape_f16_d64_causal_w4_kv64_s6(%q: memref<?x32x64xf16>, %kv: memref<
   return
 }
 
+func.func @shape_f16_d64_causal_w4_kv64_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2>}
+  return
+}
+
+func.func @shape_f16_d64_causal_w4_kv64_s4_ex2e3(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 3>}
+  return
+}
+
+func.func @shape_f16_d64_causal_w3_kv128_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4, exp2_emulation = 2>}
+  return
+}
+
 func.func @shape_bf16_d64_causal(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -80,6 +104,30 @@ func.func @shape_bf16_d64_causal_w4_kv64_s6(%q: memref<?x32x64xbf16>, %kv: memre
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 6>}
+  return
+}
+
+func.func @shape_bf16_d64_causal_w4_kv64_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2>}
+  return
+}
+
+func.func @shape_bf16_d64_causal_w4_kv64_s4_ex2e3(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 3>}
+  return
+}
+
+func.func @shape_bf16_d64_causal_w3_kv128_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4, exp2_emulation = 2>}
   return
 }
 
@@ -123,6 +171,30 @@ func.func @shape_f16_d64_full_w4_kv64_s6(%q: memref<?x32x64xf16>, %kv: memref<?x
   return
 }
 
+func.func @shape_f16_d64_full_w4_kv64_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2>}
+  return
+}
+
+func.func @shape_f16_d64_full_w4_kv64_s4_ex2e3(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 3>}
+  return
+}
+
+func.func @shape_f16_d64_full_w3_kv128_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4, exp2_emulation = 2>}
+  return
+}
+
 func.func @shape_bf16_d64_full(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -160,6 +232,30 @@ func.func @shape_bf16_d64_full_w4_kv64_s6(%q: memref<?x32x64xbf16>, %kv: memref<
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 6>}
+  return
+}
+
+func.func @shape_bf16_d64_full_w4_kv64_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2>}
+  return
+}
+
+func.func @shape_bf16_d64_full_w4_kv64_s4_ex2e3(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 3>}
+  return
+}
+
+func.func @shape_bf16_d64_full_w3_kv128_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 128, stages = 4, exp2_emulation = 2>}
   return
 }
 
@@ -203,6 +299,14 @@ func.func @shape_f16_d128_causal_w4_kv64_s5(%q: memref<?x32x128xf16>, %kv: memre
   return
 }
 
+func.func @shape_f16_d128_causal_w4_kv64_s4_ex2e1(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
+  return
+}
+
 func.func @shape_bf16_d128_causal(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -240,6 +344,14 @@ func.func @shape_bf16_d128_causal_w4_kv64_s5(%q: memref<?x32x128xbf16>, %kv: mem
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 5>}
+  return
+}
+
+func.func @shape_bf16_d128_causal_w4_kv64_s4_ex2e1(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
   return
 }
 
@@ -283,6 +395,14 @@ func.func @shape_f16_d128_full_w4_kv64_s5(%q: memref<?x32x128xf16>, %kv: memref<
   return
 }
 
+func.func @shape_f16_d128_full_w4_kv64_s4_ex2e1(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
+  return
+}
+
 func.func @shape_bf16_d128_full(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -320,6 +440,14 @@ func.func @shape_bf16_d128_full_w4_kv64_s5(%q: memref<?x32x128xbf16>, %kv: memre
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 5>}
+  return
+}
+
+func.func @shape_bf16_d128_full_w4_kv64_s4_ex2e1(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
   return
 }
 

@@ -64,6 +64,14 @@ struct KernelBuilder {
   Value isNegInf(Value x);
   /// ex2.approx.ftz.f32 (scalar f32).
   Value ex2(Value x);
+  /// exp2 of an f32 on the FMA and integer pipes instead of the special
+  /// function unit (FlashAttention-4's offload of MUFU.EX2): x is clamped
+  /// to >= -127 and split as x = j + f, j = round(x) (the 1.5 * 2^23 add),
+  /// f in [-0.5, 0.5]; 2^f is a degree-3 polynomial with p(0) = 1 (relative
+  /// error 1.0e-4), and j is added to its exponent field. At x <= -127
+  /// (-inf included) the result is exactly 0; on (-127, -126) a denormal
+  /// below 2^-126 (ex2.approx.ftz gives 0 there); x must be below 128.
+  Value ex2Poly(Value x);
   /// lg2.approx.ftz.f32.
   Value lg2(Value x);
   Value sinApprox(Value x);

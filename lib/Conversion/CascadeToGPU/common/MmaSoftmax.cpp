@@ -60,11 +60,15 @@ MmaSoftmax::Step MmaSoftmax::softmax(MmaBuilder &mma, ArrayRef<Value> s,
     }
     for (int64_t n = 0; n < t.sTiles; ++n) {
       int64_t idx = mt * t.sTiles + n;
+      // exp2_emulation: these columns' exp2 on the FMA pipe, so that the
+      // special-function unit is not the bound beside the tensor cores.
+      bool poly = n % 8 < t.exp2Emulation;
       p[idx] = mapAccumulator(k, s[idx], [&](Value x, int64_t pair, int64_t) {
         if (pair == 1 && t.upperRowsEmpty)
           return k.f32(0.0);
-        return k.ex2(expScale.isOne() ? k.fadd(x, negMScaled[pair])
-                                      : k.fma(x, scale, negMScaled[pair]));
+        Value e = expScale.isOne() ? k.fadd(x, negMScaled[pair])
+                                   : k.fma(x, scale, negMScaled[pair]);
+        return poly ? k.ex2Poly(e) : k.ex2(e);
       });
     }
     RowPair sum = rowReduceInThread(

@@ -79,6 +79,10 @@ struct MmaTiles {
   /// wgmmaFp8ARegisters permutes P's. V lands in a staging ring after the
   /// tiles first (stagingV).
   bool fp8Operands = false;
+  /// The online softmax evaluates exp2 with a polynomial (KernelBuilder::
+  /// ex2Poly) instead of MUFU.EX2 for the S fragment columns n with n mod 8
+  /// below this (the kernel configuration's exp2_emulation; 0: none).
+  int64_t exp2Emulation = 0;
   SmemTileLayout qLayout, kvLayout, vtLayout;
 
   int64_t sharedElements() const {

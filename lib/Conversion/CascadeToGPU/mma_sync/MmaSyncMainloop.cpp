@@ -36,6 +36,7 @@ MmaTiles mlir::cascade::mmaSyncTiles(const AttentionSpec &spec) {
   t.qInRegisters = fp8Decode && t.warpsQ == 1 && t.mTiles == 1 && t.dp <= 128;
   t.fp8DirectK = spec.fp8DirectK;
   t.fp8DirectV = spec.fp8DirectV;
+  t.exp2Emulation = spec.config.getExp2Emulation();
   assert((!t.fp8DirectK || t.qInRegisters) &&
          "fp8DirectK keeps Q in registers");
   assert((!t.fp8DirectV || (t.fp8DirectK && t.d % 32 == 0)) &&

@@ -42,6 +42,7 @@ MmaTiles mlir::cascade::wgmmaTiles(const AttentionSpec &spec) {
   t.numThreads = 32 * t.warpsQ;
   // fp8 queries: fp8 rows of dp bytes, dp / 2 16-bit units; V transposed.
   t.fp8Operands = wgmmaFp8Operands(spec.qType);
+  t.exp2Emulation = cfg.getExp2Emulation();
   int64_t units = t.fp8Operands ? t.dp / 2 : t.dp;
   t.qLayout = SmemTileLayout::getPanels(t.qTile, units);
   t.kvLayout = SmemTileLayout::getPanels(t.kvTile, units);

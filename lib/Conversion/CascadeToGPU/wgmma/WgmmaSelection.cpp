@@ -113,7 +113,9 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },
         in.op->getContext(), KernelFamily::Wgmma,
         ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
-        stages, split ? KVBarriers::Split : KVBarriers::Joint);
+        stages, split ? KVBarriers::Split : KVBarriers::Joint,
+        /*min_blocks_per_sm=*/int64_t{0}, Fp8Staging::Convert,
+        int64_t{o.wgmmaExp2Emulation});
   };
   KernelConfigAttr c = make();
   if (!c)

@@ -38,11 +38,14 @@ static ParseResult parseEnumKeyword(AsmParser &p,
 static ParseResult parseKernelConfigOptions(AsmParser &p,
                                             KVBarriers &kvBarriers,
                                             int64_t &minBlocks,
-                                            Fp8Staging &fp8Staging) {
+                                            Fp8Staging &fp8Staging,
+                                            int64_t &exp2Emulation) {
   kvBarriers = KVBarriers::Joint;
   minBlocks = 0;
   fp8Staging = Fp8Staging::Convert;
-  bool seenBarriers = false, seenBlocks = false, seenStaging = false;
+  exp2Emulation = 0;
+  bool seenBarriers = false, seenBlocks = false, seenStaging = false,
+       seenExp2 = false;
   while (succeeded(p.parseOptionalComma())) {
     StringRef key;
     llvm::SMLoc loc = p.getCurrentLocation();
@@ -65,9 +68,14 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
                                        "convert, direct_k or direct_kv",
                                        fp8Staging))
         return failure();
+    } else if (key == "exp2_emulation" && !seenExp2) {
+      seenExp2 = true;
+      if (p.parseInteger(exp2Emulation))
+        return failure();
     } else {
-      return p.emitError(loc, "expected kv_barriers, min_blocks_per_sm or "
-                              "fp8_staging (each at most once), got '")
+      return p.emitError(loc, "expected kv_barriers, min_blocks_per_sm, "
+                              "fp8_staging or exp2_emulation (each at most "
+                              "once), got '")
              << key << "'";
     }
   }
@@ -75,13 +83,16 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
 }
 
 static void printKernelConfigOptions(AsmPrinter &p, KVBarriers kvBarriers,
-                                     int64_t minBlocks, Fp8Staging fp8Staging) {
+                                     int64_t minBlocks, Fp8Staging fp8Staging,
+                                     int64_t exp2Emulation) {
   if (kvBarriers != KVBarriers::Joint)
     p << ", kv_barriers = " << stringifyKVBarriers(kvBarriers);
   if (minBlocks)
     p << ", min_blocks_per_sm = " << minBlocks;
   if (fp8Staging != Fp8Staging::Convert)
     p << ", fp8_staging = " << stringifyFp8Staging(fp8Staging);
+  if (exp2Emulation)
+    p << ", exp2_emulation = " << exp2Emulation;
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -101,7 +112,8 @@ int64_t KernelConfigAttr::getNumThreads() const {
 LogicalResult KernelConfigAttr::verify(
     function_ref<InFlightDiagnostic()> emitError, KernelFamily family,
     ArrayRef<int64_t> threads, int64_t qTile, int64_t kvTile, int64_t stages,
-    KVBarriers kvBarriers, int64_t minBlocksPerSM, Fp8Staging fp8Staging) {
+    KVBarriers kvBarriers, int64_t minBlocksPerSM, Fp8Staging fp8Staging,
+    int64_t exp2Emulation) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
@@ -146,6 +158,14 @@ LogicalResult KernelConfigAttr::verify(
                             "registers), got threads[1] = "
                          << threads[1] << " and q_tile = " << qTile;
   }
+  if (exp2Emulation < 0 || exp2Emulation > 8)
+    return emitError() << "exp2_emulation must be in [0, 8] (eighths of the "
+                          "S columns), got "
+                       << exp2Emulation;
+  if (exp2Emulation && family != KernelFamily::MmaSync &&
+      family != KernelFamily::Wgmma)
+    return emitError() << "exp2_emulation is a tensor-core option (mma_sync "
+                          "or wgmma: their online softmax on MMA fragments)";
   switch (family) {
   case KernelFamily::Merge:
     if (threads[1] != 1 || threads[2] != 1 || kvTile != 0 || stages != 1)

@@ -169,9 +169,25 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     rejects other ops. Selection records `direct_kv` (or `direct_k`)
     wherever the op can take it.
 
+    `exp2_emulation` (tensor-core families; default 0, then not printed): in
+    how many eighths of the S tile's key columns (fragment columns n with
+    n mod 8 below it) the online softmax evaluates its exp2 with a
+    polynomial on the FMA and integer pipes instead of the special-function
+    unit (MUFU.EX2), FlashAttention-4's offload: at head_dim 64 an S
+    element costs the tensor cores as long as its MUFU.EX2 (16 an SM a
+    clock), so the two units bound the kernel together. The polynomial is
+    of degree 3 on [-0.5, 0.5] after rounding, relative error 1.0e-4 (under
+    half an f16 ulp of P); exponents at or below -127 (masked keys, -inf)
+    give exactly 0, as ex2.approx.ftz does. Kernel names end in
+    `_ex2e<n>`.
+
     Example:
 
     ```mlir
+    cascade.paged_attention ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<wgmma,
+            threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4,
+            exp2_emulation = 2>}
     cascade.paged_attention ... {page_size = 16 : i64,
         cascade.kernel_config = #cascade.kernel_config<mma_sync,
             threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
@@ -199,25 +215,31 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
       DefaultValuedParameter<"::mlir::cascade::Fp8Staging",
                              "::mlir::cascade::Fp8Staging::Convert",
                              "mma_sync: how fp8 K/V tiles are read">:
-          $fp8_staging);
+          $fp8_staging,
+      DefaultValuedParameter<"int64_t", "0",
+                             "tensor cores: eighths of the S columns whose "
+                             "exp2 is a polynomial">:$exp2_emulation);
   let assemblyFormat = [{
     `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
     `kv_tile` `=` $kv_tile `,` `stages` `=` $stages
     `` custom<KernelConfigOptions>($kv_barriers, $min_blocks_per_sm,
-                                   $fp8_staging) `>`
+                                   $fp8_staging, $exp2_emulation) `>`
   }];
   // The builders with `kv_barriers` (joint by default), `min_blocks_per_sm`
-  // (none by default) and `fp8_staging` (convert by default) last.
+  // (none by default), `fp8_staging` (convert by default) and
+  // `exp2_emulation` (none by default) last.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "KernelFamily":$family, "ArrayRef<int64_t>":$threads,
                      "int64_t":$q_tile, "int64_t":$kv_tile, "int64_t":$stages,
                      CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers,
                      CArg<"int64_t", "0">:$min_blocks_per_sm,
-                     CArg<"Fp8Staging", "Fp8Staging::Convert">:$fp8_staging),
+                     CArg<"Fp8Staging", "Fp8Staging::Convert">:$fp8_staging,
+                     CArg<"int64_t", "0">:$exp2_emulation),
     [{
       return $_get($_ctxt, family, threads, q_tile, kv_tile, stages,
-                   kv_barriers, min_blocks_per_sm, fp8_staging);
+                   kv_barriers, min_blocks_per_sm, fp8_staging,
+                   exp2_emulation);
     }]>
   ];
   let genVerifyDecl = 1;
