@@ -109,11 +109,12 @@ int64_t KernelConfigAttr::getNumThreads() const {
   return n;
 }
 
-LogicalResult KernelConfigAttr::verify(
-    function_ref<InFlightDiagnostic()> emitError, KernelFamily family,
-    ArrayRef<int64_t> threads, int64_t qTile, int64_t kvTile, int64_t stages,
-    KVBarriers kvBarriers, int64_t minBlocksPerSM, Fp8Staging fp8Staging,
-    int64_t exp2Emulation) {
+LogicalResult
+KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                         KernelFamily family, ArrayRef<int64_t> threads,
+                         int64_t qTile, int64_t kvTile, int64_t stages,
+                         KVBarriers kvBarriers, int64_t minBlocksPerSM,
+                         Fp8Staging fp8Staging, int64_t exp2Emulation) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
