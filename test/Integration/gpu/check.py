@@ -1139,6 +1139,30 @@ def fp8_operand_cases(b, rng, small=False):
               accumulate=True, **common)
 
 
+def shape_cases(b, rng, small=False, only=""):
+    """wgmma_shape_tune.mlir: every prefill kernel of the bundle (each
+    shape's default and its tuning variants: KV tiles, stages, split K/V
+    rings, exp2_emulation) by name, causal or not by its manifest, on
+    random pages against float64, then with logits spread over ~+-40 (the
+    lazy rescale both ways, exponents up to 2^8 through the exp2
+    polynomial)."""
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    for name, k in sorted(b.kernels.items()):
+        st = k["static"]
+        if k["op"] != "prefill" or (only and not re.search(only, name)):
+            continue
+        D, dtype, causal = st["head_dim"], st["q_dtype"], bool(st["causal"])
+        opts = dict(sm_scale=1.0 / math.sqrt(D), causal=causal)
+        common = dict(dtype=dtype, D=D, Hqo=st["num_qo_heads"], Hkv=st["num_kv_heads"],
+                      ps=st["page_size"], layout="nhd", form="pool", opts=opts, static=none,
+                      kernel=name, label=name[name.index("_w", name.index("_pool")) + 1:])
+        check_mma(b, rng, B=2 if small else 5, max_qo=40 if small else 200,
+                  max_len=120 if small else 600, **common)
+        if not small:
+            check_mma(b, rng, B=3, max_qo=100, max_len=400, q_scale=8.0,
+                      **dict(common, label=common["label"] + " large logits"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
@@ -1151,6 +1175,11 @@ def main():
                     "fp8_operand_kernels.mlir")
     ap.add_argument("--sinks", action="store_true",
                     help="the attention-sink cases; BUNDLE built from sink_kernels.mlir")
+    ap.add_argument("--shapes", action="store_true",
+                    help="every prefill kernel by name; BUNDLE built from "
+                    "wgmma_shape_tune.mlir")
+    ap.add_argument("--kernels", default="",
+                    help="with --shapes: only the kernels whose name matches this regex")
     ap.add_argument("--tensor-core", action="store_true",
                     help="only the tensor-core (mma_sync / wgmma) cases")
     ap.add_argument("--head-dim", type=int, default=None,
@@ -1167,6 +1196,8 @@ def main():
         fp8_operand_cases(b, rng, small=a.small)
     elif a.sinks:
         sink_cases(b, rng, small=a.small)
+    elif a.shapes:
+        shape_cases(b, rng, small=a.small, only=a.kernels)
     elif a.tensor_core:
         mma_cases(b, rng, small=a.small)
     elif a.small:
