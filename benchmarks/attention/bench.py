@@ -403,6 +403,8 @@ def main():
                     help="prefill: the causal D=128 rows only (an A/B of kernel changes)")
     ap.add_argument("--long", action="store_true",
                     help="prefill-shapes: B2 L16384 beside B8 L4096")
+    ap.add_argument("--sizes", default="8x4096",
+                    help="prefill-shapes: batch x length pairs, comma-separated")
     ap.add_argument("--only", default="",
                     help="prefill-shapes: only these shapes, as d256-causal-f16,d64-full-bf16")
     ap.add_argument("--fp8-bundle", default=None,
@@ -430,7 +432,9 @@ def main():
         # kernel of the bundle that runs the shape (wgmma_shape_tune.mlir:
         # the defaults and their tuning variants). FlashInfer's rows at
         # head_dim 128 only (the kit's prebuilt modules; others would JIT).
-        shapes = [(8, 4096)] + ([(2, 16384)] if a.long else [])
+        shapes = [tuple(int(v) for v in bl.split("x")) for bl in a.sizes.split(",")]
+        if a.long and (2, 16384) not in shapes:
+            shapes.append((2, 16384))
         print("| prefill | us | TFLOP/s | / SDPA | / matmul | / FlashInfer | max rel err |")
         for B, L in shapes:
             for D in (64, 128, 256):

@@ -115,6 +115,12 @@ def CascadeSelectKernelConfig
            /*default=*/"false",
            "wgmma: K and V tiles in rings of their own, each under its own "
            "full/empty mbarriers (kv_barriers = split)">,
+    Option<"wgmmaSweepTiles", "wgmma-sweep-tiles", "bool", /*default=*/"false",
+           "wgmma: the KV tiles of the prefill-shape sweep (96 tokens for "
+           "three consumers at head_dim 64; at head_dim 256 tiles shrunk by "
+           "16 tokens until a joint ring of three stages fits, 48, instead "
+           "of two split stages of 64); off until checked against float64 "
+           "on the GPU">,
     Option<"wgmmaExp2Emulation", "wgmma-exp2-emulation", "int64_t",
            /*default=*/"0",
            "wgmma: eighths of the S columns whose exp2 the softmax evaluates "

@@ -321,6 +321,7 @@ struct SelectKernelConfigPass
     o.wgmmaSplitKVBarriers = wgmmaSplitKVBarriers;
     o.wgmmaFp8Operands = wgmmaFp8Operands;
     o.wgmmaExp2Emulation = wgmmaExp2Emulation;
+    o.wgmmaSweepTiles = wgmmaSweepTiles;
     return o;
   }
 

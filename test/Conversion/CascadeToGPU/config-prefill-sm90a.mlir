@@ -2,6 +2,8 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma=false" | FileCheck %s --check-prefix=NOWGMMA
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-kv-tile=64 wgmma-stages=3 wgmma-consumers=1" | FileCheck %s --check-prefix=TUNED
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-consumers=3" | FileCheck %s --check-prefix=THREE
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-sweep-tiles" | FileCheck %s --check-prefix=SWEEP
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-sweep-tiles wgmma-kv-tile=64" | FileCheck %s --check-prefix=KV64
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90 | FileCheck %s --check-prefix=SM90
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNELS
 
@@ -14,7 +16,11 @@
 // levels, per-score options, masks and head_dim 256 keep two (q_tile 128),
 // with KV tiles of 128 tokens up to head_dim 128 (64 at 256) and as many
 // stages (up to 4) as fit the chip's shared memory: 3 at head_dim 128, 2 at
-// 256. Everything else keeps its family: head_dim 96 (not whole 128-byte
+// 256 (split K/V rings). wgmma-sweep-tiles gives three consumers 96-token
+// tiles at head_dim 64 and shrinks head_dim 256's tiles by 16 tokens until
+// three stages of a joint ring fit (48 tokens); a 64-token tile fixed by
+// wgmma-kv-tile then still gets two stages in split K/V rings. Everything
+// else keeps its family: head_dim 96 (not whole 128-byte
 // panels), decode, and everything on plain sm_90, whose PTX may not use
 // wgmma.
 
@@ -87,8 +93,14 @@ func.func @prefill_d128_planned(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x1
 }
 
 // CHECK-LABEL: func.func @prefill_d256
-// Only two stages fit at head_dim 256: split K/V rings (a joint ring needs three).
+// Only two stages of 64-token tiles fit at head_dim 256: split K/V rings (a
+// joint ring needs three); with wgmma-sweep-tiles three stages of a joint
+// ring with 48-token tiles (208 KiB).
 // CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
+// SWEEP-LABEL: func.func @prefill_d256
+// SWEEP: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>
+// KV64-LABEL: func.func @prefill_d256
+// KV64: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
 // Three consumers cannot hold head_dim 256's output tile (wgmmaConsumersHoldHeadDim):
 // wgmma-consumers=3 keeps two here.
 // THREE-LABEL: func.func @prefill_d256
@@ -124,5 +136,21 @@ func.func @decode_g8(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x4x128xf16>,
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
       kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>)
       {page_size = 16 : i64}
+  return
+}
+
+// Three consumers at head_dim 64: 64-token S tiles, 4 stages; with
+// wgmma-sweep-tiles 96-token tiles (48 registers a thread beside O's 32).
+// CHECK-LABEL: func.func @prefill_d64_causal
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>
+// SWEEP-LABEL: func.func @prefill_d64_causal
+// SWEEP: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>
+func.func @prefill_d64_causal(%q: memref<?x32x64xf16>, %cache: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>,
+                              %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                              %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%cache : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>)
+      {page_size = 16 : i64, causal}
   return
 }

@@ -48,14 +48,15 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
 /// copies publishing their tile, 128 tokens in 3 stages measured 456-472
 /// TFLOP/s against 427-443 for 64 tokens in 4 at head_dim 128 causal on the
 /// H200 (when the producer published each tile itself, the 64-token ring
-/// was the faster by 1.3-3.3%); shorter KV tiles until two
-/// stages fit the chip, then as many stages (up to 4) as fit. With
-/// wgmma-split-kv-barriers, K and V get barrier rings of their own (the
-/// same `stages` deep each: the shared memory is that of the joint ring);
-/// where only two stages fit (head_dim 256), they do too, since a joint
-/// ring needs three (the attribute's verifier says why). Over an fp8 cache
-/// the staging rings (fp8 bytes of K and V per stage) come on top, and the
-/// ring stays joint: the KV tile shrinks until three stages fit.
+/// was the faster by 1.3-3.3%); shorter KV tiles until two stages fit the
+/// chip (three with wgmma-sweep-tiles: 48 tokens at head_dim 256), then as
+/// many stages (up to 4) as fit.
+/// With wgmma-split-kv-barriers, K and V get barrier rings of their own
+/// (the same `stages` deep each: the shared memory is that of the joint
+/// ring); where only two stages fit (head_dim 256 by default, or a KV tile
+/// fixed by wgmma-kv-tile), they do too, since a joint ring needs three
+/// (the attribute's verifier says why). Over an fp8 cache the staging rings (fp8 bytes of K
+/// and V per stage) come on top, and the ring stays joint.
 FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   const CascadeSelectKernelConfigOptions &o = in.opts;
   const OpShape &s = in.shape;
@@ -98,15 +99,32 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // head_dim 128 by ptxas).
   bool wide =
       s.headDim <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
-  int64_t kvTile = o.wgmmaKVTile ? o.wgmmaKVTile : wide || operands ? 128 : 64;
+  // wgmma-sweep-tiles (off until the float64 GPU check of these kernels):
+  // three consumers at head_dim 64 hold a 96-token S tile (48 registers a
+  // thread beside O's 32; 128 tokens spill 64 bytes): on the H100 (B8
+  // L4096 32/8) 393-404 TFLOP/s causal against 370-371 for 64 tokens,
+  // 434-439 non-causal against 410-422.
+  bool sweep = o.wgmmaSweepTiles;
+  bool wide3 = sweep && s.headDim <= 64 && !s.heavyOptions &&
+               !s.customMask && consumers == 3 && !fp8;
+  int64_t kvTile = o.wgmmaKVTile        ? o.wgmmaKVTile
+                   : wide || operands ? 128
+                   : wide3            ? 96
+                                      : 64;
   // An fp8 cache needs a joint ring (three stages or more) and adds its
-  // staging rings, so its KV tiles shrink until three stages fit: 64
-  // tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
+  // staging rings, so its KV tiles shrink by halves until three stages fit:
+  // 64 tokens in 4 stages at head_dim 128 (224 KiB), 32 in 3 at 256.
+  // Otherwise two stages may do (split K/V rings: 64 tokens at head_dim
+  // 256); with wgmma-sweep-tiles the tiles shrink by 16 tokens until three
+  // stages of a joint ring fit instead: 48 in 3 (208 KiB) at head_dim 256
+  // measured 465-478 TFLOP/s causal and 495-509 non-causal on the H100 (B8
+  // L4096 32/8) against 404-428 for 64 tokens in 2 split stages and 340-456
+  // for 32 in 4 (joint or split).
   int64_t minStages = fp8 ? 3 : 2;
   int64_t minKVTile = operands ? kvTile
                       : fp8    ? std::max<int64_t>(16, 2048 / s.headDim)
                                : 16;
-  int64_t stages = o.wgmmaStages ? o.wgmmaStages : minStages;
+  int64_t stages = o.wgmmaStages ? o.wgmmaStages : sweep ? 3 : minStages;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
     return KernelConfigAttr::getChecked(
@@ -120,10 +138,21 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   KernelConfigAttr c = make();
   if (!c)
     return failure();
+  // Shorter KV tiles until the ring fits: by halves (over an fp8 cache the
+  // gather's passes of 2048 / head_dim keys), by 16 tokens with
+  // wgmma-sweep-tiles.
   while (!in.fits(c) && !o.wgmmaKVTile && kvTile > minKVTile) {
-    kvTile /= 2;
+    kvTile = sweep && !fp8 ? kvTile - 16 : kvTile / 2;
     c = make();
   }
+  // A KV tile fixed by wgmma-kv-tile that leaves no room for three stages
+  // gets two, in split K/V rings (a joint ring of two deadlocks).
+  while (c && !in.fits(c) && !o.wgmmaStages && stages > minStages) {
+    --stages;
+    c = make();
+  }
+  if (!c)
+    return failure();
   // A deeper ring where it fits (up to 4 stages): the producer's copies of
   // a tile then have two tiles of compute to land in.
   while (!o.wgmmaStages && stages < 4) {
