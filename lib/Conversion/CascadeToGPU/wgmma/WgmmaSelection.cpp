@@ -55,8 +55,8 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
 /// (the same `stages` deep each: the shared memory is that of the joint
 /// ring); where only two stages fit (head_dim 256 by default, or a KV tile
 /// fixed by wgmma-kv-tile), they do too, since a joint ring needs three
-/// (the attribute's verifier says why). Over an fp8 cache the staging rings (fp8 bytes of K
-/// and V per stage) come on top, and the ring stays joint.
+/// (the attribute's verifier says why). Over an fp8 cache the staging rings
+/// (fp8 bytes of K and V per stage) come on top, and the ring stays joint.
 FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   const CascadeSelectKernelConfigOptions &o = in.opts;
   const OpShape &s = in.shape;
@@ -105,9 +105,9 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // L4096 32/8) 393-404 TFLOP/s causal against 370-371 for 64 tokens,
   // 434-439 non-causal against 410-422.
   bool sweep = o.wgmmaSweepTiles;
-  bool wide3 = sweep && s.headDim <= 64 && !s.heavyOptions &&
-               !s.customMask && consumers == 3 && !fp8;
-  int64_t kvTile = o.wgmmaKVTile        ? o.wgmmaKVTile
+  bool wide3 = sweep && s.headDim <= 64 && !s.heavyOptions && !s.customMask &&
+               consumers == 3 && !fp8;
+  int64_t kvTile = o.wgmmaKVTile      ? o.wgmmaKVTile
                    : wide || operands ? 128
                    : wide3            ? 96
                                       : 64;
