@@ -175,7 +175,8 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     polynomial on the FMA and integer pipes instead of the special-function
     unit (MUFU.EX2), FlashAttention-4's offload: at head_dim 64 an S
     element costs the tensor cores as long as its MUFU.EX2 (16 an SM a
-    clock), so the two units bound the kernel together. The polynomial is
+    clock). It measured slower on the H100 (the kernels are bound by issue
+    slots, not by MUFU), so selection never sets it. The polynomial is
     of degree 3 on [-0.5, 0.5] after rounding, relative error 1.0e-4 (under
     half an f16 ulp of P); exponents at or below -127 (masked keys, -inf)
     give exactly 0, as ex2.approx.ftz does. Kernel names end in
