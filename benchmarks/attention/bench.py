@@ -16,8 +16,8 @@ Rows (printed as a markdown table):
   kernel and its tuning variants, torch SDPA on contiguous KV, FlashInfer's
   BatchPrefillWithPagedKVCacheWrapper, and an 8192^3 matmul;
 - prefill-shapes (BUNDLE from test/Integration/gpu/wgmma_shape_tune.mlir):
-  head_dim 64 / 128 / 256, causal and not, f16 and bf16, B8 L4096 (and B2
-  L16384 with --long), every kernel of the bundle for the shape against
+  head_dim 64 / 128 / 256, causal and not, f16 and bf16, at --sizes (B8
+  L4096 by default; 8x4096,2x16384 adds B2 L16384), every kernel of the bundle for the shape against
   SDPA (FlashInfer at head_dim 128);
 - prefill-fp8 (BUNDLE from test/Integration/gpu/fp8_operand_kernels.mlir):
   q, K and V in e4m3 on fp8 tensor cores against the 16-bit kernel of the
@@ -230,7 +230,7 @@ def bench_prefill_fp8(b, causal, o_dtype, B=8, L=4096):
             print(" | ".join(row), flush=True)
     rows_out.append((f"torch SDPA {mode} {o_dtype} B{B} L{L} D128 (dequantized, contiguous KV)",
                      f"{t_sdpa:.0f}", f"{flops / t_sdpa / 1e6:.0f}", "1.00", "", ""))
-    if HAVE_FI and fi:
+    if HAVE_FI:
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         try:
@@ -363,7 +363,7 @@ def bench_cascade(b, Hq, Hkv, kv="f16"):
         fastest = pres[min(range(len(pres)), key=lambda i: results[i][0])]
         results += [measure(fastest, d) for d in decs[1:]]
     t_fi = e_fi = None
-    if HAVE_FI and fi:
+    if HAVE_FI:
         import flashinfer
         ws = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
         w = flashinfer.MultiLevelCascadeAttentionWrapper(2, ws, "NHD")
@@ -401,8 +401,6 @@ def main():
                     help="prefill: time only the kernels whose name matches this regex")
     ap.add_argument("--quick", action="store_true",
                     help="prefill: the causal D=128 rows only (an A/B of kernel changes)")
-    ap.add_argument("--long", action="store_true",
-                    help="prefill-shapes: B2 L16384 beside B8 L4096")
     ap.add_argument("--sizes", default="8x4096",
                     help="prefill-shapes: batch x length pairs, comma-separated")
     ap.add_argument("--only", default="",
@@ -428,13 +426,11 @@ def main():
                 bench_prefill(b, dtype, D=D, matmul=False)
     if "prefill-shapes" in want:
         # Issue 43's prefill shapes: head_dim 64 / 128 / 256, causal and not,
-        # f16 and bf16, at B8 L4096 (and B2 L16384 with --long), every
+        # f16 and bf16, at each of --sizes (B x L), every
         # kernel of the bundle that runs the shape (wgmma_shape_tune.mlir:
         # the defaults and their tuning variants). FlashInfer's rows at
         # head_dim 128 only (the kit's prebuilt modules; others would JIT).
         shapes = [tuple(int(v) for v in bl.split("x")) for bl in a.sizes.split(",")]
-        if a.long and (2, 16384) not in shapes:
-            shapes.append((2, 16384))
         print("| prefill | us | TFLOP/s | / SDPA | / matmul | / FlashInfer | max rel err |")
         for B, L in shapes:
             for D in (64, 128, 256):
