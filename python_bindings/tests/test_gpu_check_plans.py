@@ -332,6 +332,47 @@ def test_every_sink_case_plans_and_binds_its_sinks(check, monkeypatch, small):
         check_split_launch(check, dict(k["static"], page_size=16), b)
 
 
+@pytest.mark.parametrize("small", [True, False])
+def test_shape_cases_check_every_prefill_kernel_by_name(check, monkeypatch, small):
+    """check.py --shapes: each prefill kernel of the bundle by its own name
+    (a shape's tuning variants share its static configuration), causal as
+    its manifest says; fp8 queries bind the cache's scales and write their
+    manifest's output dtype; --kernels keeps the matching names only."""
+    shape = dict(num_qo_heads=32, num_kv_heads=8, head_dim=128, page_size=16,
+                 kv_layout="nhd", kv_form="pool", kernel_family="wgmma", accumulate=False)
+    kernels = {
+        "cascade_prefill_wgmma_bf16_bf16_d128_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4":
+            dict(shape, q_dtype="bf16", causal=False),
+        "cascade_prefill_causal_wgmma_f8e4m3_f8e4m3_d128_of16_g4_h8_p16_nhd_pool"
+        "_w3x1_q128_kv128_s4_ex2e2":
+            dict(shape, q_dtype="f8e4m3", kv_dtype="f8e4m3", o_dtype="f16", causal=True),
+    }
+    make = check.Bundle
+
+    def with_prefill(path):
+        b = make(path)
+        for name, st in kernels.items():
+            b.kernels[name] = {"op": "prefill", "static": dict(st, qo_tile_size=128)}
+        return b
+    monkeypatch.setattr(check, "Bundle", with_prefill)
+    launches, results = run_check(check, monkeypatch, "--shapes",
+                                  *(["--small"] if small else []))
+    per_kernel = 1 if small else 2  # and the large logits
+    assert len(results) == len(kernels) * per_kernel
+    by_name = {}
+    for k, b in launches:
+        by_name.setdefault(next(n for n, kk in check.bundles[-1].kernels.items() if kk is k),
+                           []).append(b)
+    assert sorted(by_name) == sorted(kernels)
+    for name, binds in by_name.items():
+        fp8 = kernels[name]["q_dtype"] == "f8e4m3"
+        for b in binds:
+            assert (b["k_scale"], b["v_scale"]) == ((0.37, 2.5) if fp8 else (1.0, 1.0))
+    launches, results = run_check(check, monkeypatch, "--shapes", "--small",
+                                  "--kernels", "_ex2e[0-9]$")
+    assert len(results) == 1 and len(launches) == 1
+
+
 def test_split_plan_keeps_the_chunk(check):
     plans = importlib.import_module("plans")
     rng = np.random.default_rng(5)

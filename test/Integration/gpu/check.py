@@ -1140,12 +1140,14 @@ def fp8_operand_cases(b, rng, small=False):
 
 
 def shape_cases(b, rng, small=False, only=""):
-    """wgmma_shape_tune.mlir: every prefill kernel of the bundle (each
-    shape's default and its tuning variants: KV tiles, stages, split K/V
-    rings, exp2_emulation) by name, causal or not by its manifest, on
-    random pages against float64, then with logits spread over ~+-40 (the
-    lazy rescale both ways, exponents up to 2^8 through the exp2
-    polynomial)."""
+    """wgmma_shape_tune.mlir (and wgmma_fp8_operand_tune.mlir): every
+    prefill kernel of the bundle (each shape's default and its tuning
+    variants: KV tiles, stages, split K/V rings, exp2_emulation) by name,
+    causal or not by its manifest, on random pages against float64, then
+    with logits spread over ~+-40 (the lazy rescale both ways, exponents up
+    to 2^8 through the exp2 polynomial). fp8 queries (NHD pool caches of
+    their type) take their output dtype from the manifest and k_scale /
+    v_scale of 0.37 / 2.5."""
     none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
     for name, k in sorted(b.kernels.items()):
         st = k["static"]
@@ -1153,9 +1155,11 @@ def shape_cases(b, rng, small=False, only=""):
             continue
         D, dtype, causal = st["head_dim"], st["q_dtype"], bool(st["causal"])
         opts = dict(sm_scale=1.0 / math.sqrt(D), causal=causal)
+        fp8 = dict(kv_dtype=st.get("kv_dtype", dtype), o_dtype=st.get("o_dtype", dtype),
+                   k_scale=0.37, v_scale=2.5) if dtype in FP8_DTYPES else {}
         common = dict(dtype=dtype, D=D, Hqo=st["num_qo_heads"], Hkv=st["num_kv_heads"],
                       ps=st["page_size"], layout="nhd", form="pool", opts=opts, static=none,
-                      kernel=name, label=name[name.index("_w", name.index("_pool")) + 1:])
+                      kernel=name, label=name[name.index("_w", name.index("_pool")) + 1:], **fp8)
         check_mma(b, rng, B=2 if small else 5, max_qo=40 if small else 200,
                   max_len=120 if small else 600, **common)
         if not small:
@@ -1177,7 +1181,7 @@ def main():
                     help="the attention-sink cases; BUNDLE built from sink_kernels.mlir")
     ap.add_argument("--shapes", action="store_true",
                     help="every prefill kernel by name; BUNDLE built from "
-                    "wgmma_shape_tune.mlir")
+                    "wgmma_shape_tune.mlir (or with wgmma_fp8_operand_tune.mlir)")
     ap.add_argument("--kernels", default="",
                     help="with --shapes: only the kernels whose name matches this regex")
     ap.add_argument("--tensor-core", action="store_true",
