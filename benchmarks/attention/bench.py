@@ -28,6 +28,10 @@ Rows (printed as a markdown table):
   states + accumulating decode of the suffixes), vs plain torch SDPA over each
   request's full KV, vs a torch composition that reads the prefix once, vs
   FlashInfer's MultiLevelCascadeAttentionWrapper.
+Prefill operands (--data): standard normal, or the same values rounded
+through e4m3 (fewer mantissa bits set: less power at the same rate, so
+higher clocks at a power-limited board); --clocks appends the median SM
+clock and board power while each prefill row was timed (NVML).
 Timings (us): benchmarks.common.timing, the median of 20 CUDA-event timings
 after warm-up (5 back-to-back calls each; our cascade launches replayed from a
 CUDA graph of 10 copies); outputs are compared with torch (max relative
@@ -44,7 +48,7 @@ from cascade_mlir import _runtime
 from benchmarks.common.bundle import (TENSOR_CORE, Bundle, cpa, launch_all, num_sms, occupancy,
                                       plan_buffers, static_matches)
 from benchmarks.common.cascade_case import DecodeCascade
-from benchmarks.common.timing import cuda_time_us, finish_or_exit, graph_time_us
+from benchmarks.common.timing import ClockSampler, cuda_time_us, finish_or_exit, graph_time_us
 
 try:
     import flashinfer  # noqa: F401
@@ -58,11 +62,30 @@ rows_out = []
 # Prefill rows of these kernel families only (--family; empty: all).
 FAMILIES = ()
 KERNELS = ""
+# Prefill operands (--data normal | e4m3) and the clock record (--clocks).
+DATA = "normal"
+CLOCKS = False
 
 
 def timed(fn):
     """The per-call time (us) of fn: 20 timings of 5 back-to-back calls."""
     return cuda_time_us(fn, reps=20, warmup=3, inner=5)
+
+
+def timed_at(fn):
+    """timed(fn) and, with --clocks, ' @ <MHz> MHz <W> W' while it ran."""
+    if not CLOCKS:
+        return timed(fn), ""
+    with ClockSampler(torch.cuda.current_device()) as c:
+        t = timed(fn)
+    return t, (" " + c.summary()) if c.summary() else ""
+
+
+def draw(*shape, dtype):
+    """Standard normal values of `dtype` on the GPU, rounded through e4m3
+    with --data e4m3."""
+    x = torch.randn(*shape, device="cuda", dtype=dtype)
+    return x.to(torch.float8_e4m3fn).to(dtype) if DATA == "e4m3" else x
 
 
 def relerr(a, ref):
@@ -87,9 +110,9 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
     mode = "causal" if causal else "non-causal"
     tdt = DT[dtype]
     torch.manual_seed(0)
-    q = torch.randn(B * L, Hq, D, device="cuda", dtype=tdt)
-    k = torch.randn(B, L, Hkv, D, device="cuda", dtype=tdt)
-    v = torch.randn(B, L, Hkv, D, device="cuda", dtype=tdt)
+    q = draw(B * L, Hq, D, dtype=tdt)
+    k = draw(B, L, Hkv, D, dtype=tdt)
+    v = draw(B, L, Hkv, D, dtype=tdt)
     pages = L // ps
     # Pages of all requests in a shuffled pool.
     perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
@@ -106,7 +129,7 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
     sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
         qt, kt, vt, is_causal=causal, enable_gqa=True)
     ref = sdpa().transpose(1, 2).reshape(B * L, Hq, D)
-    t_sdpa = timed(sdpa)
+    t_sdpa, at_sdpa = timed_at(sdpa)
     if matmul or dtype not in MATMUL_TFLOPS:
         a = torch.randn(8192, 8192, device="cuda", dtype=tdt)
         c = torch.randn(8192, 8192, device="cuda", dtype=tdt)
@@ -147,15 +170,16 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
         b.launch(name, bufs)
         finish_or_exit(name)
         err = relerr(o, ref)
-        t = timed(lambda: b.launch(name, bufs))
+        t, at = timed_at(lambda: b.launch(name, bufs))
         tf = flops / t / 1e6
         cfg = b.kernels[name]["static"]["kernel_family"] + " " + name[name.rindex("_w") + 1:]
-        row = (f"prefill {mode} {dtype} B{B} L{L} 32/8 D{D} p16 [{cfg}]",
+        row = (f"prefill {mode} {dtype} B{B} L{L} 32/8 D{D} p16 [{cfg}]{at}",
                f"{t:.0f}", f"{tf:.0f}", f"{tf / sdpa_tflops:.2f}", f"{tf / mm_tflops:.2f}",
                f"{tf / fi_tflops:.2f}" if fi_tflops else "n/a", f"{err:.1e}")
         rows_out.append(row)
         print(" | ".join(row), flush=True)
-    rows_out.append((f"torch SDPA {mode} {dtype} B{B} L{L} D{D} (contiguous KV)", f"{t_sdpa:.0f}",
+    rows_out.append((f"torch SDPA {mode} {dtype} B{B} L{L} D{D} (contiguous KV){at_sdpa}",
+                     f"{t_sdpa:.0f}",
                      f"{sdpa_tflops:.0f}", "1.00", f"{sdpa_tflops / mm_tflops:.2f}", "", ""))
     if matmul:
         rows_out.append((f"torch matmul 8192^3 {dtype}", f"{t_mm:.0f}", f"{mm_tflops:.0f}",
@@ -405,12 +429,17 @@ def main():
                     help="prefill-shapes: batch x length pairs, comma-separated")
     ap.add_argument("--only", default="",
                     help="prefill-shapes: only these shapes, as d256-causal-f16,d64-full-bf16")
+    ap.add_argument("--data", choices=("normal", "e4m3"), default="normal",
+                    help="prefill operands: standard normal, or rounded through e4m3")
+    ap.add_argument("--clocks", action="store_true",
+                    help="prefill rows: the median SM clock and board power while timed (NVML)")
     ap.add_argument("--fp8-bundle", default=None,
                     help="fp8_kernels.mlir's bundle: adds the cascade rows over an fp8 cache")
     a = ap.parse_args()
-    global FAMILIES, KERNELS
+    global FAMILIES, KERNELS, DATA, CLOCKS
     FAMILIES = tuple(f for f in a.family.split(",") if f)
     KERNELS = a.kernels
+    DATA, CLOCKS = a.data, a.clocks
     b = Bundle(a.bundle)
     print(torch.cuda.get_device_name(), "FlashInfer:", "yes" if HAVE_FI else FI_ERR, flush=True)
     want = a.rows.split(",")

@@ -23,6 +23,13 @@ median over the rounds.
 the capturing stream) in one CUDA graph and times its replay with
 cuda_time_us, per call: host launch overhead stays out of the number.
 
+`ClockSampler()` (a context manager) samples the SM clock (MHz) and the
+board power (W) through NVML every few milliseconds while its block runs;
+`.summary()` gives their medians ("" where NVML is not importable): a
+kernel's rate is only comparable with another's at the clocks both ran at
+(a board at its power limit lowers them, more for operands with more bits
+set).
+
 `finish_or_exit(what, seconds)` waits for the work queued so far on the
 default stream, and ends the process (exit status 3, a HANG line naming
 `what`) if it has not finished after `seconds` (default: the environment's
@@ -35,6 +42,50 @@ import os
 import statistics
 import sys
 import time
+
+
+class ClockSampler:
+    """Median SM clock and board power while the `with` block runs (NVML,
+    device index `index`; a no-op without pynvml)."""
+
+    def __init__(self, index=0, period_s=0.005):
+        self.index, self.period_s = index, period_s
+        self.clocks, self.watts = [], []
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self._nvml = pynvml
+            self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+        except Exception:  # noqa: BLE001 - no NVML: nothing sampled
+            self._nvml = None
+
+    def _run(self):
+        n = self._nvml
+        while not self._stop.is_set():
+            self.clocks.append(n.nvmlDeviceGetClockInfo(self._handle, n.NVML_CLOCK_SM))
+            self.watts.append(n.nvmlDeviceGetPowerUsage(self._handle) / 1000.0)
+            self._stop.wait(self.period_s)
+
+    def __enter__(self):
+        if self._nvml:
+            import threading
+            self._stop = threading.Event()
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        if self._nvml:
+            self._stop.set()
+            self._thread.join()
+        return False
+
+    def summary(self):
+        """'@ <MHz> MHz <W> W' (medians), or '' when nothing was sampled."""
+        if not self.clocks:
+            return ""
+        return (f"@ {statistics.median(self.clocks):.0f} MHz "
+                f"{statistics.median(self.watts):.0f} W")
 
 
 def _is_cupy_stream(stream):

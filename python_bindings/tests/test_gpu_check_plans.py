@@ -493,3 +493,34 @@ def test_finish_or_exit_polls_the_librarys_own_event(monkeypatch, backend):
     monkeypatch.setitem(sys.modules, "torch", torch)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     timing.finish_or_exit("the test's work", seconds=5, backend=backend)
+
+
+def test_clock_sampler_reports_medians_or_nothing(monkeypatch):
+    """ClockSampler: the medians of NVML's SM clock (MHz) and power (mW,
+    reported in W) sampled while the block ran; without pynvml, nothing."""
+    monkeypatch.syspath_prepend(ROOT)
+    timing = importlib.import_module("benchmarks.common.timing")
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    with timing.ClockSampler() as c:
+        pass
+    assert c.summary() == "" and c.clocks == []
+    readings = iter([(1980, 650000), (1755, 700000), (1755, 690000)] + [(1755, 690000)] * 1000)
+    current = {}
+    nvml = types.ModuleType("pynvml")
+    nvml.NVML_CLOCK_SM = 1
+    nvml.nvmlInit = lambda: None
+    nvml.nvmlDeviceGetHandleByIndex = lambda i: ("gpu", i)
+
+    def clock(handle, kind):
+        assert handle == ("gpu", 0) and kind == nvml.NVML_CLOCK_SM
+        mhz, current["mw"] = next(readings)
+        return mhz
+    nvml.nvmlDeviceGetClockInfo = clock
+    nvml.nvmlDeviceGetPowerUsage = lambda handle: current["mw"]
+    monkeypatch.setitem(sys.modules, "pynvml", nvml)
+    import time as _time
+    with timing.ClockSampler(period_s=0.001) as c:
+        while len(c.clocks) < 3:
+            _time.sleep(0.001)
+    assert c.clocks[:3] == [1980, 1755, 1755] and c.watts[:3] == [650.0, 700.0, 690.0]
+    assert c.summary() == "@ 1755 MHz 690 W"
