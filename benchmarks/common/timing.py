@@ -46,17 +46,19 @@ import time
 
 class ClockSampler:
     """Median SM clock and board power while the `with` block runs (NVML,
-    device index `index`; a no-op without pynvml)."""
+    device index `index`; without pynvml, `nvidia-smi -lms` every 20 ms
+    where it is on PATH; else nothing)."""
 
     def __init__(self, index=0, period_s=0.005):
         self.index, self.period_s = index, period_s
         self.clocks, self.watts = [], []
+        self._smi = None
         try:
             import pynvml
             pynvml.nvmlInit()
             self._nvml = pynvml
             self._handle = pynvml.nvmlDeviceGetHandleByIndex(index)
-        except Exception:  # noqa: BLE001 - no NVML: nothing sampled
+        except Exception:  # noqa: BLE001 - no NVML: nvidia-smi, or nothing
             self._nvml = None
 
     def _run(self):
@@ -72,12 +74,31 @@ class ClockSampler:
             self._stop = threading.Event()
             self._thread = threading.Thread(target=self._run, daemon=True)
             self._thread.start()
+            return self
+        import shutil
+        import subprocess
+        smi = shutil.which("nvidia-smi")
+        if smi:
+            self._smi = subprocess.Popen(
+                [smi, f"--id={self.index}", "--query-gpu=clocks.sm,power.draw",
+                 "--format=csv,noheader,nounits", "-lms", "20"],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         return self
 
     def __exit__(self, *exc):
         if self._nvml:
             self._stop.set()
             self._thread.join()
+        elif self._smi:
+            self._smi.terminate()
+            out, _ = self._smi.communicate()
+            for line in out.splitlines():
+                try:
+                    mhz, watts = (float(v) for v in line.split(","))
+                except ValueError:
+                    continue
+                self.clocks.append(mhz)
+                self.watts.append(watts)
         return False
 
     def summary(self):

@@ -495,15 +495,30 @@ def test_finish_or_exit_polls_the_librarys_own_event(monkeypatch, backend):
     timing.finish_or_exit("the test's work", seconds=5, backend=backend)
 
 
-def test_clock_sampler_reports_medians_or_nothing(monkeypatch):
+def test_clock_sampler_reports_medians_or_nothing(monkeypatch, tmp_path):
     """ClockSampler: the medians of NVML's SM clock (MHz) and power (mW,
-    reported in W) sampled while the block ran; without pynvml, nothing."""
+    reported in W) sampled while the block ran; without pynvml those of
+    nvidia-smi's samples; without either, nothing."""
     monkeypatch.syspath_prepend(ROOT)
     timing = importlib.import_module("benchmarks.common.timing")
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    monkeypatch.setenv("PATH", "")  # and no nvidia-smi
     with timing.ClockSampler() as c:
         pass
     assert c.summary() == "" and c.clocks == []
+    # nvidia-smi's CSV lines instead (a stand-in on PATH).
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text("#!/bin/sh\necho 1980, 650.5\necho 1755, 700.0\necho 1755, 690.0\n"
+                   "echo '[N/A], [N/A]'\nexec sleep 5\n")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir) + ":/usr/bin:/bin")
+    import time as _time
+    with timing.ClockSampler() as c:
+        _time.sleep(0.3)
+    assert c.clocks == [1980, 1755, 1755] and c.watts == [650.5, 700.0, 690.0]
+    assert c.summary() == "@ 1755 MHz 690 W"
     readings = iter([(1980, 650000), (1755, 700000), (1755, 690000)] + [(1755, 690000)] * 1000)
     current = {}
     nvml = types.ModuleType("pynvml")
@@ -518,7 +533,6 @@ def test_clock_sampler_reports_medians_or_nothing(monkeypatch):
     nvml.nvmlDeviceGetClockInfo = clock
     nvml.nvmlDeviceGetPowerUsage = lambda handle: current["mw"]
     monkeypatch.setitem(sys.modules, "pynvml", nvml)
-    import time as _time
     with timing.ClockSampler(period_s=0.001) as c:
         while len(c.clocks) < 3:
             _time.sleep(0.001)
