@@ -125,6 +125,11 @@ def CascadeSelectKernelConfig
            /*default=*/"0",
            "wgmma: eighths of the S columns whose exp2 the softmax evaluates "
            "with a polynomial instead of MUFU.EX2 (exp2_emulation)">,
+    Option<"wgmmaPageLookahead", "wgmma-page-lookahead", "bool",
+           /*default=*/"false",
+           "wgmma: page_lookahead where the op allows it (the schedule "
+           "whose copies publish their tile); off until checked against "
+           "float64 on the GPU">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

@@ -45,6 +45,10 @@ struct OpShape {
   bool causal = false;
   /// Attention: RoPE rotates the K tiles in shared memory.
   bool rope = false;
+  /// Attention: pages looked up in kv_indices (false: ragged K/V), of
+  /// pageSize tokens.
+  bool pageTable = true;
+  int64_t pageSize = 0;
 };
 
 /// Everything a family's choice depends on.

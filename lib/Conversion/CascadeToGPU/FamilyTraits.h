@@ -48,6 +48,9 @@ struct AttentionShape {
   bool rope = false;
   /// A custom mask operand (its side data is sized by groupSize).
   bool customMask = false;
+  /// Pages looked up in kv_indices (false: ragged K/V), of pageSize tokens.
+  bool pageTable = true;
+  int64_t pageSize = 0;
 };
 
 /// One kernel family's facts. The function pointers take the family's own

@@ -227,6 +227,8 @@ static FailureOr<OpShape> analyseOp(Operation *op) {
   s.accumulate = a.getAccumulate();
   s.causal = a.getCausal();
   s.rope = score.rope();
+  s.pageTable = static_cast<bool>(a.getKvIndices());
+  s.pageSize = a.getPageSize();
   return s;
 }
 
@@ -321,6 +323,7 @@ struct SelectKernelConfigPass
     o.wgmmaSplitKVBarriers = wgmmaSplitKVBarriers;
     o.wgmmaFp8Operands = wgmmaFp8Operands;
     o.wgmmaExp2Emulation = wgmmaExp2Emulation;
+    o.wgmmaPageLookahead = wgmmaPageLookahead;
     o.wgmmaSweepTiles = wgmmaSweepTiles;
     return o;
   }

@@ -298,6 +298,8 @@ std::string AttentionSpec::name() const {
     os << "_kdirect";
   if (int64_t e = config.getExp2Emulation())
     os << "_ex2e" << e;
+  if (config.getPageLookahead())
+    os << "_pla";
   return s;
 }
 
@@ -507,6 +509,8 @@ AttentionShape mlir::cascade::attentionShape(const AttentionSpec &spec) {
   s.split = spec.split;
   s.rope = spec.score.rope();
   s.customMask = spec.customMask;
+  s.pageTable = spec.pageTable;
+  s.pageSize = spec.pageSize;
   return s;
 }
 

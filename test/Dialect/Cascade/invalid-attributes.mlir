@@ -1,6 +1,6 @@
 // RUN: cascade-opt %s -split-input-file -verify-diagnostics
 
-// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base, kernel_config's fp8_staging and exp2_emulation).
+// Attribute constraints and enum parsing (page_size, sm_scale, window_left, kv_layout, pos_encoding, lse_base, kernel_config's fp8_staging, exp2_emulation and page_lookahead).
 
 func.func @page_size_zero(%q: tensor<4x32x128xf16>, %kv0: tensor<?x2x16x8x128xf16>, %kvp: tensor<?xi32>, %kvi: tensor<?xi32>, %last: tensor<?xi32>, %o: tensor<4x32x128xf16>, %lse: tensor<4x32xf32>) {
   // expected-error@+3 {{'page_size' failed to satisfy constraint: 64-bit signless integer attribute whose value is positive}}
@@ -169,7 +169,7 @@ func.func private @fp8_staging_unknown() attributes {config = #cascade.kernel_co
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'fp8_staging'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging, exp2_emulation or page_lookahead (each at most once), got 'fp8_staging'}}
 func.func private @fp8_staging_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, fp8_staging = direct_k, fp8_staging = direct_k>}
 
 // -----
@@ -192,5 +192,22 @@ func.func private @exp2_emulation_rows() attributes {config = #cascade.kernel_co
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'exp2_emulation'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging, exp2_emulation or page_lookahead (each at most once), got 'exp2_emulation'}}
 func.func private @exp2_emulation_twice() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2, exp2_emulation = 2>}
+
+// -----
+
+// #cascade.kernel_config's page_lookahead: 0 or 1, the wgmma producer's.
+
+// expected-error@+1 {{page_lookahead must be 0 or 1, got 2}}
+func.func private @page_lookahead_two() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 2>}
+
+// -----
+
+// expected-error@+1 {{page_lookahead is a wgmma option (its producer warpgroup's gather)}}
+func.func private @page_lookahead_mma_sync() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2, page_lookahead = 1>}
+
+// -----
+
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging, exp2_emulation or page_lookahead (each at most once), got 'page_lookahead'}}
+func.func private @page_lookahead_twice() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1, page_lookahead = 1>}

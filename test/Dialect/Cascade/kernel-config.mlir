@@ -175,12 +175,12 @@ func.func private @options_any_order() attributes {config = #cascade.kernel_conf
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'min_blocks_per_sm'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging, exp2_emulation or page_lookahead (each at most once), got 'min_blocks_per_sm'}}
 func.func private @option_twice() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, min_blocks_per_sm = 4, min_blocks_per_sm = 8>}
 
 // -----
 
-// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging or exp2_emulation (each at most once), got 'max_regs'}}
+// expected-error@+1 {{expected kv_barriers, min_blocks_per_sm, fp8_staging, exp2_emulation or page_lookahead (each at most once), got 'max_regs'}}
 func.func private @unknown_option() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 1, 2], q_tile = 16, kv_tile = 32, stages = 2, max_regs = 128>}
 
 // -----
@@ -220,3 +220,13 @@ func.func private @fp8_staging_distinct() attributes {
 // CHECK-SAME: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
 func.func private @exp2_emulation() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, exp2_emulation = 3, kv_barriers = split>}
 func.func private @exp2_emulation_zero() attributes {config = #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2, exp2_emulation = 0>}
+
+// -----
+
+// The producer's page lookahead prints where set (last), not where 0.
+// CHECK-LABEL: func.func private @page_lookahead
+// CHECK-SAME: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, exp2_emulation = 1, page_lookahead = 1>
+// CHECK-LABEL: func.func private @page_lookahead_zero
+// CHECK-SAME: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
+func.func private @page_lookahead() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, page_lookahead = 1, exp2_emulation = 1>}
+func.func private @page_lookahead_zero() attributes {config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 0>}

@@ -168,21 +168,23 @@ def sink_kernels():
 
 
 #: wgmma variants of `--shape-tune` by head_dim: (consumer warpgroups,
-#: kv_tile, stages, split K/V barriers, exp2_emulation). The default of each
-#: shape (no kernel_config) is timed beside them, wgmma-sweep-tiles' choices
-#: among them (q192 kv96 s4 at head_dim 64, kv48 s3 in a joint ring at 256).
-#: Three consumers spill with
+#: kv_tile, stages, split K/V barriers, exp2_emulation, page_lookahead).
+#: The default of each shape (no kernel_config: q192 kv64 s4 up to head_dim
+#: 128, kv64 in two split stages at 256) is timed beside them,
+#: wgmma-sweep-tiles' choices among them (q192 kv96 s4 at head_dim 64, kv48
+#: s3 in a joint ring at 256), and those with the producer's page lookahead
+#: (`_pla`). Three consumers spill with
 #: 128-key tiles at head_dim 64 (64 bytes) and 96-key tiles at 128 (220
 #: bytes), two with 256-key tiles at 64 (352 bytes), and ptxas then
 #: serializes their wgmma: not among them.
 SHAPE_VARIANTS = {
-    64: [(3, 96, 4, False, 0), (2, 128, 4, False, 0), (2, 192, 4, False, 0),
-         (3, 112, 4, False, 0), (3, 80, 4, False, 0), (3, 96, 6, False, 0),
-         (3, 96, 4, False, 2)],
-    128: [(2, 128, 3, False, 0), (2, 176, 2, True, 0), (3, 64, 5, False, 0),
-          (3, 80, 4, False, 0), (3, 64, 4, False, 1)],
-    256: [(2, 48, 3, False, 0), (2, 80, 2, True, 0), (2, 32, 4, False, 0),
-          (2, 32, 5, False, 0), (2, 48, 3, True, 0)],
+    64: [(3, 96, 4, False, 0, 0), (2, 128, 4, False, 0, 0), (2, 192, 4, False, 0, 0),
+         (3, 112, 4, False, 0, 0), (3, 80, 4, False, 0, 0), (3, 96, 6, False, 0, 0),
+         (3, 96, 4, False, 2, 0), (3, 64, 4, False, 0, 1), (3, 96, 4, False, 0, 1)],
+    128: [(2, 128, 3, False, 0, 0), (2, 176, 2, True, 0, 0), (3, 64, 5, False, 0, 0),
+          (3, 80, 4, False, 0, 0), (3, 64, 4, False, 1, 0), (3, 64, 4, False, 0, 1)],
+    256: [(2, 48, 3, False, 0, 0), (2, 80, 2, True, 0, 0), (2, 32, 4, False, 0, 0),
+          (2, 32, 5, False, 0, 0), (2, 48, 3, True, 0, 0), (2, 48, 3, False, 0, 1)],
 }
 
 
@@ -200,15 +202,18 @@ def shape_tune_kernels():
             for dt in ("f16", "bf16"):
                 mode = "causal" if causal else "full"
                 out.append(attention(f"shape_{dt}_d{d}_{mode}", dtype=dt, D=d, causal=causal))
-                for c, kv, s, split, e in variants:
+                for c, kv, s, split, e, pla in variants:
                     cfg = (f"wgmma, threads = [128, {c + 1}, 1], q_tile = {64 * c}, "
                            f"kv_tile = {kv}, stages = {s}")
                     if split:
                         cfg += ", kv_barriers = split"
                     if e:
                         cfg += f", exp2_emulation = {e}"
+                    if pla:
+                        cfg += ", page_lookahead = 1"
                     name = (f"shape_{dt}_d{d}_{mode}_w{c + 1}_kv{kv}_s{s}"
-                            f"{'_kvsplit' if split else ''}{f'_ex2e{e}' if e else ''}")
+                            f"{'_kvsplit' if split else ''}{f'_ex2e{e}' if e else ''}"
+                            f"{'_pla' if pla else ''}")
                     out.append(attention(name, dtype=dt, D=d, causal=causal, config=cfg))
     return out
 

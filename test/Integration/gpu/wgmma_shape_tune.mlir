@@ -67,6 +67,22 @@ func.func @shape_f16_d64_causal_w4_kv96_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: m
   return
 }
 
+func.func @shape_f16_d64_causal_w4_kv64_s4_pla(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
+func.func @shape_f16_d64_causal_w4_kv96_s4_pla(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_bf16_d64_causal(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -128,6 +144,22 @@ func.func @shape_bf16_d64_causal_w4_kv96_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv:
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, exp2_emulation = 2>}
+  return
+}
+
+func.func @shape_bf16_d64_causal_w4_kv64_s4_pla(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
+func.func @shape_bf16_d64_causal_w4_kv96_s4_pla(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, page_lookahead = 1>}
   return
 }
 
@@ -195,6 +227,22 @@ func.func @shape_f16_d64_full_w4_kv96_s4_ex2e2(%q: memref<?x32x64xf16>, %kv: mem
   return
 }
 
+func.func @shape_f16_d64_full_w4_kv64_s4_pla(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
+func.func @shape_f16_d64_full_w4_kv96_s4_pla(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_bf16_d64_full(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -259,6 +307,22 @@ func.func @shape_bf16_d64_full_w4_kv96_s4_ex2e2(%q: memref<?x32x64xbf16>, %kv: m
   return
 }
 
+func.func @shape_bf16_d64_full_w4_kv64_s4_pla(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
+func.func @shape_bf16_d64_full_w4_kv96_s4_pla(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_f16_d128_causal(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -304,6 +368,14 @@ func.func @shape_f16_d128_causal_w4_kv64_s4_ex2e1(%q: memref<?x32x128xf16>, %kv:
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
+  return
+}
+
+func.func @shape_f16_d128_causal_w4_kv64_s4_pla(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
   return
 }
 
@@ -355,6 +427,14 @@ func.func @shape_bf16_d128_causal_w4_kv64_s4_ex2e1(%q: memref<?x32x128xbf16>, %k
   return
 }
 
+func.func @shape_bf16_d128_causal_w4_kv64_s4_pla(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_f16_d128_full(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -400,6 +480,14 @@ func.func @shape_f16_d128_full_w4_kv64_s4_ex2e1(%q: memref<?x32x128xf16>, %kv: m
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 1>}
+  return
+}
+
+func.func @shape_f16_d128_full_w4_kv64_s4_pla(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x128xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xf16>) kv(%kv : memref<?x2x16x8x128xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
   return
 }
 
@@ -451,6 +539,14 @@ func.func @shape_bf16_d128_full_w4_kv64_s4_ex2e1(%q: memref<?x32x128xbf16>, %kv:
   return
 }
 
+func.func @shape_bf16_d128_full_w4_kv64_s4_pla(%q: memref<?x32x128xbf16>, %kv: memref<?x2x16x8x128xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x128xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x128xbf16>) kv(%kv : memref<?x2x16x8x128xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x128xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_f16_d256_causal(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -496,6 +592,14 @@ func.func @shape_f16_d256_causal_w3_kv48_s3_kvsplit(%q: memref<?x32x256xf16>, %k
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, kv_barriers = split>}
+  return
+}
+
+func.func @shape_f16_d256_causal_w3_kv48_s3_pla(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, page_lookahead = 1>}
   return
 }
 
@@ -547,6 +651,14 @@ func.func @shape_bf16_d256_causal_w3_kv48_s3_kvsplit(%q: memref<?x32x256xbf16>, 
   return
 }
 
+func.func @shape_bf16_d256_causal_w3_kv48_s3_pla(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x256xbf16>) kv(%kv : memref<?x2x16x8x256xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_f16_d256_full(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -595,6 +707,14 @@ func.func @shape_f16_d256_full_w3_kv48_s3_kvsplit(%q: memref<?x32x256xf16>, %kv:
   return
 }
 
+func.func @shape_f16_d256_full_w3_kv48_s3_pla(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, page_lookahead = 1>}
+  return
+}
+
 func.func @shape_bf16_d256_full(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xbf16>) kv(%kv : memref<?x2x16x8x256xbf16>)
       qo_indptr(%qo : memref<?xi32>)
@@ -640,6 +760,14 @@ func.func @shape_bf16_d256_full_w3_kv48_s3_kvsplit(%q: memref<?x32x256xbf16>, %k
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
       outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, kv_barriers = split>}
+  return
+}
+
+func.func @shape_bf16_d256_full_w3_kv48_s3_pla(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
+  cascade.paged_attention q(%q : memref<?x32x256xbf16>) kv(%kv : memref<?x2x16x8x256xbf16>)
+      qo_indptr(%qo : memref<?xi32>)
+      kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
+      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3, page_lookahead = 1>}
   return
 }
 

@@ -98,6 +98,10 @@ static Value pageOffset(KernelBuilder &k, Value page, Value arg,
   return k.toIndex(wide);
 }
 
+Value PagedKVLayout::pageBase(KernelBuilder &k, Value page) const {
+  return pageOffset(k, k.toIndex(page), pageStrideArg, pageStride);
+}
+
 Value PagedKVLayout::tokenOffset(KernelBuilder &k, Value page, Value token,
                                  Value head) const {
   return k.add(k.add(pageOffset(k, page, pageStrideArg, pageStride),

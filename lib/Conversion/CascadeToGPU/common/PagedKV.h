@@ -53,6 +53,9 @@ struct PagedKVLayout {
   /// `pageStart + token / page_size` is the page itself.
   Value page(KernelBuilder &k, Value kvIndices, Value pageStart,
              Value token) const;
+  /// The element offset of `page` (i32 or index): page * the page stride
+  /// (one mul.wide.s32 where the stride is a kernel argument).
+  Value pageBase(KernelBuilder &k, Value page) const;
   /// K offset of (page, token % page_size, head).
   Value tokenOffset(KernelBuilder &k, Value page, Value token,
                     Value head) const;

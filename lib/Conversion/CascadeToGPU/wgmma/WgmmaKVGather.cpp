@@ -5,6 +5,7 @@
 
 #include "cascade/Conversion/GPUCodegen/Fp8Convert.h"
 
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
 
@@ -120,6 +121,67 @@ void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
         }
         scf::YieldOp::create(k.b, k.loc);
       });
+  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
+}
+
+SmallVector<Value> WgmmaKVGather::lookupPages(Value i) const {
+  assert(supportsLookahead() && "page lookahead of a 16-bit paged gather");
+  const MmaTiles &t = tiles;
+  // Lane l of each producer warp holds the id of page l of the tile's page
+  // list (from the page of its first key; the last key's page past t1):
+  // one register a thread, where a page a pass would take `passes()` (and
+  // spill from the producer's 40 at 12 or more). Keys of one request fit
+  // 32 bits (the plan's kv lengths are int32): the arithmetic is 32-bit.
+  Value lane = k.toI32(k.rem(tid, k.idx(32)));
+  Value tileStart = k.toI32(k.add(src.t0, k.mul(i, k.idx(t.kvTile))));
+  Value lastPage =
+      k.div(k.toI32(k.sub(src.t1, k.idx(1))), k.i32(layout.pageSize));
+  Value first = k.div(tileStart, k.i32(layout.pageSize));
+  Value entry =
+      k.add(k.toI32(src.pageStart), k.minU(k.add(first, lane), lastPage));
+  return {k.loadScalar(src.kvIndices, k.toIndex(entry))};
+}
+
+void WgmmaKVGather::issueLooked(Value i, Value stage, ValueRange pages) const {
+  assert(supportsLookahead() && pages.size() == 1 && "the lane's page id");
+  const MmaTiles &t = tiles;
+  assert(t.kvTile / layout.pageSize + 1 <= 32 &&
+         "a tile's pages fit a warp's lanes");
+  int64_t chunks = chunksPerRow(), rows = rowsPerPass();
+  Value chunk = k.rem(tid, k.idx(chunks));
+  Value row0 = k.div(tid, k.idx(chunks));
+  Value tileStart = k.toI32(k.add(src.t0, k.mul(i, k.idx(t.kvTile))));
+  Value first = k.div(tileStart, k.i32(layout.pageSize));
+  Value end = k.toI32(src.t1);
+  Value lastKey = k.sub(end, k.i32(1));
+  // The chunk's element offset within a token's row of its head (static
+  // strides: a paged 16-bit cache).
+  Value headChunk = k.add(k.mul(k.toI32(src.kvHead), k.i32(layout.headStride)),
+                          k.mul(k.toI32(chunk), k.i32(8)));
+  Value kBase = t.kRing().stage(k, stage), vBase = t.vRing().stage(k, stage);
+  for (int64_t p = 0; p < passes(); ++p) {
+    Value row = k.add(k.idx(p * rows), row0);
+    Value key = k.add(tileStart, k.toI32(row));
+    Value valid = k.cmp(arith::CmpIPredicate::ult, key, end);
+    Value inRange = k.minU(key, lastKey);
+    // The lane holding this key's page (the whole warp shuffles: every
+    // producer thread runs every pass).
+    Value srcLane = k.sub(k.div(inRange, k.i32(layout.pageSize)), first);
+    Value page = gpu::ShuffleOp::create(k.b, k.loc, pages[0], srcLane,
+                                        k.i32(32), gpu::ShuffleMode::IDX)
+                     .getShuffleResult();
+    Value slot = k.rem(inRange, k.i32(layout.pageSize));
+    Value inPage = k.add(k.mul(slot, k.i32(layout.tokenStride)), headChunk);
+    Value kOff = k.add(layout.pageBase(k, page), k.toIndex(inPage));
+    Value dst = t.kvLayout.chunkOffset(k, row, chunk);
+    Value bytes = k.select(valid, k.idx(8), k.idx(0));
+    for (auto [base, cache, off] :
+         {std::tuple(kBase, src.kCache, kOff),
+          std::tuple(vBase, src.vCache, layout.vFromK(k, kOff))})
+      nvgpu::DeviceAsyncCopyOp::create(
+          k.b, k.loc, smem, ValueRange{k.add(base, dst)}, cache,
+          ValueRange{off}, k.b.getIndexAttr(8), bytes, k.b.getUnitAttr());
+  }
   NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
 }
 

@@ -39,6 +39,22 @@ public:
                 Value tid, Value stagingK = {}, Value stagingV = {},
                 Value smem8 = {});
   void issue(Value i, Value stage, WgmmaKVPart part) const;
+  /// page_lookahead: the id of page `lane` of tile `i`'s page list (i32,
+  /// one value: lane l of each producer warp holds page l, from the page of
+  /// the tile's first key, clamped to the last key's), loaded before the
+  /// producer waits for the tile's stage so that its latency hides in the
+  /// wait. Needs a page table and 16-bit K and V of one head_dim
+  /// (supportsLookahead), and at most 31 pages a tile.
+  SmallVector<Value> lookupPages(Value i) const;
+  /// issue() of the K/V tile `i` with lookupPages(i)'s value: every pass
+  /// unrolled, its page shuffled from the lane that holds it, the key
+  /// arithmetic in 32 bits.
+  void issueLooked(Value i, Value stage, ValueRange pages) const;
+  /// Whether lookupPages/issueLooked serve this kernel's gather.
+  bool supportsLookahead() const {
+    return src.kvIndices && !fp8Bytes() && !layout.ownV &&
+           !layout.headStrideArg;
+  }
   /// fp8: converts this thread's chunks of staging stage `stage` into the
   /// K and V panel tiles of the ring's stage `stage` (type `to`).
   void convertStaged(Value stage, Type to) const;

@@ -278,8 +278,20 @@ void WgmmaKernel::run() {
   auto annotate = [&](Value stage, Value tileStart, ValueRange loaded) {
     stageMaskTile(ptid, stage, tileStart, loaded);
   };
+  auto lookup = [&](Value i) { return gather.lookupPages(i); };
+  auto issueLooked = [&](Value i, Value stage, ValueRange pages) {
+    gather.issueLooked(i, stage, pages);
+  };
   WgmmaProducerHooks hooks;
   hooks.issue = issue;
+  // page_lookahead (the family's whyNotAttention refused the ops it cannot
+  // serve).
+  if (c.config.getPageLookahead()) {
+    assert(publish == Publish::CopiesArrive && gather.supportsLookahead() &&
+           "page_lookahead: copies that publish their tile, a paged cache");
+    hooks.lookup = lookup;
+    hooks.issueLooked = issueLooked;
+  }
   // fp8DirectV: nothing to convert (K and V are read from their staging).
   if (variant.rope() || (fp8 && !tiles.fp8DirectV))
     hooks.prepare = prepare;

@@ -220,8 +220,14 @@ void WgmmaMainloop::produceArriving(Value numTiles, Value t0,
                        k.b.setInsertionPoint(lb.getInsertionBlock(),
                                              lb.getInsertionPoint());
                        SmallVector<Value> loaded = loadSideOf(hooks, i, t0);
+                       SmallVector<Value> pages;
+                       if (hooks.lookup)
+                         pages = hooks.lookup(i);
                        Value stage = acquireStage(empty, i);
-                       hooks.issue(i, stage, WgmmaKVPart::KV);
+                       if (hooks.lookup)
+                         hooks.issueLooked(i, stage, pages);
+                       else
+                         hooks.issue(i, stage, WgmmaKVPart::KV);
                        mbarrierArriveOnCopies(k, full, stage);
                        annotateStage(hooks, stage, i, t0, loaded);
                        scf::YieldOp::create(k.b, k.loc);
@@ -283,6 +289,9 @@ void WgmmaMainloop::produce(Value numTiles, Value t0,
     return produceSplit(numTiles, t0, hooks);
   if (staged)
     return produceStaged(numTiles, t0, hooks);
+  assert((copiesArrive || !hooks.lookup) &&
+         "page lookahead: the schedule whose copies publish their tile");
+  assert(!hooks.lookup == !hooks.issueLooked && "lookup and issueLooked");
   if (copiesArrive) {
     assert(!hooks.prepare && "a prepare hook needs the landed tile");
     return produceArriving(numTiles, t0, hooks);

@@ -88,6 +88,11 @@ struct WgmmaProducerHooks {
   /// published: work on the tile in shared memory (RoPE on K; with split
   /// barriers called for the K part only); may be null.
   function_ref<void(Value stage, Value tileStart)> prepare;
+  /// page_lookahead (the CopiesArrive schedule only; both or neither): the
+  /// tile's page ids, loaded before its stage is acquired, and the copies
+  /// issued from them once it was (instead of `issue`).
+  function_ref<SmallVector<Value>(Value i)> lookup;
+  function_ref<void(Value i, Value stage, ValueRange pages)> issueLooked;
   /// Issues the loads of the side data of the tile from `tileStart` (a
   /// custom mask's words) and returns them: called before the tile's stage
   /// is acquired and its copies issued, so that the loads' latency overlaps

@@ -125,15 +125,22 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
                       : fp8    ? std::max<int64_t>(16, 2048 / s.headDim)
                                : 16;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : sweep ? 3 : minStages;
+  // wgmma-page-lookahead (off until its float64 GPU check): the producer
+  // looks up a tile's pages before waiting for its stage, where the
+  // schedule's copies publish their tile (a paged 16-bit cache without
+  // RoPE, one ring) and a warp's lanes hold a tile's pages.
+  bool lookaheadOp = o.wgmmaPageLookahead && s.pageTable && !fp8 && !operands &&
+                     !s.rope && s.pageSize > 0;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
+    bool lookahead = lookaheadOp && !split && kvTile / s.pageSize + 1 <= 32;
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },
         in.op->getContext(), KernelFamily::Wgmma,
         ArrayRef<int64_t>{128, 1 + consumers, 1}, 64 * consumers, kvTile,
         stages, split ? KVBarriers::Split : KVBarriers::Joint,
         /*min_blocks_per_sm=*/int64_t{0}, Fp8Staging::Convert,
-        int64_t{o.wgmmaExp2Emulation});
+        int64_t{o.wgmmaExp2Emulation}, int64_t{lookahead});
   };
   KernelConfigAttr c = make();
   if (!c)

@@ -151,6 +151,18 @@ static std::string whyNotAttention(KernelConfigAttr config,
     if (!why.empty())
       return why;
   }
+  if (config.getPageLookahead()) {
+    if (!s.pageTable || isFp8KVType(s.kvType) || wgmmaFp8Operands(s.qType) ||
+        s.rope || config.hasSplitKVBarriers())
+      return "page_lookahead needs the schedule whose copies publish their "
+             "tile: a paged 16-bit cache, no RoPE, one K/V ring "
+             "(kv_barriers = joint)";
+    if (s.pageSize < 1 || config.getKvTile() / s.pageSize + 1 > 32)
+      return ("page_lookahead needs at most 31 pages a KV tile (a warp's "
+              "lanes hold them), got kv_tile " +
+              Twine(config.getKvTile()) + " at page size " + Twine(s.pageSize))
+          .str();
+  }
   if (s.decode)
     return "the wgmma family runs prefill and append, not decode (a decode "
            "request fills too few of its 64-row warpgroup tiles; use rows or "

@@ -35,17 +35,17 @@ static ParseResult parseEnumKeyword(AsmParser &p,
 /// value` where it differs from its default, in any order when parsed:
 /// `kv_barriers = joint | split`, `min_blocks_per_sm = n`, `fp8_staging =
 /// convert | direct_k | direct_kv`.
-static ParseResult parseKernelConfigOptions(AsmParser &p,
-                                            KVBarriers &kvBarriers,
-                                            int64_t &minBlocks,
-                                            Fp8Staging &fp8Staging,
-                                            int64_t &exp2Emulation) {
+static ParseResult
+parseKernelConfigOptions(AsmParser &p, KVBarriers &kvBarriers,
+                         int64_t &minBlocks, Fp8Staging &fp8Staging,
+                         int64_t &exp2Emulation, int64_t &pageLookahead) {
   kvBarriers = KVBarriers::Joint;
   minBlocks = 0;
   fp8Staging = Fp8Staging::Convert;
   exp2Emulation = 0;
+  pageLookahead = 0;
   bool seenBarriers = false, seenBlocks = false, seenStaging = false,
-       seenExp2 = false;
+       seenExp2 = false, seenLookahead = false;
   while (succeeded(p.parseOptionalComma())) {
     StringRef key;
     llvm::SMLoc loc = p.getCurrentLocation();
@@ -72,10 +72,14 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
       seenExp2 = true;
       if (p.parseInteger(exp2Emulation))
         return failure();
+    } else if (key == "page_lookahead" && !seenLookahead) {
+      seenLookahead = true;
+      if (p.parseInteger(pageLookahead))
+        return failure();
     } else {
       return p.emitError(loc, "expected kv_barriers, min_blocks_per_sm, "
-                              "fp8_staging or exp2_emulation (each at most "
-                              "once), got '")
+                              "fp8_staging, exp2_emulation or page_lookahead "
+                              "(each at most once), got '")
              << key << "'";
     }
   }
@@ -84,7 +88,8 @@ static ParseResult parseKernelConfigOptions(AsmParser &p,
 
 static void printKernelConfigOptions(AsmPrinter &p, KVBarriers kvBarriers,
                                      int64_t minBlocks, Fp8Staging fp8Staging,
-                                     int64_t exp2Emulation) {
+                                     int64_t exp2Emulation,
+                                     int64_t pageLookahead) {
   if (kvBarriers != KVBarriers::Joint)
     p << ", kv_barriers = " << stringifyKVBarriers(kvBarriers);
   if (minBlocks)
@@ -93,6 +98,8 @@ static void printKernelConfigOptions(AsmPrinter &p, KVBarriers kvBarriers,
     p << ", fp8_staging = " << stringifyFp8Staging(fp8Staging);
   if (exp2Emulation)
     p << ", exp2_emulation = " << exp2Emulation;
+  if (pageLookahead)
+    p << ", page_lookahead = " << pageLookahead;
 }
 
 #define GET_ATTRDEF_CLASSES
@@ -109,12 +116,11 @@ int64_t KernelConfigAttr::getNumThreads() const {
   return n;
 }
 
-LogicalResult
-KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                         KernelFamily family, ArrayRef<int64_t> threads,
-                         int64_t qTile, int64_t kvTile, int64_t stages,
-                         KVBarriers kvBarriers, int64_t minBlocksPerSM,
-                         Fp8Staging fp8Staging, int64_t exp2Emulation) {
+LogicalResult KernelConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, KernelFamily family,
+    ArrayRef<int64_t> threads, int64_t qTile, int64_t kvTile, int64_t stages,
+    KVBarriers kvBarriers, int64_t minBlocksPerSM, Fp8Staging fp8Staging,
+    int64_t exp2Emulation, int64_t pageLookahead) {
   if (threads.size() != 3)
     return emitError() << "threads must have 3 entries (x, y, z), got "
                        << threads.size();
@@ -163,6 +169,12 @@ KernelConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
     return emitError() << "exp2_emulation must be in [0, 8] (eighths of the "
                           "S columns), got "
                        << exp2Emulation;
+  if (pageLookahead != 0 && pageLookahead != 1)
+    return emitError() << "page_lookahead must be 0 or 1, got "
+                       << pageLookahead;
+  if (pageLookahead && family != KernelFamily::Wgmma)
+    return emitError() << "page_lookahead is a wgmma option (its producer "
+                          "warpgroup's gather)";
   if (exp2Emulation && family != KernelFamily::MmaSync &&
       family != KernelFamily::Wgmma)
     return emitError() << "exp2_emulation is a tensor-core option (mma_sync "

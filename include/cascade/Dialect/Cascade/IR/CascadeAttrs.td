@@ -182,6 +182,17 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
     give exactly 0, as ex2.approx.ftz does. Kernel names end in
     `_ex2e<n>`.
 
+    `page_lookahead` (wgmma; default 0, then not printed; 1 to set): the
+    producer looks up a tile's pages before it waits for the tile's free
+    stage (lane l of each producer warp loads page l of the tile's page
+    list) and, once the stage is free, takes each pass's page from its lane
+    with a shuffle and computes the copies' addresses in 32-bit arithmetic,
+    instead of loading a page id a pass after the wait in 64-bit index
+    arithmetic. For the schedule whose copies publish their tile (one K/V
+    ring, a paged 16-bit cache, no RoPE, k and v of one head_dim) with at
+    most 31 pages a tile; convert-cascade-to-gpu refuses other ops. Kernel
+    names end in `_pla`.
+
     Example:
 
     ```mlir
@@ -189,6 +200,10 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
         cascade.kernel_config = #cascade.kernel_config<wgmma,
             threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4,
             exp2_emulation = 2>}
+    cascade.paged_attention ... {page_size = 16 : i64,
+        cascade.kernel_config = #cascade.kernel_config<wgmma,
+            threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3,
+            page_lookahead = 1>}
     cascade.paged_attention ... {page_size = 16 : i64,
         cascade.kernel_config = #cascade.kernel_config<mma_sync,
             threads = [32, 4, 1], q_tile = 128, kv_tile = 64, stages = 2>}
@@ -219,16 +234,21 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
           $fp8_staging,
       DefaultValuedParameter<"int64_t", "0",
                              "tensor cores: eighths of the S columns whose "
-                             "exp2 is a polynomial">:$exp2_emulation);
+                             "exp2 is a polynomial">:$exp2_emulation,
+      DefaultValuedParameter<"int64_t", "0",
+                             "wgmma: the producer looks up a tile's pages "
+                             "before waiting for its stage">:$page_lookahead);
   let assemblyFormat = [{
     `<` $family `,` `threads` `=` `[` $threads `]` `,` `q_tile` `=` $q_tile `,`
     `kv_tile` `=` $kv_tile `,` `stages` `=` $stages
     `` custom<KernelConfigOptions>($kv_barriers, $min_blocks_per_sm,
-                                   $fp8_staging, $exp2_emulation) `>`
+                                   $fp8_staging, $exp2_emulation,
+                                   $page_lookahead) `>`
   }];
   // The builders with `kv_barriers` (joint by default), `min_blocks_per_sm`
-  // (none by default), `fp8_staging` (convert by default) and
-  // `exp2_emulation` (none by default) last.
+  // (none by default), `fp8_staging` (convert by default),
+  // `exp2_emulation` (none by default) and `page_lookahead` (off by
+  // default) last.
   let skipDefaultBuilders = 1;
   let builders = [
     AttrBuilder<(ins "KernelFamily":$family, "ArrayRef<int64_t>":$threads,
@@ -236,11 +256,12 @@ def Cascade_KernelConfigAttr : AttrDef<Cascade_Dialect, "KernelConfig"> {
                      CArg<"KVBarriers", "KVBarriers::Joint">:$kv_barriers,
                      CArg<"int64_t", "0">:$min_blocks_per_sm,
                      CArg<"Fp8Staging", "Fp8Staging::Convert">:$fp8_staging,
-                     CArg<"int64_t", "0">:$exp2_emulation),
+                     CArg<"int64_t", "0">:$exp2_emulation,
+                     CArg<"int64_t", "0">:$page_lookahead),
     [{
       return $_get($_ctxt, family, threads, q_tile, kv_tile, stages,
                    kv_barriers, min_blocks_per_sm, fp8_staging,
-                   exp2_emulation);
+                   exp2_emulation, page_lookahead);
     }]>
   ];
   let genVerifyDecl = 1;
