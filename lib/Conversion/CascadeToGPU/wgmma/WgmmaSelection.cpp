@@ -125,15 +125,15 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
                       : fp8    ? std::max<int64_t>(16, 2048 / s.headDim)
                                : 16;
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : sweep ? 3 : minStages;
-  // wgmma-page-lookahead (off until its float64 GPU check): the producer
-  // looks up a tile's pages before waiting for its stage, where the
-  // schedule's copies publish their tile (a paged 16-bit cache without
-  // RoPE, one ring) and a warp's lanes hold a tile's pages.
-  bool lookaheadOp = o.wgmmaPageLookahead && s.pageTable && !fp8 && !operands &&
-                     !s.rope && s.pageSize > 0;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
-    bool lookahead = lookaheadOp && !split && kvTile / s.pageSize + 1 <= 32;
+    // wgmma-page-lookahead (off until its float64 GPU check): the producer
+    // looks up a tile's pages before waiting for its stage, where the
+    // family can (wgmmaWhyNotPageLookahead).
+    bool lookahead = o.wgmmaPageLookahead &&
+                     wgmmaWhyNotPageLookahead(s.pageTable, s.pageSize, s.qType,
+                                              s.kvType, s.rope, split, kvTile)
+                         .empty();
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },
         in.op->getContext(), KernelFamily::Wgmma,

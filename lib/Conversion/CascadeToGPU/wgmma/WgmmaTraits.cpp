@@ -117,6 +117,23 @@ static int64_t registersPerThread(KernelConfigAttr c, const TargetInfo &) {
   return wgmmaEntryRegisters(c.getThreads()[1]);
 }
 
+std::string
+mlir::cascade::wgmmaWhyNotPageLookahead(bool pageTable, int64_t pageSize,
+                                        Type qType, Type kvType, bool rope,
+                                        bool splitBarriers, int64_t kvTile) {
+  if (!pageTable || isFp8KVType(kvType) || wgmmaFp8Operands(qType) || rope ||
+      splitBarriers)
+    return "page_lookahead needs the schedule whose copies publish their "
+           "tile: a paged 16-bit cache, no RoPE, one K/V ring "
+           "(kv_barriers = joint)";
+  if (pageSize < 1 || kvTile / pageSize + 1 > 32)
+    return ("page_lookahead needs at most 31 pages a KV tile (a warp's lanes "
+            "hold them), got kv_tile " +
+            Twine(kvTile) + " at page size " + Twine(pageSize))
+        .str();
+  return {};
+}
+
 static std::string whyNotAttention(KernelConfigAttr config,
                                    const AttentionShape &s) {
   if (s.qType != s.kvType && !isFp8KVType(s.kvType))
@@ -152,16 +169,11 @@ static std::string whyNotAttention(KernelConfigAttr config,
       return why;
   }
   if (config.getPageLookahead()) {
-    if (!s.pageTable || isFp8KVType(s.kvType) || wgmmaFp8Operands(s.qType) ||
-        s.rope || config.hasSplitKVBarriers())
-      return "page_lookahead needs the schedule whose copies publish their "
-             "tile: a paged 16-bit cache, no RoPE, one K/V ring "
-             "(kv_barriers = joint)";
-    if (s.pageSize < 1 || config.getKvTile() / s.pageSize + 1 > 32)
-      return ("page_lookahead needs at most 31 pages a KV tile (a warp's "
-              "lanes hold them), got kv_tile " +
-              Twine(config.getKvTile()) + " at page size " + Twine(s.pageSize))
-          .str();
+    std::string why = wgmmaWhyNotPageLookahead(
+        s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
+        config.hasSplitKVBarriers(), config.getKvTile());
+    if (!why.empty())
+      return why;
   }
   if (s.decode)
     return "the wgmma family runs prefill and append, not decode (a decode "

@@ -159,6 +159,16 @@ std::string wgmmaWhyNotFp8Operands(KernelConfigAttr config, int64_t headDim,
 /// consumers needs 158 of 128: ptxas stops with "insufficient registers".
 bool wgmmaConsumersHoldHeadDim(int64_t consumers, int64_t headDim);
 
+/// Why page_lookahead cannot serve an op (empty where it can): it needs the
+/// schedule whose copies publish their tile (a paged 16-bit cache with q of
+/// its type, no RoPE, one K/V ring) and at most 31 pages of `pageSize`
+/// tokens a KV tile of `kvTile` (a warp's lanes hold them). Selection sets
+/// it only where this is empty; the family refuses a hand-written one
+/// where it is not.
+std::string wgmmaWhyNotPageLookahead(bool pageTable, int64_t pageSize,
+                                     Type qType, Type kvType, bool rope,
+                                     bool splitBarriers, int64_t kvTile);
+
 /// Whether the wgmma producer's gather of an fp8 cache tiles a KV tile of
 /// `kvTile` keys: its 128 threads copy 16-byte chunks (16 fp8 elements),
 /// 2048 / head_dim whole rows a pass.
