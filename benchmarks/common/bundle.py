@@ -95,6 +95,11 @@ class Bundle:
         for key, val in bufs.items():
             if isinstance(val, (int, np.integer)):
                 scalars.setdefault(key, int(val))
+        # A decode's split merge adds a block per row tmp_s holds room for
+        # (the compiler's launch reads it off tmp_s the same way).
+        if "partial_rows_capacity" not in scalars and "tmp_s" in bufs:
+            scalars["partial_rows_capacity"] = \
+                int(bufs["tmp_s"].size) // k["static"]["num_qo_heads"]
         grid = self.grid(name, scalars)
         if 0 in grid:
             return

@@ -8,6 +8,7 @@ its scalars, with the chunk the case asks for (plans.py: fixed_split_pages),
 and every prefill launch the grid slack of a CUDA-graph plan.
 """
 import importlib
+import json
 import os
 import sys
 import types
@@ -371,6 +372,33 @@ def test_shape_cases_check_every_prefill_kernel_by_name(check, monkeypatch, smal
     launches, results = run_check(check, monkeypatch, "--shapes", "--small",
                                   "--kernels", "_ex2e[0-9]$")
     assert len(results) == 1 and len(launches) == 1
+
+
+def test_bundle_launch_sizes_a_decode_merge_grid_by_tmp_s(check_module, tmp_path):
+    """A decode's split merge adds a block per partial row tmp_s holds room
+    for (the manifest's grid `add`): the launcher reads that count off tmp_s
+    when the caller does not pass it, as the compiler's launch does, and a
+    given one wins; a grid without `add` is as before."""
+    bundle_mod = importlib.import_module("benchmarks.common.bundle")
+    merge = {"name": "merge", "op": "merge_states_indptr", "ptx": "kernels.ptx",
+             "block": [128, 1, 1], "static": {"num_qo_heads": 32},
+             "grid": [{"param": "num_rows", "mul": 32, "div": 8,
+                       "add": "partial_rows_capacity"}, 1, 1],
+             "params": [{"name": "tmp_s", "kind": "memref", "dtype": "f32"},
+                        {"name": "num_rows", "kind": "i64"}]}
+    prefill = dict(merge, name="byrow", grid=[{"param": "num_rows", "div": 8}, 1, 1])
+    (tmp_path / "manifest.json").write_text(json.dumps(
+        {"format": "cascade-kernel-bundle", "version": 1, "kernels": [merge, prefill]}))
+    b = bundle_mod.Bundle(str(tmp_path))
+    grids = []
+    b.function = lambda name: (lambda grid, block, args, **kw: grids.append(grid))
+    # A device array as the launcher sees one: its size and pointer (a flat
+    # one, as the benchmarks pass torch tensors through cpa()).
+    tmp_s = types.SimpleNamespace(size=37 * 32, data=types.SimpleNamespace(ptr=4096))
+    b.launch("merge", dict(tmp_s=tmp_s, num_rows=3))
+    b.launch("merge", dict(tmp_s=tmp_s, num_rows=3, partial_rows_capacity=5))
+    b.launch("byrow", dict(tmp_s=tmp_s, num_rows=17))
+    assert grids == [(12 + 37, 1, 1), (12 + 5, 1, 1), (3, 1, 1)]
 
 
 def test_split_plan_keeps_the_chunk(check):
