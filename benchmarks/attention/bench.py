@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Tensor-core attention benchmarks on the GPU machine (no MLIR there).
 
-  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade,prefill-fp8,prefill-shapes]
+  python3 -m benchmarks.attention.bench BUNDLE_DIR [--rows prefill,cascade,prefill-fp8,prefill-shapes,prefill-dvo]
 
 (from the repository root, with the runtime's Python module cascade_mlir
 importable: the split-KV plan of the cascade's prefix level is the runtime's)
@@ -19,6 +19,9 @@ Rows (printed as a markdown table):
   head_dim 64 / 128 / 256, causal and not, f16 and bf16, at --sizes (B8
   L4096 by default; 8x4096,2x16384 adds B2 L16384), every kernel of the bundle for the shape against
   SDPA (FlashInfer at head_dim 128);
+- prefill-dvo (BUNDLE from test/Integration/gpu/head_dim_vo_kernels.mlir):
+  every paged NHD prefill kernel whose v is narrower than q and k (192 /
+  128) at --sizes, with its heads and mask, against SDPA;
 - prefill-fp8 (BUNDLE from test/Integration/gpu/fp8_operand_kernels.mlir):
   q, K and V in e4m3 on fp8 tensor cores against the 16-bit kernel of the
   same shape, causal (f16 out) and non-causal (bf16 out);
@@ -188,6 +191,63 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
         rows_out.append((f"FlashInfer 0.5.3 prefill {mode} {dtype} B{B} L{L} D{D}", f"{t_fi:.0f}",
                          f"{fi_tflops:.0f}", f"{fi_tflops / sdpa_tflops:.2f}",
                          f"{fi_tflops / mm_tflops:.2f}", "1.00", f"{e_fi:.1e}"))
+
+
+def bench_prefill_dvo(b, B=8, L=4096):
+    """Every paged prefill kernel of BUNDLE whose v is narrower than q and k
+    (head_dim_vo; test/Integration/gpu/head_dim_vo_kernels.mlir: DeepSeek's
+    192 / 128), at B x L (qo = kv) with the kernel's heads, page size and
+    mask, against torch SDPA on contiguous K and V of their own widths.
+    FLOPs: 2 B Hq L^2 (D + Dv), halved when causal."""
+    for name, kk in sorted(b.kernels.items()):
+        st = kk["static"]
+        if kk["op"] != "prefill" or "head_dim_vo" not in st or st["kv_form"] != "pair" \
+                or st["kv_layout"] != "nhd" or (KERNELS and not re.search(KERNELS, name)):
+            continue
+        D, Dv, dtype, causal = st["head_dim"], st["head_dim_vo"], st["q_dtype"], st["causal"]
+        Hq, Hkv, ps = st["num_qo_heads"], st["num_kv_heads"], st["page_size"]
+        mode = "causal" if causal else "non-causal"
+        tdt = DT[dtype]
+        torch.manual_seed(0)
+        q = draw(B * L, Hq, D, dtype=tdt)
+        k = draw(B, L, Hkv, D, dtype=tdt)
+        v = draw(B, L, Hkv, Dv, dtype=tdt)
+        pages = L // ps
+        perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
+        kc = torch.empty(B * pages, ps, Hkv, D, device="cuda", dtype=tdt)
+        vc = torch.empty(B * pages, ps, Hkv, Dv, device="cuda", dtype=tdt)
+        kc[perm.long()] = k.reshape(B * pages, ps, Hkv, D)
+        vc[perm.long()] = v.reshape(B * pages, ps, Hkv, Dv)
+        qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
+        kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
+        last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+        flops = 2 * B * Hq * L * L * (D + Dv) / (2 if causal else 1)
+        qt = q.reshape(B, L, Hq, D).transpose(1, 2)
+        kt, vt = k.transpose(1, 2), v.transpose(1, 2)
+        sdpa = lambda: torch.nn.functional.scaled_dot_product_attention(  # noqa: E731
+            qt, kt, vt, is_causal=causal, enable_gqa=Hq != Hkv)
+        ref = sdpa().transpose(1, 2).reshape(B * L, Hq, Dv)
+        t_sdpa, at_sdpa = timed_at(sdpa)
+        sdpa_tflops = flops / t_sdpa / 1e6
+        o = torch.empty(B * L, Hq, Dv, device="cuda", dtype=tdt)
+        lse = torch.empty(B * L, Hq, device="cuda", dtype=torch.float32)
+        bufs = dict(q=cpa(q), k_cache=cpa(kc), v_cache=cpa(vc), qo_indptr=cpa(qo_indptr),
+                    kv_indptr=cpa(kv_indptr), kv_indices=cpa(perm), kv_last_page_len=cpa(last),
+                    o=cpa(o), lse=cpa(lse), batch_size=B, num_rows=B * L, row_capacity=B * L)
+        o.fill_(float("nan"))
+        b.launch(name, bufs)
+        finish_or_exit(name)
+        err = relerr(o, ref)
+        t, at = timed_at(lambda: b.launch(name, bufs))
+        tf = flops / t / 1e6
+        cfg = st["kernel_family"] + " " + name[name.rindex("_w") + 1:]
+        shape = f"B{B} L{L} {Hq}/{Hkv} D{D}/{Dv} p{ps}"
+        row = (f"prefill {mode} {dtype} {shape} [{cfg}]{at}", f"{t:.0f}", f"{tf:.0f}",
+               f"{tf / sdpa_tflops:.2f}", f"{err:.1e}")
+        rows_out.append(row)
+        print(" | ".join(row), flush=True)
+        rows_out.append((f"torch SDPA {mode} {dtype} {shape} (contiguous KV){at_sdpa}",
+                         f"{t_sdpa:.0f}", f"{sdpa_tflops:.0f}", "1.00", ""))
 
 
 def bench_prefill_fp8(b, causal, o_dtype, B=8, L=4096):
@@ -470,6 +530,10 @@ def main():
                             continue
                         bench_prefill(b, dtype, D=D, causal=causal, matmul=False, B=B, L=L,
                                       fi=D == 128)
+    if "prefill-dvo" in want:
+        print("| prefill, narrower v | us | TFLOP/s | / SDPA | max rel err |")
+        for B, L in [tuple(int(v) for v in bl.split("x")) for bl in a.sizes.split(",")]:
+            bench_prefill_dvo(b, B, L)
     if "prefill-fp8" in want:
         print("| fp8 prefill | us | TFLOP/s | / SDPA | / 16-bit kernel | max rel err |")
         for B, L in ((8, 4096), (2, 16384)):

@@ -127,17 +127,22 @@ def check(check_module, monkeypatch):
     # take no memory (the plans depend on the lengths only).
     def no_reference(q, *args):
         return np.zeros(q.shape), np.full(q.shape[:2], -np.inf)
-    monkeypatch.setattr(mod, "attention_ref", no_reference)
+
+    def no_attention_ref(q, Kp, Vp, *args):
+        # The output has v's head_dim.
+        return np.zeros(q.shape[:2] + Vp.shape[-1:]), np.full(q.shape[:2], -np.inf)
+    monkeypatch.setattr(mod, "attention_ref", no_attention_ref)
     monkeypatch.setattr(mod, "cascade_ref", no_reference)
     monkeypatch.setattr(mod, "dev", lambda a: a)
 
-    def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False):
+    def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False, Dv=None):
         pages, last, indptr = mod.paged_layout(lens, ps)
         P = sum(pages) + 3
         perm = np.arange(sum(pages), dtype=np.int32) if identity else \
             rng.permutation(P)[:sum(pages)].astype(np.int32)
         pool = np.broadcast_to(np.float16(0), (P, ps, Hkv, D))
-        return pages, last, perm, indptr, pool, pool, pool, pool
+        vpool = np.broadcast_to(np.float16(0), (P, ps, Hkv, Dv or D))
+        return pages, last, perm, indptr, pool, pool, vpool, vpool
     monkeypatch.setattr(mod, "make_paged", make_paged)
 
     def kv_bufs(layout, form, Kp_s, Vp_s):
@@ -372,6 +377,59 @@ def test_shape_cases_check_every_prefill_kernel_by_name(check, monkeypatch, smal
     launches, results = run_check(check, monkeypatch, "--shapes", "--small",
                                   "--kernels", "_ex2e[0-9]$")
     assert len(results) == 1 and len(launches) == 1
+
+
+@pytest.mark.parametrize("small", [True, False])
+def test_head_dim_vo_cases_check_every_narrow_v_kernel_by_name(check, monkeypatch, small):
+    """check.py --head-dim-vo: each prefill kernel whose v is narrower than
+    q and k, by its own name, with its manifest's form and mask: V pages,
+    the output and a split level's partial states are v's head_dim wide, a
+    split kernel runs on a whole plan and its merge is v's head_dim's;
+    kernels of one head_dim are left to the other sets."""
+    base = dict(kernel_family="wgmma", accumulate=False, kv_layout="nhd", q_dtype="bf16",
+                num_qo_heads=16, num_kv_heads=16, head_dim=192, head_dim_vo=128,
+                qo_tile_size=192, sm_scale=0.125)
+    kernels = {
+        "cascade_prefill_causal_wgmma_bf16_bf16_d192v128_g1_h16_p1_nhd_pair_ragged"
+        "_w4x1_q192_kv64_s3": ("prefill", dict(base, kv_form="ragged", page_size=1,
+                                               causal=True)),
+        "cascade_prefill_split_causal_wgmma_bf16_bf16_d192v128_g1_h16_p16_nhd_pair"
+        "_w3x1_q128_kv128_s2_kvsplit": ("prefill_split", dict(base, kv_form="pair",
+                                                             page_size=16, causal=True,
+                                                             qo_tile_size=128)),
+        "cascade_prefill_wgmma_bf16_bf16_d128_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4":
+            ("prefill", dict(base, head_dim=128, num_qo_heads=32, num_kv_heads=8,
+                             kv_form="pool", page_size=16, causal=False)),
+    }
+    # A kernel of one head_dim (no head_dim_vo in its manifest).
+    del kernels["cascade_prefill_wgmma_bf16_bf16_d128_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4"][
+        1]["head_dim_vo"]
+    make = check.Bundle
+
+    def with_prefill(path):
+        b = make(path)
+        for name, (op, st) in kernels.items():
+            b.kernels[name] = {"op": op, "static": st}
+        return b
+    monkeypatch.setattr(check, "Bundle", with_prefill)
+    launches, results = run_check(check, monkeypatch, "--head-dim-vo",
+                                  *(["--small"] if small else []))
+    assert len(results) == 2 * (1 if small else 2)  # and the large logits
+    names = {id(kk): n for n, kk in check.bundles[-1].kernels.items()}
+    ran = {names[id(k)] for k, _ in launches if k["op"].startswith("prefill")}
+    assert ran == {n for n, (_, st) in kernels.items() if "head_dim_vo" in st}
+    split = [(k, b) for k, b in launches if k["op"] == "prefill_split"]
+    merges = [(k, b) for k, b in launches if k["op"] == "merge_states_indptr"]
+    assert split and len(merges) == len(split)
+    for k, b in merges:
+        assert k["static"]["head_dim"] == 128
+    for k, b in launches:
+        if k["op"].startswith("prefill"):
+            assert b["o"].shape[-1] == 128 and b["v_cache"].shape[-1] == 128
+            assert b["k_cache"].shape[-1] == 192 and b["q"].shape[-1] == 192
+    for k, b in split:
+        assert b["tmp_v"].shape[-1] == 128
+        check_split_launch(check, k["static"], b)
 
 
 def test_bundle_launch_sizes_a_decode_merge_grid_by_tmp_s(check_module, tmp_path):

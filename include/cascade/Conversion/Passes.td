@@ -130,6 +130,12 @@ def CascadeSelectKernelConfig
            "wgmma: page_lookahead where the op allows it (the schedule "
            "whose copies publish their tile); off until checked against "
            "float64 on the GPU">,
+    Option<"wgmmaHeadDimVo", "wgmma-head-dim-vo", "bool",
+           /*default=*/"false",
+           "wgmma: also head_dim 192 and ops whose v and output are "
+           "narrower than q and k (head_dim_vo a multiple of 64, DeepSeek's "
+           "192 / 128 prefill), 16-bit KV without RoPE; off until checked "
+           "against float64 on the GPU">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

@@ -73,6 +73,11 @@ static BlockSharedBytes blockSharedBytes(Operation *op,
     return {};
   AttentionShape shape;
   shape.headDim = headDim;
+  // v's head_dim: the last dimension of the (k, v) pair's v (a pool's is
+  // k's).
+  int64_t headDimVo =
+      cast<ShapedType>(attention.getKv().back().getType()).getShape().back();
+  shape.headDimVo = ShapedType::isDynamic(headDimVo) ? headDim : headDimVo;
   shape.qType = cast<ShapedType>(attention.getQ().getType()).getElementType();
   shape.kvType =
       cast<ShapedType>(attention.getKv()[0].getType()).getElementType();
@@ -324,6 +329,7 @@ struct SelectKernelConfigPass
     o.wgmmaFp8Operands = wgmmaFp8Operands;
     o.wgmmaExp2Emulation = wgmmaExp2Emulation;
     o.wgmmaPageLookahead = wgmmaPageLookahead;
+    o.wgmmaHeadDimVo = wgmmaHeadDimVo;
     o.wgmmaSweepTiles = wgmmaSweepTiles;
     return o;
   }

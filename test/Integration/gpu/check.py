@@ -205,9 +205,9 @@ def attention_ref(q, Kp, Vp, qo_indptr, indptr, indices, last, ps, opts):
     kv_len - qo_len + j (decode: kv_len - 1). Order on a score: scale, ALiBi
     bias, soft cap, then the causal / window masks (docs/semantics.md)."""
     rows, Hqo, D = q.shape
-    Hkv = Kp.shape[2]
+    Hkv, Dv = Kp.shape[2], Vp.shape[-1]
     G = Hqo // Hkv
-    o = np.zeros((rows, Hqo, D))
+    o = np.zeros((rows, Hqo, Dv))
     lse = np.full((rows, Hqo), -np.inf)
     sl = np.array([alibi_slope(h, Hqo) for h in range(Hqo)])
     for bi in range(len(last)):
@@ -218,7 +218,7 @@ def attention_ref(q, Kp, Vp, qo_indptr, indptr, indices, last, ps, opts):
         if L == 0 or q1 == q0:
             continue
         K = Kp[pages].reshape(-1, Hkv, D)[:L]
-        V = Vp[pages].reshape(-1, Hkv, D)[:L]
+        V = Vp[pages].reshape(-1, Hkv, Dv)[:L]
         t = np.arange(L)
         pos = L - (q1 - q0) + np.arange(q1 - q0)           # [R]
         qb = q[q0:q1]                                       # [R, Hqo, D]
@@ -353,16 +353,17 @@ def check_decode(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_len,
            (note + f" empty->{'(0,sink)' if sinks else '(0,-inf)'}={ex}").strip())
 
 
-def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False):
+def make_paged(rng, lens, ps, Hkv, D, dtype, identity=False, Dv=None):
     """identity: request i's pages are pool pages indptr[i] onwards (the
-    ragged form, whose kernels take no page table)."""
+    ragged form, whose kernels take no page table). Dv: v's head_dim (a
+    (k, v) pair whose v is narrower; default D)."""
     pages, last, indptr = paged_layout(lens, ps)
     total = sum(pages)
     P = total + 3
     perm = np.arange(total, dtype=np.int32) if identity else \
         rng.permutation(P)[:total].astype(np.int32)
     Kp_s, Kp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
-    Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, D)), dtype)
+    Vp_s, Vp = to_storage(rng.standard_normal((P, ps, Hkv, Dv or D)), dtype)
     return pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp
 
 
@@ -461,7 +462,7 @@ def empty_rows_exact(oh, lh, lse_ref, empty, sinks):
 
 
 def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps, split,
-                 pad, decode, Hqo, Hkv, D, dtype):
+                 pad, decode, Hqo, Hkv, D, dtype, Dv=None):
     """Launches an attention level (and its partial-state merge when split)
     with the runtime's plan (plans.py), as the runtime does; returns a note."""
     B = len(last)
@@ -481,7 +482,7 @@ def launch_level(b, name, merge_name, bufs, *, T, qo_indptr, kv_indptr, last, ps
                       max_num_rows=-1 if decode else rows + ROW_SLACK, **shape)
     bufs.update(plan_buffers(plan))
     prow = max(1, plan["num_partial_rows"])
-    bufs["tmp_v"] = poison((prow, Hqo, D), "f32")
+    bufs["tmp_v"] = poison((prow, Hqo, Dv or D), "f32")
     bufs["tmp_s"] = poison((prow, Hqo), "f32")
     b.launch(name, bufs)
     b.launch(merge_name, bufs)
@@ -497,8 +498,9 @@ ONLY_HEAD_DIM = None
 def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_len, opts,
               static=None, split=None, pad=0, accumulate=False, decode=False, label="",
               q_scale=1.0, kv_dtype=None, k_scale=1.0, v_scale=1.0, kernel=None,
-              sinks=False, o_dtype=None):
+              sinks=False, o_dtype=None, Dv=None):
     """kv_dtype, k_scale, v_scale, sinks: as check_decode's.
+    Dv: v's and the output's head_dim (a narrower v; default D).
     kernel: the kernel's name (default: the op's tensor-core kernel).
     o_dtype: the output's dtype (default q's; fp8 queries write f16 or
     bf16), which the partial states' merge and the tolerance follow. fp8
@@ -510,6 +512,7 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     op = ("decode" if decode else "prefill") + ("_split" if split else "")
     kv_dtype = kv_dtype or dtype
     o_dtype = o_dtype or dtype
+    Dv = Dv or D
     stat = dict(kernel_family=TENSOR_CORE, head_dim=D, num_qo_heads=Hqo, num_kv_heads=Hkv,
                 page_size=ps, kv_layout=layout, kv_form=form, q_dtype=dtype,
                 accumulate=accumulate)
@@ -527,14 +530,14 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     merge_name = None
     if split:
         merge_stat = dict(sinks=True) if sinks else {}
-        merge_name = b.find("merge_states_indptr", head_dim=D, num_qo_heads=Hqo, v_dtype=o_dtype,
+        merge_name = b.find("merge_states_indptr", head_dim=Dv, num_qo_heads=Hqo, v_dtype=o_dtype,
                             lse_base="e" if base_e else 2, accumulate=accumulate,
                             indptr="o_indptr" if decode else "merge_indptr", **merge_stat)
     G = Hqo // Hkv
     T = b.kernels[name]["static"].get("qo_tile_size", 0)
     qo_lens, lens = request_lengths(rng, B, max_qo, max_len, decode)
     qo_indptr = np.concatenate([[0], np.cumsum(qo_lens)]).astype(np.int32)
-    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype, identity=form == "ragged")
+    paged = make_paged(rng, lens, ps, Hkv, D, kv_dtype, identity=form == "ragged", Dv=Dv)
     pages, last, perm, indptr, Kp_s, Kp, Vp_s, Vp = paged
     rows = int(qo_indptr[-1])
     q_s, q64 = to_storage(q_scale * rng.standard_normal((rows, Hqo, D)), dtype)
@@ -551,18 +554,18 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
         bufs["qo_indptr"] = dev(qo_indptr)
     bufs.update(kv_bufs(layout, form, Kp_s, Vp_s))
     if accumulate:
-        v0, v064, s0, s064 = prior_state(rng, rows, Hqo, D, o_dtype)
+        v0, v064, s0, s064 = prior_state(rng, rows, Hqo, Dv, o_dtype)
         o_ref, lse_ref = merge2(v064, s064, o_ref, lse_ref)
         bufs["o"] = dev(v0)
         bufs["lse"] = dev((s0 * LN2) if base_e else s0)
     else:
-        bufs["o"] = poison((rows, Hqo, D), o_dtype)
+        bufs["o"] = poison((rows, Hqo, Dv), o_dtype)
         bufs["lse"] = poison((rows, Hqo), "f32")
     if base_e:
         lse_ref = lse_ref * LN2
     note = launch_level(b, name, merge_name, bufs, T=T, qo_indptr=qo_indptr, kv_indptr=indptr,
                         last=last, ps=ps, split=split, pad=pad, decode=decode, Hqo=Hqo,
-                        Hkv=Hkv, D=D, dtype=o_dtype)
+                        Hkv=Hkv, D=D, dtype=o_dtype, Dv=Dv)
     finish_or_exit("the next case's kernels", backend="cupy")
     oh = from_storage(cp.asnumpy(bufs["o"]), o_dtype)
     lh = cp.asnumpy(bufs["lse"]).astype(np.float64)
@@ -585,7 +588,8 @@ def check_mma(b, rng, *, dtype, D, Hqo, Hkv, ps, layout, form, B, max_qo, max_le
     family = b.kernels[name]["static"]["kernel_family"]
     if sinks:
         label = f"{label} sinks".strip()
-    record(f"{family} {kind} {label} D={D} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
+    dims = f"D={D}" if Dv == D else f"D={D}/{Dv}"
+    record(f"{family} {kind} {label} {dims} G={G} Hkv={Hkv} p={ps} {layout} {form} B={B} rows={rows}",
            o_dtype, oh, o_ref, lh, lse_ref, ex,
            (note + (f" empty->{'(0,sink)' if sinks else '(0,-inf)'}={ex}"
                     if not accumulate else "")).strip(),
@@ -1167,6 +1171,39 @@ def shape_cases(b, rng, small=False, only=""):
                       **dict(common, label=common["label"] + " large logits"))
 
 
+def head_dim_vo_cases(b, rng, small=False):
+    """head_dim_vo_kernels.mlir: every prefill kernel of the bundle whose v
+    is narrower than q and k (head_dim_vo; DeepSeek's 192 / 128), by name,
+    with its manifest's layout, form, heads, scale, causal mask, soft cap,
+    window and accumulation (into a random prior state), on random pages
+    against float64 (split-KV kernels through the runtime's plan and their
+    merge, in chunks of 2 pages, or 48 tokens of a ragged cache), then with
+    logits spread over ~+-40."""
+    none = dict(pos_encoding="none", logits_soft_cap=0.0, window_left=-1)
+    for name, k in sorted(b.kernels.items()):
+        st = k["static"]
+        if k["op"] not in ("prefill", "prefill_split") or "head_dim_vo" not in st:
+            continue
+        D, Dv = st["head_dim"], st["head_dim_vo"]
+        ragged = st["kv_form"] == "ragged"
+        split = (48 if ragged else 2) if k["op"] == "prefill_split" else None
+        opts = dict(sm_scale=st["sm_scale"], causal=bool(st["causal"]))
+        if st.get("logits_soft_cap"):
+            opts["soft_cap"] = st["logits_soft_cap"]
+        if st.get("window_left", -1) >= 0:
+            opts["window"] = st["window_left"]
+        common = dict(dtype=st["q_dtype"], D=D, Dv=Dv, Hqo=st["num_qo_heads"],
+                      Hkv=st["num_kv_heads"], ps=st["page_size"], layout=st["kv_layout"],
+                      form=st["kv_form"], split=split, static=none, kernel=name, opts=opts,
+                      accumulate=bool(st.get("accumulate")),
+                      label=name[name.rindex("_w") + 1:])
+        check_mma(b, rng, B=2 if small else 5, max_qo=40 if small else 200,
+                  max_len=120 if small else 600, **common)
+        if not small:
+            check_mma(b, rng, B=3, max_qo=100, max_len=400, q_scale=8.0,
+                      **dict(common, label=common["label"] + " large logits"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("bundle")
@@ -1184,6 +1221,9 @@ def main():
                     "wgmma_shape_tune.mlir (or with wgmma_fp8_operand_tune.mlir)")
     ap.add_argument("--kernels", default="",
                     help="with --shapes: only the kernels whose name matches this regex")
+    ap.add_argument("--head-dim-vo", action="store_true",
+                    help="the kernels whose v is narrower than q and k, by name; BUNDLE "
+                    "built from head_dim_vo_kernels.mlir")
     ap.add_argument("--tensor-core", action="store_true",
                     help="only the tensor-core (mma_sync / wgmma) cases")
     ap.add_argument("--head-dim", type=int, default=None,
@@ -1202,6 +1242,8 @@ def main():
         sink_cases(b, rng, small=a.small)
     elif a.shapes:
         shape_cases(b, rng, small=a.small, only=a.kernels)
+    elif a.head_dim_vo:
+        head_dim_vo_cases(b, rng, small=a.small)
     elif a.tensor_core:
         mma_cases(b, rng, small=a.small)
     elif a.small:

@@ -84,10 +84,16 @@ struct MmaTiles {
   /// below this (the kernel configuration's exp2_emulation; 0: none).
   int64_t exp2Emulation = 0;
   SmemTileLayout qLayout, kvLayout, vtLayout;
+  /// The V ring's tiles: kvLayout, or on wgmma with a narrower v (head_dim_vo)
+  /// panels of v's width, dvp columns.
+  SmemTileLayout vLayout;
+  /// v's head_dim padded to 16: O's columns on wgmma (dp unless v is
+  /// narrower; mma_sync keeps dp-wide V tiles and counts O in oTiles).
+  int64_t dvp = 0;
 
   int64_t sharedElements() const {
-    return qLayout.numElements() +
-           (kRingStages + vRingStages) * kvLayout.numElements();
+    return qLayout.numElements() + kRingStages * kvLayout.numElements() +
+           vRingStages * vLayout.numElements();
   }
   SmemRing kRing() const {
     assert(kRingStages > 0 && "no K ring: scores read the fp8 staging ring");
@@ -96,7 +102,7 @@ struct MmaTiles {
   SmemRing vRing() const {
     assert(vRingStages > 0 && "no V ring: P V reads the fp8 staging ring");
     return {qLayout.numElements() + kRingStages * kvLayout.numElements(),
-            kvLayout.numElements()};
+            vLayout.numElements()};
   }
   /// The head_dim column that accumulator column `col` (8 n + 2 c + e of
   /// O's n8 tile n, lane quad c, element e) holds: `col` itself, or with

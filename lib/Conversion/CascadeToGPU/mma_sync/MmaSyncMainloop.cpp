@@ -27,6 +27,8 @@ MmaTiles mlir::cascade::mmaSyncTiles(const AttentionSpec &spec) {
   t.numThreads = 32 * t.warpsQ * t.warpsKV;
   t.qLayout = SmemTileLayout::get(t.qTile, t.dp);
   t.kvLayout = SmemTileLayout::get(t.kvTile, t.dp);
+  t.vLayout = t.kvLayout;
+  t.dvp = t.dp;
   // fp8 decode: one converted K and V tile (more stages in flight for the
   // same shared memory) and, with one m16 tile at head_dim <= 128, Q in
   // registers. Prefill keeps a converted tile per stage: its 128-row tiles

@@ -48,8 +48,66 @@ int64_t WgmmaKVGather::unroll() const {
   return u;
 }
 
+void WgmmaKVGather::issueOwnWidths(Value i, Value stage,
+                                   WgmmaKVPart part) const {
+  const MmaTiles &t = tiles;
+  Value tileStart = k.add(src.t0, k.mul(i, k.idx(t.kvTile)));
+  Value lastKey = k.sub(src.t1, k.idx(1));
+  Value sub = k.div(tid, k.idx(8));
+  Value inPanel = k.rem(tid, k.idx(8));
+  auto copyRows = [&](bool isV) {
+    int64_t panels = (isV ? t.dvp : t.dp) / 64;
+    int64_t passes = t.kvTile * panels / 16;
+    int64_t n = std::min(kGatherUnroll, passes);
+    while (passes % n != 0)
+      n /= 2;
+    Value base = isV ? t.vRing().stage(k, stage) : t.kRing().stage(k, stage);
+    Value cache = isV ? src.vCache : src.kCache;
+    scf::ForOp::create(
+        k.b, k.loc, k.idx(0), k.idx(passes), k.idx(n), ValueRange{},
+        [&](OpBuilder &lb, Location, Value p0, ValueRange) {
+          OpBuilder::InsertionGuard lg(k.b);
+          k.b.setInsertionPoint(lb.getInsertionBlock(), lb.getInsertionPoint());
+          for (int64_t u = 0; u < n; ++u) {
+            Value rp = k.add(k.mul(k.add(p0, k.idx(u)), k.idx(16)), sub);
+            Value row = k.div(rp, k.idx(panels));
+            Value chunk =
+                k.add(k.mul(k.rem(rp, k.idx(panels)), k.idx(8)), inPanel);
+            Value key = k.add(tileStart, row);
+            Value valid = k.cmp(arith::CmpIPredicate::ult, key, src.t1);
+            // Rows past t1 read the last key's page with a source size of
+            // 0: the chunk is zero-filled.
+            Value inRange = k.minU(key, lastKey);
+            Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
+            Value token =
+                isV ? layout.vTokenOffset(k, page, inRange, src.kvHead, {})
+                    : layout.tokenOffset(k, page, inRange, src.kvHead);
+            Value off = k.add(token, k.mul(chunk, k.idx(8)));
+            Value dst = k.add(
+                base,
+                (isV ? t.vLayout : t.kvLayout).chunkOffset(k, row, chunk));
+            Value bytes = k.select(valid, k.idx(8), k.idx(0));
+            nvgpu::DeviceAsyncCopyOp::create(
+                k.b, k.loc, smem, ValueRange{dst}, cache, ValueRange{off},
+                k.b.getIndexAttr(8), bytes, k.b.getUnitAttr());
+          }
+          scf::YieldOp::create(k.b, k.loc);
+        });
+  };
+  if (part != WgmmaKVPart::V)
+    copyRows(/*isV=*/false);
+  if (part != WgmmaKVPart::K)
+    copyRows(/*isV=*/true);
+  NVVM::CpAsyncCommitGroupOp::create(k.b, k.loc);
+}
+
 void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
   const MmaTiles &t = tiles;
+  if (t.dvp != t.dp) {
+    assert(!fp8Bytes() && "a narrower v: a 16-bit cache");
+    issueOwnWidths(i, stage, part);
+    return;
+  }
   // fp8 operands: K straight into its ring stage (the fp8 panel form wgmma
   // reads, through `smem8`), V into its staging slot (transposeV turns it
   // into the ring's form).

@@ -65,6 +65,13 @@ public:
   void transposeV(Value stage) const;
 
 private:
+  /// issue() where V is narrower than K (MmaTiles::dvp < dp, a 16-bit
+  /// cache): K's rows and V's rows in loops of their own widths, one
+  /// cp.async group. Producer thread t copies chunk t % 8 of panel rp %
+  /// P of row rp / P, rp = 16 p + t / 8 in pass p (P panels a row), so that
+  /// rows of any whole number of panels (head_dim 192: 24 chunks, which
+  /// do not divide the 128 threads) tile the passes.
+  void issueOwnWidths(Value i, Value stage, WgmmaKVPart part) const;
   bool fp8() const { return static_cast<bool>(stagingK); }
   /// The copies move fp8 bytes (an fp8 cache, converted or not).
   bool fp8Bytes() const { return fp8() || tiles.fp8Operands; }

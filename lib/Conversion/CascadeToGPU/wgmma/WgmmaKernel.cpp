@@ -79,7 +79,8 @@ void WgmmaKernel::build() {
   if (variant.customMask()) {
     // After the tiles (and an fp8 cache's staging rings).
     int64_t groupSize = c.groupSize;
-    int64_t base = wgmmaSharedBytes(c.config, c.headDim, c.qType, c.kvType);
+    int64_t base =
+        wgmmaSharedBytes(c.config, c.headDim, c.headDimVo, c.qType, c.kvType);
     maskSide = dynamicSharedMemory(
         k, module, k.b.getI32Type(), base,
         tiles.stages * wgmmaMaskStageWords(c.config, groupSize));

@@ -38,7 +38,9 @@ MmaTiles mlir::cascade::wgmmaTiles(const AttentionSpec &spec) {
   t.stages = cfg.getStages();
   t.kvPerWarp = t.kvTile;
   t.sTiles = t.kvTile / 8;
-  t.oTiles = t.dp / 8;
+  // O covers v's head_dim (a narrower v: fewer columns than Q and K).
+  t.dvp = llvm::alignTo(spec.headDimVo, 16);
+  t.oTiles = t.dvp / 8;
   t.numThreads = 32 * t.warpsQ;
   // fp8 queries: fp8 rows of dp bytes, dp / 2 16-bit units; V transposed.
   t.fp8Operands = wgmmaFp8Operands(spec.qType);
@@ -46,6 +48,8 @@ MmaTiles mlir::cascade::wgmmaTiles(const AttentionSpec &spec) {
   int64_t units = t.fp8Operands ? t.dp / 2 : t.dp;
   t.qLayout = SmemTileLayout::getPanels(t.qTile, units);
   t.kvLayout = SmemTileLayout::getPanels(t.kvTile, units);
+  t.vLayout =
+      t.dvp == t.dp ? t.kvLayout : SmemTileLayout::getPanels(t.kvTile, t.dvp);
   if (t.fp8Operands)
     t.vtLayout = SmemTileLayout::getPanels(t.dp, t.kvTile / 2);
   t.kvRingStages = t.kRingStages = t.vRingStages = t.stages;
@@ -459,9 +463,9 @@ Value WgmmaMainloop::issuePV(ArrayRef<Value> pA, Value stage,
   wgmmaFence(k);
   for (int64_t kk = 0; kk < t.kvTile / 16; ++kk) {
     Value vAddr = k.add(vBase, k.i64(kk * 16 * 2 * kPanelCols));
-    Value descV = wgmmaDescriptor(k, vAddr, t.kvLayout.panelElements() * 2,
+    Value descV = wgmmaDescriptor(k, vAddr, t.vLayout.panelElements() * 2,
                                   kSwizzleGroupBytes, wgmma::Swizzle::B128);
-    acc = wgmmaMmaAsyncRegA(k, acc, a[kk], descV, t.dp, elementType,
+    acc = wgmmaMmaAsyncRegA(k, acc, a[kk], descV, t.dvp, elementType,
                             WgmmaMajor::MN);
   }
   wgmmaCommitGroup(k);
@@ -565,7 +569,7 @@ SmallVector<Value> WgmmaMainloop::computeTile(ConsumerLoop &c,
   if (c.skips)
     for (Value pa : step.pPrev)
       wgmmaKeepRegisters(k, wgmmaARegisters(k, pa));
-  sti.o = fragmentsOf(o, tiles.dp);
+  sti.o = fragmentsOf(o, tiles.dvp);
   mbarrierArrive(k, splitKV ? emptyV : empty, step.prevStage);
   c.softmax.rescale(c.mma, p, sti.o);
   return loopValues(sti.o, sti, p.pA);
@@ -581,7 +585,7 @@ SmallVector<Value> WgmmaMainloop::skipTile(ConsumerLoop &c,
         Value o = issuePV(step.pPrev, step.prevStage, step.state.o);
         passTurn();
         wgmmaWaitGroup(k, 0);
-        return fragmentsOf(o, tiles.dp);
+        return fragmentsOf(o, tiles.dvp);
       },
       [&] {
         passTurn();
@@ -721,7 +725,7 @@ SmallVector<Value> WgmmaMainloop::lastPV(Value numTiles, ArrayRef<Value> pLast,
     auto multiply = [&] {
       Value o = issuePV(pLast, lastStage, o0);
       wgmmaWaitGroup(k, 0);
-      return fragmentsOf(o, t.dp);
+      return fragmentsOf(o, t.dvp);
     };
     if (pending) {
       auto ifPending = scf::IfOp::create(b, k.loc, oTypes, pending,

@@ -34,10 +34,15 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
               !s.customMask && !in.opts.wgmmaSplitKVBarriers &&
               (!in.opts.wgmmaStages || in.opts.wgmmaStages >= 3) &&
               (!in.opts.wgmmaKVTile || in.opts.wgmmaKVTile == 128);
+  // head_dim 192 and a narrower v (DeepSeek's 192 / 128 prefill) behind
+  // wgmma-head-dim-vo until their float64 GPU check.
+  bool dims = wgmmaFamilySupportsHeadDim(s.headDim) && s.headDimVo == s.headDim;
+  if (!dims && in.opts.wgmmaHeadDimVo)
+    dims =
+        wgmmaWhyNotHeadDims(s.headDim, s.headDimVo, s.qType, s.kvType, s.rope)
+            .empty();
   return in.opts.wgmma && !s.merge && !s.decode &&
-         wgmmaSupportsKVType(s.qType, s.kvType, in.target) &&
-         wgmmaFamilySupportsHeadDim(s.headDim) && s.headDimVo == s.headDim &&
-         fp8Fits;
+         wgmmaSupportsKVType(s.qType, s.kvType, in.target) && dims && fp8Fits;
 }
 
 /// The wgmma family: a producer warpgroup and two consumer warpgroups (128
@@ -90,15 +95,16 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   int64_t consumers = o.wgmmaConsumers                    ? o.wgmmaConsumers
                       : !operands && (plain || fp8Prefix) ? 3
                                                           : 2;
-  if (!wgmmaConsumersHoldHeadDim(consumers, s.headDim))
+  if (!wgmmaConsumersHoldHeadDim(consumers, s.headDimVo))
     consumers = 2;
   // Per-score options (ALiBi, soft cap), custom masks and RoPE keep more
   // values live next to the pipelined S and P tiles: 64-token tiles there.
   // So do more than two consumers, whose share of the register file (152 a
   // thread with three) spills a 128-token S tile (1.5 KB a thread at
   // head_dim 128 by ptxas).
+  // (O's width is v's: a narrower v keeps the registers of its head_dim.)
   bool wide =
-      s.headDim <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
+      s.headDimVo <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
   // wgmma-sweep-tiles (off until the float64 GPU check of these kernels):
   // three consumers at head_dim 64 hold a 96-token S tile (48 registers a
   // thread beside O's 32; 128 tokens spill 64 bytes): on the H100 (B8
@@ -131,8 +137,9 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
     // looks up a tile's pages before waiting for its stage, where the
     // family can (wgmmaWhyNotPageLookahead).
     bool lookahead = o.wgmmaPageLookahead &&
-                     wgmmaWhyNotPageLookahead(s.pageTable, s.pageSize, s.qType,
-                                              s.kvType, s.rope, split, kvTile)
+                     wgmmaWhyNotPageLookahead(
+                         s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
+                         s.headDimVo != s.headDim, split, kvTile)
                          .empty();
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },

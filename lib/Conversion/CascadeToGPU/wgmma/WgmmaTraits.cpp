@@ -18,6 +18,35 @@ bool mlir::cascade::wgmmaFamilySupportsHeadDim(int64_t headDim) {
   return headDim == 64 || headDim == 128 || headDim == 256;
 }
 
+bool mlir::cascade::wgmmaSupportsHeadDims(int64_t headDim, int64_t headDimVo) {
+  return headDim % 64 == 0 && headDim >= 64 && headDim <= 256 &&
+         headDimVo % 64 == 0 && headDimVo >= 64 && headDimVo <= headDim;
+}
+
+std::string mlir::cascade::wgmmaWhyNotHeadDims(int64_t headDim,
+                                               int64_t headDimVo, Type qType,
+                                               Type kvType, bool rope) {
+  if (headDim == headDimVo && wgmmaFamilySupportsHeadDim(headDim))
+    return {};
+  if (!wgmmaSupportsHeadDims(headDim, headDimVo))
+    return ("the wgmma family needs head_dim a multiple of 64 up to 256 "
+            "(whole 128-byte swizzle panels) and v's head_dim a multiple of "
+            "64 up to it, got " +
+            Twine(headDim) + " / " + Twine(headDimVo) + " (use mma_sync)")
+        .str();
+  if (isFp8KVType(kvType) || qType != kvType)
+    return ("head_dim " + Twine(headDim) + " / " + Twine(headDimVo) +
+            " on wgmma takes a 16-bit cache of q's type (its gather copies "
+            "K and V rows of their own widths straight into the panels)")
+        .str();
+  if (rope)
+    return ("head_dim " + Twine(headDim) + " / " + Twine(headDimVo) +
+            " on wgmma takes no RoPE (the producer rotates K tiles of head_dim "
+            "64, 128 or 256 only)")
+        .str();
+  return {};
+}
+
 bool mlir::cascade::wgmmaSupportsKVType(Type qType, Type kvType,
                                         const TargetInfo &target) {
   bool f16OrBf16 = kvType.isF16() || kvType.isBF16();
@@ -91,10 +120,15 @@ int64_t mlir::cascade::wgmmaMaskSideBytes(KernelConfigAttr c,
 }
 
 int64_t mlir::cascade::wgmmaSharedBytes(KernelConfigAttr c, int64_t headDim,
-                                        Type qType, Type kvType,
-                                        int64_t maskGroupSize) {
+                                        int64_t headDimVo, Type qType,
+                                        Type kvType, int64_t maskGroupSize) {
   int64_t mask = maskGroupSize ? wgmmaMaskSideBytes(c, maskGroupSize) : 0;
   int64_t ring = c.getStages() * c.getKvTile() * headDim;
+  // A narrower v (16-bit, no staging): K's ring and V's ring of their own
+  // widths.
+  if (headDimVo && headDimVo != headDim)
+    return mask + c.getQTile() * headDim * 2 +
+           c.getStages() * c.getKvTile() * (headDim + headDimVo) * 2;
   // fp8 queries: fp8 panels (Q, K, transposed V), then V's staging ring.
   if (wgmmaFp8Operands(qType))
     return mask + c.getQTile() * headDim + 3 * ring;
@@ -108,7 +142,7 @@ int64_t mlir::cascade::wgmmaSharedBytes(KernelConfigAttr c, int64_t headDim,
 }
 
 static int64_t dynamicSharedBytes(KernelConfigAttr c, const AttentionShape &s) {
-  return wgmmaSharedBytes(c, s.headDim, s.qType, s.kvType,
+  return wgmmaSharedBytes(c, s.headDim, s.headDimVo, s.qType, s.kvType,
                           s.customMask ? s.groupSize : 0);
 }
 
@@ -117,15 +151,17 @@ static int64_t registersPerThread(KernelConfigAttr c, const TargetInfo &) {
   return wgmmaEntryRegisters(c.getThreads()[1]);
 }
 
-std::string
-mlir::cascade::wgmmaWhyNotPageLookahead(bool pageTable, int64_t pageSize,
-                                        Type qType, Type kvType, bool rope,
-                                        bool splitBarriers, int64_t kvTile) {
+std::string mlir::cascade::wgmmaWhyNotPageLookahead(
+    bool pageTable, int64_t pageSize, Type qType, Type kvType, bool rope,
+    bool narrowV, bool splitBarriers, int64_t kvTile) {
   if (!pageTable || isFp8KVType(kvType) || wgmmaFp8Operands(qType) || rope ||
       splitBarriers)
     return "page_lookahead needs the schedule whose copies publish their "
            "tile: a paged 16-bit cache, no RoPE, one K/V ring "
            "(kv_barriers = joint)";
+  if (narrowV)
+    return "page_lookahead needs K and V of one head_dim (its passes copy "
+           "the K and V chunks of a row together)";
   if (pageSize < 1 || kvTile / pageSize + 1 > 32)
     return ("page_lookahead needs at most 31 pages a KV tile (a warp's lanes "
             "hold them), got kv_tile " +
@@ -139,17 +175,16 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (s.qType != s.kvType && !isFp8KVType(s.kvType))
     return "tensor cores need q and KV of one dtype (or an fp8 KV cache, "
            "converted to q's)";
-  if (s.headDimVo != s.headDim)
-    return "the wgmma family needs v's head_dim to be q's and k's (a "
-           "narrower v runs on mma_sync)";
-  if (!wgmmaFamilySupportsHeadDim(s.headDim))
-    return "the wgmma family needs head_dim 64, 128 or 256 (whole 128-byte "
-           "swizzle panels; use mma_sync)";
-  if (!wgmmaConsumersHoldHeadDim(config.getConsumerWarpgroups(), s.headDim))
+  std::string dims =
+      wgmmaWhyNotHeadDims(s.headDim, s.headDimVo, s.qType, s.kvType, s.rope);
+  if (!dims.empty())
+    return dims;
+  if (!wgmmaConsumersHoldHeadDim(config.getConsumerWarpgroups(), s.headDimVo))
     return ("its " + Twine(config.getConsumerWarpgroups()) +
             " consumer warpgroups leave a thread too few registers for "
             "head_dim " +
-            Twine(s.headDim) + "'s f32 output tile (" + Twine(s.headDim / 2) +
+            Twine(s.headDimVo) + "'s f32 output tile (" +
+            Twine(s.headDimVo / 2) +
             " a thread, all live in one wgmma); use two consumers")
         .str();
   if (isFp8KVType(s.kvType) && config.hasSplitKVBarriers())
@@ -171,7 +206,8 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (config.getPageLookahead()) {
     std::string why = wgmmaWhyNotPageLookahead(
         s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
-        config.hasSplitKVBarriers(), config.getKvTile());
+        s.headDimVo != s.headDim, config.hasSplitKVBarriers(),
+        config.getKvTile());
     if (!why.empty())
       return why;
   }

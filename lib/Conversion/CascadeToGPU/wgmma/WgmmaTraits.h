@@ -125,6 +125,16 @@ static_assert(fitsEntryPool(wgmmaRegisterSplit(false, false, 3), 3) &&
 /// Whether the wgmma family can run an attention op of this head_dim: whole
 /// 128-byte swizzle panels of 16-bit elements (64, 128 or 256).
 bool wgmmaFamilySupportsHeadDim(int64_t headDim);
+/// Whether the wgmma family can run q/k of `headDim` with v and the output
+/// of `headDimVo`: whole panels for both (multiples of 64), v no wider than
+/// k and at most 256 (head_dim 192, and DeepSeek's 192 / 128 prefill, beside
+/// wgmmaFamilySupportsHeadDim's). Beyond the equal 64 / 128 / 256, only a
+/// 16-bit cache of q's type without RoPE (wgmmaWhyNotHeadDims).
+bool wgmmaSupportsHeadDims(int64_t headDim, int64_t headDimVo);
+/// Why the family cannot run these head dims with these types and options
+/// (empty where it can).
+std::string wgmmaWhyNotHeadDims(int64_t headDim, int64_t headDimVo, Type qType,
+                                Type kvType, bool rope);
 
 /// Whether the family reads a KV cache of `kvType` with queries of `qType`
 /// on `target` (sm_90a): KV of q's type lands straight in the tiles wgmma
@@ -151,23 +161,25 @@ std::string wgmmaWhyNotFp8Operands(KernelConfigAttr config, int64_t headDim,
                                    bool rope, bool customMask);
 
 /// Whether a wgmma block of `consumers` consumer warpgroups can hold the
-/// P.V accumulator of `headDim`: ptxas compiles the kernel within the
-/// registers a thread has at entry (the 64K register file over the block,
-/// 168 with two consumers, 128 with three; setmaxnreg only moves them at run
-/// time), and one wgmma needs its whole f32 output tile (head_dim / 2
+/// P.V accumulator of `headDim` (v's head_dim): ptxas compiles the kernel
+/// within the registers a thread has at entry (the 64K register file over the
+/// block, 168 with two consumers, 128 with three; setmaxnreg only moves them at
+/// run time), and one wgmma needs its whole f32 output tile (head_dim / 2
 /// registers a thread) live with its operands' ~30. Head_dim 256 with three
 /// consumers needs 158 of 128: ptxas stops with "insufficient registers".
 bool wgmmaConsumersHoldHeadDim(int64_t consumers, int64_t headDim);
 
 /// Why page_lookahead cannot serve an op (empty where it can): it needs the
 /// schedule whose copies publish their tile (a paged 16-bit cache with q of
-/// its type, no RoPE, one K/V ring) and at most 31 pages of `pageSize`
+/// its type, no RoPE, one K/V ring, K and V of one head_dim: `narrowV`
+/// false) and at most 31 pages of `pageSize`
 /// tokens a KV tile of `kvTile` (a warp's lanes hold them). Selection sets
 /// it only where this is empty; the family refuses a hand-written one
 /// where it is not.
 std::string wgmmaWhyNotPageLookahead(bool pageTable, int64_t pageSize,
                                      Type qType, Type kvType, bool rope,
-                                     bool splitBarriers, int64_t kvTile);
+                                     bool narrowV, bool splitBarriers,
+                                     int64_t kvTile);
 
 /// Whether the wgmma producer's gather of an fp8 cache tiles a KV tile of
 /// `kvTile` keys: its 128 threads copy 16-byte chunks (16 fp8 elements),
@@ -193,12 +205,13 @@ int64_t wgmmaMaskSideBytes(KernelConfigAttr config, int64_t groupSize);
 
 /// The dynamic shared memory (bytes) of a wgmma block: the Q tile and the
 /// K/V ring in unpadded 128-byte-swizzled panels (no partial states to
-/// merge), over an fp8 cache the staging rings after them (K and V, every
-/// stage, head_dim bytes a key; with fp8 queries the tiles are fp8 and
-/// only V is staged), and with a custom mask
+/// merge; V's tiles `headDimVo` wide), over an fp8 cache the staging rings
+/// after them (K and V, every stage, head_dim bytes a key; with fp8 queries the
+/// tiles are fp8 and only V is staged), and with a custom mask
 /// (`maskGroupSize`, the GQA group size; 0 without) its side data last.
-int64_t wgmmaSharedBytes(KernelConfigAttr config, int64_t headDim, Type qType,
-                         Type kvType, int64_t maskGroupSize = 0);
+int64_t wgmmaSharedBytes(KernelConfigAttr config, int64_t headDim,
+                         int64_t headDimVo, Type qType, Type kvType,
+                         int64_t maskGroupSize = 0);
 
 } // namespace cascade
 } // namespace mlir
