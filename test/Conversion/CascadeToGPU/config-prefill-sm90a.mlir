@@ -2,8 +2,8 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma=false" | FileCheck %s --check-prefix=NOWGMMA
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-kv-tile=64 wgmma-stages=3 wgmma-consumers=1" | FileCheck %s --check-prefix=TUNED
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-consumers=3" | FileCheck %s --check-prefix=THREE
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-sweep-tiles" | FileCheck %s --check-prefix=SWEEP
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-sweep-tiles wgmma-kv-tile=64" | FileCheck %s --check-prefix=KV64
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-sweep-tiles=false" | FileCheck %s --check-prefix=FORMER
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-kv-tile=64" | FileCheck %s --check-prefix=KV64
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90 | FileCheck %s --check-prefix=SM90
 // RUN: cascade-opt %s --cascade-select-kernel-config=chip=sm_90a --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNELS
 
@@ -14,12 +14,13 @@
 // (threads [128, 4, 1], q_tile 192) and 64-token KV tiles (a 128-token S
 // tile spills in their 152 registers), 4 stages; planned or accumulating
 // levels, per-score options, masks and head_dim 256 keep two (q_tile 128),
-// with KV tiles of 128 tokens up to head_dim 128 (64 at 256) and as many
-// stages (up to 4) as fit the chip's shared memory: 3 at head_dim 128, 2 at
-// 256 (split K/V rings). wgmma-sweep-tiles gives three consumers 96-token
-// tiles at head_dim 64 and shrinks head_dim 256's tiles by 16 tokens until
-// three stages of a joint ring fit (48 tokens); a 64-token tile fixed by
-// wgmma-kv-tile then still gets two stages in split K/V rings. Everything
+// with KV tiles of 128 tokens up to head_dim 128 and as many stages (up to
+// 4) as fit the chip's shared memory: 3 at head_dim 128. wgmma-sweep-tiles
+// (the default) gives three consumers 96-token tiles at head_dim 64 and
+// shrinks head_dim 256's tiles by 16 tokens until three stages of a joint
+// ring fit (48 tokens); without it (FORMER) head_dim 64 keeps 64-token
+// tiles and 256 two stages of 64 in split K/V rings, as does a 64-token
+// tile fixed by wgmma-kv-tile. Everything
 // else keeps its family: head_dim 96 (not whole 128-byte
 // panels), decode, and everything on plain sm_90, whose PTX may not use
 // wgmma.
@@ -93,18 +94,18 @@ func.func @prefill_d128_planned(%q: memref<?x32x128xf16>, %kv: memref<?x2x16x8x1
 }
 
 // CHECK-LABEL: func.func @prefill_d256
-// Only two stages of 64-token tiles fit at head_dim 256: split K/V rings (a
-// joint ring needs three); with wgmma-sweep-tiles three stages of a joint
-// ring with 48-token tiles (208 KiB).
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
-// SWEEP-LABEL: func.func @prefill_d256
-// SWEEP: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>
+// Three stages of a joint ring with 48-token tiles (208 KiB) at head_dim
+// 256; without wgmma-sweep-tiles only two stages of 64-token tiles fit:
+// split K/V rings (a joint ring needs three).
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>
+// FORMER-LABEL: func.func @prefill_d256
+// FORMER: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
 // KV64-LABEL: func.func @prefill_d256
 // KV64: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
 // Three consumers cannot hold head_dim 256's output tile (wgmmaConsumersHoldHeadDim):
 // wgmma-consumers=3 keeps two here.
 // THREE-LABEL: func.func @prefill_d256
-// THREE: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>
+// THREE: #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>
 func.func @prefill_d256(%q: memref<?x16x256xbf16>, %cache: memref<?x2x16x4x256xbf16>, %qo: memref<?xi32>,
                         %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                         %o: memref<?x16x256xbf16>, %lse: memref<?x16xf32>) {
@@ -139,12 +140,12 @@ func.func @decode_g8(%q: memref<?x32x128xf16>, %cache: memref<?x2x16x4x128xf16>,
   return
 }
 
-// Three consumers at head_dim 64: 64-token S tiles, 4 stages; with
-// wgmma-sweep-tiles 96-token tiles (48 registers a thread beside O's 32).
+// Three consumers at head_dim 64: 96-token S tiles (48 registers a thread
+// beside O's 32), 4 stages; without wgmma-sweep-tiles 64-token tiles.
 // CHECK-LABEL: func.func @prefill_d64_causal
-// CHECK: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>
-// SWEEP-LABEL: func.func @prefill_d64_causal
-// SWEEP: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>
+// CHECK: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>
+// FORMER-LABEL: func.func @prefill_d64_causal
+// FORMER: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>
 func.func @prefill_d64_causal(%q: memref<?x32x64xf16>, %cache: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>,
                               %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                               %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {

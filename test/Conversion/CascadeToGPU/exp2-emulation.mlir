@@ -11,11 +11,11 @@
 // mma_sync configuration takes it too (the same online softmax).
 
 // CONFIG-LABEL: func.func @prefill_d64
-// CONFIG: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4, exp2_emulation = 2>
+// CONFIG: #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4, exp2_emulation = 2>
 // CONFIG-LABEL: func.func @prefill_mma_sync
 // CONFIG: #cascade.kernel_config<mma_sync, threads = [32, 4, 1], q_tile = 64, kv_tile = 64, stages = 2, exp2_emulation = 8>
 
-// KERNEL-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d64_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4_ex2e2
+// KERNEL-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d64_g4_h8_p16_nhd_pool_w4x1_q192_kv96_s4_ex2e2
 // KERNEL-DAG: arith.constant 0x4B400000 : f32
 // KERNEL-DAG: arith.constant -1.270000e+02 : f32
 // KERNEL-DAG: arith.constant 0.0550089329 : f32
@@ -27,7 +27,7 @@
 // KERNEL-LABEL: gpu.func @cascade_prefill_mma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q64_kv64_s2_ex2e8
 // KERNEL: arith.shli
 
-// DEFAULT-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d64_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4(
+// DEFAULT-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d64_g4_h8_p16_nhd_pool_w4x1_q192_kv96_s4(
 // DEFAULT-NOT: 0x4B400000
 // DEFAULT: gpu.return
 func.func @prefill_d64(%q: memref<?x32x64xf16>, %cache: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>,

@@ -1,11 +1,13 @@
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-page-lookahead" | FileCheck %s --check-prefix=CONFIG
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-page-lookahead wgmma-sweep-tiles=false" | FileCheck %s --check-prefix=FORMER
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-page-lookahead" --convert-cascade-to-gpu | FileCheck %s --check-prefix=KERNEL
 // RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a" --convert-cascade-to-gpu | FileCheck %s --check-prefix=DEFAULT
 
-// page_lookahead (off by default until its float64 GPU check): selection
-// sets it where the producer's copies publish their tile (a paged 16-bit
-// cache, no RoPE, one K/V ring), so not on RoPE, nor at head_dim 256 whose
-// two stages of 64 keys take split K/V rings. In the kernel the producer
+// page_lookahead (off by default: right against float64 on the H100, but
+// no faster there): selection sets it where the producer's copies publish
+// their tile (a paged 16-bit cache, no RoPE, one K/V ring), so not on RoPE
+// (nor where two stages take split K/V rings: head_dim 256 without
+// wgmma-sweep-tiles, FORMER). In the kernel the producer
 // loads its lane's page id of the tile's page list before it waits for the
 // tile's free stage, then takes each pass's page with an index shuffle and
 // issues the pass's K and V copies; without it, each pass loads its page
@@ -16,7 +18,9 @@
 // CONFIG-LABEL: func.func @prefill_d128_rope
 // CONFIG-NOT: page_lookahead
 // CONFIG-LABEL: func.func @prefill_d256
-// CONFIG: kv_barriers = split>
+// CONFIG: kv_tile = 48, stages = 3, page_lookahead = 1>
+// FORMER-LABEL: func.func @prefill_d256
+// FORMER: kv_barriers = split>
 
 // KERNEL-LABEL: gpu.func @cascade_prefill_causal_wgmma_f16_f16_d128_g4_h8_p16_nhd_pool_w4x1_q192_kv64_s4_pla(
 // KERNEL: nvvm.setmaxregister decrease 40

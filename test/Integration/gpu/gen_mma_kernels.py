@@ -169,21 +169,21 @@ def sink_kernels():
 
 #: wgmma variants of `--shape-tune` by head_dim: (consumer warpgroups,
 #: kv_tile, stages, split K/V barriers, exp2_emulation, page_lookahead).
-#: The default of each shape (no kernel_config: q192 kv64 s4 up to head_dim
-#: 128, kv64 in two split stages at 256) is timed beside them,
-#: wgmma-sweep-tiles' choices among them (q192 kv96 s4 at head_dim 64, kv48
-#: s3 in a joint ring at 256), and those with the producer's page lookahead
-#: (`_pla`). Three consumers spill with
+#: The default of each shape (no kernel_config: wgmma-sweep-tiles' q192 kv96
+#: s4 at head_dim 64, q192 kv64 s4 at 128, kv48 s3 in a joint ring at 256)
+#: is timed beside them, the former defaults among them (q192 kv64 s4 at
+#: head_dim 64, kv64 in two split stages at 256), and those with the
+#: producer's page lookahead (`_pla`). Three consumers spill with
 #: 128-key tiles at head_dim 64 (64 bytes) and 96-key tiles at 128 (220
 #: bytes), two with 256-key tiles at 64 (352 bytes), and ptxas then
 #: serializes their wgmma: not among them.
 SHAPE_VARIANTS = {
-    64: [(3, 96, 4, False, 0, 0), (2, 128, 4, False, 0, 0), (2, 192, 4, False, 0, 0),
+    64: [(3, 64, 4, False, 0, 0), (2, 128, 4, False, 0, 0), (2, 192, 4, False, 0, 0),
          (3, 112, 4, False, 0, 0), (3, 80, 4, False, 0, 0), (3, 96, 6, False, 0, 0),
          (3, 96, 4, False, 2, 0), (3, 64, 4, False, 0, 1), (3, 96, 4, False, 0, 1)],
     128: [(2, 128, 3, False, 0, 0), (2, 176, 2, True, 0, 0), (3, 64, 5, False, 0, 0),
           (3, 80, 4, False, 0, 0), (3, 64, 4, False, 1, 0), (3, 64, 4, False, 0, 1)],
-    256: [(2, 48, 3, False, 0, 0), (2, 80, 2, True, 0, 0), (2, 32, 4, False, 0, 0),
+    256: [(2, 64, 2, True, 0, 0), (2, 80, 2, True, 0, 0), (2, 32, 4, False, 0, 0),
           (2, 32, 5, False, 0, 0), (2, 48, 3, True, 0, 0), (2, 48, 3, False, 0, 1)],
 }
 

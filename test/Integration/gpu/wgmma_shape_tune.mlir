@@ -11,11 +11,11 @@ func.func @shape_f16_d64_causal(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64
   return
 }
 
-func.func @shape_f16_d64_causal_w4_kv96_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+func.func @shape_f16_d64_causal_w4_kv64_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>}
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
   return
 }
 
@@ -91,11 +91,11 @@ func.func @shape_bf16_d64_causal(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x
   return
 }
 
-func.func @shape_bf16_d64_causal_w4_kv96_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+func.func @shape_bf16_d64_causal_w4_kv64_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>}
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
   return
 }
 
@@ -171,11 +171,11 @@ func.func @shape_f16_d64_full(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf
   return
 }
 
-func.func @shape_f16_d64_full_w4_kv96_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
+func.func @shape_f16_d64_full_w4_kv64_s4(%q: memref<?x32x64xf16>, %kv: memref<?x2x16x8x64xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xf16>) kv(%kv : memref<?x2x16x8x64xf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>}
+      outs(%o, %lse : memref<?x32x64xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
   return
 }
 
@@ -251,11 +251,11 @@ func.func @shape_bf16_d64_full(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64
   return
 }
 
-func.func @shape_bf16_d64_full_w4_kv96_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
+func.func @shape_bf16_d64_full_w4_kv64_s4(%q: memref<?x32x64xbf16>, %kv: memref<?x2x16x8x64xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x64xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x64xbf16>) kv(%kv : memref<?x2x16x8x64xbf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 96, stages = 4>}
+      outs(%o, %lse : memref<?x32x64xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 4, 1], q_tile = 192, kv_tile = 64, stages = 4>}
   return
 }
 
@@ -555,11 +555,11 @@ func.func @shape_f16_d256_causal(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x
   return
 }
 
-func.func @shape_f16_d256_causal_w3_kv48_s3(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
+func.func @shape_f16_d256_causal_w3_kv64_s2_kvsplit(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>}
+      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>}
   return
 }
 
@@ -611,11 +611,11 @@ func.func @shape_bf16_d256_causal(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x
   return
 }
 
-func.func @shape_bf16_d256_causal_w3_kv48_s3(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
+func.func @shape_bf16_d256_causal_w3_kv64_s2_kvsplit(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xbf16>) kv(%kv : memref<?x2x16x8x256xbf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>}
+      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>}
   return
 }
 
@@ -667,11 +667,11 @@ func.func @shape_f16_d256_full(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x25
   return
 }
 
-func.func @shape_f16_d256_full_w3_kv48_s3(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
+func.func @shape_f16_d256_full_w3_kv64_s2_kvsplit(%q: memref<?x32x256xf16>, %kv: memref<?x2x16x8x256xf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xf16>) kv(%kv : memref<?x2x16x8x256xf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>}
+      outs(%o, %lse : memref<?x32x256xf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>}
   return
 }
 
@@ -723,11 +723,11 @@ func.func @shape_bf16_d256_full(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x
   return
 }
 
-func.func @shape_bf16_d256_full_w3_kv48_s3(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
+func.func @shape_bf16_d256_full_w3_kv64_s2_kvsplit(%q: memref<?x32x256xbf16>, %kv: memref<?x2x16x8x256xbf16>, %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>, %o: memref<?x32x256xbf16>, %lse: memref<?x32xf32>) {
   cascade.paged_attention q(%q : memref<?x32x256xbf16>) kv(%kv : memref<?x2x16x8x256xbf16>)
       qo_indptr(%qo : memref<?xi32>)
       kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>) kv_last_page_len(%last : memref<?xi32>)
-      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 48, stages = 3>}
+      outs(%o, %lse : memref<?x32x256xbf16>, memref<?x32xf32>) {page_size = 16 : i64, kv_layout = #cascade.kv_layout<nhd>, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 2, kv_barriers = split>}
   return
 }
 

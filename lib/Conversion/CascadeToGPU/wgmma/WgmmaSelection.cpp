@@ -105,11 +105,12 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // (O's width is v's: a narrower v keeps the registers of its head_dim.)
   bool wide =
       s.headDimVo <= 128 && !s.heavyOptions && !s.customMask && consumers <= 2;
-  // wgmma-sweep-tiles (off until the float64 GPU check of these kernels):
+  // wgmma-sweep-tiles (default; checked against float64 on the H100):
   // three consumers at head_dim 64 hold a 96-token S tile (48 registers a
   // thread beside O's 32; 128 tokens spill 64 bytes): on the H100 (B8
   // L4096 32/8) 393-404 TFLOP/s causal against 370-371 for 64 tokens,
-  // 434-439 non-causal against 410-422.
+  // 434-439 non-causal against 410-422; at B2 L16384 0.95-0.99 of SDPA
+  // against 0.92-0.95.
   bool sweep = o.wgmmaSweepTiles;
   bool wide3 = sweep && s.headDim <= 64 && !s.heavyOptions && !s.customMask &&
                consumers == 3 && !fp8;
@@ -125,7 +126,8 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   // stages of a joint ring fit instead: 48 in 3 (208 KiB) at head_dim 256
   // measured 465-478 TFLOP/s causal and 495-509 non-causal on the H100 (B8
   // L4096 32/8) against 404-428 for 64 tokens in 2 split stages and 340-456
-  // for 32 in 4 (joint or split).
+  // for 32 in 4 (joint or split); at B2 L16384 502-523 against 420-435
+  // (0.76-0.78 of SDPA against 0.62-0.66).
   int64_t minStages = fp8 ? 3 : 2;
   int64_t minKVTile = operands ? kvTile
                       : fp8    ? std::max<int64_t>(16, 2048 / s.headDim)
@@ -133,9 +135,10 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
   int64_t stages = o.wgmmaStages ? o.wgmmaStages : sweep ? 3 : minStages;
   auto make = [&] {
     bool split = o.wgmmaSplitKVBarriers || (!o.wgmmaStages && stages < 3);
-    // wgmma-page-lookahead (off until its float64 GPU check): the producer
-    // looks up a tile's pages before waiting for its stage, where the
-    // family can (wgmmaWhyNotPageLookahead).
+    // wgmma-page-lookahead (off: right against float64 on the H100 but no
+    // faster, B8 L4096: -10% to +3%): the producer looks up a tile's pages
+    // before waiting for its stage, where the family can
+    // (wgmmaWhyNotPageLookahead).
     bool lookahead = o.wgmmaPageLookahead &&
                      wgmmaWhyNotPageLookahead(
                          s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
