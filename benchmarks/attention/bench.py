@@ -194,15 +194,20 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
 
 
 def bench_prefill_dvo(b, B=8, L=4096):
-    """Every paged prefill kernel of BUNDLE whose v is narrower than q and k
+    """Every plain paged prefill kernel (no soft cap, window or accumulation:
+    what SDPA computes) of BUNDLE whose v is narrower than q and k
     (head_dim_vo; test/Integration/gpu/head_dim_vo_kernels.mlir: DeepSeek's
     192 / 128), at B x L (qo = kv) with the kernel's heads, page size and
     mask, against torch SDPA on contiguous K and V of their own widths.
     FLOPs: 2 B Hq L^2 (D + Dv), halved when causal."""
     for name, kk in sorted(b.kernels.items()):
         st = kk["static"]
+        # Plain levels only: SDPA has no soft cap, window or prior state.
+        plain = not st.get("accumulate") and not st.get("logits_soft_cap") and \
+            st.get("window_left", -1) < 0
         if kk["op"] != "prefill" or "head_dim_vo" not in st or st["kv_form"] != "pair" \
-                or st["kv_layout"] != "nhd" or (KERNELS and not re.search(KERNELS, name)):
+                or st["kv_layout"] != "nhd" or not plain or \
+                (KERNELS and not re.search(KERNELS, name)):
             continue
         D, Dv, dtype, causal = st["head_dim"], st["head_dim_vo"], st["q_dtype"], st["causal"]
         Hq, Hkv, ps = st["num_qo_heads"], st["num_kv_heads"], st["page_size"]
