@@ -131,11 +131,10 @@ def CascadeSelectKernelConfig
            "on the H100 but no faster (0.80-0.95 of SDPA against "
            "0.88-0.95 without)">,
     Option<"wgmmaHeadDimVo", "wgmma-head-dim-vo", "bool",
-           /*default=*/"false",
-           "wgmma: also head_dim 192 and ops whose v and output are "
-           "narrower than q and k (head_dim_vo a multiple of 64, DeepSeek's "
-           "192 / 128 prefill), 16-bit KV without RoPE; off until checked "
-           "against float64 on the GPU">,
+           /*default=*/"true",
+           "wgmma: also ops whose v and output are narrower than q and k "
+           "(head_dim_vo a multiple of 64, DeepSeek's 192 / 128 prefill), "
+           "16-bit KV without RoPE (false: mma_sync)">,
   ];
   let dependentDialects = ["::mlir::cascade::CascadeDialect"];
 }

@@ -1,17 +1,17 @@
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a" --convert-cascade-to-gpu | FileCheck %s
-// RUN: rm -rf %t && cascade-opt %s --cascade-to-ptx="chip=sm_90a bundle-dir=%t" -o /dev/null
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-head-dim-vo=false" --convert-cascade-to-gpu | FileCheck %s
+// RUN: rm -rf %t && cascade-opt %s --cascade-to-ptx="chip=sm_90a bundle-dir=%t select='chip=sm_90a wgmma-head-dim-vo=false'" -o /dev/null
 // RUN: %python -c "import json,sys; m=json.load(open(sys.argv[1])); [print(json.dumps(k, sort_keys=True)) for k in m['kernels']]" %t/manifest.json | FileCheck %s --check-prefix=MANIFEST
 // RUN: %if ptxas %{ %ptxas -arch=sm_90a %t/kernels.ptx -o /dev/null %}
-// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a wgmma-head-dim-vo" --convert-cascade-to-gpu | FileCheck %s --check-prefix=WGMMA
+// RUN: cascade-opt %s --cascade-select-kernel-config="chip=sm_90a" --convert-cascade-to-gpu | FileCheck %s --check-prefix=WGMMA
 
 // A (k, v) pair whose v is narrower than q and k (head_dim_vo; DeepSeek's
 // prefill before MLA absorption has q/k 192 and v/o 128). The mma_sync
 // family computes S = Q K^T over k's 192 columns and O's n8 tiles over v's
-// 128 only; the V tile's other columns are zero-filled by the gather. rows
-// takes one head_dim, and selection gives these ops to wgmma on sm_90a only
-// with wgmma-head-dim-vo (off until its float64 GPU check: K's panels and
-// V's narrower ones in rings of their own; mma_sync by default). Kernels
-// are spelled `_d192v128`; their manifest records
+// 128 only; the V tile's other columns are zero-filled by the gather (the
+// CHECK and MANIFEST runs, wgmma-head-dim-vo=false). rows takes one
+// head_dim; on sm_90a selection gives these ops to wgmma (the WGMMA run; K's panels
+// and V's narrower ones in rings of their own). Kernels are spelled
+// `_d192v128`; their manifest records
 // head_dim_vo, o's default strides are by 128, and V gets strides of its
 // own (ragged: v_stride_n / v_stride_h; paged: v_stride_page).
 

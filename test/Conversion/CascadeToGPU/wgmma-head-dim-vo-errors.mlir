@@ -47,7 +47,7 @@ func.func @fp8_cache(%q: memref<?x16x192xbf16>, %k: memref<?x16x16x192xf8E4M3FN>
 func.func @page_lookahead(%q: memref<?x16x192xbf16>, %k: memref<?x16x16x192xbf16>, %v: memref<?x16x16x128xbf16>,
                           %qo: memref<?xi32>, %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
                           %o: memref<?x16x128xbf16>, %lse: memref<?x16xf32>) {
-  // expected-error@+1 {{cannot run this attention: page_lookahead needs K and V of one head_dim (its passes copy the K and V chunks of a row together)}}
+  // expected-error@+1 {{cannot run this attention: page_lookahead needs K and V of one head_dim whose rows divide the producer's 128 threads (its passes copy the K and V chunks of whole rows together)}}
   cascade.paged_attention q(%q : memref<?x16x192xbf16>) kv(%k, %v : memref<?x16x16x192xbf16>, memref<?x16x16x128xbf16>)
       qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
       kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x16x128xbf16>, memref<?x16xf32>)

@@ -103,8 +103,7 @@ void WgmmaKVGather::issueOwnWidths(Value i, Value stage,
 
 void WgmmaKVGather::issue(Value i, Value stage, WgmmaKVPart part) const {
   const MmaTiles &t = tiles;
-  if (t.dvp != t.dp) {
-    assert(!fp8Bytes() && "a narrower v: a 16-bit cache");
+  if (!fp8Bytes() && wgmmaOwnWidths(t.dp, t.dvp)) {
     issueOwnWidths(i, stage, part);
     return;
   }

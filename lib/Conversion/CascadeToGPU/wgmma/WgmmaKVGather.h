@@ -65,7 +65,8 @@ public:
   void transposeV(Value stage) const;
 
 private:
-  /// issue() where V is narrower than K (MmaTiles::dvp < dp, a 16-bit
+  /// issue() where V is narrower than K (MmaTiles::dvp < dp) or a row's
+  /// chunks do not divide the producer's threads (wgmmaOwnWidths; a 16-bit
   /// cache): K's rows and V's rows in loops of their own widths, one
   /// cp.async group. Producer thread t copies chunk t % 8 of panel rp %
   /// P of row rp / P, rp = 16 p + t / 8 in pass p (P panels a row), so that

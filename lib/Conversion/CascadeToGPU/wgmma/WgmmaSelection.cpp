@@ -34,10 +34,13 @@ bool cascade::wgmmaApplies(const SelectionInput &in) {
               !s.customMask && !in.opts.wgmmaSplitKVBarriers &&
               (!in.opts.wgmmaStages || in.opts.wgmmaStages >= 3) &&
               (!in.opts.wgmmaKVTile || in.opts.wgmmaKVTile == 128);
-  // head_dim 192 and a narrower v (DeepSeek's 192 / 128 prefill) behind
-  // wgmma-head-dim-vo until their float64 GPU check.
+  // A narrower v (DeepSeek's 192 / 128 prefill) with wgmma-head-dim-vo
+  // (default; checked against float64 on the H100, 1.5x mma_sync's rate at
+  // 192 / 128 and 2.3x at 256 / 128). Not head_dim 192 with v of 192: O's
+  // 96 registers a thread spill 372 bytes with three consumers, and two
+  // have not run on the GPU (a hand-written configuration runs).
   bool dims = wgmmaFamilySupportsHeadDim(s.headDim) && s.headDimVo == s.headDim;
-  if (!dims && in.opts.wgmmaHeadDimVo)
+  if (!dims && in.opts.wgmmaHeadDimVo && s.headDimVo < s.headDim)
     dims =
         wgmmaWhyNotHeadDims(s.headDim, s.headDimVo, s.qType, s.kvType, s.rope)
             .empty();
@@ -142,7 +145,7 @@ FailureOr<KernelConfigAttr> cascade::chooseWgmma(const SelectionInput &in) {
     bool lookahead = o.wgmmaPageLookahead &&
                      wgmmaWhyNotPageLookahead(
                          s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
-                         s.headDimVo != s.headDim, split, kvTile)
+                         wgmmaOwnWidths(s.headDim, s.headDimVo), split, kvTile)
                          .empty();
     return KernelConfigAttr::getChecked(
         [&] { return in.op->emitError("invalid wgmma tuning options: "); },

@@ -23,6 +23,10 @@ bool mlir::cascade::wgmmaSupportsHeadDims(int64_t headDim, int64_t headDimVo) {
          headDimVo % 64 == 0 && headDimVo >= 64 && headDimVo <= headDim;
 }
 
+bool mlir::cascade::wgmmaOwnWidths(int64_t headDim, int64_t headDimVo) {
+  return headDimVo != headDim || kWgmmaProducerThreads % (headDim / 8) != 0;
+}
+
 std::string mlir::cascade::wgmmaWhyNotHeadDims(int64_t headDim,
                                                int64_t headDimVo, Type qType,
                                                Type kvType, bool rope) {
@@ -153,15 +157,16 @@ static int64_t registersPerThread(KernelConfigAttr c, const TargetInfo &) {
 
 std::string mlir::cascade::wgmmaWhyNotPageLookahead(
     bool pageTable, int64_t pageSize, Type qType, Type kvType, bool rope,
-    bool narrowV, bool splitBarriers, int64_t kvTile) {
+    bool ownWidths, bool splitBarriers, int64_t kvTile) {
   if (!pageTable || isFp8KVType(kvType) || wgmmaFp8Operands(qType) || rope ||
       splitBarriers)
     return "page_lookahead needs the schedule whose copies publish their "
            "tile: a paged 16-bit cache, no RoPE, one K/V ring "
            "(kv_barriers = joint)";
-  if (narrowV)
-    return "page_lookahead needs K and V of one head_dim (its passes copy "
-           "the K and V chunks of a row together)";
+  if (ownWidths)
+    return "page_lookahead needs K and V of one head_dim whose rows divide "
+           "the producer's 128 threads (its passes copy the K and V chunks "
+           "of whole rows together)";
   if (pageSize < 1 || kvTile / pageSize + 1 > 32)
     return ("page_lookahead needs at most 31 pages a KV tile (a warp's lanes "
             "hold them), got kv_tile " +
@@ -206,7 +211,7 @@ static std::string whyNotAttention(KernelConfigAttr config,
   if (config.getPageLookahead()) {
     std::string why = wgmmaWhyNotPageLookahead(
         s.pageTable, s.pageSize, s.qType, s.kvType, s.rope,
-        s.headDimVo != s.headDim, config.hasSplitKVBarriers(),
+        wgmmaOwnWidths(s.headDim, s.headDimVo), config.hasSplitKVBarriers(),
         config.getKvTile());
     if (!why.empty())
       return why;

@@ -131,6 +131,10 @@ bool wgmmaFamilySupportsHeadDim(int64_t headDim);
 /// wgmmaFamilySupportsHeadDim's). Beyond the equal 64 / 128 / 256, only a
 /// 16-bit cache of q's type without RoPE (wgmmaWhyNotHeadDims).
 bool wgmmaSupportsHeadDims(int64_t headDim, int64_t headDimVo);
+/// Whether the producer copies K's and V's rows in loops of their own
+/// widths (WgmmaKVGather::issueOwnWidths): a narrower v, or rows whose
+/// 16-byte chunks do not divide the producer's threads (head_dim 192).
+bool wgmmaOwnWidths(int64_t headDim, int64_t headDimVo);
 /// Why the family cannot run these head dims with these types and options
 /// (empty where it can).
 std::string wgmmaWhyNotHeadDims(int64_t headDim, int64_t headDimVo, Type qType,
@@ -171,14 +175,14 @@ bool wgmmaConsumersHoldHeadDim(int64_t consumers, int64_t headDim);
 
 /// Why page_lookahead cannot serve an op (empty where it can): it needs the
 /// schedule whose copies publish their tile (a paged 16-bit cache with q of
-/// its type, no RoPE, one K/V ring, K and V of one head_dim: `narrowV`
-/// false) and at most 31 pages of `pageSize`
+/// its type, no RoPE, one K/V ring, rows of K and V copied together:
+/// `ownWidths` false, wgmmaOwnWidths) and at most 31 pages of `pageSize`
 /// tokens a KV tile of `kvTile` (a warp's lanes hold them). Selection sets
 /// it only where this is empty; the family refuses a hand-written one
 /// where it is not.
 std::string wgmmaWhyNotPageLookahead(bool pageTable, int64_t pageSize,
                                      Type qType, Type kvType, bool rope,
-                                     bool narrowV, bool splitBarriers,
+                                     bool ownWidths, bool splitBarriers,
                                      int64_t kvTile);
 
 /// Whether the wgmma producer's gather of an fp8 cache tiles a KV tile of
