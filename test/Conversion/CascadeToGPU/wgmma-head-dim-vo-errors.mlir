@@ -68,3 +68,17 @@ func.func @runs(%q: memref<?x16x192xbf16>, %k: memref<?x16x16x192xbf16>, %v: mem
       {page_size = 16 : i64, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 3>}
   return
 }
+
+// -----
+
+// head_dim 192 with v of 192, written by hand (selection leaves it to
+// mma_sync): its 24-chunk rows take the panel-walking gather for K and V.
+func.func @runs_d192(%q: memref<?x8x192xf16>, %cache: memref<?x2x16x2x192xf16>, %qo: memref<?xi32>,
+                     %kvp: memref<?xi32>, %kvi: memref<?xi32>, %last: memref<?xi32>,
+                     %o: memref<?x8x192xf16>, %lse: memref<?x8xf32>) {
+  cascade.paged_attention q(%q : memref<?x8x192xf16>) kv(%cache : memref<?x2x16x2x192xf16>)
+      qo_indptr(%qo : memref<?xi32>) kv_indptr(%kvp : memref<?xi32>) kv_indices(%kvi : memref<?xi32>)
+      kv_last_page_len(%last : memref<?xi32>) outs(%o, %lse : memref<?x8x192xf16>, memref<?x8xf32>)
+      {page_size = 16 : i64, causal, cascade.kernel_config = #cascade.kernel_config<wgmma, threads = [128, 3, 1], q_tile = 128, kv_tile = 64, stages = 3>}
+  return
+}

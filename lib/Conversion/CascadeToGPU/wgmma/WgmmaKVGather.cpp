@@ -79,9 +79,14 @@ void WgmmaKVGather::issueOwnWidths(Value i, Value stage,
             // 0: the chunk is zero-filled.
             Value inRange = k.minU(key, lastKey);
             Value page = layout.page(k, src.kvIndices, src.pageStart, inRange);
+            // V's rows: by V's own strides (a narrower v), else K's offset
+            // in the pool or pair.
             Value token =
-                isV ? layout.vTokenOffset(k, page, inRange, src.kvHead, {})
+                isV && layout.ownV
+                    ? layout.vTokenOffset(k, page, inRange, src.kvHead, {})
                     : layout.tokenOffset(k, page, inRange, src.kvHead);
+            if (isV && !layout.ownV)
+              token = layout.vFromK(k, token);
             Value off = k.add(token, k.mul(chunk, k.idx(8)));
             Value dst = k.add(
                 base,
