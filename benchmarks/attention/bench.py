@@ -105,6 +105,26 @@ def relerr(a, ref):
 MATMUL_TFLOPS = {}
 
 
+def paged_prefill_inputs(B, L, Hq, Hkv, D, Dv, ps, tdt):
+    """A prefill batch of B requests of L queries over their own L keys: q
+    [B L, Hq, D], contiguous k [B, L, Hkv, D] and v [.., Dv] (drawn in that
+    order), their pages scattered over shuffled pool pages (perm) of a K
+    pool and a V pool [B L / ps, ps, Hkv, D or Dv], and the CSR arrays."""
+    q = draw(B * L, Hq, D, dtype=tdt)
+    k = draw(B, L, Hkv, D, dtype=tdt)
+    v = draw(B, L, Hkv, Dv, dtype=tdt)
+    pages = L // ps
+    perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
+    kc = torch.empty(B * pages, ps, Hkv, D, device="cuda", dtype=tdt)
+    vc = torch.empty(B * pages, ps, Hkv, Dv, device="cuda", dtype=tdt)
+    kc[perm.long()] = k.reshape(B * pages, ps, Hkv, D)
+    vc[perm.long()] = v.reshape(B * pages, ps, Hkv, Dv)
+    qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
+    kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
+    last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+    return q, k, v, perm, kc, vc, qo_indptr, kv_indptr, last
+
+
 def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=True):
     """Prefill B x L (qo = kv) 32/8 page 16 at head_dim D, causal or not,
     against torch SDPA (and FlashInfer where `fi`); `matmul` adds the
@@ -113,18 +133,11 @@ def bench_prefill(b, dtype, D=128, causal=True, matmul=True, B=8, L=4096, fi=Tru
     mode = "causal" if causal else "non-causal"
     tdt = DT[dtype]
     torch.manual_seed(0)
-    q = draw(B * L, Hq, D, dtype=tdt)
-    k = draw(B, L, Hkv, D, dtype=tdt)
-    v = draw(B, L, Hkv, D, dtype=tdt)
-    pages = L // ps
-    # Pages of all requests in a shuffled pool.
-    perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
-    cache = torch.empty(B * pages, 2, ps, Hkv, D, device="cuda", dtype=tdt)
-    cache[perm.long(), 0] = k.reshape(B * pages, ps, Hkv, D)
-    cache[perm.long(), 1] = v.reshape(B * pages, ps, Hkv, D)
-    qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
-    kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
-    last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+    q, k, v, perm, kc, vc, qo_indptr, kv_indptr, last = paged_prefill_inputs(
+        B, L, Hq, Hkv, D, D, ps, tdt)
+    # Pages of all requests in a shuffled pool [pages, 2, ps, Hkv, D].
+    cache = torch.stack((kc, vc), 1)
+    del kc, vc
     flops = 4 * B * Hq * D * L * L / (2 if causal else 1)
     # Reference: torch SDPA on contiguous KV.
     qt = q.reshape(B, L, Hq, D).transpose(1, 2)
@@ -214,18 +227,8 @@ def bench_prefill_dvo(b, B=8, L=4096):
         mode = "causal" if causal else "non-causal"
         tdt = DT[dtype]
         torch.manual_seed(0)
-        q = draw(B * L, Hq, D, dtype=tdt)
-        k = draw(B, L, Hkv, D, dtype=tdt)
-        v = draw(B, L, Hkv, Dv, dtype=tdt)
-        pages = L // ps
-        perm = torch.randperm(B * pages, device="cuda", dtype=torch.int32)
-        kc = torch.empty(B * pages, ps, Hkv, D, device="cuda", dtype=tdt)
-        vc = torch.empty(B * pages, ps, Hkv, Dv, device="cuda", dtype=tdt)
-        kc[perm.long()] = k.reshape(B * pages, ps, Hkv, D)
-        vc[perm.long()] = v.reshape(B * pages, ps, Hkv, Dv)
-        qo_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * L
-        kv_indptr = torch.arange(0, B + 1, device="cuda", dtype=torch.int32) * pages
-        last = torch.full((B,), ps, device="cuda", dtype=torch.int32)
+        q, k, v, perm, kc, vc, qo_indptr, kv_indptr, last = paged_prefill_inputs(
+            B, L, Hq, Hkv, D, Dv, ps, tdt)
         flops = 2 * B * Hq * L * L * (D + Dv) / (2 if causal else 1)
         qt = q.reshape(B, L, Hq, D).transpose(1, 2)
         kt, vt = k.transpose(1, 2), v.transpose(1, 2)
